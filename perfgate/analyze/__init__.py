@@ -1,0 +1,1 @@
+"""`perfgate analyze`: summaries and diagnosis of any supported profiler file (pure functions)."""

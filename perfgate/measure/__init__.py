@@ -1,0 +1,1 @@
+"""Producing numbers: timing in-process, fingerprinting the environment, profilers in child processes."""

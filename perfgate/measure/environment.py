@@ -1,0 +1,85 @@
+"""The environment fingerprint and run metadata (git, host); cheap, and never fails a run."""
+
+from __future__ import annotations
+
+import platform
+import socket
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from perfgate.model import Environment
+
+
+def package_version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+def host_cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def current_environment(use_cuda: bool) -> Environment:
+    common = dict(
+        torch_version=package_version("torch"),
+        triton_version=package_version("triton"),
+        python_version=platform.python_version(),
+        perfgate_version=package_version("perfgate"),
+        hostname=socket.gethostname(),
+        platform=f"{platform.system()}-{platform.machine()}",
+    )
+    if not use_cuda:
+        return Environment(device_kind="host", device_name=host_cpu_name(), **common)
+    import torch
+
+    idx = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(idx)
+    return Environment(
+        device_kind="cuda",
+        device_name=props.name,
+        device_uuid=str(getattr(props, "uuid", "")),
+        compute_capability=f"{props.major}.{props.minor}",
+        driver_version=_driver_version(),
+        cuda_version=str(torch.version.cuda or ""),
+        **common,
+    )
+
+
+def _driver_version() -> str:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else ""
+
+
+def git_info(cwd: Path) -> tuple[str, str, bool]:
+    """(commit, branch, dirty); empty values outside a git checkout or without git."""
+    def git(*args: str) -> str:
+        try:
+            out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+        return out.stdout.strip() if out.returncode == 0 else ""
+
+    commit = git("rev-parse", "HEAD")
+    if not commit:
+        return "", "", False
+    branch = git("rev-parse", "--abbrev-ref", "HEAD")
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    return commit, branch, dirty
+
+
+def command_line() -> str:
+    return " ".join(sys.argv)

@@ -1,0 +1,34 @@
+"""Inside a profiling child: run one case's callable so the profiler sees exactly its launches."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+NVTX_PREFIX = "perfgate:"
+WARMUP_CALLS = 3
+
+
+def run_under_profiler(tool: str, case_id: str, fn: Callable[..., Any], args: tuple, kwargs: dict,
+                       calls: int) -> None:
+    """Warm up outside any range (compilation, autotuning), then one NVTX range per case.
+
+    nsys: `calls` calls in the range (per-call metrics divide by it). ncu: one call between
+    cudaProfilerStart/Stop, so ncu (started with --profile-from-start off) profiles one launch per
+    kernel per case, not every warm-up or sample.
+    """
+    import torch
+
+    for _ in range(WARMUP_CALLS):
+        fn(*args, **kwargs)
+    torch.cuda.synchronize()
+    label = NVTX_PREFIX + case_id
+    if tool == "ncu":
+        torch.cuda.profiler.start()
+    torch.cuda.nvtx.range_push(label)
+    for _ in range(1 if tool == "ncu" else calls):
+        fn(*args, **kwargs)
+    torch.cuda.synchronize()  # the GPU work ends inside the range
+    torch.cuda.nvtx.range_pop()
+    if tool == "ncu":
+        torch.cuda.profiler.stop()

@@ -1,0 +1,53 @@
+"""Running external tools: argv lists, a timeout on every call, stderr kept in typed errors."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfgate.errors import ToolFailed, ToolMissing
+
+INSTALL_HINTS = {
+    "nsys": "install Nsight Systems (https://developer.nvidia.com/nsight-systems) or put its bin/ on PATH",
+    "ncu": "install Nsight Compute (https://developer.nvidia.com/nsight-compute) or put it on PATH",
+    "git": "install git to record the commit with each run",
+}
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def find_tool(name: str) -> str:
+    """Absolute path of a tool, or ToolMissing with how to get it."""
+    found = shutil.which(name)
+    if not found:
+        raise ToolMissing(name, INSTALL_HINTS.get(name, f"install {name}"))
+    return found
+
+
+def run_tool(argv: list[str], timeout_s: float, cwd: Path | None = None, env: dict[str, str] | None = None,
+             check: bool = True) -> ToolOutput:
+    """Run argv; ToolFailed on timeout or (with check) a non-zero exit, with stderr's tail kept."""
+    try:
+        proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s,
+                              errors="replace")
+    except subprocess.TimeoutExpired as err:
+        stderr = err.stderr.decode(errors="replace") if isinstance(err.stderr, bytes) else (err.stderr or "")
+        raise ToolFailed(argv, None, tail(stderr), timed_out=True) from err
+    except FileNotFoundError as err:
+        raise ToolMissing(argv[0], INSTALL_HINTS.get(os.path.basename(argv[0]), f"install {argv[0]}")) from err
+    if check and proc.returncode != 0:
+        raise ToolFailed(argv, proc.returncode, tail(proc.stderr or proc.stdout))
+    return ToolOutput(tuple(argv), proc.returncode, proc.stdout, proc.stderr)
+
+
+def tail(text: str, lines: int = 20) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])

@@ -1,0 +1,85 @@
+"""The metric catalogue: unit, direction, how each metric is compared, and its default threshold.
+
+Defaults are for kernels on a quiet GPU: counters that only change when the code does (registers,
+spills, theoretical occupancy, shared memory) have a zero tolerance; DRAM bytes a small one (ECC and
+replays move a few sectors); measured ratios (achieved occupancy, bandwidth, speed-of-light) 10%.
+Everything is overridable in `[tool.perfgate.metrics]`, per-case overrides, or the marker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from perfgate.model import Direction, MetricKind
+
+LOWER, HIGHER = Direction.LOWER, Direction.HIGHER
+TIMED, MEASURED, COUNTER, DERIVED = MetricKind.TIMED, MetricKind.MEASURED, MetricKind.COUNTER, MetricKind.DERIVED
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    label: str
+    unit: str
+    direction: Direction
+    kind: MetricKind
+    threshold_pct: float
+
+
+TIME_METRIC = "median_ms"
+
+_SPECS = {
+    # timing run
+    TIME_METRIC: MetricSpec("time", "ms", LOWER, TIMED, 3.0),
+    "gbps": MetricSpec("bandwidth", "GB/s", HIGHER, DERIVED, 0.0),
+    "tflops": MetricSpec("throughput", "TFLOP/s", HIGHER, DERIVED, 0.0),
+    # Nsight Systems, per kernel name within a case (per call of the case's callable)
+    "nsys.launches_per_call": MetricSpec("kernel launches/call", "", LOWER, COUNTER, 0.0),
+    "nsys.kernel_ns_per_call": MetricSpec("GPU time/call", "ns", LOWER, MEASURED, 10.0),
+    "nsys.registers_per_thread": MetricSpec("registers/thread", "register", LOWER, COUNTER, 0.0),
+    "nsys.shared_mem_bytes": MetricSpec("shared memory/block", "byte", LOWER, COUNTER, 0.0),
+    "nsys.memcpy_bytes_per_call": MetricSpec("memcpy bytes/call", "byte", LOWER, COUNTER, 0.0),
+    # Nsight Compute, per kernel
+    "gpu__time_duration.sum": MetricSpec("duration", "ns", LOWER, MEASURED, 10.0),
+    "sm__warps_active.avg.pct_of_peak_sustained_active": MetricSpec("achieved occupancy", "%", HIGHER, MEASURED, 10.0),
+    "sm__maximum_warps_per_active_cycle_pct": MetricSpec("theoretical occupancy", "%", HIGHER, COUNTER, 0.0),
+    "launch__registers_per_thread": MetricSpec("registers/thread", "register/thread", LOWER, COUNTER, 0.0),
+    "derived__local_spilling_requests": MetricSpec("local spills", "request", LOWER, COUNTER, 0.0),
+    "launch__shared_mem_per_block": MetricSpec("shared memory/block", "byte/block", LOWER, COUNTER, 0.0),
+    "dram__bytes_read.sum": MetricSpec("DRAM bytes read", "byte", LOWER, COUNTER, 2.0),
+    "dram__bytes_write.sum": MetricSpec("DRAM bytes written", "byte", LOWER, COUNTER, 2.0),
+    "dram__bytes.sum.per_second": MetricSpec("DRAM bandwidth", "byte/s", HIGHER, MEASURED, 10.0),
+    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed": MetricSpec("DRAM % of peak", "%", HIGHER, MEASURED, 10.0),
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed": MetricSpec("SM speed-of-light", "%", HIGHER, MEASURED, 10.0),
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": MetricSpec("memory speed-of-light", "%", HIGHER, MEASURED, 10.0),
+    "l1tex__t_sector_hit_rate.pct": MetricSpec("L1 hit rate", "%", HIGHER, MEASURED, 10.0),
+    "lts__t_sector_hit_rate.pct": MetricSpec("L2 hit rate", "%", HIGHER, MEASURED, 10.0),
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": MetricSpec("tensor pipe (mma)", "%", HIGHER, MEASURED, 10.0),
+    "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active": MetricSpec("tensor pipe (wgmma)", "%", HIGHER, MEASURED, 10.0),
+    # reported, not gated: they explain, the metrics above decide
+    "launch__occupancy_limit_registers": MetricSpec("block limit: registers", "block", HIGHER, DERIVED, 0.0),
+    "launch__occupancy_limit_shared_mem": MetricSpec("block limit: shared memory", "block", HIGHER, DERIVED, 0.0),
+    "launch__occupancy_limit_warps": MetricSpec("block limit: warps", "block", HIGHER, DERIVED, 0.0),
+    "launch__occupancy_limit_blocks": MetricSpec("block limit: blocks", "block", HIGHER, DERIVED, 0.0),
+    "launch__grid_size": MetricSpec("grid size", "block", HIGHER, DERIVED, 0.0),
+    "launch__block_size": MetricSpec("block size", "thread", HIGHER, DERIVED, 0.0),
+    "launch__waves_per_multiprocessor": MetricSpec("waves/SM", "", HIGHER, DERIVED, 0.0),
+}
+
+CATALOGUE = MappingProxyType(_SPECS)
+
+# What `--perfgate-profile ncu` collects by default: the catalogue's ncu metrics plus the sections
+# that compute the derived ones (spills, limiters) and the warp-stall breakdown for explanations.
+# (SourceCounters is left out: per-instruction data makes reports ~10x larger and slower to collect.)
+NCU_DEFAULT_SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis",
+                        "ComputeWorkloadAnalysis", "WarpStateStats")
+
+
+def spec_for(name: str) -> MetricSpec | None:
+    """The catalogue entry, or None for a metric we store but do not gate by default."""
+    return CATALOGUE.get(name)
+
+
+def label(name: str) -> str:
+    spec = CATALOGUE.get(name)
+    return spec.label if spec else name

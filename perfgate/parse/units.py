@@ -1,0 +1,50 @@
+"""ncu's CSV writes auto-scaled units (us, Mbyte, Tbyte/s, Ghz, sector/ns); bring them to the base
+units that ncu_report returns (ns, byte, byte/s, hz, sector/s), so both readers agree."""
+
+from __future__ import annotations
+
+_SI = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+# numerator: unit -> (base unit, factor)
+_TIME_NUM = {"ns": ("ns", 1.0), "nsecond": ("ns", 1.0), "us": ("ns", 1e3), "usecond": ("ns", 1e3),
+             "ms": ("ns", 1e6), "msecond": ("ns", 1e6), "s": ("ns", 1e9), "second": ("ns", 1e9)}
+# denominator: per-time -> per second
+_TIME_DEN = {"ns": 1e9, "nsecond": 1e9, "us": 1e6, "usecond": 1e6, "ms": 1e3, "msecond": 1e3, "s": 1.0, "second": 1.0}
+
+
+def _scale_part(part: str) -> tuple[str, float]:
+    for base in ("byte", "hz"):
+        if part == base:
+            return part, 1.0
+        if len(part) == len(base) + 1 and part[1:].lower() == base and part[0].upper() in _SI:
+            return base, _SI[part[0].upper()]
+    return part, 1.0
+
+
+def to_base_unit(value: float, unit: str) -> tuple[float, str]:
+    """(value, unit) in base units: 15.648 us -> 15648 ns; 2.345 Tbyte/s -> 2.345e12 byte/s."""
+    if not unit:
+        return value, unit
+    num, _, den = unit.partition("/")
+    if not den and num in _TIME_NUM:
+        base, factor = _TIME_NUM[num]
+        return value * factor, base
+    num_base, num_factor = _scale_part(num)
+    if not den:
+        return value * num_factor, num_base
+    if den in _TIME_DEN:
+        return value * num_factor * _TIME_DEN[den], f"{num_base}/s"
+    den_base, den_factor = _scale_part(den)
+    # ncu scales a prefixed denominator the same way as a numerator (1.591 %/Kbyte is 1591 %/byte in
+    # ncu_report); follow it, so CSV and report agree.
+    return value * num_factor * den_factor, f"{num_base}/{den_base}"
+
+
+def parse_number(text: str) -> float | None:
+    """'4,096' -> 4096.0; '' or 'n/a' -> None (absent, not 0)."""
+    t = text.strip().replace(",", "")
+    if not t or t.lower() in {"n/a", "nan", "-"}:
+        return None
+    try:
+        return float(t)
+    except ValueError:
+        return None

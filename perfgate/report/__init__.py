@@ -1,0 +1,1 @@
+"""Renderers: each returns a string (or a Figure); the caller decides where it goes."""

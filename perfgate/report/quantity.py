@@ -1,0 +1,61 @@
+"""Numbers for people: units scaled, changes signed, long kernel and case names shortened the same way."""
+
+from __future__ import annotations
+
+import math
+
+from perfgate.metrics import label
+from perfgate.model import Comparison
+
+_SCALES = {
+    "ns": ((1e9, "s"), (1e6, "ms"), (1e3, "us"), (1, "ns")),
+    "ms": ((1e3, "s"), (1, "ms"), (1e-3, "us"), (1e-6, "ns")),
+    "byte": ((1e9, "GB"), (1e6, "MB"), (1e3, "KB"), (1, "B")),
+    "byte/s": ((1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1, "B/s")),
+}
+
+
+def fmt_value(value: float | None, unit: str) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    for factor, name in _SCALES.get(unit, ()):
+        if abs(value) >= factor or factor == _SCALES[unit][-1][0]:
+            return f"{value / factor:.4g} {name}"
+    if unit == "%":
+        return f"{value:.1f}%"
+    if float(value).is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}{(' ' + unit) if unit else ''}"
+    return f"{value:.4g}{(' ' + unit) if unit else ''}"
+
+
+def fmt_change(change_pct: float | None) -> str:
+    if change_pct is None:
+        return "-"
+    return f"{change_pct:+.1f}%"
+
+
+def fmt_ci(c: Comparison) -> str:
+    if c.ci_low_pct is None or c.ci_high_pct is None:
+        return ""
+    return f"[{c.ci_low_pct:+.1f}, {c.ci_high_pct:+.1f}]"
+
+
+def shorten(name: str, width: int = 60) -> str:
+    """Keep the head and the tail (test name and parameters), elide the middle."""
+    if len(name) <= width:
+        return name
+    keep = width - 1
+    head = keep // 3
+    return name[:head] + "…" + name[-(keep - head):]
+
+
+def metric_title(c: Comparison) -> str:
+    title = label(c.metric)
+    return f"{title} [{shorten(c.kernel, 30)}]" if c.kernel else title
+
+
+def movement(c: Comparison) -> str:
+    """`registers/thread 64 -> 128` or `DRAM bytes read unchanged (33.6 MB)`."""
+    if c.baseline == c.current:
+        return f"{metric_title(c)} unchanged ({fmt_value(c.current, c.unit)})"
+    return f"{metric_title(c)} {fmt_value(c.baseline, c.unit)} -> {fmt_value(c.current, c.unit)}"
