@@ -24,8 +24,7 @@ def _cfg(bm, bn, w, s):
     return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=s)
 
 
-AUTOTUNE_CONFIGS = [_cfg(128, 128, 8, 3), _cfg(128, 64, 4, 3), _cfg(128, 64, 8, 3), _cfg(128, 128, 8, 2),
-                    _cfg(128, 64, 4, 4), _cfg(64, 64, 4, 3)]
+AUTOTUNE_CONFIGS = [_cfg(128, 128, 8, 3), _cfg(128, 64, 4, 3), _cfg(128, 64, 8, 3), _cfg(64, 64, 4, 3)]
 
 
 @triton.jit

@@ -26,7 +26,7 @@ class NcuSettings:
                 f"{what} extra-metrics={','.join(self.metrics) or '-'}")
 
 
-def ncu_argv(ncu: str, output: Path, settings: NcuSettings, command: list[str]) -> list[str]:
+def ncu_argv(ncu: str, output: Path, settings: NcuSettings, command: list[str], extra_metrics: bool = True) -> list[str]:
     argv = [ncu, "--profile-from-start", "off", "--nvtx", "--target-processes", "all",
             "--clock-control", settings.clock_control, "--cache-control", settings.cache_control,
             "--force-overwrite", "--export", str(output)]
@@ -37,7 +37,8 @@ def ncu_argv(ncu: str, output: Path, settings: NcuSettings, command: list[str]) 
             argv += ["--section", section]
     # derived__* metrics are computed by section rules and cannot be requested with --metrics
     ncu_metrics = sorted({*settings.metrics, *(m for m in CATALOGUE if "__" in m and not m.startswith("derived__"))})
-    argv += ["--metrics", ",".join(ncu_metrics)]
+    if extra_metrics:
+        argv += ["--metrics", ",".join(ncu_metrics)]
     return argv + command
 
 
@@ -53,6 +54,11 @@ def profile(command: list[str], output: Path, settings: NcuSettings, timeout_s: 
     output.parent.mkdir(parents=True, exist_ok=True)
     out = run_tool(ncu_argv(ncu, output, settings, command), timeout_s, cwd=cwd, env=env, check=False)
     rep = output.with_suffix(".ncu-rep")
+    if not rep.is_file() and "metric" in (out.stderr + out.stdout).lower() and not settings.metrics:
+        # an ncu that rejects one of the catalogue's --metrics names: the sections still collect the
+        # metrics that matter, so profile again without the explicit list rather than fail
+        out = run_tool(ncu_argv(ncu, output, settings, command, extra_metrics=False), timeout_s, cwd=cwd,
+                       env=env, check=False)
     if not rep.is_file():
         raise ToolFailed(list(out.argv), out.returncode, out.stderr or out.stdout)
     return rep
