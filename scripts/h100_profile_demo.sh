@@ -5,12 +5,11 @@
 #   source .device-env/setup.sh && bash scripts/h100_profile_demo.sh
 set -uo pipefail
 OUT=${OUT:-gpu-results}
-R=$OUT/p; mkdir -p "$R/fx"
+R=${WORK:-/tmp/perfgate-profile-demo}; mkdir -p "$R/fx"
 export PYTHONUNBUFFERED=1
 phase() { local name=$1 limit=$2; shift 2; local t0=$SECONDS
           timeout "$limit" "$@" >"$R/$name.log" 2>&1; local rc=$?
-          echo "$name rc=$rc wall=$((SECONDS - t0)) s" | tee -a "$R/steps.log"
-          tar rf "$OUT/profile.tar" -C "$OUT" p 2>/dev/null; return 0; }
+          echo "$name rc=$rc wall=$((SECONDS - t0)) s" | tee -a "$R/steps.log"; return 0; }
 PROF=.perfgate/profiles
 PG=(python3 -m pytest -p no:cacheprovider -q kernels/tests/test_perf.py --perfgate --perfgate-db "$R/history.db"
     --perfgate-baseline-dir "$R/baselines" --perfgate-profile nsys,ncu)
@@ -22,4 +21,6 @@ phase nsys_stats 60 nsys stats --force-export=true --report cuda_gpu_kern_sum,cu
 phase ncu_csv 60 bash -c "ncu --import $R/fx/perfgate-ncu.ncu-rep --csv --page raw > $R/fx/perfgate-ncu_raw.csv"
 phase analyze 60 perfgate analyze "$R/fx/perfgate-nsys.nsys-rep" "$R/fx/perfgate-ncu.ncu-rep" --output-dir "$R/analyze" --no-charts
 KERNELS_DETUNE=matmul phase prof2_detuned 150 "${PG[@]}" -k "matmul" --perfgate-json "$R/prof2.json" --perfgate-summary "$R/prof2.md"
-phase correctness_tail 60 python3 -m pytest -p no:cacheprovider -q -rfE --tb=short kernels/tests/test_correctness.py -k "1048579"
+phase correctness_elementwise 90 python3 -m pytest -p no:cacheprovider -q -rfE --tb=short kernels/tests/test_correctness.py -k "vector_add or mul_add"
+# one compressed archive (the device tool returns at most 8 files, 16 MiB each)
+mkdir -p "$OUT" && tar czf "$OUT/profile-demo.tgz" -C "$R" . && cp "$R"/steps.log "$R"/prof2_detuned.log "$R"/prof2.md "$OUT/" 2>/dev/null; ls -la "$OUT"
