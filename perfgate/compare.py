@@ -94,10 +94,18 @@ def compare_metrics(res: CaseResult, base: BaselineCase, settings: Settings,
     return rows
 
 
+# Percent-valued metrics (hit rates, occupancy, speed-of-light) move by a fraction of a point between
+# runs; near zero that is a huge relative change (0.0% -> 0.01% is "+inf%"). Below this many points the
+# change is noise whatever its ratio.
+PERCENT_POINTS_FLOOR = 1.0
+
+
 def _metric_row(case_id: str, old: Metric, new: Metric, direction: Direction, kind: MetricKind,
                 threshold_pct: float) -> Comparison:
     change = percent_change(old.value, new.value)
     worse = _worse_by(old.value, new.value, change, direction)
+    if new.unit == "%" and abs(new.value - old.value) < PERCENT_POINTS_FLOOR:
+        worse = 0.0
     verdict = Verdict.UNCHANGED
     if kind is not MetricKind.DERIVED:
         if worse is not None and worse > threshold_pct + 1e-9:
@@ -121,11 +129,16 @@ def _worse_by(old: float, new: float, change: float | None, direction: Direction
 
 
 def explain(metric_rows: Sequence[Comparison]) -> tuple[Comparison, ...]:
-    """The metrics that moved (largest first), then the always-shown ones that did not."""
-    def magnitude(c: Comparison) -> float:
-        return abs(c.change_pct) if c.change_pct is not None else float("inf")
+    """What moved with a time regression: counters that changed first (registers, spills, theoretical
+    occupancy: the usual causes), then measured metrics that regressed, then the always-shown ones
+    that held still ("DRAM bytes unchanged" rules a cause out)."""
+    def rank(c: Comparison) -> tuple[int, int, float]:
+        spec = spec_for(c.metric)
+        kind_order = {MetricKind.COUNTER: 0, MetricKind.MEASURED: 1}.get(spec.kind, 2) if spec else 2
+        magnitude = abs(c.change_pct) if c.change_pct is not None else float("inf")
+        return (c.verdict is not Verdict.REGRESSED, kind_order, -magnitude)
 
-    moved = [r for r in metric_rows if r.current != r.baseline and (r.change_pct is None or abs(r.change_pct) >= 1.0)]
-    moved.sort(key=magnitude, reverse=True)
+    moved = [r for r in metric_rows if r.verdict is not Verdict.UNCHANGED]
+    moved.sort(key=rank)
     steady = [r for r in metric_rows if r not in moved and r.metric in EXPLAIN_ALWAYS]
     return tuple(moved[:8] + steady[:4])

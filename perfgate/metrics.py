@@ -34,11 +34,11 @@ _SPECS = {
     "gbps": MetricSpec("bandwidth", "GB/s", HIGHER, DERIVED, 0.0),
     "tflops": MetricSpec("throughput", "TFLOP/s", HIGHER, DERIVED, 0.0),
     # Nsight Systems, per kernel name within a case (per call of the case's callable)
-    "nsys.launches_per_call": MetricSpec("kernel launches/call", "", LOWER, COUNTER, 0.0),
-    "nsys.kernel_ns_per_call": MetricSpec("GPU time/call", "ns", LOWER, MEASURED, 10.0),
-    "nsys.registers_per_thread": MetricSpec("registers/thread", "register", LOWER, COUNTER, 0.0),
-    "nsys.shared_mem_bytes": MetricSpec("shared memory/block", "byte", LOWER, COUNTER, 0.0),
-    "nsys.memcpy_bytes_per_call": MetricSpec("memcpy bytes/call", "byte", LOWER, COUNTER, 0.0),
+    "nsys.launches_per_call": MetricSpec("launches/call (nsys)", "", LOWER, COUNTER, 0.0),
+    "nsys.kernel_ns_per_call": MetricSpec("GPU time/call (nsys)", "ns", LOWER, MEASURED, 10.0),
+    "nsys.registers_per_thread": MetricSpec("registers/thread (nsys)", "register", LOWER, COUNTER, 0.0),
+    "nsys.shared_mem_bytes": MetricSpec("shared memory/block (nsys)", "byte", LOWER, COUNTER, 0.0),
+    "nsys.memcpy_bytes_per_call": MetricSpec("memcpy bytes/call (nsys)", "byte", LOWER, COUNTER, 0.0),
     # Nsight Compute, per kernel
     "gpu__time_duration.sum": MetricSpec("duration", "ns", LOWER, MEASURED, 10.0),
     "sm__warps_active.avg.pct_of_peak_sustained_active": MetricSpec("achieved occupancy", "%", HIGHER, MEASURED, 10.0),

@@ -1,0 +1,185 @@
+"""The plugin end to end: real pytest subprocesses on generated perf tests, timed with the host clock.
+
+The callable sleeps SLEEP_MS (read from the environment), so a test can slow it down by 1.5x or speed
+it up without touching the test file, exactly as a code change would.
+"""
+
+import json
+import sqlite3
+
+import pytest
+
+PERF_TEST = '''
+import os, time
+import pytest
+
+def work():
+    time.sleep(float(os.environ.get("SLEEP_MS", "2")) / 1e3)
+
+def test_sleep(perfgate):
+    stats = perfgate(work)
+    assert stats.n_samples >= 5
+
+@pytest.mark.perfgate(threshold_pct=1000)  # a sub-microsecond host call: noise, not signal
+def test_other(perfgate):
+    perfgate.work(bytes_moved=1000)(sum, range(100))
+'''
+PYPROJECT = '''
+[tool.perfgate]
+threshold_pct = 10.0
+warmup_ms = 5
+min_samples = 15
+max_samples = 40
+budget_ms = 60
+{extra}
+'''
+
+
+@pytest.fixture
+def project(pytester):
+    pytester.makepyfile(test_perf=PERF_TEST)
+    pytester.makefile(".toml", pyproject=PYPROJECT.format(extra=""))
+    return pytester
+
+
+def run(pytester, *args, sleep_ms="2", **env):
+    pytester._monkeypatch.setenv("SLEEP_MS", sleep_ms)
+    for k, v in env.items():
+        pytester._monkeypatch.setenv(k, v)
+    return pytester.runpytest_subprocess("--perfgate", "-p", "no:cacheprovider", *args)
+
+
+def baseline_file(pytester):
+    files = list((pytester.path / "baselines").glob("*.json"))
+    assert len(files) == 1
+    return files[0]
+
+
+def test_without_the_flag_nothing_is_measured_or_stored(project):
+    result = project.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)  # the callable runs once: n_samples is 1, the assert fails
+    assert not (project.path / "baselines").exists()
+    assert not (project.path / ".perfgate").exists()
+
+
+def test_first_run_creates_a_baseline_and_passes(project):
+    result = run(project)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*wrote*baselines*host-*.json*", "*gate passed: 2 case(s): 2 new*"])
+    data = json.loads(baseline_file(project).read_text())
+    assert sorted(data["cases"]) == ["test_perf.py::test_other", "test_perf.py::test_sleep"]
+    assert data["updates"][0]["reason"] == "initial baseline (none existed)"
+
+
+def test_unchanged_rerun_passes(project):
+    assert run(project).ret == 0
+    result = run(project, "--perfgate-summary", "summary.md")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*test_perf.py::test_sleep*time*unchanged*"])
+    assert "regressed" not in (project.path / "summary.md").read_text().split("All other results")[0]
+
+
+def test_slowed_callable_fails_the_gate_and_the_summary_names_it(project):
+    assert run(project).ret == 0
+    result = run(project, "--perfgate-summary", "summary.md", "--perfgate-json", "out.json", sleep_ms="3")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*test_perf.py::test_sleep*time*+*%*REGRESSED*", "*gate FAILED*"])
+    md = (project.path / "summary.md").read_text()
+    changed = md.split("<details>")[0]
+    assert "test_perf.py::test_sleep" in changed and "regressed" in changed
+    doc = json.loads((project.path / "out.json").read_text())
+    assert doc["gate"]["failed"] is True
+    assert {c["case_id"] for c in doc["comparisons"] if c["verdict"] == "regressed"} == {"test_perf.py::test_sleep"}
+
+
+def test_improvement_is_reported_and_does_not_fail(project):
+    assert run(project, sleep_ms="4").ret == 0
+    result = run(project, sleep_ms="2")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*test_perf.py::test_sleep*improved*", "*gate passed*"])
+
+
+def test_per_case_threshold_override_absorbs_the_slowdown(project):
+    assert run(project).ret == 0
+    project.makefile(".toml", pyproject=PYPROJECT.format(
+        extra='[[tool.perfgate.overrides]]\npattern = "*test_sleep*"\nthreshold_pct = 80.0'))
+    result = run(project, sleep_ms="3")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*test_sleep*unchanged*"])
+
+
+def test_marker_threshold_override(project):
+    project.makepyfile(test_perf=PERF_TEST.replace("def test_sleep", "@pytest.mark.perfgate(threshold_pct=90)\ndef test_sleep"))
+    assert run(project).ret == 0
+    assert run(project, sleep_ms="3").ret == 0
+
+
+def test_environment_mismatch_is_not_comparable(project):
+    assert run(project).ret == 0
+    path = baseline_file(project)
+    data = json.loads(path.read_text())
+    data["environment"]["device_name"] = "Some Other CPU"
+    path.write_text(json.dumps(data))
+    result = run(project, sleep_ms="3")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*test_sleep*not comparable*", "*measured on Some Other CPU*"])
+
+
+def test_malformed_baseline_is_one_clear_error_before_any_test_runs(project):
+    assert run(project).ret == 0
+    path = baseline_file(project)
+    path.write_text('{"format": "perfgate-baseline", "version": 1, "cases": ')
+    result = run(project)
+    assert result.ret == 4
+    result.stderr.fnmatch_lines([f"*perfgate: baseline {path}: not valid JSON (line 1*"])
+    assert "test_sleep" not in result.stdout.str()
+
+
+def test_update_needs_a_reason_and_records_it(project):
+    assert run(project).ret == 0
+    assert run(project, "--perfgate-update-baseline").ret == 4
+    result = run(project, "--perfgate-update-baseline", "--perfgate-reason", "slower sleep on purpose", sleep_ms="3")
+    assert result.ret == 0
+    data = json.loads(baseline_file(project).read_text())
+    assert data["updates"][-1]["reason"] == "slower sleep on purpose"
+    assert run(project, sleep_ms="3").ret == 0
+
+
+def test_every_run_is_stored_with_its_environment(project):
+    run(project)
+    run(project)
+    con = sqlite3.connect(project.path / ".perfgate" / "history.db")
+    assert con.execute("select count(*) from runs").fetchone()[0] == 2
+    assert con.execute("select count(distinct case_id) from cases").fetchone()[0] == 2
+    assert con.execute("select device_kind, python_version != '' from runs").fetchone() == ("host", 1)
+
+
+def test_interrupted_run_stores_nothing(project):
+    project.makepyfile(test_zz_interrupt="def test_interrupt():\n    raise KeyboardInterrupt\n")
+    result = run(project)
+    assert result.ret == 2
+    result.stdout.fnmatch_lines(["*run interrupted; nothing stored, no baseline touched*"])
+    db = project.path / ".perfgate" / "history.db"
+    assert not db.exists() or sqlite3.connect(db).execute("select count(*) from runs").fetchone()[0] == 0
+    assert not (project.path / "baselines").exists()
+
+
+def test_failing_tests_keep_pytest_exit_code_and_never_write_a_baseline(project):
+    project.makepyfile(test_broken="def test_broken(perfgate):\n    perfgate(sum, [1])\n    assert False\n")
+    result = run(project)
+    assert result.ret == 1
+    assert not (project.path / "baselines").exists()
+
+
+def test_github_step_summary_is_appended(project, tmp_path):
+    summary = tmp_path / "step_summary.md"
+    summary.write_text("earlier step\n")
+    assert run(project, GITHUB_STEP_SUMMARY=str(summary)).ret == 0
+    text = summary.read_text()
+    assert text.startswith("earlier step\n") and "perfgate: gate passed" in text
+
+
+def test_missing_profiler_is_one_line_naming_the_tool(project):
+    result = run(project, "--perfgate-profile", "nsys", PATH="/nonexistent")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*perfgate: nsys not found on PATH; install Nsight Systems*"])
