@@ -67,10 +67,13 @@ def _looks_numeric(cell: str) -> bool:
 
 
 def _nvtx_ranges(cell: str) -> tuple[str, ...]:
-    """'1689  "<default domain>:region_add:none:..." ' -> ('region_add',)."""
+    """'1689  "<default domain>:region_add:none:none:none:none:none:none" ' -> ('region_add',).
+
+    Each item is domain:name followed by six payload/colour/message fields; the name itself may contain
+    ':' (perfgate's own ranges do), so it is everything between the domain and those six fields."""
     out = []
     for item in _NVTX_ITEM.findall(cell):
         parts = item.split(":")
-        if len(parts) >= 2:
-            out.append(parts[1])
+        if len(parts) >= 8:
+            out.append(":".join(parts[1:-6]))
     return tuple(out)

@@ -28,10 +28,12 @@ def read_ncu_report(path: Path, metric_names: tuple[str, ...] | None = None) -> 
         rng = ctx.range_by_idx(r)
         for a in range(rng.num_actions()):
             action = rng.action_by_idx(a)
-            launches.append(NcuLaunch(launch_id=len(launches), name=action.name(),
+            # demangled, as nsys and `ncu --csv` print it (name() alone gives the bare function name)
+            launches.append(NcuLaunch(launch_id=len(launches), name=action.name(ncu_report.IAction.NameBase_DEMANGLED),
                                       metrics=_metrics(action, metric_names), nvtx_ranges=_nvtx(action)))
     if not launches:
-        raise ReportFileError(path, "the Nsight Compute report holds no profiled kernel launches")
+        raise ReportFileError(path, "no profiled kernel launches in it (truncated, not an Nsight Compute report, "
+                                    "or ncu profiled nothing: check --kernel-name / NVTX filters)")
     return launches
 
 

@@ -17,6 +17,12 @@ SUPPORTED_MAJOR = 3
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 KERNEL_COLUMNS = ("start", "end", "correlationId", "globalPid", "demangledName")
 PUSH_POP, START_END = 59, 60
+
+
+def api_name(raw: str) -> str:
+    """nsys stats' rule: a 6-character `_vNNNN` suffix is dropped (cudaLaunchKernel_v7000 ->
+    cudaLaunchKernel); longer ones stay (cudaEventRecordWithFlags_v11010), as NVIDIA prints them."""
+    return raw[:-6] if len(raw) > 6 and raw[-6:-4] == "_v" else raw
 # ENUM_CUDA_MEMCPY_OPER ids, used when the export lacks the enum table
 _COPY_KINDS = {0: "Unknown", 1: "Host-to-Device", 2: "Device-to-Host", 3: "Host-to-Array", 4: "Array-to-Host",
                5: "Array-to-Array", 6: "Array-to-Device", 7: "Device-to-Array", 8: "Device-to-Device",
@@ -135,7 +141,7 @@ def _memory_ops(con: sqlite3.Connection, tables: set[str]) -> list[MemoryOp]:
 def _api_calls(con: sqlite3.Connection, tables: set[str]) -> list[ApiCall]:
     if "CUPTI_ACTIVITY_KIND_RUNTIME" not in tables:
         return []
-    return [ApiCall(name=n, start_ns=s, end_ns=e) for n, s, e in con.execute(
+    return [ApiCall(name=api_name(n), start_ns=s, end_ns=e) for n, s, e in con.execute(
         "select s.value, r.start, r.end from CUPTI_ACTIVITY_KIND_RUNTIME r join StringIds s on s.id = r.nameId "
         "order by r.start")]
 

@@ -1,0 +1,146 @@
+"""The nsys SQLite parser against what `nsys stats` printed for the same capture (recorded on the H100
+from this project's suite: scripts/h100_profile_demo.sh)."""
+
+import csv
+import shutil
+import sqlite3
+
+import pytest
+
+from perfgate.analyze.timeline import api_summary, kernel_summary, memory_summary, nvtx_summary
+from perfgate.errors import ReportFileError
+from perfgate.measure.profile import nsys_case_metrics
+from perfgate.parse.nsys_sqlite import read_nsys_sqlite
+
+
+@pytest.fixture(scope="module")
+def timeline():
+    from tests.conftest import H100
+
+    return read_nsys_sqlite(H100 / "perfgate-nsys.sqlite")
+
+
+def stats_rows(h100, name):
+    with (h100 / f"stats_{name}.csv").open() as fh:
+        return list(csv.DictReader(fh))
+
+
+def assert_row_matches(ours, theirs, count_key):
+    assert ours["count"] == int(theirs[count_key])
+    assert ours["total_ns"] == int(theirs["Total Time (ns)"])
+    assert ours["avg_ns"] == pytest.approx(float(theirs["Avg (ns)"]), abs=0.06)
+    assert ours["median_ns"] == pytest.approx(float(theirs["Med (ns)"]), abs=0.06)
+    assert ours["min_ns"] == int(theirs["Min (ns)"])
+    assert ours["max_ns"] == int(theirs["Max (ns)"])
+    assert ours["stddev_ns"] == pytest.approx(float(theirs["StdDev (ns)"]), abs=0.06)
+
+
+def test_schema_version_is_read(timeline):
+    assert timeline.meta["export_schema_version"].startswith("3.")
+    assert timeline.gpu_name == "NVIDIA H100 80GB HBM3"
+
+
+def test_kernel_summary_matches_nsys_stats(timeline, h100_data):
+    theirs = stats_rows(h100_data, "cuda_gpu_kern_sum")
+    ours = {k["name"]: k for k in kernel_summary(timeline)}
+    assert len(ours) == len(theirs)
+    for row in theirs:
+        assert_row_matches(ours[row["Name"]], row, "Instances")
+        assert ours[row["Name"]]["time_pct"] == pytest.approx(float(row["Time (%)"]), abs=0.06)
+
+
+def test_memory_summary_matches_nsys_stats(timeline, h100_data):
+    theirs = stats_rows(h100_data, "cuda_gpu_mem_time_sum")
+    ours = {m["kind"]: m for m in memory_summary(timeline)}
+    for row in theirs:
+        kind = row["Operation"].strip("[]").replace("CUDA ", "").replace("memcpy ", "")
+        assert_row_matches(ours[kind], row, "Count")
+
+
+def test_api_summary_matches_nsys_stats(timeline, h100_data):
+    ours = {a["name"]: a for a in api_summary(timeline)}
+    for row in stats_rows(h100_data, "cuda_api_sum"):
+        assert_row_matches(ours[row["Name"]], row, "Num Calls")
+
+
+def test_nvtx_summary_matches_nsys_stats(timeline, h100_data):
+    ours = {r["range"]: r for r in nvtx_summary(timeline)}
+    theirs = stats_rows(h100_data, "nvtx_sum")
+    assert len(ours) == len(theirs)
+    for row in theirs:
+        assert_row_matches(ours[row["Range"].lstrip(":")], row, "Instances")
+
+
+def test_every_kernel_is_attributed_to_the_range_it_ran_in(timeline):
+    """Independent check: the child synchronises inside each case's range, so a kernel belongs to a
+    range exactly when it executed inside that range's time window."""
+    ranges = [r for r in timeline.nvtx_ranges if r.text.startswith("perfgate:")]
+    assert len(ranges) == 6
+    for k in timeline.kernels:
+        inside = [r.text for r in ranges if r.start_ns <= k.start_ns and k.end_ns <= r.end_ns]
+        assert (k.nvtx_range or None) == (inside[0] if inside else None), k
+
+
+def test_case_metrics_name_the_kernels_each_case_launched(timeline):
+    per_case = nsys_case_metrics(timeline, calls=3)
+    def kernels(case):
+        return {m.kernel: m.value for m in per_case[f"kernels/tests/test_perf.py::{case}"] if m.name == "nsys.launches_per_call"}
+    assert kernels("test_vector_add[triton]") == {"_add_kernel": 1.0}
+    assert kernels("test_softmax[triton-bf16]") == {"_softmax_fused": 1.0}
+    assert kernels("test_matmul[triton]") == {"_matmul_kernel": 1.0}
+    assert list(kernels("test_matmul[torch]").values()) == [1.0]
+    regs = [m for m in per_case["kernels/tests/test_perf.py::test_vector_add[triton]"] if m.name == "nsys.registers_per_thread"]
+    assert regs and regs[0].value > 0
+
+
+def test_missing_kernel_table_is_explained(tmp_path, h100_data):
+    path = tmp_path / "no_kernels.sqlite"
+    shutil.copy(h100_data / "perfgate-nsys.sqlite", path)
+    con = sqlite3.connect(path)
+    con.execute("drop table CUPTI_ACTIVITY_KIND_KERNEL")
+    con.commit()
+    con.close()
+    with pytest.raises(ReportFileError, match="no CUPTI_ACTIVITY_KIND_KERNEL table"):
+        read_nsys_sqlite(path)
+
+
+def test_unknown_major_schema_version_is_refused(tmp_path, h100_data):
+    path = tmp_path / "future.sqlite"
+    shutil.copy(h100_data / "perfgate-nsys.sqlite", path)
+    con = sqlite3.connect(path)
+    cols = [r[1] for r in con.execute("pragma table_info(META_DATA_EXPORT)")]
+    con.execute(f"update META_DATA_EXPORT set {cols[1]} = '4.0.0' where {cols[0]} = 'EXPORT_SCHEMA_VERSION'")
+    con.commit()
+    con.close()
+    with pytest.raises(ReportFileError, match="export schema version 4.0.0 is not supported"):
+        read_nsys_sqlite(path)
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b"", "the file is empty"),
+    (b"hello, not sqlite", "not a SQLite file"),
+])
+def test_bad_files_are_clear_errors(tmp_path, content, problem):
+    path = tmp_path / "x.sqlite"
+    path.write_bytes(content)
+    with pytest.raises(ReportFileError, match=problem) as err:
+        read_nsys_sqlite(path)
+    assert str(path) in str(err.value)
+
+
+def test_truncated_export_is_a_clear_error(tmp_path, h100_data):
+    path = tmp_path / "cut.sqlite"
+    path.write_bytes((h100_data / "perfgate-nsys.sqlite").read_bytes()[:50_000])
+    with pytest.raises(ReportFileError, match=str(path)):
+        read_nsys_sqlite(path)
+
+
+def test_sqlite_that_is_not_an_nsys_export(tmp_path):
+    path = tmp_path / "other.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("create table t (x)")
+    con.execute("insert into t values (1)")
+    con.commit()
+    con.close()
+    with pytest.raises(ReportFileError, match="not an Nsight Systems export"):
+        read_nsys_sqlite(path)
