@@ -66,6 +66,8 @@ class Settings:
     ncu_set: str = ""
     profile_timeout_s: float = 1800.0
     store: bool = True
+    peak_tflops: float | None = None  # roofline ceilings; None = best measured in the run
+    peak_gbps: float | None = None
 
     def threshold_for(self, case_id: str, metric: str, marker: "MarkerOptions | None" = None) -> Threshold:
         """Most specific wins: catalogue < [tool.perfgate] < matching overrides (in order) < marker."""
@@ -138,7 +140,8 @@ def read_pyproject(rootdir: Path) -> dict[str, Any]:
 
 
 _TOP_KEYS = {"threshold_pct", "alpha", "metrics", "overrides", "fail_on_profile_error", "ncu_sections",
-             "ncu_metrics", "ncu_set", "profile_timeout_s", "baseline_dir", "db"} | _MEASURE_KEYS
+             "ncu_metrics", "ncu_set", "profile_timeout_s", "baseline_dir", "db", "peak_tflops",
+             "peak_gbps"} | _MEASURE_KEYS
 
 
 def settings_from_config(table: dict[str, Any], where: str = "[tool.perfgate]", **options: Any) -> Settings:
@@ -172,6 +175,8 @@ def settings_from_config(table: dict[str, Any], where: str = "[tool.perfgate]", 
         profile_timeout_s=_number(table.get("profile_timeout_s", 1800.0), "profile_timeout_s", where),
         baseline_dir=Path(table.get("baseline_dir", "baselines")),
         db_path=Path(table.get("db", ".perfgate/history.db")),
+        peak_tflops=_number(table["peak_tflops"], "peak_tflops", where) if "peak_tflops" in table else None,
+        peak_gbps=_number(table["peak_gbps"], "peak_gbps", where) if "peak_gbps" in table else None,
     )
     given = {k: v for k, v in options.items() if v is not None}
     if "profile" in given:

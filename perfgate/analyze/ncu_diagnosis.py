@@ -123,7 +123,10 @@ def recommend(d: Diagnosis, bottleneck: str) -> list[str]:
                         f"L1/L2 traffic (L1 hit {_pct(d.l1_hit_pct)}, L2 hit {_pct(d.l2_hit_pct)}); improve reuse "
                         "or coalescing")
     if bottleneck == "compute-bound":
-        if d.tensor_pipe_pct is not None and d.tensor_pipe_pct < 20:
+        if d.tensor_pipe_pct is not None and d.tensor_pipe_pct >= 50:
+            recs.append(f"tensor pipes {d.tensor_pipe_pct:.0f}% busy, SM at {d.sm_sol_pct:.0f}%: near the compute roof; "
+                        "what is left is in tile shape and pipelining (stages, warp specialisation), not occupancy")
+        elif d.tensor_pipe_pct is not None and d.tensor_pipe_pct < 20:
             recs.append(f"SM at {d.sm_sol_pct:.0f}% with tensor pipes at {d.tensor_pipe_pct:.0f}%: if this is "
                         "matrix work, it is not on tensor cores (check dtypes / tl.dot input precision)")
         else:
@@ -133,7 +136,7 @@ def recommend(d: Diagnosis, bottleneck: str) -> list[str]:
         recs.append(f"grid of {_int(d.grid_size)} blocks fills {d.waves_per_sm:.2f} waves: too little parallelism for "
                     "the SMs; use smaller blocks or split the work (e.g. split-K)")
     if d.achieved_occupancy_pct is not None and d.theoretical_occupancy_pct is not None:
-        if d.theoretical_occupancy_pct < 50 and d.occupancy_limiter:
+        if d.theoretical_occupancy_pct < 50 and d.occupancy_limiter and bottleneck == "latency-bound":
             recs.append(f"theoretical occupancy {d.theoretical_occupancy_pct:.0f}% limited by {d.occupancy_limiter}"
                         f" ({_int(d.registers_per_thread)} registers/thread, {_int(d.shared_mem_per_block_bytes)} B "
                         "shared/block); reduce it if latency is the bottleneck")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfgate.report.quantity import fmt_value, shorten
+from perfgate.report.quantity import fmt_value, kernel_label, shorten
 
 
 def render_analysis_markdown(documents: list[dict[str, Any]], comparison: list[dict[str, Any]],
@@ -34,7 +34,7 @@ def _timeline(doc: dict[str, Any], top_n: int) -> list[str]:
            "| kernel | count | total | avg | median | min | max | share |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     kernels = doc["kernels"]
     for k in kernels[:top_n]:
-        out.append(f"| `{shorten(k['name'], 60)}` | {k['count']} | {fmt_value(k['total_ns'], 'ns')} | "
+        out.append(f"| `{kernel_label(k['name'], 60)}` | {k['count']} | {fmt_value(k['total_ns'], 'ns')} | "
                    f"{fmt_value(k['avg_ns'], 'ns')} | {fmt_value(k['median_ns'], 'ns')} | {fmt_value(k['min_ns'], 'ns')} | "
                    f"{fmt_value(k['max_ns'], 'ns')} | {k['time_pct']:.1f}% |")
     if len(kernels) > top_n:
@@ -61,12 +61,12 @@ def _ncu(doc: dict[str, Any]) -> list[str]:
            "|---|---:|---|---:|---:|---:|---:|---|---:|"]
     for d in doc["diagnosis"]:
         occ = f"{_p(d['achieved_occupancy_pct'])} / {_p(d['theoretical_occupancy_pct'])}"
-        out.append(f"| `{shorten(d['name'], 50)}` | {fmt_value(d['duration_ns'], 'ns')} | **{d['bottleneck']}** | "
+        out.append(f"| `{kernel_label(d['name'], 50)}` | {fmt_value(d['duration_ns'], 'ns')} | **{d['bottleneck']}** | "
                    f"{_p(d['sm_sol_pct'])} | {_p(d['memory_sol_pct'])} | {_p(d['dram_pct'])} | {occ} | "
                    f"{d['occupancy_limiter'] or '-'} | {fmt_value(d['registers_per_thread'], '')} |")
     out.append("")
     for d in doc["diagnosis"]:
-        out.append(f"**`{shorten(d['name'], 70)}`** ({d['bottleneck']}): {'; '.join(d['reasons'])}.")
+        out.append(f"**`{kernel_label(d['name'], 70)}`** ({d['bottleneck']}): {'; '.join(d['reasons'])}.")
         stalls = ", ".join(f"{name} {cycles:.1f}" for name, cycles in d["top_stalls"])
         if stalls:
             out.append(f"Top warp stalls (cycles/issue): {stalls}.")

@@ -15,9 +15,17 @@ _SCALES = {
 }
 
 
+# counts whose unit adds nothing to the label next to them ("registers/thread: 64")
+_BARE_UNITS = {"register/thread", "register", "block", "thread", "request", "warp", "inst", "SM"}
+
+
 def fmt_value(value: float | None, unit: str) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
+    if unit in _BARE_UNITS:
+        unit = ""
+    if unit.startswith("byte/") and unit != "byte/s":  # byte/block: scale the bytes, keep the per-what
+        return f"{fmt_value(value, 'byte')}/{unit.split('/', 1)[1]}"
     for factor, name in _SCALES.get(unit, ()):
         if abs(value) >= factor or factor == _SCALES[unit][-1][0]:
             return f"{value / factor:.4g} {name}"
@@ -55,7 +63,21 @@ def metric_title(c: Comparison) -> str:
 
 
 def movement(c: Comparison) -> str:
-    """`registers/thread 64 -> 128` or `DRAM bytes read unchanged (33.6 MB)`."""
+    """`registers/thread 64 → 128` or `DRAM bytes read unchanged (33.6 MB)`."""
     if c.baseline == c.current:
         return f"{metric_title(c)} unchanged ({fmt_value(c.current, c.unit)})"
-    return f"{metric_title(c)} {fmt_value(c.baseline, c.unit)} -> {fmt_value(c.current, c.unit)}"
+    return f"{metric_title(c)} {fmt_value(c.baseline, c.unit)} → {fmt_value(c.current, c.unit)}"
+
+
+def kernel_label(name: str, width: int = 32) -> str:
+    """`void at::native::vectorized_elementwise_kernel<4, ...>(int, T2, T3)` -> `vectorized_elementwise_kernel`:
+    the function's own name, the same way in every chart and table."""
+    plain = name.removeprefix("void ").replace("<unnamed>::", "").replace("(anonymous namespace)::", "")
+    base = plain.split("<", 1)[0].split("(", 1)[0]
+    base = base.rsplit("::", 1)[-1] or name
+    return shorten(base, width)
+
+
+def case_label(case_id: str, width: int = 40) -> str:
+    """`kernels/tests/test_perf.py::test_softmax[triton-bf16]` -> `test_softmax[triton-bf16]`."""
+    return shorten(case_id.rsplit("::", 1)[-1] if "::" in case_id else case_id, width)

@@ -1,0 +1,90 @@
+import csv
+import json
+
+import pytest
+
+from perfgate.baseline import updated_baseline, write_baseline
+from perfgate.cli import main
+from perfgate.store import open_store
+from tests.test_baseline import make_run
+from tests.test_compare import noisy
+
+
+def run_cli(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_analyze_json_for_an_nsys_export_matches_nsys_stats(capsys, h100_data):
+    code, out, _ = run_cli(capsys, "analyze", str(h100_data / "perfgate-nsys.sqlite"), "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    kernels = {k["name"]: k for k in doc["kernels"]}
+    for row in csv.DictReader((h100_data / "stats_cuda_gpu_kern_sum.csv").open()):
+        k = kernels[row["Name"]]
+        assert (k["count"], k["total_ns"], k["min_ns"], k["max_ns"]) == (
+            int(row["Instances"]), int(row["Total Time (ns)"]), int(row["Min (ns)"]), int(row["Max (ns)"]))
+        assert set(k) >= {"name", "count", "total_ns", "avg_ns", "median_ns", "min_ns", "max_ns"}
+    assert {"memory", "api", "nvtx"} <= set(doc)
+
+
+def test_analyze_json_for_an_ncu_report_lists_launches_in_base_units(capsys, ncu_rep):
+    code, out, _ = run_cli(capsys, "analyze", str(ncu_rep), "--format", "json")
+    doc = json.loads(out)
+    add = next(l for l in doc["launches"] if l["name"] == "_add_kernel")
+    assert add["units"]["gpu__time_duration.sum"] == "ns"
+    assert add["metrics"]["gpu__time_duration.sum"] > 1000
+    assert next(d for d in doc["diagnosis"] if d["name"] == "_add_kernel")["bottleneck"] == "memory-bound"
+
+
+def test_analyze_several_files_compares_them(capsys, h100_data, ncu_rep):
+    code, out, _ = run_cli(capsys, "analyze", str(h100_data / "perfgate-nsys.sqlite"), str(ncu_rep), "--format", "json")
+    doc = json.loads(out)
+    row = next(r for r in doc["comparison"] if r["name"] == "_add_kernel")
+    assert set(row["total_ns_by_file"]) == {"perfgate-nsys.sqlite", "perfgate-ncu.ncu-rep"}
+
+
+def test_analyze_writes_report_analysis_and_charts(tmp_path, capsys, ncu_rep):
+    out_dir = tmp_path / "out"
+    assert run_cli(capsys, "analyze", str(ncu_rep), "--output-dir", str(out_dir))[0] == 0
+    assert {p.name for p in out_dir.iterdir()} >= {"report.md", "analysis.json", "bottleneck_analysis.png"}
+    assert "memory-bound" in (out_dir / "report.md").read_text()
+    quiet = tmp_path / "quiet"
+    assert run_cli(capsys, "analyze", str(ncu_rep), "--output-dir", str(quiet), "--no-charts")[0] == 0
+    assert not list(quiet.glob("*.png"))
+
+
+def test_analyze_bad_file_is_one_line_and_exit_2(tmp_path, capsys):
+    bad = tmp_path / "broken.ncu-rep"
+    bad.write_bytes(b"")
+    code, _, err = run_cli(capsys, "analyze", str(bad))
+    assert code == 2
+    assert err.strip() == f"perfgate: cannot read {bad}: the file is empty"
+
+
+def test_compare_gates_a_stored_run_without_pytest(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    base_run = make_run({"t::a": noisy(1.0)})
+    write_baseline(updated_baseline(None, base_run, tmp_path / "baselines" / "nvidia-h100-80gb-hbm3.json", "x", "r"))
+    store = open_store(tmp_path / "h.db")
+    store.save_run(make_run({"t::a": noisy(1.0, seed=1)}))
+    slow_id = store.save_run(make_run({"t::a": noisy(1.2, seed=2)}))
+    store.close()
+    code, out, _ = run_cli(capsys, "compare", "--db", "h.db", "--run", "1", "--summary", "s.md")
+    assert code == 0 and "unchanged" in out
+    code, out, _ = run_cli(capsys, "compare", "--db", "h.db", "--json", "r.json")
+    assert code == 1 and f"run {slow_id}" in out and "REGRESSED" in out
+    assert json.loads((tmp_path / "r.json").read_text())["gate"]["failed"] is True
+
+
+def test_compare_with_an_empty_history_is_a_clear_error(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "compare", "--db", str(tmp_path / "h.db"))
+    assert code == 2 and "has no runs yet" in err
+
+
+def test_baseline_show_lists_cases(tmp_path, capsys):
+    write_baseline(updated_baseline(None, make_run({"t::a": [1.0, 2.0]}), tmp_path / "b.json", "alice", "why not"))
+    code, out, _ = run_cli(capsys, "baseline", "show", str(tmp_path))
+    assert code == 0
+    assert "t::a" in out and "alice" in out and "why not" in out

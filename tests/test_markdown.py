@@ -1,0 +1,66 @@
+"""The Markdown summary: golden text for a known run, and what GitHub's renderer will make of it."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from perfgate.model import Comparison, Direction, Environment, GateResult, Verdict
+from perfgate.report.markdown import render_markdown
+
+GOLDEN = Path(__file__).parent / "data" / "golden_summary.md"
+BASE_ENV = Environment("cuda", "NVIDIA H100 80GB HBM3", compute_capability="9.0", driver_version="580.159.04",
+                       cuda_version="13.0", torch_version="2.11.0", triton_version="3.5.0")
+CUR_ENV = Environment("cuda", "NVIDIA H100 80GB HBM3", compute_capability="9.0", driver_version="580.159.04",
+                      cuda_version="13.0", torch_version="2.11.0", triton_version="3.6.0")
+
+
+def known_gate() -> GateResult:
+    t = dict(metric="median_ms", unit="ms", direction=Direction.LOWER)
+    regs = Comparison("k::test_matmul[triton]", "launch__registers_per_thread", "register/thread", Direction.LOWER,
+                      Verdict.REGRESSED, kernel="_matmul_kernel", baseline=202, current=255, change_pct=26.2,
+                      threshold_pct=0.0, note="ncu")
+    occ = Comparison("k::test_matmul[triton]", "sm__warps_active.avg.pct_of_peak_sustained_active", "%", Direction.HIGHER,
+                     Verdict.REGRESSED, kernel="_matmul_kernel", baseline=12.4, current=6.2, change_pct=-50.0,
+                     threshold_pct=10.0, note="ncu")
+    dram = Comparison("k::test_matmul[triton]", "nsys.launches_per_call", "", Direction.LOWER, Verdict.UNCHANGED,
+                      kernel="_matmul_kernel", baseline=1, current=1, change_pct=0.0, threshold_pct=0.0, note="nsys")
+    rows = (
+        Comparison("k::test_matmul[triton]", verdict=Verdict.REGRESSED, baseline=0.2096, current=3.458, change_pct=1550.1,
+                   ci_low_pct=1549.0, ci_high_pct=1551.2, p_value=1e-30, threshold_pct=6.0, **t),
+        Comparison("k::test_softmax[triton|bf16]", verdict=Verdict.IMPROVED, baseline=0.36, current=0.18, change_pct=-50.0,
+                   ci_low_pct=-50.2, ci_high_pct=-49.8, p_value=1e-20, threshold_pct=3.0, **t),
+        Comparison("k::test_vector_add[triton]", verdict=Verdict.UNCHANGED, baseline=0.534, current=0.5335, change_pct=-0.1,
+                   ci_low_pct=-0.2, ci_high_pct=0.0, p_value=0.3, threshold_pct=3.0, **t),
+        regs, occ,
+        Comparison("k::test_new", verdict=Verdict.NEW, current=1.0, note="no baseline", **t),
+        Comparison("k::test_x", metric="profile", unit="ms", direction=Direction.LOWER, verdict=Verdict.PROFILE_FAILED,
+                   note="ncu: perfgate: ncu timed out: <no output>"),
+    )
+    return GateResult(rows, CUR_ENV, BASE_ENV, explanations={"k::test_matmul[triton]": (regs, occ, dram)})
+
+
+def test_summary_matches_the_golden_file():
+    text = render_markdown(known_gate(), charts=("change_per_case.png",))
+    if os.environ.get("PERFGATE_REGEN_GOLDEN") == "1":  # regenerate on purpose, then review the diff
+        GOLDEN.write_text(text)
+    assert text == GOLDEN.read_text()
+
+
+def test_summary_renders_as_github_markdown():
+    markdown_it = pytest.importorskip("markdown_it")
+    md = markdown_it.MarkdownIt("commonmark").enable("table")
+    html = md.render(render_markdown(known_gate(), charts=("change_per_case.png",)))
+    assert html.count("<table>") == 3  # changed cases, the collapsed rest, the environment
+    first_table = html.split("<table>")[1]
+    assert first_table.count("<tr>") == 1 + 4  # header + 2 time rows + 2 metric rows regressed/improved
+    assert "test_softmax[triton\\|bf16]" not in html and "test_softmax[triton|bf16]" in html  # pipe kept in a cell
+    assert "<details>" in html and "<summary>All other results" in html
+    assert "&lt;no output&gt;" in html  # user text never opens an HTML tag
+    assert '<a href="change_per_case.png">' in html
+    assert "registers/thread [_matmul_kernel] 202 → 255" in html  # the explanation names the cause
+
+
+def test_headline_says_failed_when_anything_regressed():
+    first = render_markdown(known_gate()).splitlines()[0]
+    assert first.startswith("## ❌ perfgate: gate FAILED")
