@@ -1,24 +1,24 @@
-// torch binding of the RMSNorm kernel (built by kernels/rms_norm.py through torch.utils.cpp_extension).
+// torch binding of the RMSNorm kernel (built by kernels/rms_norm_kernel.py through torch.utils.cpp_extension).
 #include <torch/extension.h>
 #include <ATen/cuda/CUDAContext.h>
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
+#include <cstdint>
 #include "rms_norm_kernel.cuh"
-
-namespace perfgate_kernels {
-template <> __device__ __forceinline__ float to_float<__half>(__half v) { return __half2float(v); }
-template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half(v); }
-template <> __device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
-}  // namespace perfgate_kernels
 
 template <typename T>
 static void launch(const torch::Tensor& x, const torch::Tensor& w, torch::Tensor& y, long long rows, long long cols,
                    double eps, int threads) {
   auto stream = at::cuda::getCurrentCUDAStream();
-  perfgate_kernels::rms_norm_kernel<T><<<rows, threads, 0, stream>>>(
-      reinterpret_cast<const T*>(x.data_ptr()), reinterpret_cast<const T*>(w.data_ptr()),
-      reinterpret_cast<T*>(y.data_ptr()), cols, static_cast<float>(eps));
+  const T* xp = reinterpret_cast<const T*>(x.data_ptr());
+  const T* wp = reinterpret_cast<const T*>(w.data_ptr());
+  T* yp = reinterpret_cast<T*>(y.data_ptr());
+  constexpr int VEC = 16 / sizeof(T);
+  const bool aligned = cols % VEC == 0 && reinterpret_cast<std::uintptr_t>(xp) % 16 == 0 &&
+                       reinterpret_cast<std::uintptr_t>(wp) % 16 == 0 && reinterpret_cast<std::uintptr_t>(yp) % 16 == 0;
+  if (aligned) {
+    perfgate_kernels::rms_norm_kernel<T, VEC><<<rows, threads, 0, stream>>>(xp, wp, yp, cols, static_cast<float>(eps));
+  } else {
+    perfgate_kernels::rms_norm_kernel<T, 1><<<rows, threads, 0, stream>>>(xp, wp, yp, cols, static_cast<float>(eps));
+  }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
