@@ -45,9 +45,10 @@ class ToolFailed(PerfgateError):
     """An external tool exited non-zero or timed out; keeps the tail of its stderr."""
 
     def __init__(self, argv: list[str], returncode: int | None, stderr_tail: str, timed_out: bool = False) -> None:
-        what = f"timed out" if timed_out else f"exited with status {returncode}"
-        tail = stderr_tail.strip().splitlines()[-1:] or [""]
-        super().__init__(f"perfgate: {argv[0]} {what}: {tail[0]}")
+        what = "timed out" if timed_out else f"exited with status {returncode}"
+        # the last few lines of stderr on one line: enough to act on, short enough for a table cell
+        tail = " | ".join(line.strip() for line in stderr_tail.strip().splitlines()[-3:] if line.strip())
+        super().__init__(f"perfgate: {argv[0]} {what}: {tail or '(no output)'}")
         self.argv = argv
         self.returncode = returncode
         self.stderr_tail = stderr_tail

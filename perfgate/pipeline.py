@@ -44,7 +44,7 @@ def store_run(run: Run, db_path: Path) -> Run:
 def write_outputs(gate: GateResult, run: Run | None, settings: Settings, charts: tuple[str, ...] = ()) -> None:
     markdown = None
     if settings.summary_path or os.environ.get("GITHUB_STEP_SUMMARY"):
-        markdown = render_markdown(gate, charts)
+        markdown = render_markdown(gate, charts, run=run)
     if settings.summary_path:
         _write(settings.summary_path, markdown or "")
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")

@@ -73,5 +73,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     from perfgate.plugin_setup import summary_lines
 
     terminalreporter.section("perfgate")
-    for line in summary_lines(state):
+    try:
+        lines = summary_lines(state)
+    except Exception as err:  # a rendering bug must not turn a finished run into a traceback
+        lines = [f"perfgate: could not render the summary ({type(err).__name__}: {err}); "
+                 f"the run and its verdicts are stored"]
+    for line in lines:
         terminalreporter.write_line(line)

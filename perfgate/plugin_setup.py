@@ -10,7 +10,7 @@ import pytest
 
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.session import PerfgateSession
-from perfgate.settings import MarkerOptions, marker_options, read_pyproject, settings_from_config
+from perfgate.settings import MarkerOptions, Settings, marker_options, read_pyproject, settings_from_config
 
 
 def make_session(config: pytest.Config, child_tool: str) -> PerfgateSession:
@@ -21,6 +21,8 @@ def make_session(config: pytest.Config, child_tool: str) -> PerfgateSession:
     rootdir = Path(config.rootpath)
     opt = config.getoption
     enabled = bool(opt("--perfgate")) and not child_tool
+    if not enabled:  # plain pytest (or a profiling child): read nothing, check nothing
+        return PerfgateSession(settings=Settings(), rootdir=rootdir, started_at=utc_now(), child_tool=child_tool)
     if opt("--perfgate-update-baseline") and not opt("--perfgate-reason"):
         raise ConfigError("perfgate: --perfgate-update-baseline needs --perfgate-reason \"why the baseline changes\"")
     settings = settings_from_config(

@@ -64,3 +64,23 @@ def test_summary_renders_as_github_markdown():
 def test_headline_says_failed_when_anything_regressed():
     first = render_markdown(known_gate()).splitlines()[0]
     assert first.startswith("## ❌ perfgate: gate FAILED")
+
+
+def test_profiled_run_shows_occupancy_and_bandwidth_per_kernel(h100_data):
+    import gzip
+    import json
+
+    from perfgate.compare import compare_run
+    from perfgate.model import CaseResult, Metric, Run, RunInfo, Timer
+    from perfgate.settings import settings_from_config
+    from perfgate.stats import summarize
+
+    doc = json.loads(gzip.decompress((h100_data / "gate_profiled_detuned_run.json.gz").read_bytes()))
+    env = Environment(**doc["environment"])
+    results = tuple(CaseResult(c["case_id"], summarize([c["median_ms"]] * 2, Timer.CUDA_EVENT), (c["median_ms"],) * 2,
+                               tuple(Metric(**m) for m in c["metrics"])) for c in doc["cases"])
+    text = render_markdown(compare_run(results, None, env, settings_from_config({})), run=Run(RunInfo("a", "b"), env, results))
+    table = text.split("### Profiler metrics")[1].split("<details>")[0]
+    row = next(line for line in table.splitlines() if "_matmul_kernel" in line)
+    # the register-heavy matmul measured on the H100: occupancy 6.2%, 255 registers, spilling
+    assert "| 6.2% | 6.2% |" in row and "| 255 |" in row and "52,089,856" in row

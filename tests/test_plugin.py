@@ -183,3 +183,12 @@ def test_missing_profiler_is_one_line_naming_the_tool(project):
     result = run(project, "--perfgate-profile", "nsys", PATH="/nonexistent")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*perfgate: nsys not found on PATH; install Nsight Systems*"])
+
+
+def test_a_broken_config_does_not_break_plain_pytest(project):
+    project.makefile(".toml", pyproject="[tool.perfgate]\nthresold_pct = 3\n")
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-k", "other")
+    assert result.ret == 0
+    gated = run(project)
+    assert gated.ret == 4
+    gated.stderr.fnmatch_lines(["*perfgate: *tool.perfgate*: unknown key(s)*thresold_pct*"])

@@ -52,8 +52,9 @@ def profile(command: list[str], output: Path, settings: NcuSettings, timeout_s: 
             cwd: Path) -> Path:
     ncu = find_tool("ncu")
     output.parent.mkdir(parents=True, exist_ok=True)
-    out = run_tool(ncu_argv(ncu, output, settings, command), timeout_s, cwd=cwd, env=env, check=False)
     rep = output.with_suffix(".ncu-rep")
+    rep.unlink(missing_ok=True)  # a stale report would pass for this run's
+    out = run_tool(ncu_argv(ncu, output, settings, command), timeout_s, cwd=cwd, env=env, check=False)
     if not rep.is_file() and "metric" in (out.stderr + out.stdout).lower() and not settings.metrics:
         # an ncu that rejects one of the catalogue's --metrics names: the sections still collect the
         # metrics that matter, so profile again without the explicit list rather than fail

@@ -18,6 +18,8 @@ def profile(command: list[str], output: Path, timeout_s: float, env: dict[str, s
     """Run command under nsys; the path of the .nsys-rep it wrote."""
     nsys = find_tool("nsys")
     output.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in (".nsys-rep", ".qdstrm", ".sqlite"):  # a stale report would pass for this run's
+        output.with_suffix(suffix).unlink(missing_ok=True)
     out = run_tool(nsys_profile_argv(nsys, output, command), timeout_s, cwd=cwd, env=env, check=False)
     rep = output.with_suffix(".nsys-rep")
     if not rep.is_file():

@@ -34,7 +34,8 @@ def results_document(gate: GateResult, run: Run | None) -> dict[str, Any]:
     }
     if run is not None:
         doc["run"] = {"run_id": run.run_id, **asdict(run.info)}
-        doc["cases"] = [{"case_id": r.case_id, **asdict(r.timing), "bytes_moved": r.bytes_moved, "flops": r.flops,
+        doc["cases"] = [{"case_id": r.case_id, **asdict(r.timing), "samples_ms": list(r.samples_ms),
+                         "bytes_moved": r.bytes_moved, "flops": r.flops,
                          "metrics": [asdict(m) for m in r.metrics], "profile_errors": list(r.profile_errors)}
                         for r in run.results]
     return _clean(doc)
