@@ -75,22 +75,23 @@ def roofline_figure(run: Run, peak_tflops: float | None = None, peak_gbps: float
     compute = peak_tflops or max(p[2] for p in points)
     fig = new_figure(7, 4.5)
     ax = fig.add_subplot()
-    lo = min(p[1] for p in points) / 4
-    hi = max(p[1] for p in points) * 4
-    if bw:
-        ridge = compute * 1e3 / bw  # FLOP/byte where the roofs meet
-        xs = [lo, ridge, max(hi, ridge * 2)]
-        ax.plot(xs, [min(compute, x * bw / 1e3) for x in xs], color="black",
+    ridge = compute * 1e3 / bw if bw else None  # FLOP/byte where the two roofs meet
+    xs = [p[1] for p in points] + ([ridge] if ridge else [])
+    lo, hi = min(xs) / 10, max(xs) * 10
+    if ridge:
+        ax.plot([lo, ridge, hi], [lo * bw / 1e3, compute, compute], color="black",
                 label=f"roof: {bw:,.0f} GB/s, {compute:,.0f} TFLOP/s" + ("" if peak_gbps else " (best measured)"))
     for name, intensity, tflops in points:
         ax.scatter([intensity], [tflops], s=30)
-        ax.annotate(name, (intensity, tflops), fontsize="x-small", xytext=(3, 3), textcoords="offset points")
+        ax.annotate(name, (intensity, tflops), fontsize="x-small", xytext=(3, -10), textcoords="offset points")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(min([p[2] for p in points] + ([lo * bw / 1e3] if bw else [])) / 2, compute * 2)
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("achieved TFLOP/s")
     ax.set_title("Roofline")
-    ax.legend(loc="lower right", fontsize="small")
+    ax.legend(loc="upper left", fontsize="small")
     return fig
 
 
