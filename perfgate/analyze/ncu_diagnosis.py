@@ -58,6 +58,7 @@ class Diagnosis:
     tensor_pipe_pct: float | None
     spill_requests: float | None
     top_stalls: tuple[tuple[str, float], ...]
+    pipes: tuple[tuple[str, float], ...]  # instruction pipes by utilisation, busiest first
     bottleneck: str  # memory-bound | compute-bound | latency-bound | unknown
     reasons: tuple[str, ...] = field(default_factory=tuple)
     recommendations: tuple[str, ...] = field(default_factory=tuple)
@@ -89,10 +90,34 @@ def diagnose(launch: NcuLaunch) -> Diagnosis:
         grid_size=v("launch__grid_size"), waves_per_sm=v("launch__waves_per_multiprocessor"),
         l1_hit_pct=v("l1tex__t_sector_hit_rate.pct"), l2_hit_pct=v("lts__t_sector_hit_rate.pct"),
         tensor_pipe_pct=max(tensor) if tensor else None, spill_requests=v("derived__local_spilling_requests"),
-        top_stalls=tuple(stalls[:3]), bottleneck="unknown")
+        top_stalls=tuple(stalls[:3]), pipes=_pipes(launch), bottleneck="unknown")
     bottleneck, reasons = classify(d)
-    return Diagnosis(**{**asdict(d), "top_stalls": d.top_stalls, "nvtx": d.nvtx, "bottleneck": bottleneck,
+    return Diagnosis(**{**asdict(d), "top_stalls": d.top_stalls, "pipes": d.pipes, "nvtx": d.nvtx, "bottleneck": bottleneck,
                         "reasons": tuple(reasons), "recommendations": tuple(recommend(d, bottleneck))})
+
+
+PIPES = ("alu", "fma", "fmaheavy", "xu", "lsu", "fp64", "tensor_op_hmma", "tensor_op_gmma", "uniform", "adu", "cbu")
+PIPE_ADVICE = {
+    "alu": "integer, logic and conversion instructions",
+    "fma": "fp32 multiply-adds",
+    "fmaheavy": "fp32 multiply-adds and conversions",
+    "xu": "special functions (exp, erf, rsqrt, conversions on the XU)",
+    "lsu": "load/store instructions",
+    "fp64": "fp64 arithmetic",
+    "tensor_op_hmma": "tensor-core mma",
+    "tensor_op_gmma": "tensor-core wgmma",
+}
+
+
+def _pipes(launch: NcuLaunch) -> tuple[tuple[str, float], ...]:
+    found = []
+    for pipe in PIPES:
+        for window in ("active", "elapsed"):
+            value = launch.value(f"sm__inst_executed_pipe_{pipe}.avg.pct_of_peak_sustained_{window}")
+            if value is not None:
+                found.append((pipe, value))
+                break
+    return tuple(sorted(found, key=lambda p: -p[1]))
 
 
 def classify(d: Diagnosis) -> tuple[str, list[str]]:
@@ -126,12 +151,14 @@ def recommend(d: Diagnosis, bottleneck: str) -> list[str]:
         if d.tensor_pipe_pct is not None and d.tensor_pipe_pct >= 50:
             recs.append(f"tensor pipes {d.tensor_pipe_pct:.0f}% busy, SM at {d.sm_sol_pct:.0f}%: near the compute roof; "
                         "what is left is in tile shape and pipelining (stages, warp specialisation), not occupancy")
-        elif d.tensor_pipe_pct is not None and d.tensor_pipe_pct < 20:
-            recs.append(f"SM at {d.sm_sol_pct:.0f}% with tensor pipes at {d.tensor_pipe_pct:.0f}%: if this is "
-                        "matrix work, it is not on tensor cores (check dtypes / tl.dot input precision)")
+        elif d.pipes:
+            busiest = ", ".join(f"{name.upper()} {pct:.0f}%" for name, pct in d.pipes[:3])
+            top = d.pipes[0][0]
+            recs.append(f"SM at {d.sm_sol_pct:.0f}% of peak; busiest instruction pipes: {busiest}: the kernel is bound by "
+                        f"{PIPE_ADVICE.get(top, top)}; cut instructions per element (cheaper math, fewer conversions) "
+                        "or move the work to a less loaded pipe")
         else:
-            recs.append(f"SM at {d.sm_sol_pct:.0f}% of peak: reduce instructions per result (fewer conversions, "
-                        "fast-math intrinsics, better tiling)")
+            recs.append(f"SM at {d.sm_sol_pct:.0f}% of peak: reduce instructions per result")
     if d.waves_per_sm is not None and d.waves_per_sm < 1:
         recs.append(f"grid of {_int(d.grid_size)} blocks fills {d.waves_per_sm:.2f} waves: too little parallelism for "
                     "the SMs; use smaller blocks or split the work (e.g. split-K)")
