@@ -1,7 +1,6 @@
 import csv
 import json
 
-import pytest
 
 from perfgate.baseline import updated_baseline, write_baseline
 from perfgate.cli import main
