@@ -23,6 +23,9 @@ def make_session(config: pytest.Config, child_tool: str) -> PerfgateSession:
     enabled = bool(opt("--perfgate")) and not child_tool
     if not enabled:  # plain pytest (or a profiling child): read nothing, check nothing
         return PerfgateSession(settings=Settings(), rootdir=rootdir, started_at=utc_now(), child_tool=child_tool)
+    if _under_xdist(config):
+        raise ConfigError("perfgate: --perfgate under pytest-xdist (-n) is not supported yet: parallel cases would "
+                          "share the GPU and skew each other's timings; run the perf suite without -n")
     if opt("--perfgate-update-baseline") and not opt("--perfgate-reason"):
         raise ConfigError("perfgate: --perfgate-update-baseline needs --perfgate-reason \"why the baseline changes\"")
     settings = settings_from_config(
@@ -40,6 +43,13 @@ def make_session(config: pytest.Config, child_tool: str) -> PerfgateSession:
         _check_profilers(settings.profile)
         _attach_environment(session)
     return session
+
+
+def _under_xdist(config: pytest.Config) -> bool:
+    """A worker, or a controller about to start workers (one GPU per worker is a later feature)."""
+    if getattr(config, "workerinput", None) is not None:
+        return True
+    return bool(config.pluginmanager.hasplugin("xdist") and config.getoption("numprocesses", None))
 
 
 def _check_profilers(tools: frozenset[str]) -> None:

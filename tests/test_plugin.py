@@ -192,3 +192,10 @@ def test_a_broken_config_does_not_break_plain_pytest(project):
     gated = run(project)
     assert gated.ret == 4
     gated.stderr.fnmatch_lines(["*perfgate: *tool.perfgate*: unknown key(s)*thresold_pct*"])
+
+
+def test_xdist_is_refused_with_a_reason(project):
+    pytest.importorskip("xdist")
+    result = run(project, "-n", "2")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*not supported yet*share the GPU*without -n*"])
