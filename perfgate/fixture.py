@@ -47,8 +47,8 @@ class PerfgateFixture:
         if session is not None and session.child_tool:
             from perfgate.measure.profile_child import run_under_profiler
 
-            run_under_profiler(session.child_tool, case_id, fn, args, kwargs, PROFILE_CALLS)
-            return _single_call_stats(fn, args, kwargs)
+            ms = run_under_profiler(session.child_tool, case_id, fn, args, kwargs, PROFILE_CALLS)
+            return summarize([ms], Timer.HOST)  # no extra call: it would add launches to the capture
         if session is None or not session.settings.enabled:
             return _single_call_stats(fn, args, kwargs)  # still run once: correctness failures surface
         from perfgate.measure.timer import measure

@@ -137,17 +137,16 @@ def _charts(state: PerfgateSession, run: Any) -> tuple[str, ...]:
     from perfgate.report.gate_charts import write_gate_charts
 
     assert state.gate is not None
-    history = None
-    if state.settings.store and state.settings.db_path.exists():
-        from perfgate.store import open_store
+    if not (state.settings.store and state.settings.db_path.exists()):
+        return write_gate_charts(state.gate, run, state.settings, state.baseline)
+    from perfgate.store import open_store
 
-        def history(case_id: str) -> list:
-            store = open_store(state.settings.db_path)
-            try:
-                return store.history(case_id, run.environment.device_name)
-            finally:
-                store.close()
-    return write_gate_charts(state.gate, run, state.settings, state.baseline, history)
+    store = open_store(state.settings.db_path)  # once for every trend chart, not once per case
+    try:
+        return write_gate_charts(state.gate, run, state.settings, state.baseline,
+                                 lambda case_id: store.history(case_id, run.environment.device_name))
+    finally:
+        store.close()
 
 
 def summary_lines(state: PerfgateSession) -> list[str]:

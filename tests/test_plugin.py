@@ -199,3 +199,13 @@ def test_xdist_is_refused_with_a_reason(project):
     result = run(project, "-n", "2")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*not supported yet*share the GPU*without -n*"])
+
+
+def test_report_dir_gets_charts_linked_from_the_summary(project):
+    assert run(project).ret == 0
+    result = run(project, "--perfgate-report-dir", "report", "--perfgate-summary", "summary.md", sleep_ms="3")
+    assert result.ret == 1
+    written = {p.name for p in (project.path / "report").glob("*.png")}
+    assert {"change_per_case.png", "case00_trend.png", "case00_distribution.png"} <= written
+    md = (project.path / "summary.md").read_text()
+    assert "[case00_trend.png](case00_trend.png)" in md

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.baseline import Baseline
+from perfgate.metrics import TIME_METRIC
 from perfgate.model import Comparison, GateResult, Run, Verdict
 from perfgate.report.figures import VERDICT_COLOURS, new_figure, save, top_n_with_others
 from perfgate.report.quantity import case_label, kernel_label
@@ -17,7 +18,7 @@ DRAM_BW = "dram__bytes.sum.per_second"
 
 
 def time_rows(gate: GateResult) -> list[Comparison]:
-    return [c for c in gate.comparisons if c.metric == "median_ms" and c.change_pct is not None]
+    return [c for c in gate.comparisons if c.metric == TIME_METRIC and c.change_pct is not None]
 
 
 def change_per_case_figure(gate: GateResult, top_n: int = TOP_N) -> Any:

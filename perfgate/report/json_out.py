@@ -18,9 +18,7 @@ def _clean(value: Any) -> Any:
         return {k: _clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_clean(v) for v in value]
-    if hasattr(value, "value") and not isinstance(value, (int, float, str)):
-        return value.value  # enums
-    return value
+    return value  # the model's enums are str enums: json writes their values
 
 
 def results_document(gate: GateResult, run: Run | None) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from perfgate.metrics import TIME_METRIC
 from perfgate.model import Comparison, GateResult, Verdict
 from perfgate.report.quantity import fmt_change, fmt_value, metric_title, movement, shorten
 
@@ -10,7 +11,7 @@ HEADERS = ("case", "metric", "baseline", "current", "change", "verdict")
 
 def table_rows(gate: GateResult) -> list[tuple[str, ...]]:
     """Time rows for every case; profiler rows only when they moved past their threshold."""
-    shown = [c for c in gate.comparisons if c.metric == "median_ms" or c.verdict is not Verdict.UNCHANGED]
+    shown = [c for c in gate.comparisons if c.metric == TIME_METRIC or c.verdict is not Verdict.UNCHANGED]
     return [(shorten(c.case_id, 56), metric_title(c), fmt_value(c.baseline, c.unit), fmt_value(c.current, c.unit),
              fmt_change(c.change_pct), _verdict_cell(c)) for c in shown]
 
@@ -39,9 +40,9 @@ def render_terminal(gate: GateResult) -> list[str]:
 
 def headline(gate: GateResult) -> str:
     """One line: cases by time verdict, then profiler-metric regressions and failures."""
-    time_rows = [c for c in gate.comparisons if c.metric == "median_ms" and c.verdict is not Verdict.PROFILE_FAILED]
+    time_rows = [c for c in gate.comparisons if c.metric == TIME_METRIC and c.verdict is not Verdict.PROFILE_FAILED]
     parts = [f"{n} {v.value}" for v in Verdict if (n := sum(c.verdict is v for c in time_rows))]
-    metric_bad = sum(c.verdict is Verdict.REGRESSED for c in gate.comparisons if c.metric != "median_ms")
+    metric_bad = sum(c.verdict is Verdict.REGRESSED for c in gate.comparisons if c.metric != TIME_METRIC)
     if metric_bad:
         parts.append(f"{metric_bad} profiler metric(s) regressed")
     failed_profiles = len(gate.by_verdict(Verdict.PROFILE_FAILED))
