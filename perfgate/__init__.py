@@ -1,7 +1,38 @@
 """perfgate: a performance gate for GPU kernels.
 
-Importing perfgate does nothing costly: no torch, no GPU, no subprocess. The pytest plugin is
-`perfgate.plugin`; the library layers are measure -> parse -> stats -> store -> compare -> report.
+Importing perfgate does nothing costly: no torch, no GPU, no subprocess, no pandas. The pytest plugin is
+`perfgate.plugin`; the library layers are measure -> parse -> stats -> store -> compare -> report, and
+`perfgate.gate` is the one orchestration the plugin and the command line share.
 """
 
-__version__ = "0.1.0"
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("perfgate")
+    except metadata.PackageNotFoundError:  # running from a source tree that was never installed
+        return "0.2.0"
+
+
+__version__ = _version()
+
+
+def history(db: str | Path | None = None, case: str | None = None, last: int | None = None,
+            rootdir: str | Path | None = None) -> Any:
+    """The history as a pandas DataFrame: one row per run, or with `case` (a shell pattern on case ids)
+    one row per run and matching case, oldest first. `db` defaults to the project's configured history.
+
+    >>> import perfgate
+    >>> perfgate.history(case="*softmax*", last=30).pivot(index="started_at", columns="case_id", values="median_ms")
+    """
+    from perfgate.project import project_settings
+    from perfgate.query import history_frame
+
+    path = Path(db) if db is not None else project_settings(Path(rootdir) if rootdir else None).db_path
+    return history_frame(path, case, last)

@@ -1,25 +1,29 @@
-"""Committed baseline files: one JSON file per device model, written only on purpose.
+"""Committed baseline files: one JSON file per device model, read and validated here.
 
-Layout is chosen for review: keys sorted, one case per block, samples on one line, and an `updates`
-log saying who changed it, when, at which commit and why.
+A baseline decides what "slower" means, so a malformed one must never be read as "nothing to compare":
+every median is a finite positive number, every sample list non-empty and finite, every field of the
+right type, or the file is refused with one line naming it and the field. Version 1 files (before
+calibration) still read; they are uncalibrated.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import math
 import re
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate.decision import MIN_CALIBRATION_PROCESSES, BaselineTiming
 from perfgate.errors import BaselineError
-from perfgate.metrics import spec_for
-from perfgate.model import Environment, Metric, Run, Timer
+from perfgate.inputs import load_json_file
+from perfgate.model import Environment, GpuState, Metric, Timer
 
 FORMAT = "perfgate-baseline"
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
 MAX_UPDATES_KEPT = 20
+_ENV_FIELDS = tuple(Environment.__dataclass_fields__)
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,18 @@ class BaselineCase:
     median_ms: float
     samples_ms: tuple[float, ...]
     metrics: tuple[Metric, ...] = ()
+    process_medians_ms: tuple[float, ...] = ()  # one per calibration process (calibrated cases)
+    noise_pct: float | None = None  # between-process noise, written for review (recomputed when gating)
+    threshold_pct: float | None = None  # what the case can detect, written for review
+    autotune: tuple[tuple[str, str], ...] = ()
+    gpu_state: GpuState | None = None
+
+    @property
+    def calibrated(self) -> bool:
+        return len(self.process_medians_ms) >= MIN_CALIBRATION_PROCESSES
+
+    def timing(self) -> BaselineTiming:
+        return BaselineTiming(self.median_ms, self.samples_ms, self.process_medians_ms, self.timer)
 
 
 @dataclass(frozen=True)
@@ -38,6 +54,7 @@ class Update:
     commit: str
     reason: str
     cases: int
+    calibrated_runs: int = 0  # > 0: written by `perfgate calibrate` from this many processes
 
 
 @dataclass(frozen=True)
@@ -46,6 +63,10 @@ class Baseline:
     environment: Environment
     cases: dict[str, BaselineCase]
     updates: tuple[Update, ...] = ()
+
+    @property
+    def calibrated(self) -> bool:
+        return bool(self.cases) and all(c.calibrated for c in self.cases.values())
 
 
 def slug(device_name: str) -> str:
@@ -59,113 +80,155 @@ def baseline_path(baseline_dir: Path, env: Environment) -> Path:
 
 
 def load_baseline(path: Path) -> Baseline | None:
-    """The baseline at path, None if there is none; BaselineError naming the file if malformed."""
+    """The baseline at path, None if there is no file; BaselineError naming the file if malformed."""
     path = Path(path)
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise BaselineError(path, f"not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})") from err
-    except (OSError, UnicodeDecodeError) as err:
-        raise BaselineError(path, f"cannot be read ({err})") from err
-    return _parse(path, data)
+    data = load_json_file(path, BaselineError)
+    return parse_baseline(path, data)
 
 
-def _parse(path: Path, data: Any) -> Baseline:
+def parse_baseline(path: Path, data: Any) -> Baseline:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise BaselineError(path, f"not a perfgate baseline (expected \"format\": \"{FORMAT}\")")
-    if data.get("version") != VERSION:
-        raise BaselineError(path, f"format version {data.get('version')!r} is not supported (expected {VERSION})")
-    env_data = _require(path, data, "environment", dict)
-    known = {f.name for f in fields(Environment)}
-    if "device_kind" not in env_data or "device_name" not in env_data:
-        raise BaselineError(path, "environment needs device_kind and device_name")
-    env = Environment(**{k: str(v) for k, v in env_data.items() if k in known})
-    cases = {cid: _parse_case(path, cid, c) for cid, c in _require(path, data, "cases", dict).items()}
-    updates = tuple(Update(**{k: u.get(k, "" if k != "cases" else 0) for k in ("at", "by", "commit", "reason", "cases")})
-                    for u in data.get("updates", []) if isinstance(u, dict))
+    version = data.get("version")
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
+        raise BaselineError(path, f"format version {version!r} is not supported (this perfgate reads "
+                                  f"{', '.join(map(str, READABLE_VERSIONS))})")
+    env = _environment(path, _field(path, data, "environment", dict))
+    cases_raw = _field(path, data, "cases", dict)
+    cases = {cid: _case(path, cid, c) for cid, c in cases_raw.items()}
+    updates_raw = data.get("updates", [])
+    if not isinstance(updates_raw, list):
+        raise BaselineError(path, '"updates" must be a list')
+    updates = tuple(_update(path, i, u) for i, u in enumerate(updates_raw))
     return Baseline(path=path, environment=env, cases=cases, updates=updates)
 
 
-def _parse_case(path: Path, case_id: str, c: Any) -> BaselineCase:
+def _field(path: Path, obj: dict[str, Any], key: str, kind: type, where: str = "") -> Any:
+    prefix = f"{where}: " if where else ""
+    if key not in obj:
+        raise BaselineError(path, f'{prefix}missing "{key}"')
+    value = obj[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise BaselineError(path, f'{prefix}"{key}" must be {_kind_name(kind)}')
+    return value
+
+
+def _kind_name(kind: type) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "true or false"}.get(kind, kind.__name__)
+
+
+def _environment(path: Path, raw: dict[str, Any]) -> Environment:
+    for key in ("device_kind", "device_name"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            raise BaselineError(path, f"environment: \"{key}\" must be a non-empty string")
+    if raw["device_kind"] not in ("cuda", "host"):
+        raise BaselineError(path, f"environment: device_kind must be \"cuda\" or \"host\", got {raw['device_kind']!r}")
+    values = {}
+    for key in _ENV_FIELDS:
+        if key in raw:
+            if not isinstance(raw[key], str):
+                raise BaselineError(path, f"environment: \"{key}\" must be a string")
+            values[key] = raw[key]
+    return Environment(**values)
+
+
+def _finite(path: Path, where: str, key: str, value: Any, positive: bool) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or (positive and value <= 0) or (not positive and value < 0):
+        need = "a finite number > 0" if positive else "a finite number >= 0"
+        raise BaselineError(path, f"{where}: \"{key}\" must be {need}, got {value!r}")
+    return float(value)
+
+
+def _numbers(path: Path, where: str, key: str, raw: Any, min_len: int, positive: bool) -> tuple[float, ...]:
+    if not isinstance(raw, list) or len(raw) < min_len:
+        raise BaselineError(path, f"{where}: \"{key}\" must be a list of at least {min_len} numbers")
+    return tuple(_finite(path, where, f"{key}[{i}]", v, positive) for i, v in enumerate(raw))
+
+
+def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
     where = f"case {case_id!r}"
+    if not case_id.strip():
+        raise BaselineError(path, "a case id must not be empty")
     if not isinstance(c, dict):
         raise BaselineError(path, f"{where} must be an object")
-    samples = _require(path, c, "samples_ms", list, where)
-    if len(samples) < 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in samples):
-        raise BaselineError(path, f"{where}: samples_ms must be a list of at least 2 non-negative numbers")
-    median = _require(path, c, "median_ms", (int, float), where)
-    try:
-        timer = Timer(c.get("timer", "cuda_event"))
-    except ValueError as err:
-        raise BaselineError(path, f"{where}: unknown timer {c.get('timer')!r}") from err
-    metrics = []
-    for m in c.get("metrics", []):
-        if not isinstance(m, dict) or not isinstance(m.get("value"), (int, float)) or "name" not in m:
-            raise BaselineError(path, f"{where}: each metric needs a name and a numeric value, got {m!r}")
-        metrics.append(Metric(name=str(m["name"]), value=float(m["value"]), unit=str(m.get("unit", "")),
-                              source=str(m.get("source", "")), kernel=str(m.get("kernel", ""))))
-    return BaselineCase(case_id, timer, float(median), tuple(float(v) for v in samples), tuple(metrics))
+    timer_raw = c.get("timer", "cuda_event")
+    if timer_raw not in {t.value for t in Timer}:
+        raise BaselineError(path, f"{where}: unknown timer {timer_raw!r}")
+    if "median_ms" not in c:
+        raise BaselineError(path, f'{where}: missing "median_ms"')
+    median = _finite(path, where, "median_ms", c["median_ms"], positive=True)
+    samples = _numbers(path, where, "samples_ms", _field(path, c, "samples_ms", list, where), 2, positive=False)
+    procs: tuple[float, ...] = ()
+    if c.get("process_medians_ms") not in (None, []):
+        procs = _numbers(path, where, "process_medians_ms", c["process_medians_ms"], MIN_CALIBRATION_PROCESSES, True)
+    optional = {k: _finite(path, where, k, c[k], positive=False) for k in ("noise_pct", "threshold_pct")
+                if c.get(k) is not None}
+    return BaselineCase(case_id, Timer(timer_raw), median, samples, _metrics(path, where, c.get("metrics", [])),
+                        procs, optional.get("noise_pct"), optional.get("threshold_pct"),
+                        _autotune(path, where, c.get("autotune", {})), _gpu_state(path, where, c.get("gpu_state")))
 
 
-def _require(path: Path, obj: dict, key: str, kind: Any, where: str = "") -> Any:
-    if key not in obj:
-        raise BaselineError(path, f"{where + ': ' if where else ''}missing \"{key}\"")
-    if not isinstance(obj[key], kind) or isinstance(obj[key], bool):
-        raise BaselineError(path, f"{where + ': ' if where else ''}\"{key}\" has the wrong type")
-    return obj[key]
+def _metrics(path: Path, where: str, raw: Any) -> tuple[Metric, ...]:
+    if not isinstance(raw, list):
+        raise BaselineError(path, f'{where}: "metrics" must be a list')
+    out = []
+    for i, m in enumerate(raw):
+        here = f"{where} metrics[{i}]"
+        if not isinstance(m, dict) or not isinstance(m.get("name"), str) or not m["name"]:
+            raise BaselineError(path, f"{here}: needs a \"name\" string and a numeric \"value\"")
+        # every catalogue metric is a count, size, time, rate, ratio or percentage: never negative
+        value = _finite(path, here, "value", m.get("value"), positive=False)
+        for key in ("unit", "source", "kernel"):
+            if not isinstance(m.get(key, ""), str):
+                raise BaselineError(path, f"{here}: \"{key}\" must be a string")
+        out.append(Metric(name=m["name"], value=value, unit=m.get("unit", ""), source=m.get("source", ""),
+                          kernel=m.get("kernel", "")))
+    return tuple(out)
 
 
-def updated_baseline(old: Baseline | None, run: Run, path: Path, who: str, reason: str) -> Baseline:
-    """Cases measured in this run replace theirs; cases not run this time are kept as they were."""
-    cases = dict(old.cases) if old else {}
-    for res in run.results:
-        # only catalogue metrics: the gate compares those, and a full ncu set (thousands) would drown review
-        kept = tuple(m for m in res.metrics if m.source != "timing" and spec_for(m.name) is not None)
-        cases[res.case_id] = BaselineCase(res.case_id, res.timing.timer, res.timing.median_ms, res.samples_ms, kept)
-    update = Update(at=run.info.finished_at, by=who, commit=run.info.git_commit, reason=reason,
-                    cases=len(run.results))
-    updates = ((old.updates if old else ()) + (update,))[-MAX_UPDATES_KEPT:]
-    return Baseline(path=path, environment=run.environment, cases=cases, updates=updates)
+def _autotune(path: Path, where: str, raw: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
+        raise BaselineError(path, f'{where}: "autotune" must map kernel names to config strings')
+    return tuple(sorted(raw.items()))
 
 
-def render_baseline(b: Baseline) -> str:
-    """Stable text: sorted keys, samples and metric rows on one line each, so diffs show what moved."""
-    env = {k: v for k, v in sorted(asdict(b.environment).items()) if k not in ("hostname",)}
-    lines = ["{", f'  "format": "{FORMAT}",', f'  "version": {VERSION},',
-             f'  "environment": {json.dumps(env, sort_keys=True)},', '  "updates": [']
-    lines += [f"    {json.dumps(asdict(u), sort_keys=True)}{',' if i < len(b.updates) - 1 else ''}"
-              for i, u in enumerate(b.updates)]
-    lines += ["  ],", '  "cases": {']
-    ids = sorted(b.cases)
-    for i, cid in enumerate(ids):
-        lines += _render_case(b.cases[cid], last=i == len(ids) - 1)
-    lines += ["  }", "}"]
-    return "\n".join(lines) + "\n"
+_GPU_NUMBERS = ("sm_clock_mhz", "sm_clock_min_mhz", "mem_clock_mhz", "temperature_max_c", "power_median_w",
+                "power_limit_w", "throttled_fraction", "cooldown_ms")
 
 
-def _render_case(c: BaselineCase, last: bool) -> list[str]:
-    samples = ", ".join(_short(v) for v in c.samples_ms)
-    metric_rows = [json.dumps({"source": m.source, "kernel": m.kernel, "name": m.name, "value": m.value,
-                               "unit": m.unit}, sort_keys=True)
-                   for m in sorted(c.metrics, key=lambda m: (m.source, m.kernel, m.name))]
-    out = [f"    {json.dumps(c.case_id)}: {{", f'      "timer": "{c.timer.value}",',
-           f'      "median_ms": {_short(c.median_ms)},', f'      "samples_ms": [{samples}],',
-           '      "metrics": [']
-    out += [f"        {row}{',' if j < len(metric_rows) - 1 else ''}" for j, row in enumerate(metric_rows)]
-    out += ["      ]", f"    }}{'' if last else ','}"]
-    return out
+def _gpu_state(path: Path, where: str, raw: Any) -> GpuState | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise BaselineError(path, f'{where}: "gpu_state" must be an object')
+    here = f"{where} gpu_state"
+    values: dict[str, Any] = {k: _finite(path, here, k, raw[k], positive=False) for k in _GPU_NUMBERS
+                              if raw.get(k) is not None}
+    for key in ("polls", "throttle_reasons", "excluded_samples"):
+        v = raw.get(key, 0)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise BaselineError(path, f"{here}: \"{key}\" must be an integer >= 0")
+        values[key] = v
+    if not isinstance(raw.get("clocks_locked", False), bool):
+        raise BaselineError(path, f"{here}: \"clocks_locked\" must be true or false")
+    return GpuState(clocks_locked=raw.get("clocks_locked", False), **values)
 
 
-def _short(v: float) -> str:
-    """Six significant digits: far below timing noise, and short lines in review."""
-    return repr(float(f"{v:.6g}"))
-
-
-def write_baseline(b: Baseline) -> None:
-    """Write atomically (temp file + rename) so an interrupted update never leaves half a file."""
-    b.path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = b.path.with_suffix(b.path.suffix + ".tmp")
-    tmp.write_text(render_baseline(b), encoding="utf-8")
-    os.replace(tmp, b.path)
+def _update(path: Path, i: int, u: Any) -> Update:
+    where = f"updates[{i}]"
+    if not isinstance(u, dict):
+        raise BaselineError(path, f"{where} must be an object")
+    for key in ("at", "by", "commit", "reason"):
+        if not isinstance(u.get(key, ""), str):
+            raise BaselineError(path, f"{where}: \"{key}\" must be a string")
+    counts = {}
+    for key in ("cases", "calibrated_runs"):
+        v = u.get(key, 0)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise BaselineError(path, f"{where}: \"{key}\" must be an integer >= 0")
+        counts[key] = v
+    return Update(at=u.get("at", ""), by=u.get("by", ""), commit=u.get("commit", ""), reason=u.get("reason", ""),
+                  **counts)

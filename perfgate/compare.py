@@ -1,53 +1,72 @@
-"""Results + baseline + thresholds -> per-metric comparisons -> the gate decision (pure)."""
+"""Results + baseline -> per-metric comparisons (pure). Each case is gated on the thresholds stored with
+it (resolved when it was measured), so the same stored run always gets the same verdicts."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from perfgate.baseline import Baseline, BaselineCase
+from perfgate.decision import DecisionSettings, decide_time, pooled
 from perfgate.metrics import TIME_METRIC, spec_for
-from perfgate.model import (CaseResult, Comparison, Direction, Environment, GateResult, Metric, MetricKind,
-                            Verdict)
-from perfgate.settings import MarkerOptions, Settings
-from perfgate.stats import mann_whitney_p, median_change_ci_pct, percent_change
+from perfgate.model import CaseResult, Comparison, Direction, Environment, GateResult, Metric, MetricKind, Verdict
+from perfgate.settings import Settings
+from perfgate.stats import median_change_ci_pct, percent_change
+from perfgate.thresholds import metric_threshold_pct
 
 # Metrics named in an explanation even when they did not move: "DRAM bytes unchanged" rules causes out.
 EXPLAIN_ALWAYS = ("launch__registers_per_thread", "sm__warps_active.avg.pct_of_peak_sustained_active",
                   "dram__bytes_read.sum", "nsys.launches_per_call")
+# Percent-valued metrics (hit rates, occupancy, speed-of-light) move by a fraction of a point between
+# runs; near zero that is a huge relative change (0.0% -> 0.01% is "+inf%"). Below this many points the
+# change is noise whatever its ratio.
+PERCENT_POINTS_FLOOR = 1.0
+
+
+def decision_settings(settings: Settings) -> DecisionSettings:
+    return DecisionSettings(alpha=settings.alpha, confirm_alpha=settings.confirm_alpha,
+                            noise_floor_pct=settings.noise_floor_pct)
+
+
+def comparable(baseline: Baseline | None, current_env: Environment, settings: Settings) -> bool:
+    return baseline is None or settings.allow_env_mismatch or \
+        baseline.environment.comparability_key() == current_env.comparability_key()
 
 
 def compare_run(results: Sequence[CaseResult], baseline: Baseline | None, current_env: Environment,
-                settings: Settings, markers: Mapping[str, MarkerOptions] | None = None) -> GateResult:
-    markers = markers or {}
-    comparable = baseline is None or settings.allow_env_mismatch or \
-        baseline.environment.comparability_key() == current_env.comparability_key()
+                settings: Settings, intervals: bool = True) -> GateResult:
+    """`intervals=False` skips the bootstrap intervals (display only) where only verdicts are needed."""
+    env_ok = comparable(baseline, current_env, settings)
     rows: list[Comparison] = []
     explanations: dict[str, tuple[Comparison, ...]] = {}
     for res in sorted(results, key=lambda r: r.case_id):
         base = baseline.cases.get(res.case_id) if baseline else None
-        marker = markers.get(res.case_id)
         if base is None:
             rows.append(_unpaired(res.case_id, Verdict.NEW, current=res.timing.median_ms,
-                                  note="no baseline: run with --perfgate-update-baseline to accept"))
-        elif not comparable:
+                                  note="no baseline: run perfgate calibrate or --perfgate-update-baseline to accept"))
+        elif not env_ok or base.timer is not res.timing.timer:
+            assert baseline is not None
             rows.append(_unpaired(res.case_id, Verdict.NOT_COMPARABLE, baseline=base.median_ms,
-                                  current=res.timing.median_ms, note=_env_note(baseline.environment, current_env)))
+                                  current=res.timing.median_ms, note=_env_note(baseline.environment, current_env,
+                                                                               base, res)))
         else:
-            time_row = compare_samples(res, base, settings, marker)
-            metric_rows = compare_metrics(res, base, settings, marker)
+            time_row = compare_time(res, base, settings, intervals)
+            metric_rows = compare_metrics(res, base)
             rows.append(time_row)
             rows += [r for r in metric_rows if r.threshold_pct is not None]  # derived ones only explain
             if time_row.verdict is Verdict.REGRESSED and metric_rows:
                 explanations[res.case_id] = explain(metric_rows)
+        rows += _speedup_target(res)
         rows += [_unpaired(res.case_id, Verdict.PROFILE_FAILED, note=e, metric="profile") for e in res.profile_errors]
     if baseline is not None:
         seen = {r.case_id for r in results}
         rows += [_unpaired(cid, Verdict.MISSING, baseline=b.median_ms, note="in the baseline, not run this time")
                  for cid, b in sorted(baseline.cases.items()) if cid not in seen]
-    fail_on = {Verdict.REGRESSED} | ({Verdict.PROFILE_FAILED} if settings.fail_on_profile_error else set())
+    fail_on = {Verdict.REGRESSED, Verdict.BELOW_TARGET} | (
+        {Verdict.PROFILE_FAILED} if settings.fail_on_profile_error else set())
     return GateResult(comparisons=tuple(rows), current_env=current_env,
                       baseline_env=baseline.environment if baseline else None,
-                      explanations=explanations, fail_on=frozenset(fail_on))
+                      explanations=explanations, fail_on=frozenset(fail_on),
+                      calibrated=bool(baseline and baseline.calibrated))
 
 
 def _unpaired(case_id: str, verdict: Verdict, baseline: float | None = None, current: float | None = None,
@@ -56,32 +75,29 @@ def _unpaired(case_id: str, verdict: Verdict, baseline: float | None = None, cur
                       baseline=baseline, current=current, note=note)
 
 
-def _env_note(base: Environment, cur: Environment) -> str:
-    return (f"baseline measured on {base.device_name} ({base.device_kind}), this run on {cur.device_name} "
+def _env_note(base_env: Environment, cur: Environment, base: BaselineCase, res: CaseResult) -> str:
+    if base.timer is not res.timing.timer and base_env.comparability_key() == cur.comparability_key():
+        return f"baseline timed with {base.timer.value}, this run with {res.timing.timer.value}"
+    return (f"baseline measured on {base_env.device_name} ({base_env.device_kind}), this run on {cur.device_name} "
             f"({cur.device_kind}); pass --perfgate-allow-env-mismatch to compare anyway")
 
 
-def compare_samples(res: CaseResult, base: BaselineCase, settings: Settings,
-                    marker: MarkerOptions | None) -> Comparison:
-    """Time verdict: needs both a significant rank test and a change beyond the threshold."""
-    threshold = settings.threshold_for(res.case_id, TIME_METRIC, marker)
-    p = mann_whitney_p(base.samples_ms, res.samples_ms)
-    change = percent_change(base.median_ms, res.timing.median_ms)
-    lo, hi = median_change_ci_pct(base.samples_ms, res.samples_ms)
-    verdict = Verdict.UNCHANGED
-    if change is not None and p < threshold.alpha:
-        if change > threshold.pct:
-            verdict = Verdict.REGRESSED
-        elif change < -threshold.pct:
-            verdict = Verdict.IMPROVED
+def compare_time(res: CaseResult, base: BaselineCase, settings: Settings, intervals: bool = True) -> Comparison:
+    """The time verdict (decision.py) with the bootstrap interval of this run's change for the summary."""
+    d = decide_time(base.timing(), res.process_medians_ms, res.samples_ms, res.thresholds,
+                    decision_settings(settings))
+    lo, hi = median_change_ci_pct(base.samples_ms, res.samples_ms) if intervals else (None, None)
+    current = pooled(res.process_medians_ms)
+    note = "calibrated" if d.calibrated else "uncalibrated baseline"
     return Comparison(case_id=res.case_id, metric=TIME_METRIC, unit="ms", direction=Direction.LOWER,
-                      verdict=verdict, baseline=base.median_ms, current=res.timing.median_ms, change_pct=change,
-                      ci_low_pct=lo, ci_high_pct=hi, p_value=p, threshold_pct=threshold.pct)
+                      verdict=d.verdict, baseline=base.median_ms, current=current, change_pct=d.change_pct,
+                      ci_low_pct=lo, ci_high_pct=hi, p_value=d.p_value, threshold_pct=d.threshold_pct,
+                      noise_pct=d.noise_pct, score=d.score, processes=d.processes, note=note)
 
 
-def compare_metrics(res: CaseResult, base: BaselineCase, settings: Settings,
-                    marker: MarkerOptions | None) -> list[Comparison]:
-    """Profiler metrics, matched by (source, kernel, name); ungated ones are compared for explanations."""
+def compare_metrics(res: CaseResult, base: BaselineCase) -> list[Comparison]:
+    """Profiler, memory and speedup metrics, matched by (source, kernel, name); ungated ones are compared
+    for explanations."""
     before = {(m.source, m.kernel, m.name): m for m in base.metrics}
     rows = []
     for m in res.metrics:
@@ -90,21 +106,17 @@ def compare_metrics(res: CaseResult, base: BaselineCase, settings: Settings,
         if old is None or spec is None or m.source == "timing":
             continue
         rows.append(_metric_row(res.case_id, old, m, spec.direction, spec.kind,
-                                settings.threshold_for(res.case_id, m.name, marker).pct))
+                                metric_threshold_pct(res.thresholds, m.name)))
     return rows
-
-
-# Percent-valued metrics (hit rates, occupancy, speed-of-light) move by a fraction of a point between
-# runs; near zero that is a huge relative change (0.0% -> 0.01% is "+inf%"). Below this many points the
-# change is noise whatever its ratio.
-PERCENT_POINTS_FLOOR = 1.0
 
 
 def _metric_row(case_id: str, old: Metric, new: Metric, direction: Direction, kind: MetricKind,
                 threshold_pct: float) -> Comparison:
     change = percent_change(old.value, new.value)
     worse = _worse_by(old.value, new.value, change, direction)
-    if new.unit == "%" and abs(new.value - old.value) < PERCENT_POINTS_FLOOR:
+    spec = spec_for(new.name)
+    floor = PERCENT_POINTS_FLOOR if new.unit == "%" else (spec.floor if spec else 0.0)
+    if abs(new.value - old.value) < floor:
         worse = 0.0
     verdict = Verdict.UNCHANGED
     if kind is not MetricKind.DERIVED:
@@ -128,11 +140,24 @@ def _worse_by(old: float, new: float, change: float | None, direction: Direction
     return change if direction is Direction.LOWER else -change
 
 
+def _speedup_target(res: CaseResult) -> list[Comparison]:
+    """The absolute target: the speedup's upper confidence bound must reach min_speedup."""
+    target = res.thresholds.min_speedup
+    s = res.speedup
+    if target is None or s is None:
+        return []
+    verdict = Verdict.BELOW_TARGET if s.ci_high < target else Verdict.UNCHANGED
+    return [Comparison(case_id=res.case_id, metric="min_speedup", unit="x", direction=Direction.HIGHER,
+                       verdict=verdict, kernel=s.reference, baseline=target, current=s.median,
+                       note=f"{s.median:.2f}x vs {s.reference} (CI {s.ci_low:.2f}-{s.ci_high:.2f}), "
+                            f"needs >= {target:g}x")]
+
+
 def explain(metric_rows: Sequence[Comparison]) -> tuple[Comparison, ...]:
     """What moved with a time regression: counters that changed first (registers, spills, theoretical
     occupancy: the usual causes), then measured metrics that regressed, then the always-shown ones
     that held still ("DRAM bytes unchanged" rules a cause out)."""
-    def rank(c: Comparison) -> tuple[int, int, float]:
+    def rank(c: Comparison) -> tuple[bool, int, float]:
         spec = spec_for(c.metric)
         kind_order = {MetricKind.COUNTER: 0, MetricKind.MEASURED: 1}.get(spec.kind, 2) if spec else 2
         magnitude = abs(c.change_pct) if c.change_pct is not None else float("inf")

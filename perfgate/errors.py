@@ -1,10 +1,19 @@
-"""Errors users can act on: each names the file or tool and what is wrong with it."""
+"""Errors users can act on: each names the file or tool and what is wrong with it, on one line."""
 
 from __future__ import annotations
 
 
+def one_line(text: str, limit: int = 400) -> str:
+    """Messages reach terminals, table cells and CI annotations: never more than one line."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
 class PerfgateError(Exception):
     """Base class; `str(err)` is the one line shown to the user."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(one_line(message))
 
 
 class ConfigError(PerfgateError):
@@ -12,7 +21,7 @@ class ConfigError(PerfgateError):
 
 
 class BaselineError(PerfgateError):
-    """A baseline file that cannot be read or does not have the expected shape."""
+    """A baseline file that cannot be read, does not have the expected shape, or cannot be written."""
 
     def __init__(self, path: object, problem: str) -> None:
         super().__init__(f"perfgate: baseline {path}: {problem}")
@@ -21,7 +30,7 @@ class BaselineError(PerfgateError):
 
 
 class ReportFileError(PerfgateError):
-    """A profiler report or export that cannot be parsed."""
+    """A profiler report or export (or any input file) that cannot be parsed."""
 
     def __init__(self, path: object, problem: str) -> None:
         super().__init__(f"perfgate: cannot read {path}: {problem}")
@@ -30,7 +39,17 @@ class ReportFileError(PerfgateError):
 
 
 class StoreError(PerfgateError):
-    """The history database cannot be opened or migrated."""
+    """The history database cannot be opened, migrated, read or written."""
+
+
+class MissingExtra(PerfgateError):
+    """An optional dependency is not installed; names the extra that brings it."""
+
+    def __init__(self, module: str, extra: str, needed_for: str) -> None:
+        super().__init__(f"perfgate: {needed_for} needs {module}, which is not installed: "
+                         f"pip install 'perfgate[{extra}]'")
+        self.module = module
+        self.extra = extra
 
 
 class ToolMissing(PerfgateError):
@@ -48,8 +67,22 @@ class ToolFailed(PerfgateError):
         what = "timed out" if timed_out else f"exited with status {returncode}"
         # the last few lines of stderr on one line: enough to act on, short enough for a table cell
         tail = " | ".join(line.strip() for line in stderr_tail.strip().splitlines()[-3:] if line.strip())
-        super().__init__(f"perfgate: {argv[0]} {what}: {tail or '(no output)'}")
+        super().__init__(f"perfgate: {_tool_name(argv)} {what}: {tail or '(no output)'}")
         self.argv = argv
         self.returncode = returncode
         self.stderr_tail = stderr_tail
         self.timed_out = timed_out
+
+
+def _tool_name(argv: list[str]) -> str:
+    return argv[0].rsplit("/", 1)[-1] if argv else "tool"
+
+
+def require(module: str, extra: str, needed_for: str) -> object:
+    """Import an optional dependency, or MissingExtra naming the extra to install."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise MissingExtra(module, extra, needed_for) from err

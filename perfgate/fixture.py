@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from perfgate.model import CaseResult, Timer, TimingStats
-from perfgate.session import PerfgateSession
-from perfgate.settings import MarkerOptions, MeasureOptions
+from perfgate.session import Mode, PerfgateSession
+from perfgate.settings import MarkerOptions, measure_for
 from perfgate.stats import summarize
 
 PROFILE_CALLS = 3  # calls inside the NVTX range under nsys: per-call metrics are totals / this
@@ -17,59 +18,123 @@ PROFILE_CALLS = 3  # calls inside the NVTX range under nsys: per-call metrics ar
 class PerfgateFixture:
     """`perfgate(fn, *args, **kwargs)` measures fn(*args, **kwargs) and returns its TimingStats.
 
-    Declare work for throughput with `perfgate.work(bytes_moved=..., flops=...)` first; measure several
-    cases in one test with `perfgate.measure(fn, args, kwargs, name="bf16")`.
+    `perfgate.work(bytes_moved=..., flops=...)` declares the work of the *next* measurement (GB/s,
+    TFLOP/s); `perfgate.measure(fn, args, kwargs, name="bf16", reference=torch_fn, min_speedup=1.2,
+    check=True)` measures one named case, optionally against a reference timed alternately with it.
+    The last case measured is `perfgate.last`.
     """
 
-    def __init__(self, session: PerfgateSession | None, nodeid: str, marker: MarkerOptions | None) -> None:
+    def __init__(self, session: PerfgateSession | None, nodeid: str, marker: MarkerOptions | None,
+                 location: tuple[str, int] | None = None) -> None:
         self._session = session
         self._nodeid = nodeid
         self._marker = marker
-        self._bytes: int | None = None
-        self._flops: int | None = None
+        self._location = location
+        self._work: tuple[int | None, int | None] = (None, None)
+        self.last: CaseResult | None = None
 
-    def work(self, bytes_moved: int | None = None, flops: int | None = None) -> "PerfgateFixture":
-        """Bytes read + written and floating-point operations of one call (for GB/s and TFLOP/s)."""
+    def work(self, bytes_moved: int | None = None, flops: int | None = None) -> PerfgateFixture:
+        """Bytes read + written and floating-point operations of one call, for the next measurement."""
         for key, value in (("bytes_moved", bytes_moved), ("flops", flops)):
-            if value is not None and (not isinstance(value, int) or value < 0):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 raise ValueError(f"perfgate.work: {key} must be a non-negative int, got {value!r}")
-        self._bytes, self._flops = bytes_moved, flops
+        self._work = (bytes_moved, flops)
         return self
 
     def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> TimingStats:
         return self.measure(fn, args, kwargs)
 
-    def measure(self, fn: Callable[..., Any], args: tuple = (), kwargs: dict | None = None,
-                name: str | None = None, timer: Timer | None = None) -> TimingStats:
-        kwargs = kwargs or {}
-        case_id = self._nodeid if name is None else f"{self._nodeid}::{name}"
+    def measure(self, fn: Callable[..., Any], args: tuple[Any, ...] = (), kwargs: Mapping[str, Any] | None = None,
+                name: str | None = None, timer: Timer | None = None, *, reference: Callable[..., Any] | None = None,
+                reference_name: str = "", min_speedup: float | None = None, check: bool = False,
+                rtol: float | None = None, atol: float | None = None, bytes_moved: int | None = None,
+                flops: int | None = None) -> TimingStats:
+        kwargs = dict(kwargs or {})
+        request = _Request(fn=fn, args=args, kwargs=kwargs, name=name, timer=timer, reference=reference,
+                           reference_name=reference_name, min_speedup=min_speedup, check=check, rtol=rtol, atol=atol,
+                           bytes_moved=bytes_moved, flops=flops)
+        return self._dispatch(request)
+
+    def measure_benchmark(self, call: Any, rounds: int | None, warmup_rounds: int, iterations: int) -> TimingStats:
+        """pytest-benchmark's fixture (benchmark_compat.py): `call` runs the work, `call.prepare` its setup."""
+        return self._dispatch(_Request(fn=call, prepare=call.prepare, calls_per_sample=iterations, rounds=rounds,
+                                       warmup_rounds=warmup_rounds))
+
+    def _dispatch(self, q: _Request) -> TimingStats:
+        work, self._work = self._work, (None, None)  # work() applies to one measurement only
+        q = replace(q, bytes_moved=q.bytes_moved if q.bytes_moved is not None else work[0],
+                    flops=q.flops if q.flops is not None else work[1])
+        case_id = self._nodeid if q.name is None else f"{self._nodeid}::{q.name}"
         session = self._session
-        if session is not None and session.child_tool:
+        if session is not None and session.mode is Mode.PROFILE_CHILD:
             from perfgate.measure.profile_child import run_under_profiler
 
-            ms = run_under_profiler(session.child_tool, case_id, fn, args, kwargs, PROFILE_CALLS)
+            if q.prepare is not None:
+                q.prepare()
+            ms = run_under_profiler(session.profile_tool, case_id, q.fn, q.args, dict(q.kwargs), PROFILE_CALLS)
             return summarize([ms], Timer.HOST)  # no extra call: it would add launches to the capture
-        if session is None or not session.settings.enabled:
-            return _single_call_stats(fn, args, kwargs)  # still run once: correctness failures surface
-        from perfgate.measure.timer import measure
+        if session is None or not session.measuring:
+            return _single_call(q)
+        result = self._measured(session, case_id, q)
+        session.record(result)
+        self.last = result
+        return result.timing
 
-        options = self._options(session.settings.measure)
-        m = measure(fn, args, kwargs, options, timer)
-        stats = summarize(m.samples_ms, m.timer, self._bytes, self._flops)
-        session.record(CaseResult(case_id=case_id, timing=stats, samples_ms=m.samples_ms, metrics=(),
-                                  bytes_moved=self._bytes, flops=self._flops), self._nodeid, self._marker)
-        return stats
+    def _measured(self, session: PerfgateSession, case_id: str, q: _Request) -> CaseResult:
+        from perfgate import config_schema as cs
+        from perfgate.benchmark_compat import rounds_options
+        from perfgate.measure.case import CaseSpec, measure_case
+        from perfgate.thresholds import resolve_thresholds
 
-    def _options(self, defaults: MeasureOptions) -> MeasureOptions:
-        if self._marker is None or not self._marker.measure:
-            return defaults
-        return replace(defaults, **self._marker.measure)
+        thresholds = resolve_thresholds(session.settings, case_id, self._marker)
+        if q.min_speedup is not None:
+            thresholds = replace(thresholds, min_speedup=cs.POSITIVE(q.min_speedup, f"{case_id}: min_speedup"))
+        options = rounds_options(measure_for(session.settings, self._marker), q.rounds, q.warmup_rounds)
+        spec = CaseSpec(case_id=case_id, fn=q.fn, args=q.args, kwargs=q.kwargs, options=options, timer=q.timer,
+                        reference=q.reference, reference_name=q.reference_name, check=q.check, rtol=q.rtol,
+                        atol=q.atol, bytes_moved=q.bytes_moved, flops=q.flops, thresholds=thresholds,
+                        autotune_pins=session.autotune_pins(case_id), nodeid=self._nodeid, location=self._location,
+                        prepare=q.prepare, calls_per_sample=q.calls_per_sample)
+        result = measure_case(spec, session.device)
+        if session.environment is not None and result.timing.timer is Timer.CUDA_EVENT:
+            result = replace(result, device_uuid=session.environment.device_uuid)
+        return result
 
 
-def _single_call_stats(fn: Callable[..., Any], args: tuple, kwargs: dict) -> TimingStats:
-    import time
+@dataclass(frozen=True)
+class _Request:
+    """One measurement as the test asked for it."""
 
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    name: str | None = None
+    timer: Timer | None = None
+    reference: Callable[..., Any] | None = None
+    reference_name: str = ""
+    min_speedup: float | None = None
+    check: bool = False
+    rtol: float | None = None
+    atol: float | None = None
+    bytes_moved: int | None = None
+    flops: int | None = None
+    prepare: Callable[[], Any] | None = None
+    calls_per_sample: int = 1
+    rounds: int | None = None
+    warmup_rounds: int = 0
+
+
+def _single_call(q: _Request) -> TimingStats:
+    """Without --perfgate: run once, so correctness failures (and the output check) still surface."""
+    if q.prepare is not None:
+        q.prepare()
     t0 = time.perf_counter_ns()
-    fn(*args, **kwargs)
+    out = q.fn(*q.args, **q.kwargs)
     ms = (time.perf_counter_ns() - t0) / 1e6
+    if q.check:
+        if q.reference is None:
+            raise ValueError("perfgate: check=True needs a reference= callable to compare with")
+        from perfgate.measure.check import check_outputs
+
+        check_outputs(out, q.reference(*q.args, **q.kwargs), q.rtol, q.atol)
     return summarize([ms], Timer.HOST)

@@ -24,21 +24,36 @@ class MetricSpec:
     direction: Direction
     kind: MetricKind
     threshold_pct: float
+    floor: float = 0.0  # an absolute change below this (in the metric's unit) is noise, whatever its ratio
 
 
 TIME_METRIC = "median_ms"
+PEAK_ALLOCATED = "memory.peak_allocated_bytes"
+PEAK_RESERVED = "memory.peak_reserved_bytes"
+PEAK_HOST = "memory.peak_host_bytes"
+SPEEDUP_METRIC = "speedup"
 
 _SPECS = {
     # timing run
     TIME_METRIC: MetricSpec("time", "ms", LOWER, TIMED, 3.0),
     "gbps": MetricSpec("bandwidth", "GB/s", HIGHER, DERIVED, 0.0),
     "tflops": MetricSpec("throughput", "TFLOP/s", HIGHER, DERIVED, 0.0),
+    # memory per call (measure/memory.py): allocator peaks are deterministic for most kernels
+    PEAK_ALLOCATED: MetricSpec("peak memory", "byte", LOWER, COUNTER, 1.0),
+    PEAK_RESERVED: MetricSpec("peak reserved memory", "byte", LOWER, DERIVED, 0.0),
+    # Python's allocator moves a call's peak by kilobytes between calls (free lists, caches, interning)
+    PEAK_HOST: MetricSpec("peak Python memory", "byte", LOWER, COUNTER, 5.0, floor=64 * 1024),
+    # speedup against a reference timed alternately in the same process (measure/interleave.py)
+    SPEEDUP_METRIC: MetricSpec("speedup", "x", HIGHER, MEASURED, 5.0),
     # Nsight Systems, per kernel name within a case (per call of the case's callable)
     "nsys.launches_per_call": MetricSpec("launches/call (nsys)", "", LOWER, COUNTER, 0.0),
     "nsys.kernel_ns_per_call": MetricSpec("GPU time/call (nsys)", "ns", LOWER, MEASURED, 10.0),
     "nsys.registers_per_thread": MetricSpec("registers/thread (nsys)", "register", LOWER, COUNTER, 0.0),
     "nsys.shared_mem_bytes": MetricSpec("shared memory/block (nsys)", "byte", LOWER, COUNTER, 0.0),
     "nsys.memcpy_bytes_per_call": MetricSpec("memcpy bytes/call (nsys)", "byte", LOWER, COUNTER, 0.0),
+    "nsys.memcpy_ns_per_call": MetricSpec("memcpy time/call (nsys)", "ns", LOWER, MEASURED, 10.0),
+    "nsys.memcpy_bytes_per_second": MetricSpec("memcpy bandwidth (nsys)", "byte/s", HIGHER, MEASURED, 10.0),
+    "nsys.memset_bytes_per_call": MetricSpec("memset bytes/call (nsys)", "byte", LOWER, COUNTER, 0.0),
     # Nsight Compute, per kernel
     "gpu__time_duration.sum": MetricSpec("duration", "ns", LOWER, MEASURED, 10.0),
     "sm__warps_active.avg.pct_of_peak_sustained_active": MetricSpec("achieved occupancy", "%", HIGHER, MEASURED, 10.0),
@@ -73,6 +88,12 @@ CATALOGUE = MappingProxyType(_SPECS)
 # (SourceCounters is left out: per-instruction data makes reports ~10x larger and slower to collect.)
 NCU_DEFAULT_SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis",
                         "ComputeWorkloadAnalysis", "WarpStateStats")
+
+
+def default_threshold_pct(name: str) -> float:
+    """The catalogue's threshold; 10% for a metric it does not know (stored, compared only on request)."""
+    spec = CATALOGUE.get(name)
+    return spec.threshold_pct if spec else 10.0
 
 
 def spec_for(name: str) -> MetricSpec | None:

@@ -7,7 +7,7 @@ never 0.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 class Direction(str, enum.Enum):
@@ -20,9 +20,9 @@ class Direction(str, enum.Enum):
 class MetricKind(str, enum.Enum):
     """How a metric is compared.
 
-    TIMED: many samples per case -> significance test + threshold.
-    MEASURED: one profiler reading that wobbles run to run (achieved occupancy, bandwidth) -> tolerance.
-    COUNTER: near-deterministic (registers, spills, DRAM bytes, theoretical occupancy) -> tight tolerance.
+    TIMED: many samples per case -> the decision rule on between-process noise (decision.py).
+    MEASURED: one reading that wobbles run to run (achieved occupancy, bandwidth, speedup) -> tolerance.
+    COUNTER: near-deterministic (registers, spills, DRAM bytes, peak memory) -> tight tolerance.
     DERIVED: computed from another gated metric (GB/s from time); reported, never gated twice.
     """
 
@@ -36,6 +36,8 @@ class Verdict(str, enum.Enum):
     REGRESSED = "regressed"
     IMPROVED = "improved"
     UNCHANGED = "unchanged"
+    INCONCLUSIVE = "inconclusive"  # above the noise band, below what the case can call a regression
+    BELOW_TARGET = "below target"  # speedup against the reference below min_speedup
     NEW = "new"
     MISSING = "missing"
     NOT_COMPARABLE = "not comparable"
@@ -45,6 +47,16 @@ class Verdict(str, enum.Enum):
 class Timer(str, enum.Enum):
     CUDA_EVENT = "cuda_event"
     HOST = "host"
+
+
+class TestOutcome(str, enum.Enum):
+    """How a collected perf test ended when it measured nothing (strict mode reads these)."""
+
+    __test__ = False  # not a pytest test class, whatever its name says
+
+    SKIPPED = "skipped"
+    FAILED = "failed"
+    ERROR = "error"
 
 
 @dataclass(frozen=True)
@@ -79,8 +91,57 @@ class Metric:
     name: str
     value: float
     unit: str
-    source: str = "timing"  # timing | nsys | ncu
-    kernel: str = ""  # "" = the whole case
+    source: str = "timing"  # timing | nsys | ncu | memory | speedup
+    kernel: str = ""  # "" = the whole case; for speedup: the reference's name
+
+
+@dataclass(frozen=True)
+class GpuState:
+    """What NVML read while a case was sampled (read only: perfgate never changes GPU settings).
+
+    `throttle_reasons` is the bitwise OR of every NVML clocks-event reason seen; `throttled_fraction`
+    the share of polls with a performance-limiting one (power cap, thermal, power brake)."""
+
+    polls: int
+    sm_clock_mhz: float | None = None  # median of the polls
+    sm_clock_min_mhz: float | None = None
+    mem_clock_mhz: float | None = None
+    temperature_max_c: float | None = None
+    power_median_w: float | None = None
+    power_limit_w: float | None = None
+    throttle_reasons: int = 0
+    throttled_fraction: float = 0.0
+    clocks_locked: bool = False  # the user's own runner pinned clocks (applications/locked clocks)
+    cooldown_ms: float = 0.0  # waited before sampling, for the power state to settle
+    excluded_samples: int = 0  # timing samples dropped because they were taken while throttled
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """Reference and candidate timed alternately on the same inputs: ratio = reference / candidate."""
+
+    reference: str
+    reference_samples_ms: tuple[float, ...]
+    median: float
+    ci_low: float
+    ci_high: float
+
+
+@dataclass(frozen=True)
+class CaseThresholds:
+    """The thresholds that applied to one case, resolved once when it was measured and stored with it,
+    so re-gating a stored run (`perfgate compare`) reaches the plugin's verdicts."""
+
+    time_pct: float = 3.0  # the time threshold for an uncalibrated baseline
+    time_pct_explicit: bool = False  # set by an override or the marker: it also floors a calibrated case
+    min_effect_pct: float = 1.0  # the smallest change a calibrated case calls, however quiet it is
+    alpha: float = 0.01
+    metrics: tuple[tuple[str, float], ...] = ()  # explicit metric thresholds; the catalogue's otherwise
+    min_speedup: float | None = None
+
+    def metric_pct(self, name: str) -> float | None:
+        """Explicit threshold for a metric, or None (the catalogue decides)."""
+        return dict(self.metrics).get(name)
 
 
 @dataclass(frozen=True)
@@ -94,11 +155,25 @@ class CaseResult:
     bytes_moved: int | None = None
     flops: int | None = None
     profile_errors: tuple[str, ...] = ()
+    profile_notes: tuple[str, ...] = ()  # not failures: "ncu: no kernel to profile (copy-engine work)"
+    thresholds: CaseThresholds = CaseThresholds()
+    gpu_state: GpuState | None = None
+    autotune: tuple[tuple[str, str], ...] = ()  # (Triton kernel, the config its autotuner chose)
+    speedup: Speedup | None = None
+    confirmation_medians_ms: tuple[float, ...] = ()  # medians of fresh processes that re-measured it
+    nodeid: str = ""  # the pytest test that measured it
+    location: tuple[str, int] | None = None  # (test file, 1-based line) for CI annotations
+    device_uuid: str = ""  # the GPU that measured it (one per xdist worker)
 
-    def with_metrics(self, extra: tuple[Metric, ...], errors: tuple[str, ...] = ()) -> "CaseResult":
-        from dataclasses import replace
+    def with_metrics(self, extra: tuple[Metric, ...], errors: tuple[str, ...] = (),
+                     notes: tuple[str, ...] = ()) -> CaseResult:
+        return replace(self, metrics=self.metrics + extra, profile_errors=self.profile_errors + errors,
+                       profile_notes=self.profile_notes + notes)
 
-        return replace(self, metrics=self.metrics + extra, profile_errors=self.profile_errors + errors)
+    @property
+    def process_medians_ms(self) -> tuple[float, ...]:
+        """This run's median first, then the confirmation processes'."""
+        return (self.timing.median_ms, *self.confirmation_medians_ms)
 
 
 @dataclass(frozen=True)
@@ -122,10 +197,19 @@ class Environment:
         """Runs on another device model (or another timer) are not comparable."""
         return (self.device_kind, self.device_name, self.compute_capability)
 
-    def drift_from(self, other: "Environment") -> dict[str, tuple[str, str]]:
+    def drift_from(self, other: Environment) -> dict[str, tuple[str, str]]:
         """Fields that differ (comparable, but worth showing next to a verdict)."""
         names = ("driver_version", "cuda_version", "torch_version", "triton_version", "python_version")
         return {n: (getattr(other, n), getattr(self, n)) for n in names if getattr(other, n) != getattr(self, n)}
+
+
+@dataclass(frozen=True)
+class UnmeasuredTest:
+    """A collected perf test that ended without measuring (skipped, failed, errored)."""
+
+    nodeid: str
+    outcome: TestOutcome
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -138,6 +222,8 @@ class RunInfo:
     hostname: str = ""
     argv: str = ""
     profile_settings: str = ""  # e.g. ncu clock/cache control, recorded with results
+    run_uid: str = ""  # stable identity across machines: merging histories twice adds nothing
+    unmeasured: tuple[UnmeasuredTest, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,14 +232,6 @@ class Run:
     environment: Environment
     results: tuple[CaseResult, ...]
     run_id: int | None = None
-
-
-@dataclass(frozen=True)
-class Threshold:
-    """How much worse a metric may get before it counts, and the significance level for TIMED."""
-
-    pct: float
-    alpha: float = 0.01
 
 
 @dataclass(frozen=True)
@@ -170,8 +248,44 @@ class Comparison:
     ci_low_pct: float | None = None
     ci_high_pct: float | None = None
     p_value: float | None = None
-    threshold_pct: float | None = None
+    threshold_pct: float | None = None  # the change this case can call ("detects >= X%")
+    noise_pct: float | None = None  # between-process noise of the baseline (calibrated cases)
+    score: float | None = None  # change in units of the noise's standard error
+    processes: int = 1  # process medians behind `current` (1 + confirmation runs)
     note: str = ""
+
+
+class FindingKind(str, enum.Enum):
+    """Why a green gate might not mean "measured, compared, fine"; strict mode fails on STRICT_KINDS."""
+
+    NO_CASES = "no perf case measured"
+    NO_BASELINE = "no baseline"
+    TEST_SKIPPED = "test skipped"
+    TEST_ERRORED = "test errored"
+    NOT_COMPARABLE = "not comparable"
+    PROFILE_FAILED = "profile failed"
+    HOST_CLOCK = "host clock against a CUDA baseline"
+    INCONCLUSIVE = "inconclusive"
+    THROTTLED = "throttled"
+    STALE_BASELINE = "baseline may be stale"
+    AUTOTUNE_CHANGED = "autotune choice changed"
+    UNCALIBRATED = "uncalibrated baseline"
+
+
+STRICT_KINDS = frozenset({FindingKind.NO_CASES, FindingKind.NO_BASELINE, FindingKind.TEST_SKIPPED,
+                          FindingKind.TEST_ERRORED, FindingKind.NOT_COMPARABLE, FindingKind.PROFILE_FAILED,
+                          FindingKind.HOST_CLOCK})
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: FindingKind
+    message: str  # one line, safe to publish
+    case_id: str = ""
+
+    @property
+    def fails_strict(self) -> bool:
+        return self.kind in STRICT_KINDS
 
 
 @dataclass(frozen=True)
@@ -180,12 +294,23 @@ class GateResult:
     current_env: Environment | None = None
     baseline_env: Environment | None = None
     # per regressed case: the profiler comparisons of its kernels, moved ones first (the "why")
-    explanations: dict[str, tuple["Comparison", ...]] = field(default_factory=dict)
-    fail_on: frozenset[Verdict] = frozenset({Verdict.REGRESSED})
+    explanations: dict[str, tuple[Comparison, ...]] = field(default_factory=dict)
+    fail_on: frozenset[Verdict] = frozenset({Verdict.REGRESSED, Verdict.BELOW_TARGET})
+    findings: tuple[Finding, ...] = ()
+    strict: bool = False
+    calibrated: bool = False
 
     @property
     def failed(self) -> bool:
-        return any(c.verdict in self.fail_on for c in self.comparisons)
+        return bool(self.failure_reasons)
+
+    @property
+    def failure_reasons(self) -> tuple[str, ...]:
+        """One line per reason the gate fails: verdicts first, then strict-mode findings."""
+        reasons = [f"{c.case_id}: {c.metric} {c.verdict.value}" for c in self.comparisons if c.verdict in self.fail_on]
+        if self.strict:
+            reasons += [f"strict: {f.message}" for f in self.findings if f.fails_strict]
+        return tuple(reasons)
 
     def by_verdict(self, verdict: Verdict) -> tuple[Comparison, ...]:
         return tuple(c for c in self.comparisons if c.verdict is verdict)

@@ -1,14 +1,15 @@
-"""pytest hooks and the `perfgate` fixture, in the order pytest calls them. Thin: the work is in the library."""
+"""pytest hooks and the `perfgate` fixture, in the order pytest calls them. Thin: the work is in the library
+(plugin_setup.py for what the hooks do, gate.py for the orchestration the CLI shares)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from perfgate.errors import PerfgateError
-from perfgate.session import CHILD_ENV, PerfgateSession
+from perfgate.session import Mode, PerfgateSession
 
 SESSION_KEY = pytest.StashKey[PerfgateSession]()
 
@@ -16,67 +17,104 @@ SESSION_KEY = pytest.StashKey[PerfgateSession]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("perfgate", "performance gate for GPU kernels")
     g.addoption("--perfgate", action="store_true", help="measure perf cases, store the run, gate on baselines")
-    g.addoption("--perfgate-db", type=Path, help="history database (default .perfgate/history.db)")
+    g.addoption("--perfgate-strict", action="store_true", default=None,
+                help="fail closed: no case measured, a baseline case skipped, not comparable, profile failed, "
+                     "host clock against a CUDA baseline each fail the gate")
+    g.addoption("--perfgate-db", type=Path, help="history database (default .perfgate/history.db, or $PERFGATE_DB)")
     g.addoption("--perfgate-baseline-dir", type=Path, help="directory of committed baselines (default baselines/)")
-    g.addoption("--perfgate-baseline-file", type=Path, help="compare with this baseline file instead")
-    g.addoption("--perfgate-update-baseline", action="store_true", help="write the baseline from this run")
+    g.addoption("--perfgate-baseline-file", type=Path, help="compare with this baseline file instead (must exist)")
+    g.addoption("--perfgate-update-baseline", action="store_true", default=None,
+                help="write the baseline from this run (uncalibrated; see perfgate calibrate)")
     g.addoption("--perfgate-reason", help="why the baseline changes (required with --perfgate-update-baseline)")
     g.addoption("--perfgate-summary", type=Path, help="write the Markdown summary here")
     g.addoption("--perfgate-json", type=Path, help="write the JSON results here")
     g.addoption("--perfgate-report-dir", type=Path, help="write charts (PNG) here")
+    g.addoption("--perfgate-benchmark-json", type=Path,
+                help="write github-action-benchmark customSmallerIsBetter JSON here")
     g.addoption("--perfgate-profile", help="also run the cases under profilers: nsys, ncu or nsys,ncu")
     g.addoption("--perfgate-allow-env-mismatch", action="store_true", default=None,
                 help="compare even when the baseline was measured on another device model")
     g.addoption("--perfgate-no-store", action="store_true", help="do not write the run to the history")
+    g.addoption("--perfgate-pin-autotune", action="store_true", default=None,
+                help="hold Triton autotuners to the configs the baseline recorded")
+    g.addoption("--perfgate-confirm-runs", type=int, help="fresh processes that may re-measure a suspect case")
+    g.addoption("--perfgate-publish-host", action="store_true", default=None,
+                help="keep the hostname and absolute paths in published outputs")
+    g.addoption("--perfgate-chart-url", help="base URL the charts are published at (links in a job summary)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "perfgate(**options): perfgate options for this test's cases "
-                            "(threshold_pct, metrics={name: pct}, warmup_ms, min_samples, max_samples, budget_ms)")
-    from perfgate.plugin_setup import make_session
+                            "(threshold_pct, metrics={name: pct}, min_speedup, warmup_ms, min_samples, "
+                            "max_samples, budget_ms, cooldown_max_ms, exclude_throttled, memory)")
+    from perfgate.plugin_setup import make_session, register_benchmark_fixture
 
     try:
-        config.stash[SESSION_KEY] = make_session(config, os.environ.get(CHILD_ENV, ""))
+        state = make_session(config)
     except PerfgateError as err:
         raise pytest.UsageError(str(err)) from err
+    config.stash[SESSION_KEY] = state
+    if state.measuring or state.mode is Mode.PROFILE_CHILD:
+        register_benchmark_fixture(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist controller: give each worker its own GPU."""
+    from perfgate.xdist import assign_gpu
+
+    state = node.config.stash.get(SESSION_KEY, None)
+    if state is not None and state.measuring:
+        assign_gpu(node)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Skipped, failed and errored perf tests: strict mode must know a baseline case went unmeasured."""
+    outcome = yield
+    state = item.config.stash.get(SESSION_KEY, None)
+    if state is not None and state.measuring:
+        from perfgate.plugin_setup import note_outcome
+
+        note_outcome(state, item, outcome.get_result())
 
 
 @pytest.fixture
-def perfgate(request: pytest.FixtureRequest):
+def perfgate(request: pytest.FixtureRequest) -> Any:
     """Measure a callable: `perfgate(fn, *args, **kwargs)` -> TimingStats."""
-    from perfgate.fixture import PerfgateFixture
-    from perfgate.plugin_setup import marker_for
+    from perfgate.plugin_setup import fixture_for
 
-    session = request.config.stash.get(SESSION_KEY, None)
-    try:
-        marker = marker_for(request.node)
-    except PerfgateError as err:
-        pytest.fail(str(err), pytrace=False)
-    return PerfgateFixture(session, request.node.nodeid, marker)
+    return fixture_for(request, request.config.stash.get(SESSION_KEY, None))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist controller: a worker finished; take its measurements into the one run."""
+    from perfgate.xdist import receive_worker_results
+
+    state = node.config.stash.get(SESSION_KEY, None)
+    if state is not None and state.measuring:
+        receive_worker_results(state, node, error)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(SESSION_KEY, None)
-    if state is None or not state.settings.enabled or state.child_tool:
+    if state is None or not state.measuring:
         return
     from perfgate.plugin_setup import finish
 
-    code = finish(state, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED, tests_failed=exitstatus != 0)
+    code = finish(session.config, state, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
+                  tests_failed=exitstatus != 0)
     if code and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = code
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = config.stash.get(SESSION_KEY, None)
-    if state is None or not state.settings.enabled or state.child_tool:
+    if state is None or (not state.messages and state.gate is None and not state.error):
         return
     from perfgate.plugin_setup import summary_lines
 
     terminalreporter.section("perfgate")
-    try:
-        lines = summary_lines(state)
-    except Exception as err:  # a rendering bug must not turn a finished run into a traceback
-        lines = [f"perfgate: could not render the summary ({type(err).__name__}: {err}); "
-                 f"the run and its verdicts are stored"]
-    for line in lines:
+    for line in summary_lines(state):
         terminalreporter.write_line(line)

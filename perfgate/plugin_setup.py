@@ -2,151 +2,231 @@
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from perfgate.errors import ConfigError, PerfgateError
-from perfgate.session import PerfgateSession
-from perfgate.settings import MarkerOptions, Settings, marker_options, read_pyproject, settings_from_config
+from perfgate.errors import ConfigError, PerfgateError, one_line
+from perfgate.model import TestOutcome, UnmeasuredTest
+from perfgate.session import MEASURE_CHILD_ENV, PROFILE_CHILD_ENV, Mode, PerfgateSession
+from perfgate.settings import MarkerOptions, Settings, marker_options, settings_from_config
+
+PERF_FIXTURES = ("perfgate", "benchmark")
 
 
-def make_session(config: pytest.Config, child_tool: str) -> PerfgateSession:
-    """Settings from pyproject + options; with the gate on, fingerprint and validate the baseline now,
-    so a malformed baseline fails in a second, not after the whole suite ran."""
-    from perfgate.pipeline import utc_now
+def utc_now() -> str:
+    from datetime import datetime, timezone
 
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def make_session(config: pytest.Config) -> PerfgateSession:
+    """Validate everything a gate needs before the first test runs: settings, baseline, history, tools."""
     rootdir = Path(config.rootpath)
-    opt = config.getoption
-    enabled = bool(opt("--perfgate")) and not child_tool
-    if not enabled:  # plain pytest (or a profiling child): read nothing, check nothing
-        return PerfgateSession(settings=Settings(), rootdir=rootdir, started_at=utc_now(), child_tool=child_tool)
-    if _under_xdist(config):
-        raise ConfigError("perfgate: --perfgate under pytest-xdist (-n) is not supported yet: parallel cases would "
-                          "share the GPU and skew each other's timings; run the perf suite without -n")
-    if opt("--perfgate-update-baseline") and not opt("--perfgate-reason"):
-        raise ConfigError("perfgate: --perfgate-update-baseline needs --perfgate-reason \"why the baseline changes\"")
-    settings = settings_from_config(
-        read_pyproject(rootdir), enabled=enabled, db_path=opt("--perfgate-db"),
-        baseline_dir=opt("--perfgate-baseline-dir"), baseline_file=opt("--perfgate-baseline-file"),
-        update_baseline=bool(opt("--perfgate-update-baseline")), reason=opt("--perfgate-reason") or "",
-        summary_path=opt("--perfgate-summary"), json_path=opt("--perfgate-json"),
-        report_dir=opt("--perfgate-report-dir"), profile=opt("--perfgate-profile"),
-        allow_env_mismatch=opt("--perfgate-allow-env-mismatch"),
-        store=False if opt("--perfgate-no-store") else None)
-    settings = _rooted(settings, rootdir)
-    session = PerfgateSession(settings=settings, rootdir=rootdir, started_at=utc_now(),
-                              started_monotonic=time.monotonic(), child_tool=child_tool)
-    if enabled:
-        _check_profilers(settings.profile)
-        _attach_environment(session)
-    return session
+    started = utc_now()
+    profile_tool = os.environ.get(PROFILE_CHILD_ENV, "")
+    if profile_tool:
+        return PerfgateSession(Settings(), rootdir, started, Mode.PROFILE_CHILD, profile_tool=profile_tool)
+    if not config.getoption("--perfgate"):  # plain pytest: read nothing, check nothing
+        return PerfgateSession(Settings(), rootdir, started, Mode.OFF)
+    settings = load_settings(config, rootdir)
+    state = PerfgateSession(settings, rootdir, started, _mode(config), started_monotonic=time.monotonic())
+    if state.mode is Mode.XDIST_WORKER:
+        from perfgate.xdist import select_worker_gpu
+
+        select_worker_gpu(config)
+    if state.mode is Mode.MEASURE_CHILD:
+        state.child_output = Path(os.environ[MEASURE_CHILD_ENV])
+    if state.mode is Mode.GATE:
+        _check_gate_options(config, settings)
+    _prepare_environment(state)
+    if state.mode is Mode.GATE and settings.store:
+        _check_history(settings)
+    return state
 
 
-def _under_xdist(config: pytest.Config) -> bool:
-    """A worker, or a controller about to start workers (one GPU per worker is a later feature)."""
+def _mode(config: pytest.Config) -> Mode:
     if getattr(config, "workerinput", None) is not None:
-        return True
-    return bool(config.pluginmanager.hasplugin("xdist") and config.getoption("numprocesses", None))
+        return Mode.XDIST_WORKER
+    return Mode.MEASURE_CHILD if os.environ.get(MEASURE_CHILD_ENV) else Mode.GATE
 
 
-def _check_profilers(tools: frozenset[str]) -> None:
-    """A missing profiler is one clear line before anything runs, not an error per case at the end."""
+def load_settings(config: pytest.Config, rootdir: Path) -> Settings:
+    from perfgate.project import read_pyproject
+
+    table, pyproject = read_pyproject(rootdir)
+    here = Path(config.invocation_params.dir)
+    opt = config.getoption
+
+    def path(name: str) -> Path | None:
+        value = opt(name)
+        return None if value is None else (value if value.is_absolute() else here / value)
+
+    store = False if opt("--perfgate-no-store") else None
+    settings = settings_from_config(
+        table, where=f"{pyproject} [tool.perfgate]", rootdir=rootdir, enabled=True, strict=opt("--perfgate-strict"),
+        db_path=path("--perfgate-db"), baseline_dir=path("--perfgate-baseline-dir"),
+        baseline_file=path("--perfgate-baseline-file"), update_baseline=opt("--perfgate-update-baseline"),
+        reason=opt("--perfgate-reason"), summary_path=path("--perfgate-summary"), json_path=path("--perfgate-json"),
+        report_dir=path("--perfgate-report-dir"), benchmark_json_path=path("--perfgate-benchmark-json"),
+        profile=opt("--perfgate-profile"), allow_env_mismatch=opt("--perfgate-allow-env-mismatch"), store=store,
+        pin_autotune=opt("--perfgate-pin-autotune"), confirm_runs=opt("--perfgate-confirm-runs"),
+        publish_host=opt("--perfgate-publish-host"), chart_url=opt("--perfgate-chart-url"))
+    from dataclasses import replace
+
+    return replace(settings, pyproject=pyproject if pyproject.is_file() else None)
+
+
+def _check_gate_options(config: pytest.Config, settings: Settings) -> None:
+    from perfgate.xdist import check_controller
+
+    if settings.update_baseline and not settings.reason.strip():
+        raise ConfigError("perfgate: --perfgate-update-baseline needs --perfgate-reason \"why the baseline changes\"")
+    check_controller(config)
     from perfgate.measure.tools import find_tool
 
-    for tool in sorted(tools):
+    for tool in sorted(settings.profile):  # a missing profiler is one line now, not an error per case later
         find_tool(tool)
 
 
-def _rooted(settings: Any, rootdir: Path) -> Any:
-    """Relative paths from pyproject are relative to the project root, not the current directory."""
-    from dataclasses import replace
-
-    def fix(p: Path | None) -> Path | None:
-        return p if p is None or p.is_absolute() else rootdir / p
-
-    return replace(settings, db_path=fix(settings.db_path), baseline_dir=fix(settings.baseline_dir))
-
-
-def _attach_environment(session: PerfgateSession) -> None:
-    from perfgate.baseline import baseline_path, load_baseline
+def _prepare_environment(state: PerfgateSession) -> None:
+    from perfgate.gate import resolve_baseline
     from perfgate.measure.environment import current_environment
+    from perfgate.measure.gpu_state import open_device
     from perfgate.measure.timer import cuda_available
 
-    session.environment = current_environment(cuda_available())
-    s = session.settings
-    session.baseline_path = s.baseline_file or baseline_path(s.baseline_dir, session.environment)
-    session.baseline = load_baseline(session.baseline_path)
+    use_cuda = cuda_available()
+    state.environment = current_environment(use_cuda)
+    state.baseline_path, state.baseline, state.facts = resolve_baseline(state.settings, state.environment)
+    if use_cuda:
+        state.device = open_device(state.environment.device_uuid)
 
 
-def marker_for(node: pytest.Item) -> MarkerOptions | None:
+def _check_history(settings: Settings) -> None:
+    """A history that cannot be opened fails now, with one line, not after the suite ran."""
+    from perfgate.store import open_store
+
+    open_store(settings.db_path).close()
+
+
+def note_outcome(state: PerfgateSession, item: pytest.Item, report: pytest.TestReport) -> None:
+    if not any(f in getattr(item, "fixturenames", ()) for f in PERF_FIXTURES):
+        return
+    if report.skipped:
+        longrepr = report.longrepr
+        reason = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
+        reason = reason.removeprefix("Skipped: ")
+        state.unmeasured[item.nodeid] = UnmeasuredTest(item.nodeid, TestOutcome.SKIPPED, one_line(reason, 200))
+    elif report.failed:
+        outcome = TestOutcome.FAILED if report.when == "call" else TestOutcome.ERROR
+        crash = getattr(report.longrepr, "reprcrash", None)
+        lines = [line for line in report.longreprtext.strip().splitlines() if line.strip()]
+        reason = str(getattr(crash, "message", "")) or (lines[-1] if lines else "")
+        state.unmeasured[item.nodeid] = UnmeasuredTest(item.nodeid, outcome, one_line(reason, 200))
+
+
+def marker_for(node: pytest.Item, settings: Settings) -> MarkerOptions | None:
     """Closest `perfgate` marker wins (function over class over module)."""
     mark = node.get_closest_marker("perfgate")
     if mark is None:
         return None
     if mark.args:
         raise ConfigError(f"perfgate: {node.nodeid}: the perfgate marker takes keyword arguments only")
-    return marker_options(dict(mark.kwargs), node.nodeid)
+    return marker_options(dict(mark.kwargs), node.nodeid, settings.ncu_metrics)
 
 
-def finish(state: PerfgateSession, interrupted: bool, tests_failed: bool) -> int:
-    """Profile, store, gate, write. Returns the exit status the gate asks for (0 = nothing to add)."""
-    from perfgate.compare import compare_run
-    from perfgate.pipeline import build_run, maybe_write_baseline, store_run, write_outputs
+def fixture_for(request: pytest.FixtureRequest, state: PerfgateSession | None) -> Any:
+    from perfgate.fixture import PerfgateFixture
 
-    if interrupted:
-        state.messages.append("perfgate: run interrupted; nothing stored, no baseline touched")
+    node = request.node
+    marker = None
+    if state is not None and state.measuring:
+        try:
+            marker = marker_for(node, state.settings)
+        except PerfgateError as err:
+            pytest.fail(str(err), pytrace=False)
+    path, line = node.location[0], node.location[1]
+    return PerfgateFixture(state, node.nodeid, marker, (path, line + 1) if line is not None else None)
+
+
+def register_benchmark_fixture(config: pytest.Config) -> None:
+    """Under --perfgate, the `benchmark` fixture is served by perfgate's timers. pytest-benchmark itself
+    steps aside for the run (its hooks would refuse a fixture that is not its own, and report twice)."""
+    from perfgate import benchmark_compat
+
+    manager = config.pluginmanager
+    pytest_benchmark = manager.get_plugin("benchmark")
+    if pytest_benchmark is not None:
+        manager.unregister(pytest_benchmark)
+    if not manager.has_plugin("perfgate-benchmark"):
+        manager.register(benchmark_compat.BenchmarkPlugin(), "perfgate-benchmark")
+
+
+def finish(config: pytest.Config, state: PerfgateSession, interrupted: bool, tests_failed: bool) -> int:
+    """Hand the measurements on: to the parent (child), the controller (worker) or the gate. Returns the
+    exit status the gate asks for (0 = nothing to add)."""
+    if state.mode is Mode.MEASURE_CHILD:
+        _write_child_output(state)
         return 0
-    if not state.results:
-        state.messages.append("perfgate: no perf cases were measured")
+    if state.mode is Mode.XDIST_WORKER:
+        from perfgate.xdist import send_worker_results
+
+        send_worker_results(config, state)
+        return 0
+    if interrupted:
+        state.messages.append("perfgate: run interrupted before anything was stored; no baseline touched")
         return 0
     state.messages.append(f"perfgate: timing phase took {time.monotonic() - state.started_monotonic:.1f} s "
                           f"({len(state.results)} case(s))")
     try:
-        profile_settings = _profile(state)
-        run = build_run(state, profile_settings)
-        if state.settings.store:
-            run = store_run(run, state.settings.db_path)
-            state.run_id = run.run_id
-            state.messages.append(f"perfgate: stored run {run.run_id} in {state.settings.db_path}")
-        state.gate = compare_run(run.results, state.baseline, run.environment, state.settings, state.markers)
-        write_outputs(state.gate, run, state.settings, _charts(state, run))
-        if not tests_failed:  # never accept a baseline from a run whose tests failed
-            line = maybe_write_baseline(run, state.baseline, state.baseline_path, state.settings)
-            if line:
-                state.messages.append(line)
+        return _gate(config, state, tests_failed)
     except PerfgateError as err:
         state.error = str(err)
         return int(pytest.ExitCode.USAGE_ERROR)
-    return 1 if state.gate.failed and not state.settings.update_baseline else 0
+
+
+def _gate(config: pytest.Config, state: PerfgateSession, tests_failed: bool) -> int:
+    from perfgate.collect import build_run
+    from perfgate.gate import GateRequest, run_gate
+
+    profile_settings = _profile(state)
+    run = build_run(state, profile_settings)
+    assert state.baseline_path is not None
+    outcome = run_gate(GateRequest(run=run, settings=state.settings, baseline=state.baseline,
+                                   baseline_path=state.baseline_path, facts=state.facts,
+                                   confirmer=_confirmer(state), may_write_baseline=not tests_failed))
+    state.gate, state.run_id = outcome.gate, outcome.run.run_id
+    state.messages += outcome.messages
+    return outcome.exit_code
 
 
 def _profile(state: PerfgateSession) -> str:
-    if not state.settings.profile:
+    if not state.settings.profile or not state.results:
         return ""
     from perfgate.measure.profile import profile_session
 
     return profile_session(state)
 
 
-def _charts(state: PerfgateSession, run: Any) -> tuple[str, ...]:
-    if state.settings.report_dir is None:
-        return ()
-    from perfgate.report.gate_charts import write_gate_charts
+def _confirmer(state: PerfgateSession) -> Any:
+    from perfgate.measure.children import ChildRunner
 
-    assert state.gate is not None
-    if not (state.settings.store and state.settings.db_path.exists()):
-        return write_gate_charts(state.gate, run, state.settings, state.baseline)
-    from perfgate.store import open_store
+    return ChildRunner(state.rootdir, state.settings, state.baseline_path).confirmer(state.results)
 
-    store = open_store(state.settings.db_path)  # once for every trend chart, not once per case
-    try:
-        return write_gate_charts(state.gate, run, state.settings, state.baseline,
-                                 lambda case_id: store.history(case_id, run.environment.device_name))
-    finally:
-        store.close()
+
+def _write_child_output(state: PerfgateSession) -> None:
+    from perfgate.codec import case_to_dict, unmeasured_to_dict
+    from perfgate.publish import write_text
+
+    assert state.child_output is not None
+    doc = {"results": [case_to_dict(r) for r in state.results.values()],
+           "unmeasured": [unmeasured_to_dict(u) for u in state.unmeasured.values()],
+           "environment": state.environment.__dict__ if state.environment else None}
+    write_text(state.child_output, json.dumps(doc, allow_nan=False))
 
 
 def summary_lines(state: PerfgateSession) -> list[str]:

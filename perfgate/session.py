@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from perfgate.baseline import Baseline
-from perfgate.model import CaseResult, Environment, GateResult
+from perfgate.findings import GateFacts
+from perfgate.model import CaseResult, Environment, GateResult, UnmeasuredTest
 from perfgate.settings import MarkerOptions, Settings
 
-CHILD_ENV = "PERFGATE_PROFILE_CHILD"  # set in the child pytest processes run under nsys / ncu
+PROFILE_CHILD_ENV = "PERFGATE_PROFILE_CHILD"  # "nsys"/"ncu" in the child pytest run under a profiler
+MEASURE_CHILD_ENV = "PERFGATE_MEASURE_CHILD"  # a JSON path: a fresh process measuring for calibrate/confirm
+
+
+class Mode(str, enum.Enum):
+    OFF = "off"  # plain pytest: each perf callable runs once, nothing is stored
+    GATE = "gate"  # pytest --perfgate: measure, confirm, store, gate, report
+    MEASURE_CHILD = "measure child"  # measure and write the results for the parent; no store, no gate
+    PROFILE_CHILD = "profile child"  # run each case inside an NVTX range under nsys / ncu
+    XDIST_WORKER = "xdist worker"  # measure on this worker's GPU and send the results to the controller
 
 
 @dataclass
@@ -17,24 +29,37 @@ class PerfgateSession:
     settings: Settings
     rootdir: Path
     started_at: str
+    mode: Mode = Mode.OFF
     started_monotonic: float = 0.0
+    profile_tool: str = ""
+    child_output: Path | None = None
     environment: Environment | None = None
     baseline: Baseline | None = None
     baseline_path: Path | None = None
-    child_tool: str = ""  # "nsys" or "ncu" inside a profiling child, else ""
+    facts: GateFacts = GateFacts()
+    device: Any = None  # the NVML device of this process's GPU (measure.gpu_state.NvmlDevice) or None
     results: dict[str, CaseResult] = field(default_factory=dict)
     markers: dict[str, MarkerOptions] = field(default_factory=dict)
-    nodeids: dict[str, str] = field(default_factory=dict)  # case id -> pytest node id
+    unmeasured: dict[str, UnmeasuredTest] = field(default_factory=dict)  # nodeid -> how it ended
     gate: GateResult | None = None
     run_id: int | None = None
+    exit_code: int = 0
     messages: list[str] = field(default_factory=list)  # shown in the terminal summary
     error: str = ""
 
-    def record(self, result: CaseResult, nodeid: str, marker: MarkerOptions | None) -> None:
+    @property
+    def measuring(self) -> bool:
+        return self.mode in (Mode.GATE, Mode.MEASURE_CHILD, Mode.XDIST_WORKER)
+
+    def record(self, result: CaseResult) -> None:
         if result.case_id in self.results:
             raise ValueError(f"perfgate: case {result.case_id!r} measured twice; give each measurement "
                              f"its own name with perfgate.measure(..., name=...)")
         self.results[result.case_id] = result
-        self.nodeids[result.case_id] = nodeid
-        if marker is not None:
-            self.markers[result.case_id] = marker
+
+    def autotune_pins(self, case_id: str) -> dict[str, str]:
+        """The baseline's autotune choices for a case, when pinning is on."""
+        if not self.settings.pin_autotune or self.baseline is None:
+            return {}
+        case = self.baseline.cases.get(case_id)
+        return dict(case.autotune) if case else {}

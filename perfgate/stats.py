@@ -1,46 +1,62 @@
-"""Sample summaries and the significance test behind a verdict (pure, standard library only)."""
+"""Sample summaries and the statistics behind a verdict (pure; numpy, vectorised).
+
+The bootstrap and the rank test were pure-Python loops that took 99.6% of `compare_run` at 1,000
+cases; here they are array operations over all resamples at once, with the same seeded results
+within resampling noise.
+"""
 
 from __future__ import annotations
 
 import math
-import random
-import statistics
 from collections.abc import Sequence
 
+import numpy as np
+from numpy.typing import NDArray
+
 from perfgate.model import Timer, TimingStats
+
+FloatArray = NDArray[np.float64]
 
 
 def quantile(sorted_values: Sequence[float], q: float) -> float:
     """Linear-interpolated quantile of already sorted values (numpy's default method)."""
-    if not sorted_values:
+    if not len(sorted_values):
         raise ValueError("quantile of no values")
     pos = q * (len(sorted_values) - 1)
     lo = math.floor(pos)
     hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+    return float(sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo))
 
 
 def summarize(samples_ms: Sequence[float], timer: Timer, bytes_moved: int | None = None,
               flops: int | None = None) -> TimingStats:
     """Median-centred summary; throughput is derived from the median, the robust centre."""
-    if not samples_ms:
+    s = np.sort(np.asarray(samples_ms, dtype=np.float64))
+    if s.size == 0:
         raise ValueError("no samples to summarise")
-    s = sorted(samples_ms)
-    median = quantile(s, 0.5)
+    if not np.all(np.isfinite(s)):
+        raise ValueError("samples must be finite")
+    q1, median, q3 = (float(v) for v in np.quantile(s, (0.25, 0.5, 0.75)))
     seconds = median / 1e3
     return TimingStats(
-        timer=timer,
-        n_samples=len(s),
-        median_ms=median,
-        mean_ms=statistics.fmean(s),
-        stdev_ms=statistics.stdev(s) if len(s) > 1 else 0.0,
-        min_ms=s[0],
-        max_ms=s[-1],
-        q1_ms=quantile(s, 0.25),
-        q3_ms=quantile(s, 0.75),
+        timer=timer, n_samples=int(s.size), median_ms=median, mean_ms=float(s.mean()),
+        stdev_ms=float(s.std(ddof=1)) if s.size > 1 else 0.0, min_ms=float(s[0]), max_ms=float(s[-1]),
+        q1_ms=q1, q3_ms=q3,
         gbps=bytes_moved / seconds / 1e9 if bytes_moved and seconds > 0 else None,
         tflops=flops / seconds / 1e12 if flops and seconds > 0 else None,
     )
+
+
+def _ranks_with_ties(values: FloatArray) -> tuple[FloatArray, float]:
+    """Average ranks (1-based) and the tie-correction term sum(t^3 - t)."""
+    order = np.argsort(values, kind="mergesort")
+    sorted_vals = values[order]
+    starts = np.flatnonzero(np.r_[True, sorted_vals[1:] != sorted_vals[:-1]])
+    counts = np.diff(np.r_[starts, sorted_vals.size])
+    avg = starts + (counts + 1) / 2.0  # average 1-based rank of each tie group
+    ranks = np.empty(values.size, dtype=np.float64)
+    ranks[order] = np.repeat(avg, counts)
+    return ranks, float(np.sum(counts.astype(np.float64) ** 3 - counts))
 
 
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
@@ -52,22 +68,8 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
     n1, n2 = len(a), len(b)
     if n1 < 2 or n2 < 2:
         return 1.0
-    pooled = sorted([(v, 0) for v in a] + [(v, 1) for v in b])
-    ranks = [0.0] * len(pooled)
-    tie_term = 0.0
-    i = 0
-    while i < len(pooled):
-        j = i
-        while j + 1 < len(pooled) and pooled[j + 1][0] == pooled[i][0]:
-            j += 1
-        avg_rank = (i + j) / 2 + 1
-        for k in range(i, j + 1):
-            ranks[k] = avg_rank
-        t = j - i + 1
-        tie_term += t**3 - t
-        i = j + 1
-    r1 = sum(r for r, (_, grp) in zip(ranks, pooled) if grp == 0)
-    u1 = r1 - n1 * (n1 + 1) / 2
+    ranks, tie_term = _ranks_with_ties(np.concatenate([np.asarray(a, np.float64), np.asarray(b, np.float64)]))
+    u1 = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2
     n = n1 + n2
     var = n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1)))
     if var <= 0:
@@ -76,23 +78,41 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
     return max(0.0, min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2))))
 
 
+def bootstrap_medians(values: Sequence[float] | FloatArray, resamples: int, rng: np.random.Generator) -> FloatArray:
+    """Medians of `resamples` resamples with replacement, all drawn at once."""
+    arr = np.asarray(values, dtype=np.float64)
+    idx = rng.integers(0, arr.size, size=(resamples, arr.size))
+    result: FloatArray = np.median(arr[idx], axis=1)
+    return result
+
+
 def median_change_ci_pct(baseline: Sequence[float], current: Sequence[float], confidence: float = 0.95,
                          resamples: int = 1000, seed: int = 0) -> tuple[float, float]:
     """Bootstrap confidence interval of the percent change of the median (current vs baseline).
 
     Seeded so the same samples always print the same interval.
     """
-    rng = random.Random(seed)
-    b, c = list(baseline), list(current)
-    changes = []
-    for _ in range(resamples):
-        mb = statistics.median(rng.choices(b, k=len(b)))
-        mc = statistics.median(rng.choices(c, k=len(c)))
-        if mb:
-            changes.append(100.0 * (mc - mb) / mb)
-    changes.sort()
+    rng = np.random.default_rng(seed)
+    mb = bootstrap_medians(baseline, resamples, rng)
+    mc = bootstrap_medians(current, resamples, rng)
+    ok = mb != 0
+    changes = 100.0 * (mc[ok] - mb[ok]) / mb[ok]
+    if changes.size == 0:
+        return 0.0, 0.0
     tail = (1 - confidence) / 2
-    return quantile(changes, tail), quantile(changes, 1 - tail)
+    lo, hi = np.quantile(changes, (tail, 1 - tail))
+    return float(lo), float(hi)
+
+
+def ratio_ci(numerators: Sequence[float], denominators: Sequence[float], confidence: float = 0.95,
+             resamples: int = 1000, seed: int = 0) -> tuple[float, float, float]:
+    """Median of paired ratios and its bootstrap interval (pairs resampled together)."""
+    ratios = np.asarray(numerators, np.float64) / np.asarray(denominators, np.float64)
+    rng = np.random.default_rng(seed)
+    meds = bootstrap_medians(ratios, resamples, rng)
+    tail = (1 - confidence) / 2
+    lo, hi = np.quantile(meds, (tail, 1 - tail))
+    return float(np.median(ratios)), float(lo), float(hi)
 
 
 def percent_change(baseline: float, current: float) -> float | None:
@@ -100,3 +120,70 @@ def percent_change(baseline: float, current: float) -> float | None:
     if baseline == 0:
         return None if current != 0 else 0.0
     return 100.0 * (current - baseline) / abs(baseline)
+
+
+def relative_sd_pct(values: Sequence[float]) -> float | None:
+    """Sample standard deviation as a percent of the median; None for fewer than two values."""
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.size < 2:
+        return None
+    centre = float(np.median(arr))
+    return 100.0 * float(arr.std(ddof=1)) / centre if centre else None
+
+
+# --- Student's t quantile (no scipy): the regularised incomplete beta by continued fraction ---------
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction for the incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        for num in (m * (b - m) * x / ((a + m2 - 1) * (a + m2)), -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-14:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, dof: float) -> float:
+    """P(T <= t) for Student's t with `dof` degrees of freedom."""
+    tail = 0.5 * _betainc(dof / 2.0, 0.5, dof / (dof + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+def t_quantile(p: float, dof: float) -> float:
+    """The t value with P(T <= t) = p (bisection on the CDF; exact to ~1e-10)."""
+    if not 0.0 < p < 1.0 or dof <= 0:
+        raise ValueError("need 0 < p < 1 and dof > 0")
+    if p < 0.5:
+        return -t_quantile(1.0 - p, dof)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, dof) < p:
+        hi *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if t_cdf(mid, dof) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12 * max(1.0, hi):
+            break
+    return (lo + hi) / 2.0

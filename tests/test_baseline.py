@@ -1,18 +1,21 @@
 import json
+import multiprocessing
+import os
+import subprocess
 
 import pytest
 
-from perfgate.baseline import baseline_path, load_baseline, render_baseline, updated_baseline, write_baseline
+from perfgate.atomic import exclusive_lock
+from perfgate.baseline import baseline_path, load_baseline
+from perfgate.baseline_write import (calibrated_baseline, render_baseline, update_baseline_file, updated_baseline,
+                                     write_baseline)
+from perfgate.decision import DecisionSettings
 from perfgate.errors import BaselineError
-from perfgate.model import CaseResult, Environment, Metric, Run, RunInfo, Timer
-from perfgate.stats import summarize
+from perfgate.model import Environment, Metric
+from tests.helpers import ENV, make_run, noisy
 
-ENV = Environment(device_kind="cuda", device_name="NVIDIA H100 80GB HBM3", compute_capability="9.0")
-
-
-def make_run(samples: dict[str, list[float]], metrics=()) -> Run:
-    results = tuple(CaseResult(cid, summarize(s, Timer.CUDA_EVENT), tuple(s), tuple(metrics)) for cid, s in samples.items())
-    return Run(RunInfo("2026-11-21T00:00:00+00:00", "2026-11-21T00:01:00+00:00", git_commit="abc123"), ENV, results)
+V1_BASELINE = subprocess.run(["git", "show", "HEAD~0:baselines/nvidia-h100-80gb-hbm3.json"], capture_output=True,
+                             text=True, cwd=os.path.dirname(__file__)).stdout
 
 
 def test_baseline_file_is_named_after_the_device_model(tmp_path):
@@ -31,6 +34,7 @@ def test_written_baseline_reads_back_with_its_update_log(tmp_path):
     assert b.cases["t::b"].samples_ms == (1.0, 1.1, 0.9)
     assert [m.name for m in b.cases["t::b"].metrics] == ["launch__registers_per_thread"]  # only gated metrics
     assert b.updates[-1].by == "alice" and b.updates[-1].reason == "first" and b.updates[-1].commit == "abc123"
+    assert not b.calibrated
 
 
 def test_rendering_is_stable_and_sorted_for_review(tmp_path):
@@ -52,19 +56,73 @@ def test_update_keeps_cases_that_were_not_run(tmp_path):
     assert [u.reason for u in second.updates] == ["one", "two"]
 
 
+def test_a_baseline_written_by_the_first_version_still_reads_as_uncalibrated(tmp_path):
+    assert '"version": 1' in V1_BASELINE
+    path = tmp_path / "v1.json"
+    path.write_text(V1_BASELINE)
+    b = load_baseline(path)
+    assert b.environment.device_name == "NVIDIA H100 80GB HBM3" and len(b.cases) == 19 and not b.calibrated
+
+
+def test_calibrated_baseline_keeps_process_medians_noise_and_what_each_case_detects(tmp_path):
+    path = tmp_path / "b.json"
+    runs = [make_run({"t::quiet": noisy(1.0 + 0.002 * i, seed=i), "t::loud": noisy(1.0 + 0.05 * (i % 2), seed=i)})
+            for i in range(6)]
+    write_baseline(calibrated_baseline(None, runs, path, "ci", "calibrate", DecisionSettings()))
+    b = load_baseline(path)
+    assert b.calibrated and b.updates[-1].calibrated_runs == 6
+    quiet, loud = b.cases["t::quiet"], b.cases["t::loud"]
+    assert len(quiet.process_medians_ms) == 6
+    assert quiet.noise_pct < loud.noise_pct and quiet.threshold_pct < loud.threshold_pct
+    assert quiet.threshold_pct >= 1.0  # the minimum effect floors what a quiet case calls
+    assert sorted(quiet.process_medians_ms)[2] <= quiet.median_ms <= sorted(quiet.process_medians_ms)[3]
+
+
+BASE = {"format": "perfgate-baseline", "version": 2,
+        "environment": {"device_kind": "cuda", "device_name": "x"}, "cases": {}}
+
+
+def _with_case(**fields):
+    doc = json.loads(json.dumps(BASE))
+    doc["cases"]["t"] = {"median_ms": 1.0, "samples_ms": [1.0, 2.0], **fields}
+    return json.dumps(doc)
+
+
 @pytest.mark.parametrize("content, problem", [
     ("{not json", "not valid JSON (line 1"),
     ('{"format": "something-else"}', "not a perfgate baseline"),
     ('{"format": "perfgate-baseline", "version": 99}', "format version 99"),
-    ('{"format": "perfgate-baseline", "version": 1, "cases": {}}', 'missing "environment"'),
-    ('{"format": "perfgate-baseline", "version": 1, "environment": {"device_kind": "cuda", "device_name": "x"},'
-     ' "cases": {"t": {"median_ms": 1.0, "samples_ms": [1.0]}}}', "at least 2"),
-    ('{"format": "perfgate-baseline", "version": 1, "environment": {"device_kind": "cuda", "device_name": "x"},'
-     ' "cases": {"t": {"samples_ms": [1.0, 2.0]}}}', 'missing "median_ms"'),
+    ('{"format": "perfgate-baseline", "version": true}', "format version True"),
+    ('{"format": "perfgate-baseline", "version": 2, "cases": {}}', 'missing "environment"'),
+    (_with_case(samples_ms=[1.0]), "at least 2"),
+    (_with_case(samples_ms=[]), "at least 2"),
+    (_with_case(median_ms="1.0"), '"median_ms" must be a finite number > 0'),
+    (_with_case(median_ms=0), '"median_ms" must be a finite number > 0'),
+    (_with_case(median_ms=-1.0), '"median_ms" must be a finite number > 0'),
+    (_with_case(median_ms=True), '"median_ms" must be a finite number > 0'),
+    (_with_case(median_ms=12345.0).replace("12345.0", "1e400"), '"median_ms" must be a finite number > 0'),
+    (_with_case(median_ms=float("inf")), "Infinity is not valid JSON"),
+    (_with_case(samples_ms=[1.0, -2.0]), "samples_ms[1]"),
+    (_with_case(timer="wallclock"), "unknown timer"),
+    (_with_case(process_medians_ms=[1.0, 2.0]), "process_medians_ms"),
+    (_with_case(metrics=[{"name": "x", "value": "big"}]), "metrics[0]"),
+    (_with_case(metrics=[{"name": "x", "value": 1, "kernel": 5}]), '"kernel" must be a string'),
+    (_with_case(autotune={"k": 3}), "autotune"),
+    (_with_case(gpu_state={"polls": -1}), "gpu_state"),
+    (json.dumps({**BASE, "environment": {"device_kind": "cuda", "device_name": 5}}), "device_name"),
+    (json.dumps({**BASE, "environment": {"device_kind": "tpu", "device_name": "x"}}), "device_kind"),
+    (json.dumps({**BASE, "environment": {"device_kind": "cuda", "device_name": "x", "driver_version": 1}}),
+     "driver_version"),
+    (json.dumps({**BASE, "updates": {}}), '"updates" must be a list'),
+    (json.dumps({**BASE, "updates": [{"cases": -1}]}), "updates[0]"),
+    ('{"format": "perfgate-baseline", "version": 2, "version": 2}', "duplicate key"),
+    ('{"format": "perfgate-baseline", "version": 2, "x": NaN}', "NaN is not valid JSON"),
+    ('{"a":' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+    ("\xff\xfe garbage", "not valid JSON"),
 ])
-def test_malformed_baseline_is_a_clear_error_naming_the_file(tmp_path, content, problem):
+def test_malformed_baseline_is_one_clear_line_naming_the_file(tmp_path, content, problem):
     path = tmp_path / "bad.json"
-    path.write_text(content)
+    path.write_text(content, encoding="utf-8", errors="surrogateescape")
     with pytest.raises(BaselineError) as err:
         load_baseline(path)
     assert str(path) in str(err.value)
@@ -72,5 +130,51 @@ def test_malformed_baseline_is_a_clear_error_naming_the_file(tmp_path, content, 
     assert "\n" not in str(err.value)
 
 
+def test_a_fifo_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    with pytest.raises(BaselineError, match="not a regular file"):
+        load_baseline(fifo)
+
+
 def test_missing_baseline_is_none(tmp_path):
     assert load_baseline(tmp_path / "none.json") is None
+
+
+def test_writing_leaves_no_temporary_files(tmp_path):
+    path = tmp_path / "b.json"
+    for i in range(3):
+        write_baseline(updated_baseline(None, make_run({"a": [1.0 + i, 2.0]}), path, "x", "r"))
+    assert [p.name for p in tmp_path.iterdir()] == ["b.json"]
+
+
+def _update_one(args):
+    path, name, lock_dir = args
+    os.environ["PERFGATE_LOCK_DIR"] = lock_dir
+    from pathlib import Path
+
+    from perfgate.baseline_write import update_baseline_file, updated_baseline
+    from tests.helpers import make_run
+
+    run = make_run({name: [1.0, 2.0]})
+    update_baseline_file(Path(path), lambda old: updated_baseline(old, run, Path(path), "w", name))
+
+
+def test_concurrent_updates_of_one_baseline_all_land(tmp_path):
+    path = tmp_path / "b.json"
+    names = [f"case{i:02d}" for i in range(24)]
+    with multiprocessing.get_context("spawn").Pool(8) as pool:
+        pool.map(_update_one, [(str(path), n, str(tmp_path / "locks")) for n in names])
+    b = load_baseline(path)
+    assert sorted(b.cases) == names  # no update lost
+    assert len(b.updates) == 20  # the log keeps the last 20
+
+
+def test_an_update_that_cannot_get_the_lock_fails_loudly(tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFGATE_LOCK_DIR", str(tmp_path / "locks"))
+    path = tmp_path / "b.json"
+    with exclusive_lock(path):
+        with pytest.raises(BaselineError, match="not updated: .* locked by another process"):
+            update_baseline_file(path, lambda old: updated_baseline(old, make_run({"a": [1.0, 2.0]}), path, "x", "r"),
+                                 timeout_s=0.2)
+    assert not path.exists()

@@ -16,8 +16,7 @@ from perfgate.report import analyze_charts as ac  # noqa: E402
 from perfgate.report import gate_charts as gc  # noqa: E402
 from perfgate.settings import settings_from_config  # noqa: E402
 from perfgate.stats import summarize  # noqa: E402
-from tests.test_baseline import ENV, make_run  # noqa: E402
-from tests.test_compare import baseline_of, noisy  # noqa: E402
+from tests.helpers import ENV, baseline_of, make_run, noisy  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +65,9 @@ def test_distribution_and_trend_figures(tmp_path):
     gate, run, base = gate_with_changes(tmp_path)
     box = gc.distribution_figure("t::slow", base.cases["t::slow"].samples_ms, run.results[1].samples_ms).axes[0]
     assert [t.get_text() for t in box.get_xticklabels()] == ["baseline", "this run"]
-    history = [{"median_ms": 1.0}, {"median_ms": 1.01}, {"median_ms": 1.5}]
+    from perfgate.store import HistoryPoint
+
+    history = [HistoryPoint(i, f"2026-11-0{i}T00:00:00+00:00", f"c{i}", m, m, m) for i, m in enumerate((1.0, 1.01, 1.5))]
     ax = gc.trend_figure("t::slow", history, 1.0, 3.0, 1.5).axes[0]
     assert list(ax.lines[0].get_ydata()) == [1.0, 1.01, 1.5]
     assert [t.get_text() for t in ax.get_legend().get_texts()][:2] == ["median (history)", "baseline"]

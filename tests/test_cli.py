@@ -1,12 +1,13 @@
 import csv
 import json
 
+import pytest
 
-from perfgate.baseline import updated_baseline, write_baseline
+from perfgate import __version__
+from perfgate.baseline_write import updated_baseline, write_baseline
 from perfgate.cli import main
 from perfgate.store import open_store
-from tests.test_baseline import make_run
-from tests.test_compare import noisy
+from tests.helpers import make_run, noisy
 
 
 def run_cli(capsys, *args):
@@ -78,6 +79,7 @@ def test_compare_gates_a_stored_run_without_pytest(tmp_path, capsys, monkeypatch
 
 
 def test_compare_with_an_empty_history_is_a_clear_error(tmp_path, capsys):
+    open_store(tmp_path / "h.db").close()
     code, _, err = run_cli(capsys, "compare", "--db", str(tmp_path / "h.db"))
     assert code == 2 and "has no runs yet" in err
 
@@ -87,3 +89,72 @@ def test_baseline_show_lists_cases(tmp_path, capsys):
     code, out, _ = run_cli(capsys, "baseline", "show", str(tmp_path))
     assert code == 0
     assert "t::a" in out and "alice" in out and "why not" in out
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out.strip() == f"perfgate {__version__}"
+
+
+@pytest.fixture
+def history(tmp_path):
+    with open_store(tmp_path / "h.db") as store:
+        for i, m in enumerate((1.0, 1.1, 1.2)):
+            store.save_run(make_run({"t::softmax[bf16]": noisy(m, seed=i), "t::matmul": noisy(2.0, seed=i)}))
+    return tmp_path / "h.db"
+
+
+def test_history_lists_runs_and_trends_in_three_formats(history, capsys):
+    code, out, _ = run_cli(capsys, "history", "--db", str(history))
+    assert code == 0 and out.count("\n") == 2 + 3 and "NVIDIA H100" in out
+    code, out, _ = run_cli(capsys, "history", "--db", str(history), "--case", "*softmax*", "--format", "csv")
+    rows = list(csv.DictReader(out.splitlines()))
+    assert [r["case_id"] for r in rows] == ["t::softmax[bf16]"] * 3
+    assert float(rows[0]["median_ms"]) < float(rows[2]["median_ms"])
+    code, out, _ = run_cli(capsys, "history", "--db", str(history), "--case", "t::matmul", "--last", "2",
+                           "--format", "json")
+    assert [r["run_id"] for r in json.loads(out)] == [2, 3]
+
+
+def test_history_as_a_dataframe(history):
+    import perfgate
+
+    frame = perfgate.history(history, case="*softmax*")
+    assert list(frame["run_id"]) == [1, 2, 3] and frame["median_ms"].is_monotonic_increasing
+    assert str(frame["started_at"].dtype).startswith("datetime64")
+
+
+def test_history_reads_only(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "history", "--db", str(tmp_path / "none" / "h.db"))
+    assert code == 2 and "no history at" in err and not (tmp_path / "none").exists()
+
+
+def test_db_merge_from_the_command_line_is_idempotent(history, tmp_path, capsys):
+    out_db = tmp_path / "merged.db"
+    assert run_cli(capsys, "db", "merge", str(out_db), str(history))[1].count("3 run(s) added") == 1
+    assert "0 run(s) added, 3 already in" in run_cli(capsys, "db", "merge", str(out_db), str(history))[1]
+
+
+def test_baseline_diff_lists_changed_cases(tmp_path, capsys):
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    write_baseline(updated_baseline(None, make_run({"t::a": [1.0, 1.0], "t::b": [2.0, 2.0]}), old, "x", "before"))
+    write_baseline(updated_baseline(None, make_run({"t::a": [1.2, 1.2], "t::b": [2.0, 2.0], "t::c": [3.0, 3.0]}), new,
+                                    "x", "faster softmax"))
+    code, out, _ = run_cli(capsys, "baseline", "diff", str(old), str(new))
+    assert code == 0 and "faster softmax" in out
+    assert "| `t::a` | 1 ms | 1.2 ms | +20.0% |" in out and "| `t::c` | - | 3 ms | added |" in out
+    assert "`t::b`" not in out
+
+
+def test_ci_init_writes_a_workflow_that_loads_back(tmp_path, capsys):
+    import yaml
+
+    path = tmp_path / ".github" / "workflows" / "perfgate.yml"
+    assert run_cli(capsys, "ci", "init", "--output", str(path), "--action-ref", "me/perfgate@abc")[0] == 0
+    doc = yaml.safe_load(path.read_text())
+    jobs = doc["jobs"]
+    assert jobs["gate"]["permissions"] == {"contents": "read"} and jobs["comment"]["permissions"] == {"pull-requests": "write"}
+    assert jobs["gate"]["steps"][1]["uses"] == "me/perfgate@abc"
+    assert jobs["gate"]["steps"][0]["with"]["persist-credentials"] is False
+    assert run_cli(capsys, "ci", "init", "--output", str(path))[0] == 2  # never overwritten silently

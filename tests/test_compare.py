@@ -1,22 +1,11 @@
-import random
 from dataclasses import replace
 
-from perfgate.baseline import updated_baseline
 from perfgate.compare import compare_run
-from perfgate.model import Metric, Verdict
+from perfgate.model import CaseThresholds, Metric, Speedup, Timer, Verdict
 from perfgate.settings import settings_from_config
-from tests.test_baseline import ENV, make_run
+from tests.helpers import ENV, baseline_of, make_run, noisy
 
 SETTINGS = settings_from_config({"threshold_pct": 3.0})
-
-
-def noisy(center: float, n: int = 60, seed: int = 0) -> list[float]:
-    rng = random.Random(seed)
-    return [center * (1 + rng.gauss(0, 0.005)) for _ in range(n)]
-
-
-def baseline_of(run, tmp_path):
-    return updated_baseline(None, run, tmp_path / "b.json", "t", "r")
 
 
 def verdict(gate, case="a", metric="median_ms", kernel=""):
@@ -97,6 +86,42 @@ def test_percent_metric_wobble_near_zero_is_unchanged(tmp_path):
     base = baseline_of(_with_metrics(noisy(1.0), hit(0.0)), tmp_path)
     gate = compare_run(_with_metrics(noisy(1.0, seed=1), hit(0.02)).results, base, ENV, SETTINGS)
     assert verdict(gate, metric="l1tex__t_sector_hit_rate.pct", kernel="k").verdict is Verdict.UNCHANGED
+
+
+def test_thresholds_stored_with_the_case_decide_not_todays_settings(tmp_path):
+    base = baseline_of(make_run({"a": noisy(1.0)}), tmp_path)
+    wide = make_run({"a": noisy(1.4, seed=1)}, thresholds=CaseThresholds(time_pct=80.0, time_pct_explicit=True))
+    assert verdict(compare_run(wide.results, base, ENV, SETTINGS)).verdict is Verdict.UNCHANGED
+    tight = make_run({"a": noisy(1.4, seed=1)})
+    assert verdict(compare_run(tight.results, base, ENV, settings_from_config({"threshold_pct": 80}))).verdict \
+        is Verdict.REGRESSED  # the case was measured with the default 3%: that is what it is gated on
+
+
+def test_a_timer_change_is_not_comparable(tmp_path):
+    base = baseline_of(make_run({"a": noisy(1.0)}), tmp_path)
+    res = make_run({"a": noisy(1.0)}).results[0]
+    host = replace(res, timing=replace(res.timing, timer=Timer.HOST))
+    row = verdict(compare_run([host], base, ENV, SETTINGS))
+    assert row.verdict is Verdict.NOT_COMPARABLE and "timed with cuda_event" in row.note
+
+
+def test_speedup_below_its_target_fails_with_the_speedup_named(tmp_path):
+    res = make_run({"a": noisy(1.0)}, thresholds=CaseThresholds(min_speedup=1.2)).results[0]
+    res = replace(res, speedup=Speedup("torch.add", (1.05,) * 10, 1.05, 1.03, 1.07))
+    gate = compare_run([res], None, ENV, SETTINGS)
+    row = verdict(gate, metric="min_speedup", kernel="torch.add")
+    assert row.verdict is Verdict.BELOW_TARGET and gate.failed
+    assert "1.05x vs torch.add (CI 1.03-1.07), needs >= 1.2x" in row.note
+    fast = replace(res, speedup=Speedup("torch.add", (1.6,) * 10, 1.58, 1.55, 1.61))
+    assert not compare_run([fast], None, ENV, SETTINGS).failed
+
+
+def test_memory_regression_is_flagged_while_time_is_unchanged(tmp_path):
+    mem = lambda b: Metric("memory.peak_allocated_bytes", b, "byte", "memory")  # noqa: E731
+    base = baseline_of(_with_metrics(noisy(1.0), mem(1_000_000)), tmp_path)
+    gate = compare_run(_with_metrics(noisy(1.0, seed=1), mem(1_500_000)).results, base, ENV, SETTINGS)
+    assert verdict(gate).verdict is Verdict.UNCHANGED
+    assert verdict(gate, metric="memory.peak_allocated_bytes").verdict is Verdict.REGRESSED and gate.failed
 
 
 def test_profile_failure_fails_the_gate_only_when_configured(tmp_path):

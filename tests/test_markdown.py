@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from perfgate.model import Comparison, Direction, Environment, GateResult, Verdict
-from perfgate.report.markdown import render_markdown
+from perfgate.report.markdown import ChartLink, render_markdown
 
 GOLDEN = Path(__file__).parent / "data" / "golden_summary.md"
 BASE_ENV = Environment("cuda", "NVIDIA H100 80GB HBM3", compute_capability="9.0", driver_version="580.159.04",
@@ -41,7 +41,7 @@ def known_gate() -> GateResult:
 
 
 def test_summary_matches_the_golden_file():
-    text = render_markdown(known_gate(), charts=("change_per_case.png",))
+    text = render_markdown(known_gate(), charts=(ChartLink("change_per_case.png", "change_per_case.png"),))
     if os.environ.get("PERFGATE_REGEN_GOLDEN") == "1":  # regenerate on purpose, then review the diff
         GOLDEN.write_text(text)
     assert text == GOLDEN.read_text()
@@ -50,7 +50,7 @@ def test_summary_matches_the_golden_file():
 def test_summary_renders_as_github_markdown():
     markdown_it = pytest.importorskip("markdown_it")
     md = markdown_it.MarkdownIt("commonmark").enable("table")
-    html = md.render(render_markdown(known_gate(), charts=("change_per_case.png",)))
+    html = md.render(render_markdown(known_gate(), charts=(ChartLink("change_per_case.png", "change_per_case.png"),)))
     assert html.count("<table>") == 3  # changed cases, the collapsed rest, the environment
     first_table = html.split("<table>")[1]
     assert first_table.count("<tr>") == 1 + 4  # header + 2 time rows + 2 metric rows regressed/improved

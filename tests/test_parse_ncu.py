@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("ncu_report")
 
 from perfgate.errors import ReportFileError  # noqa: E402
-from perfgate.measure.profile import ncu_case_metrics  # noqa: E402
+from perfgate.measure.profilers import ncu_case_metrics  # noqa: E402
 from perfgate.parse.ncu_csv import read_ncu_csv  # noqa: E402
 from perfgate.parse.ncu_report_file import read_ncu_report  # noqa: E402
 

@@ -9,7 +9,7 @@ import pytest
 
 from perfgate.analyze.timeline import api_summary, kernel_summary, memory_summary, nvtx_summary
 from perfgate.errors import ReportFileError
-from perfgate.measure.profile import nsys_case_metrics
+from perfgate.measure.profilers import nsys_case_metrics
 from perfgate.parse.nsys_sqlite import read_nsys_sqlite
 
 

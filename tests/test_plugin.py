@@ -1,7 +1,8 @@
-"""The plugin end to end: real pytest subprocesses on generated perf tests, timed with the host clock.
+"""The plugin end to end, in-process (pytester.runpytest): generated perf tests timed with the host clock.
 
-The callable sleeps SLEEP_MS (read from the environment), so a test can slow it down by 1.5x or speed
-it up without touching the test file, exactly as a code change would.
+The callable sleeps SLEEP_MS (read from the environment at call time), so a test can slow it down or
+speed it up without touching the test file, exactly as a code change would. Subprocess runs are kept for
+what needs a process (tests/test_plugin_processes.py).
 """
 
 import json
@@ -31,22 +32,24 @@ warmup_ms = 5
 min_samples = 15
 max_samples = 40
 budget_ms = 60
+confirm_runs = 0
 {extra}
 '''
 
 
 @pytest.fixture
-def project(pytester):
+def project(pytester, monkeypatch):
+    monkeypatch.setenv("SLEEP_MS", "2")
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.delenv("PERFGATE_DB", raising=False)
     pytester.makepyfile(test_perf=PERF_TEST)
     pytester.makefile(".toml", pyproject=PYPROJECT.format(extra=""))
     return pytester
 
 
-def run(pytester, *args, sleep_ms="2", **env):
+def run(pytester, *args, sleep_ms="2"):
     pytester._monkeypatch.setenv("SLEEP_MS", sleep_ms)
-    for k, v in env.items():
-        pytester._monkeypatch.setenv(k, v)
-    return pytester.runpytest_subprocess("--perfgate", "-p", "no:cacheprovider", *args)
+    return pytester.runpytest("--perfgate", "-p", "no:cacheprovider", *args)
 
 
 def baseline_file(pytester):
@@ -56,7 +59,7 @@ def baseline_file(pytester):
 
 
 def test_without_the_flag_nothing_is_measured_or_stored(project):
-    result = project.runpytest_subprocess("-p", "no:cacheprovider")
+    result = project.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)  # the callable runs once: n_samples is 1, the assert fails
     assert not (project.path / "baselines").exists()
     assert not (project.path / ".perfgate").exists()
@@ -90,6 +93,8 @@ def test_slowed_callable_fails_the_gate_and_the_summary_names_it(project):
     doc = json.loads((project.path / "out.json").read_text())
     assert doc["gate"]["failed"] is True
     assert {c["case_id"] for c in doc["comparisons"] if c["verdict"] == "regressed"} == {"test_perf.py::test_sleep"}
+    sleep = next(c for c in doc["cases"] if c["case_id"] == "test_perf.py::test_sleep")
+    assert sleep["location"] == ["test_perf.py", 7] and sleep["thresholds"]["time_pct"] == 10.0
 
 
 def test_improvement_is_reported_and_does_not_fail(project):
@@ -135,6 +140,40 @@ def test_malformed_baseline_is_one_clear_error_before_any_test_runs(project):
     assert "test_sleep" not in result.stdout.str()
 
 
+@pytest.mark.parametrize("extra, problem", [
+    ("alpha = 0", "alpha: must be a finite number > 0 and < 1"),
+    ("warmup_ms = \"5\"", "warmup_ms: must be a finite number"),
+    ("metrics = []", "metrics: must be a table"),
+    ("db = 5", "db: must be a non-empty string"),
+    ("threshold_pct = nan", "threshold_pct: must be a finite number >= 0"),
+    ("threshold_pct = inf", "threshold_pct: must be a finite number >= 0"),
+])
+def test_a_config_that_would_switch_the_gate_off_is_a_usage_error(project, extra, problem):
+    key = extra.split(" = ")[0]
+    table = "\n".join(line for line in PYPROJECT.format(extra="").splitlines() if not line.startswith(key + " ="))
+    project.makefile(".toml", pyproject=table + "\n" + extra + "\n")
+    result = run(project)
+    assert result.ret == 4
+    result.stderr.fnmatch_lines([f"*pyproject.toml*{problem}*"])
+
+
+def test_a_baseline_with_a_nan_median_is_refused_not_passed(project):
+    assert run(project).ret == 0
+    path = baseline_file(project)
+    text = path.read_text()
+    path.write_text(text.replace('"median_ms": ', '"median_ms": 1e999, "x": ', 1))
+    result = run(project, sleep_ms="6")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*median_ms*must be a finite number > 0*"])
+
+
+def test_a_named_baseline_file_that_does_not_exist_is_an_error_and_is_not_created(project):
+    result = run(project, "--perfgate-baseline-file", "baselines/typo.json")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*baselines/typo.json: no such file*"])
+    assert not (project.path / "baselines" / "typo.json").exists()
+
+
 def test_update_needs_a_reason_and_records_it(project):
     assert run(project).ret == 0
     assert run(project, "--perfgate-update-baseline").ret == 4
@@ -154,14 +193,13 @@ def test_every_run_is_stored_with_its_environment(project):
     assert con.execute("select device_kind, python_version != '' from runs").fetchone() == ("host", 1)
 
 
-def test_interrupted_run_stores_nothing(project):
-    project.makepyfile(test_zz_interrupt="def test_interrupt():\n    raise KeyboardInterrupt\n")
+def test_an_unreadable_history_fails_before_the_tests_with_one_line(project):
+    (project.path / ".perfgate").mkdir()
+    (project.path / ".perfgate" / "history.db").write_bytes(b"garbage" * 100)
     result = run(project)
-    assert result.ret == 2
-    result.stdout.fnmatch_lines(["*run interrupted; nothing stored, no baseline touched*"])
-    db = project.path / ".perfgate" / "history.db"
-    assert not db.exists() or sqlite3.connect(db).execute("select count(*) from runs").fetchone()[0] == 0
-    assert not (project.path / "baselines").exists()
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*perfgate: history *history.db: cannot open it: file is not a database*"])
+    assert "test_sleep" not in result.stdout.str()
 
 
 def test_failing_tests_keep_pytest_exit_code_and_never_write_a_baseline(project):
@@ -171,41 +209,61 @@ def test_failing_tests_keep_pytest_exit_code_and_never_write_a_baseline(project)
     assert not (project.path / "baselines").exists()
 
 
-def test_github_step_summary_is_appended(project, tmp_path):
+def test_github_step_summary_is_appended_without_dead_links(project, tmp_path, monkeypatch):
     summary = tmp_path / "step_summary.md"
     summary.write_text("earlier step\n")
-    assert run(project, GITHUB_STEP_SUMMARY=str(summary)).ret == 0
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert run(project).ret == 0
+    assert run(project, "--perfgate-report-dir", "report", sleep_ms="3").ret == 1
     text = summary.read_text()
     assert text.startswith("earlier step\n") and "perfgate: gate passed" in text
+    assert "change_per_case.png (in the results artifact)" in text and "](change_per_case.png)" not in text
+    assert run(project, "--perfgate-report-dir", "report", "--perfgate-chart-url", "https://x.example/run/7",
+               sleep_ms="3").ret == 1
+    assert "[change_per_case.png](https://x.example/run/7/change_per_case.png)" in summary.read_text()
 
 
-def test_missing_profiler_is_one_line_naming_the_tool(project):
-    result = run(project, "--perfgate-profile", "nsys", PATH="/nonexistent")
+def test_missing_profiler_is_one_line_naming_the_tool(project, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    result = run(project, "--perfgate-profile", "nsys")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*perfgate: nsys not found on PATH; install Nsight Systems*"])
 
 
 def test_a_broken_config_does_not_break_plain_pytest(project):
     project.makefile(".toml", pyproject="[tool.perfgate]\nthresold_pct = 3\n")
-    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-k", "other")
+    result = project.runpytest("-p", "no:cacheprovider", "-k", "other")
     assert result.ret == 0
     gated = run(project)
     assert gated.ret == 4
     gated.stderr.fnmatch_lines(["*perfgate: *tool.perfgate*: unknown key(s)*thresold_pct*"])
 
 
-def test_xdist_is_refused_with_a_reason(project):
+def test_xdist_with_the_host_clock_is_refused_with_a_reason(project):
     pytest.importorskip("xdist")
     result = run(project, "-n", "2")
     assert result.ret == 4
-    result.stderr.fnmatch_lines(["*not supported yet*share the GPU*without -n*"])
+    result.stderr.fnmatch_lines(["*-n (pytest-xdist) needs one GPU per worker*without -n*"])
 
 
 def test_report_dir_gets_charts_linked_from_the_summary(project):
     assert run(project).ret == 0
-    result = run(project, "--perfgate-report-dir", "report", "--perfgate-summary", "summary.md", sleep_ms="3")
+    result = run(project, "--perfgate-report-dir", "report", "--perfgate-summary", "out/summary.md", sleep_ms="3")
     assert result.ret == 1
     written = {p.name for p in (project.path / "report").glob("*.png")}
     assert {"change_per_case.png", "case00_trend.png", "case00_distribution.png"} <= written
-    md = (project.path / "summary.md").read_text()
-    assert "[case00_trend.png](case00_trend.png)" in md
+    md = (project.path / "out" / "summary.md").read_text()
+    assert "[case00_trend.png](../report/case00_trend.png)" in md  # relative to the summary file
+
+
+def test_work_applies_to_one_measurement_only(project):
+    project.makepyfile(test_perf='''
+def test_two(perfgate):
+    perfgate.work(flops=10**9)
+    perfgate.measure(sum, ([1, 2],), name="first")
+    perfgate.measure(sum, ([1, 2],), name="second")
+''')
+    assert run(project, "--perfgate-json", "out.json").ret == 0
+    cases = {c["case_id"]: c for c in json.loads((project.path / "out.json").read_text())["cases"]}
+    assert cases["test_perf.py::test_two::first"]["flops"] == 10**9
+    assert cases["test_perf.py::test_two::second"]["flops"] is None

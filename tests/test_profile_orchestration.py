@@ -33,7 +33,7 @@ def test_matmul(perfgate, impl):
 '''
 
 # host sleeps stand in for kernels here: their timing is noise, so only the profiler side is gated
-PYPROJECT = "[tool.perfgate]\nthreshold_pct = 1000\nmin_samples = 5\nmax_samples = 10\nbudget_ms = 20\nwarmup_ms = 1\n"
+PYPROJECT = "[tool.perfgate]\nthreshold_pct = 1000\nmin_samples = 5\nmax_samples = 10\nbudget_ms = 20\nwarmup_ms = 1\nconfirm_runs = 0\n"
 
 FAKE_NSYS = '''
 import os, shutil, sys
@@ -43,6 +43,9 @@ out = next(a.split("=", 1)[1] for a in args if a.startswith("--output="))
 with open(os.environ["FAKE_LOG"], "a") as log:
     log.write("nsys " + " ".join(args) + "\\n")
 if args[0] == "profile":
+    if os.environ.get("FAKE_NSYS_MODE") == "leaky":
+        sys.stderr.write("nsys: fatal: cannot start; env was HF_TOKEN=hf_fakesecret123 HOME=/home/runner\\n")
+        sys.exit(3)
     if os.environ.get("FAKE_NSYS_MODE") == "qdstrm":
         open(out + ".qdstrm", "wb").write(b"raw")
         sys.stderr.write("Unable to retrieve the importer version\\n")
@@ -89,7 +92,7 @@ def project(pytester, h100_data, tmp_path, monkeypatch):
 
 
 def gate(p, *args):
-    return p.runpytest_subprocess("-p", "no:cacheprovider", "kernels/tests/test_perf.py", "--perfgate",
+    return p.runpytest("-p", "no:cacheprovider", "kernels/tests/test_perf.py", "--perfgate",
                                   "--perfgate-profile", "nsys,ncu", "--perfgate-json", "out.json",
                                   "--perfgate-summary", "summary.md", *args)
 
@@ -135,7 +138,7 @@ def test_profiler_crash_marks_cases_and_keeps_timing(project):
     assert result.ret == 0  # not configured to fail on profile errors
     result.stdout.fnmatch_lines(["*profile failed*ncu*exited with status 1*Failed to profile kernel _add_kernel*"])
     doc = json.loads((project.path / "out.json").read_text())
-    assert all(c["median_ms"] > 0 for c in doc["cases"])
+    assert all(c["timing"]["median_ms"] > 0 for c in doc["cases"])
     project.makefile(".toml", pyproject=PYPROJECT + "fail_on_profile_error = true\n")
     assert gate(project).ret == 1
 
@@ -144,3 +147,32 @@ def test_qdstrm_without_report_is_explained(project):
     project._monkeypatch.setenv("FAKE_NSYS_MODE", "qdstrm")
     result = gate(project)
     result.stdout.fnmatch_lines(["*profile failed*QdstrmImporter*libdw.so.1*"])
+
+
+def test_a_profiler_that_prints_a_secret_never_publishes_it(project, tmp_path, monkeypatch):
+    summary = tmp_path / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("FAKE_NSYS_MODE", "leaky")
+    result = gate(project)
+    result.stdout.fnmatch_lines(["*profile failed*nsys exited with status 3*"])
+    published = [summary.read_text(), (project.path / "summary.md").read_text(), (project.path / "out.json").read_text()]
+    for text in published:
+        assert "hf_fakesecret123" not in text and "HF_TOKEN=***" in text
+        assert "/home/runner" not in text
+    con = sqlite3.connect(project.path / ".perfgate" / "history.db")
+    stored = con.execute("select profile_errors from cases").fetchone()[0]
+    assert "hf_fakesecret123" in stored  # the local history keeps what happened, unscrubbed
+
+
+def test_a_copy_engine_case_gets_a_note_from_ncu_not_a_failure(project):
+    tests = project.path / "kernels" / "tests" / "test_perf.py"
+    tests.write_text(tests.read_text() + "\ndef test_copy_bandwidth(perfgate):\n    perfgate(work)\n")
+    result = project.runpytest("-p", "no:cacheprovider", "kernels/tests/test_perf.py", "--perfgate",
+                               "--perfgate-profile", "ncu", "--perfgate-json", "out.json")
+    assert result.ret == 0
+    doc = json.loads((project.path / "out.json").read_text())
+    copy = case(doc, "test_copy_bandwidth")
+    assert copy["profile_errors"] == []
+    assert copy["profile_notes"] == ["ncu: no kernel to profile (this case launched none: copy-engine work such as "
+                                     "memcpy/memset has none; nsys reports its transfers)"]
+    assert not [c for c in doc["comparisons"] if c["verdict"] == "profile failed"]

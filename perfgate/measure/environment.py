@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import getpass
+import os
 import platform
 import socket
 import subprocess
 import sys
+import uuid
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from perfgate.model import Environment
 
@@ -30,7 +34,7 @@ def host_cpu_name() -> str:
 
 
 def current_environment(use_cuda: bool) -> Environment:
-    common = dict(
+    common: dict[str, str] = dict(
         torch_version=package_version("torch"),
         triton_version=package_version("triton"),
         python_version=platform.python_version(),
@@ -47,12 +51,22 @@ def current_environment(use_cuda: bool) -> Environment:
     return Environment(
         device_kind="cuda",
         device_name=props.name,
-        device_uuid=str(getattr(props, "uuid", "")),
+        device_uuid=_uuid(props),
         compute_capability=f"{props.major}.{props.minor}",
         driver_version=_driver_version(),
         cuda_version=str(torch.version.cuda or ""),
         **common,
     )
+
+
+def _uuid(props: Any) -> str:
+    """NVML's form, "GPU-<uuid>" (torch's `props.uuid` prints as an object address, never the same twice)."""
+    raw = getattr(props, "uuid", None)
+    data = getattr(raw, "bytes", None)
+    if isinstance(data, (bytes, bytearray)) and len(data) == 16:
+        return "GPU-" + str(uuid.UUID(bytes=bytes(data)))
+    text = str(raw or "")
+    return text if text.startswith("GPU-") else ""
 
 
 def _driver_version() -> str:
@@ -83,3 +97,14 @@ def git_info(cwd: Path) -> tuple[str, str, bool]:
 
 def command_line() -> str:
     return " ".join(sys.argv)
+
+
+def who() -> str:
+    """Who changed a baseline: the GitHub actor in CI, else the login name."""
+    for var in ("GITHUB_ACTOR", "USER", "USERNAME"):
+        if os.environ.get(var):
+            return os.environ[var]
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"

@@ -48,8 +48,13 @@ def version() -> str:
     return lines[-1].split("Version", 1)[1].strip() if lines else out.stdout.strip().splitlines()[-1]
 
 
+NO_KERNELS = "No kernels were profiled"
+
+
 def profile(command: list[str], output: Path, settings: NcuSettings, timeout_s: float, env: dict[str, str],
-            cwd: Path) -> Path:
+            cwd: Path) -> Path | None:
+    """The .ncu-rep written for the command, or None when ncu ran fine and found no kernel to profile
+    (the cases only copied memory)."""
     ncu = find_tool("ncu")
     output.parent.mkdir(parents=True, exist_ok=True)
     rep = output.with_suffix(".ncu-rep")
@@ -61,5 +66,7 @@ def profile(command: list[str], output: Path, settings: NcuSettings, timeout_s: 
         out = run_tool(ncu_argv(ncu, output, settings, command, extra_metrics=False), timeout_s, cwd=cwd,
                        env=env, check=False)
     if not rep.is_file():
+        if out.returncode == 0 and NO_KERNELS in out.stdout + out.stderr:
+            return None
         raise ToolFailed(list(out.argv), out.returncode, out.stderr or out.stdout)
     return rep

@@ -9,8 +9,8 @@ NVTX_PREFIX = "perfgate:"
 WARMUP_CALLS = 3
 
 
-def run_under_profiler(tool: str, case_id: str, fn: Callable[..., Any], args: tuple, kwargs: dict,
-                       calls: int) -> float:
+def run_under_profiler(tool: str, case_id: str, fn: Callable[..., Any], args: tuple[Any, ...],
+                       kwargs: dict[str, Any], calls: int) -> float:
     """Warm up outside any range (compilation, autotuning), then one NVTX range per case.
 
     nsys: `calls` calls in the range (per-call metrics divide by it). ncu: one call between

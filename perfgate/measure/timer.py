@@ -1,31 +1,52 @@
-"""Time a callable: CUDA events per call with the L2 flushed between samples, or the host clock.
+"""Time callables: CUDA events per call with the L2 flushed before each sample, or the host clock.
 
-The procedure follows triton.testing.do_bench (per-call events, a 256 MB buffer zeroed before each
-sample to evict L2) but sizes warm-up and sample count from time budgets, so a 5 us kernel gets many
-samples and a 50 ms one is not run for minutes.
+The procedure follows triton.testing.do_bench (per-call events, a 256 MB buffer zeroed before each sample
+to evict L2) but sizes warm-up and sample count from time budgets, so a 5 us kernel gets many samples and
+a 50 ms one is not run for minutes. On a GPU, each case first waits for the power state to settle
+(protocol.py), NVML is polled while it is sampled, and samples taken under a power or thermal cap are
+dropped when enough remain.
+
+Several callables may be timed together, interleaved sample by sample (reference, candidate, reference,
+...), each with the same flush and warm-up: the ratio of their times then cancels the clock and the
+power state.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perfgate.model import Timer
+from perfgate.measure import gpu_state
+from perfgate.measure.protocol import cool_down
+from perfgate.model import GpuState, Timer
 from perfgate.settings import MeasureOptions
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # larger than any Hopper/Blackwell L2 (50-126 MB)
+CHUNK_MS = 20.0  # samples are synchronised in chunks this long, so NVML polls can be matched to them
+MIN_WARMUP_CALLS = 3
+COLD_FACTOR = 3.0  # a leading sample this many times the median is warm-up that had not finished
+MAX_COLD_FRACTION = 0.05
+
+Call = Callable[[], Any]
 
 
 @dataclass(frozen=True)
 class Measurement:
     timer: Timer
-    samples_ms: tuple[float, ...]
+    samples_ms: tuple[tuple[float, ...], ...]  # one tuple per callable, same length, interleaved order
     warmup_calls: int
+    gpu_state: GpuState | None = None
 
 
 def cuda_available() -> bool:
+    """CUDA through torch. Without an NVIDIA driver on the machine torch is not imported at all: a
+    host-timed suite should not pay two seconds of `import torch` to learn that."""
+    import sys
+
+    if "torch" not in sys.modules and not _nvidia_driver_present():
+        return False
     try:
         import torch
     except ImportError:
@@ -33,13 +54,11 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def measure(fn: Callable[..., Any], args: tuple, kwargs: dict, options: MeasureOptions,
-            timer: Timer | None = None) -> Measurement:
-    """Run fn(*args, **kwargs) enough times to fill the sample budget and return per-call times."""
-    chosen = timer or (Timer.CUDA_EVENT if cuda_available() else Timer.HOST)
-    if chosen is Timer.CUDA_EVENT:
-        return _measure_cuda(lambda: fn(*args, **kwargs), options)
-    return _measure_host(lambda: fn(*args, **kwargs), options)
+def _nvidia_driver_present() -> bool:
+    import ctypes.util
+    import os
+
+    return os.path.exists("/dev/nvidiactl") or ctypes.util.find_library("cuda") is not None
 
 
 def sample_count(per_call_ms: float, options: MeasureOptions) -> int:
@@ -49,62 +68,142 @@ def sample_count(per_call_ms: float, options: MeasureOptions) -> int:
     return int(max(options.min_samples, min(options.max_samples, options.budget_ms // per_call_ms)))
 
 
-def _measure_host(call: Callable[[], Any], options: MeasureOptions) -> Measurement:
-    call()  # first call pays for imports, JIT, allocation
+def measure_calls(calls: Sequence[Call], options: MeasureOptions, timer: Timer,
+                  device: gpu_state.NvmlDevice | None = None, prepare: Call | None = None) -> Measurement:
+    """Sample already-compiled callables (their first call has been made by the caller). `prepare`, when
+    given, runs before every round outside the timed region (pytest-benchmark's `setup`)."""
+    if timer is Timer.CUDA_EVENT:
+        return _measure_cuda(calls, options, device, prepare)
+    return _measure_host(calls, options, prepare)
+
+
+def _measure_host(calls: Sequence[Call], options: MeasureOptions, prepare: Call | None) -> Measurement:
     warmups = 0
     start = time.perf_counter()
-    while (time.perf_counter() - start) * 1e3 < options.warmup_ms:
-        call()
+    while warmups < MIN_WARMUP_CALLS or (time.perf_counter() - start) * 1e3 < options.warmup_ms:
+        for call in calls:
+            if prepare is not None:
+                prepare()
+            call()
         warmups += 1
-    per_call_ms = (time.perf_counter() - start) * 1e3 / warmups if warmups else _host_once(call)
-    samples = []
-    for _ in range(sample_count(per_call_ms, options)):
-        t0 = time.perf_counter_ns()
-        call()
-        samples.append((time.perf_counter_ns() - t0) / 1e6)
-    return Measurement(Timer.HOST, tuple(samples), warmups + 1)
+    per_round_ms = (time.perf_counter() - start) * 1e3 / warmups
+    n = sample_count(per_round_ms, options)
+    samples: list[list[float]] = [[] for _ in calls]
+    clock = time.perf_counter_ns
+    for _ in range(n):
+        for i, call in enumerate(calls):
+            if prepare is not None:
+                prepare()
+            t0 = clock()
+            call()
+            samples[i].append((clock() - t0) / 1e6)
+    return Measurement(Timer.HOST, _trim_cold(samples), warmups)
 
 
-def _host_once(call: Callable[[], Any]) -> float:
-    t0 = time.perf_counter_ns()
-    call()
-    return (time.perf_counter_ns() - t0) / 1e6
-
-
-def _measure_cuda(call: Callable[[], Any], options: MeasureOptions) -> Measurement:
+def _measure_cuda(calls: Sequence[Call], options: MeasureOptions, device: gpu_state.NvmlDevice | None,
+                  prepare: Call | None) -> Measurement:
     import torch
 
-    call()  # compile / autotune outside the measurement
-    torch.cuda.synchronize()
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda") if options.flush_l2 else None
-    per_call_ms = _estimate_cuda_ms(call, flush)
-    warmups = max(1, int(options.warmup_ms / per_call_ms)) if per_call_ms > 0 else 1
-    for _ in range(min(warmups, 10_000)):
-        call()
-    n = sample_count(per_call_ms, options)
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
-    for start, end in zip(starts, ends):
-        if flush is not None:
-            flush.zero_()
-        start.record()
-        call()
-        end.record()
-    torch.cuda.synchronize()
-    samples = tuple(s.elapsed_time(e) for s, e in zip(starts, ends))
-    return Measurement(Timer.CUDA_EVENT, samples, warmups + 1)
+    waited_ms = cool_down(device, options.cooldown_max_ms)
+    sampler = gpu_state.Sampler(device) if device is not None else None
+    if sampler is not None:
+        sampler.__enter__()
+    try:
+        per_round_ms = _estimate_cuda_ms(calls, flush, prepare)
+        warmups = max(MIN_WARMUP_CALLS, int(options.warmup_ms / per_round_ms) if per_round_ms > 0 else 1)
+        for _ in range(min(warmups, 10_000)):
+            for call in calls:
+                if prepare is not None:
+                    prepare()
+                call()
+        n = sample_count(per_round_ms, options)
+        samples, chunks = _cuda_chunks(calls, flush, n, per_round_ms, prepare)
+    finally:
+        if sampler is not None:
+            sampler.__exit__(None, None, None)
+    state = None
+    if sampler is not None and device is not None:
+        samples, excluded = _drop_throttled(samples, chunks, sampler.readings, options)
+        state = gpu_state.summarize_state(sampler.readings, device, waited_ms, excluded)
+    return Measurement(Timer.CUDA_EVENT, _trim_cold(samples), warmups + 1, state)
 
 
-def _estimate_cuda_ms(call: Callable[[], Any], flush: Any) -> float:
+def _estimate_cuda_ms(calls: Sequence[Call], flush: Any, prepare: Call | None) -> float:
+    """Per-round time of the calls alone (events around each call, flush and setup outside them)."""
     import torch
 
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     reps = 5
-    start.record()
-    for _ in range(reps):
-        if flush is not None:
-            flush.zero_()
-        call()
-    end.record()
+    pairs = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in calls]
+             for _ in range(reps)]
+    for round_pairs in pairs:
+        for call, (start, end) in zip(calls, round_pairs):
+            if prepare is not None:
+                prepare()
+            if flush is not None:
+                flush.zero_()
+            start.record()
+            call()
+            end.record()
     torch.cuda.synchronize()
-    return start.elapsed_time(end) / reps
+    return sum(float(s.elapsed_time(e)) for rp in pairs for s, e in rp) / reps
+
+
+def _cuda_chunks(calls: Sequence[Call], flush: Any, n: int, per_round_ms: float,
+                 prepare: Call | None) -> tuple[list[list[float]], list[tuple[int, int, float, float]]]:
+    """n interleaved rounds, synchronised every ~CHUNK_MS; chunks are (first, end, t_start, t_end)."""
+    import torch
+
+    per_chunk = max(1, int(CHUNK_MS / per_round_ms)) if per_round_ms > 0 else n
+    samples: list[list[float]] = [[] for _ in calls]
+    chunks = []
+    done = 0
+    while done < n:
+        size = min(per_chunk, n - done)
+        events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in calls]
+                  for _ in range(size)]
+        t0 = time.perf_counter()
+        for pairs in events:
+            for call, (start, end) in zip(calls, pairs):
+                if prepare is not None:
+                    prepare()
+                if flush is not None:
+                    flush.zero_()
+                start.record()
+                call()
+                end.record()
+        torch.cuda.synchronize()
+        chunks.append((done, done + size, t0, time.perf_counter()))
+        for pairs in events:
+            for i, (start, end) in enumerate(pairs):
+                samples[i].append(float(start.elapsed_time(end)))
+        done += size
+    return samples, chunks
+
+
+def _drop_throttled(samples: list[list[float]], chunks: list[tuple[int, int, float, float]],
+                    readings: list[gpu_state.Reading], options: MeasureOptions) -> tuple[list[list[float]], int]:
+    """Drop the rounds of chunks NVML saw under a power/thermal cap (NVBench drops samples below 75% of
+    the default clock), unless fewer than min_samples would remain: then keep all, and the case is
+    flagged as throttled instead."""
+    bad = [i for first, end, t0, t1 in chunks if gpu_state.limited_between(readings, t0, t1)
+           for i in range(first, end)]
+    if not options.exclude_throttled or not bad or len(samples[0]) - len(bad) < options.min_samples:
+        return samples, 0
+    drop = set(bad)
+    return [[v for i, v in enumerate(s) if i not in drop] for s in samples], len(drop)
+
+
+def _trim_cold(samples: list[list[float]]) -> tuple[tuple[float, ...], ...]:
+    """Leading rounds far above the median are a warm-up that had not finished (a lazily loaded module,
+    a first-touch page fault): drop at most 5% of them, so no compile or first-call time is recorded."""
+    import statistics
+
+    if not samples or len(samples[0]) < 20:
+        return tuple(tuple(s) for s in samples)
+    limit = int(len(samples[0]) * MAX_COLD_FRACTION)
+    medians = [statistics.median(s) for s in samples]
+    cold = 0
+    while cold < limit and any(s[cold] > COLD_FACTOR * m > 0 for s, m in zip(samples, medians)):
+        cold += 1
+    return tuple(tuple(s[cold:]) for s in samples)

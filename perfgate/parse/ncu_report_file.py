@@ -1,29 +1,74 @@
-"""Read `.ncu-rep` files through NVIDIA's `ncu_report` module (PyPI `ncu-report`; no GPU needed)."""
+"""Read `.ncu-rep` files through NVIDIA's `ncu_report` module (PyPI `ncu-report`; no GPU needed).
+
+`ncu_report` is native code, and some malformed reports make it abort the whole process. So a report is
+read in a child Python process (`python -m perfgate.parse.ncu_report_file REPORT`) that hands the launches
+back pickled; if NVIDIA's reader crashes, that is one ReportFileError naming the file, and perfgate goes on.
+Only our own child's output is unpickled, never anything from the report itself.
+"""
 
 from __future__ import annotations
 
+import pickle
+import signal
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 from perfgate.errors import ReportFileError
+from perfgate.inputs import check_regular_file
 from perfgate.parse.records import NcuLaunch, NcuMetric
 
 _STRING_KIND = 2  # ncu_report ValueKind_STRING
-NCU_REP_MAGIC = b"NVIDIA Nsight Compute"  # not in every version's header; we check the loader instead
+MAGIC = b"NVR\x00"  # every .ncu-rep written by Nsight Compute 2023-2026 starts with it
+READ_TIMEOUT_S = 600.0
 
 
-def read_ncu_report(path: Path, metric_names: tuple[str, ...] | None = None) -> list[NcuLaunch]:
+def read_ncu_report(path: Path, metric_names: tuple[str, ...] | None = None, isolate: bool = True) -> list[NcuLaunch]:
     """Every launch in the report, with all metrics (or only `metric_names`), in base units."""
     path = Path(path)
+    _check_readable(path)
+    if not isolate:
+        return read_in_process(path, metric_names)
+    argv = [sys.executable, "-m", "perfgate.parse.ncu_report_file", str(path), *(metric_names or ())]
+    try:
+        proc = subprocess.run(argv, capture_output=True, timeout=READ_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired as err:
+        raise ReportFileError(path, f"ncu_report did not finish reading it in {READ_TIMEOUT_S:.0f} s") from err
+    if proc.returncode < 0:
+        name = signal.Signals(-proc.returncode).name if -proc.returncode in signal.Signals._value2member_map_ else ""
+        raise ReportFileError(path, f"NVIDIA's ncu_report crashed reading it ({name or f'signal {-proc.returncode}'}); "
+                                    "the report is corrupt, truncated or from an incompatible Nsight Compute")
+    try:
+        status, payload = pickle.loads(proc.stdout)  # noqa: S301 - our own child's output, see the docstring
+    except Exception as err:
+        tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+        raise ReportFileError(path, f"ncu_report failed reading it ({tail[0]})") from err
+    if status == "error":
+        raise ReportFileError(path, str(payload))
+    launches: list[NcuLaunch] = payload
+    return launches
+
+
+def _check_readable(path: Path) -> None:
+    st = check_regular_file(path, ReportFileError)
+    if st.st_size == 0:
+        raise ReportFileError(path, "the file is empty")
+    with path.open("rb") as fh:
+        if fh.read(len(MAGIC)) != MAGIC:
+            raise ReportFileError(path, "not an Nsight Compute report (no NVR header)")
+
+
+def read_in_process(path: Path, metric_names: tuple[str, ...] | None = None) -> list[NcuLaunch]:
     try:
         import ncu_report
     except ImportError as err:
-        raise ReportFileError(path, "reading .ncu-rep needs NVIDIA's ncu_report module: pip install ncu-report") from err
-    _check_readable(path)
+        raise ReportFileError(path, "reading .ncu-rep needs NVIDIA's ncu_report module: pip install 'perfgate[ncu]'") from err
     try:
         ctx = ncu_report.load_report(str(path))
     except Exception as err:  # the SWIG loader raises plain Exception/RuntimeError on a bad file
         raise ReportFileError(path, f"not a readable Nsight Compute report ({err})") from err
-    launches = []
+    launches: list[NcuLaunch] = []
     for r in range(ctx.num_ranges()):
         rng = ctx.range_by_idx(r)
         for a in range(rng.num_actions()):
@@ -37,14 +82,7 @@ def read_ncu_report(path: Path, metric_names: tuple[str, ...] | None = None) -> 
     return launches
 
 
-def _check_readable(path: Path) -> None:
-    if not path.is_file():
-        raise ReportFileError(path, "no such file")
-    if path.stat().st_size == 0:
-        raise ReportFileError(path, "the file is empty")
-
-
-def _metrics(action, names: tuple[str, ...] | None) -> dict[str, NcuMetric]:
+def _metrics(action: Any, names: tuple[str, ...] | None) -> dict[str, NcuMetric]:
     out = {}
     for name in names if names is not None else action.metric_names():
         m = action.metric_by_name(name)
@@ -57,7 +95,7 @@ def _metrics(action, names: tuple[str, ...] | None) -> dict[str, NcuMetric]:
     return out
 
 
-def _nvtx(action) -> tuple[str, ...]:
+def _nvtx(action: Any) -> tuple[str, ...]:
     state = action.nvtx_state()
     if state is None:
         return ()
@@ -65,3 +103,17 @@ def _nvtx(action) -> tuple[str, ...]:
     for dom_id in state.domains():
         ranges.extend(state.domain_by_id(dom_id).push_pop_ranges())
     return tuple(ranges)
+
+
+def _child(argv: list[str]) -> None:
+    path = Path(argv[0])
+    names = tuple(argv[1:]) or None
+    try:
+        result: tuple[str, Any] = ("ok", read_in_process(path, names))
+    except ReportFileError as err:
+        result = ("error", err.problem)
+    sys.stdout.buffer.write(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1:])

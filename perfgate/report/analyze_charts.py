@@ -171,5 +171,5 @@ def write_analysis_charts(documents: list[dict[str, Any]], out_dir: Path) -> lis
             figs = [(gpu_utilization_figure(d), "gpu_utilization.png"), (memory_performance_figure(d), "memory_performance.png"),
                     (occupancy_figure(d), "occupancy_analysis.png"), (bottleneck_figure(d), "bottleneck_analysis.png"),
                     (kernel_comparison_figure(d), "kernel_comparison.png")]
-        names += [save(fig, out_dir, prefix + name) for fig, name in figs]
+        names += [save(fig, out_dir, prefix + name).name for fig, name in figs]
     return names

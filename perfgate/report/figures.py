@@ -19,10 +19,17 @@ def new_figure(width: float = 8.0, height: float = 4.5) -> Any:
     return fig
 
 
-def save(fig: Any, out_dir: Path, name: str) -> str:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_dir / name)
-    return name
+def save(fig: Any, out_dir: Path, name: str) -> Path:
+    """Render to PNG bytes, then replace the file atomically (a reader never sees half a chart)."""
+    import io
+
+    from perfgate.atomic import atomic_write_bytes
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    path = out_dir / name
+    atomic_write_bytes(path, buf.getvalue())
+    return path
 
 
 def top_n_with_others(rows: list[tuple[str, float]], n: int, combine: str = "sum") -> list[tuple[str, float]]:

@@ -43,7 +43,7 @@ def trend_figure(case_id: str, history: list[dict[str, Any]], baseline_ms: float
     fig = new_figure(7, 3.5)
     ax = fig.add_subplot()
     xs = list(range(len(history)))
-    ax.plot(xs, [h["median_ms"] for h in history], marker="o", color="#1f77b4", label="median (history)")
+    ax.plot(xs, [h.median_ms for h in history], marker="o", color="#1f77b4", label="median (history)")
     ax.axhline(baseline_ms, color="black", linestyle="--", label="baseline")
     ax.axhspan(baseline_ms * (1 - threshold_pct / 100), baseline_ms * (1 + threshold_pct / 100), color="#cccccc",
                alpha=0.5, label=f"threshold ±{threshold_pct:g}%")
@@ -98,7 +98,7 @@ def roofline_figure(run: Run, peak_tflops: float | None = None, peak_gbps: float
 
 def profiler_figure(run: Run, baseline: Baseline | None) -> Any | None:
     """Achieved vs theoretical occupancy and DRAM bandwidth per kernel, baseline against this run."""
-    cur = _ncu_values(((r.case_id, m) for r in run.results for m in r.metrics))
+    cur = _ncu_values((r.case_id, m) for r in run.results for m in r.metrics)
     if not cur:
         return None
     base = _ncu_values(((cid, m) for cid, c in (baseline.cases.items() if baseline else ()) for m in c.metrics))
@@ -131,24 +131,35 @@ def _ncu_values(pairs) -> dict[tuple[str, str], dict[str, float]]:
     return out
 
 
-def write_gate_charts(gate: GateResult, run: Run, settings: Any, baseline: Baseline | None = None,
-                      history: Any = None) -> tuple[str, ...]:
-    """Write the PNGs into settings.report_dir; returns their file names for the Markdown links."""
+def write_gate_charts(gate: GateResult, run: Run, settings: Any, baseline: Baseline | None = None) -> list[Path]:
+    """Write the PNGs into settings.report_dir; returns their paths for the Markdown links."""
     out: Path = settings.report_dir
-    names = [save(change_per_case_figure(gate), out, "change_per_case.png")] if time_rows(gate) else []
+    paths = [save(change_per_case_figure(gate), out, "change_per_case.png")] if time_rows(gate) else []
     samples = {r.case_id: r.samples_ms for r in run.results}
     changed = [c for c in time_rows(gate) if c.verdict in (Verdict.REGRESSED, Verdict.IMPROVED)][:TOP_N]
+    history = _history(settings, run)
     for i, c in enumerate(changed):
         stem = f"case{i:02d}"
         if baseline and c.case_id in baseline.cases:
-            names.append(save(distribution_figure(c.case_id, baseline.cases[c.case_id].samples_ms, samples[c.case_id]),
+            paths.append(save(distribution_figure(c.case_id, baseline.cases[c.case_id].samples_ms, samples[c.case_id]),
                               out, f"{stem}_distribution.png"))
         if history is not None:
-            rows = history(c.case_id)
-            names.append(save(trend_figure(c.case_id, rows, c.baseline or 0.0, c.threshold_pct or 0.0, c.current or 0.0),
+            rows = history.history(c.case_id, run.environment.device_name)
+            paths.append(save(trend_figure(c.case_id, rows, c.baseline or 0.0, c.threshold_pct or 0.0, c.current or 0.0),
                               out, f"{stem}_trend.png"))
+    if history is not None:
+        history.close()
     for fig, name in ((roofline_figure(run, settings.peak_tflops, settings.peak_gbps), "roofline.png"),
                       (profiler_figure(run, baseline), "profiler_metrics.png")):
         if fig is not None:
-            names.append(save(fig, out, name))
-    return tuple(names)
+            paths.append(save(fig, out, name))
+    return paths
+
+
+def _history(settings: Any, run: Run) -> Any:
+    """The stored history for trend charts (read-only), when this run was stored in one."""
+    if run.run_id is None or not settings.db_path.exists():
+        return None
+    from perfgate.store import open_store
+
+    return open_store(settings.db_path, readonly=True)

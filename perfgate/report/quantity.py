@@ -48,6 +48,20 @@ def fmt_ci(c: Comparison) -> str:
     return f"[{c.ci_low_pct:+.1f}, {c.ci_high_pct:+.1f}]"
 
 
+def fmt_detects(c: Comparison) -> str:
+    """The change a comparison could call: `>= 1.3%` for time (what the case detects), `> 10%` otherwise."""
+    if c.threshold_pct is None:
+        return "-"
+    if c.metric == "median_ms":
+        return f"≥ {fmt_pct(c.threshold_pct)}%"
+    return "any" if c.threshold_pct == 0 else f"> {fmt_pct(c.threshold_pct)}%"
+
+
+def fmt_pct(pct: float) -> str:
+    """Two significant digits below 10 (1.3, 0.85), whole numbers above (12, 1000)."""
+    return f"{pct:.0f}" if abs(pct) >= 10 else f"{pct:.2g}"
+
+
 def shorten(name: str, width: int = 60) -> str:
     """Keep the head and the tail (test name and parameters), elide the middle."""
     if len(name) <= width:

@@ -1,0 +1,115 @@
+"""Files other processes may read or write at the same time: atomic replacement and an exclusive lock.
+
+Every file perfgate writes (baselines, summaries, JSON, charts) goes through a unique temporary file in
+the same directory, fsync and rename, so a reader never sees half a file and two writers never share a
+temporary name. Baseline updates also hold a lock, so concurrent updates serialize instead of losing
+each other's cases.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+LOCK_DIR_ENV = "PERFGATE_LOCK_DIR"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make the rename itself durable (POSIX); a no-op where directories cannot be opened."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def lock_path_for(path: Path) -> Path:
+    """A lock file outside the repository (nothing for git to see), one per absolute target path."""
+    digest = hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:24]
+    base = Path(os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / "perfgate-locks")
+    return base / f"{digest}.lock"
+
+
+class LockTimeout(Exception):
+    """Another process held the lock for longer than the wait allowed."""
+
+
+@contextlib.contextmanager
+def exclusive_lock(target: Path, timeout_s: float = 300.0, poll_s: float = 0.05) -> Iterator[None]:
+    """Hold an exclusive advisory lock for `target` (same machine); LockTimeout after `timeout_s`."""
+    lock = lock_path_for(target)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not _try_lock(fd):
+            if time.monotonic() > deadline:
+                raise LockTimeout(f"{target} is locked by another process (lock file {lock})")
+            time.sleep(poll_s)
+        try:
+            yield
+        finally:
+            _unlock(fd)
+    finally:
+        os.close(fd)
+
+
+def _try_lock(fd: int) -> bool:
+    if sys.platform == "win32":  # pragma: no cover
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            return True
+        except OSError:
+            return False
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
+def _unlock(fd: int) -> None:
+    if sys.platform == "win32":  # pragma: no cover
+        import msvcrt
+
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        return
+    import fcntl
+
+    fcntl.flock(fd, fcntl.LOCK_UN)

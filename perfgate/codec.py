@@ -1,0 +1,93 @@
+"""Records <-> plain JSON-able dicts, for what crosses a process boundary: measurement children
+(calibration, confirmation), pytest-xdist workers, and the JSON results file.
+
+Strict on the way in: a child or worker that wrote something else is an error naming it, never a
+half-read result.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+from typing import Any
+
+from perfgate.model import (
+    CaseResult,
+    CaseThresholds,
+    Environment,
+    GpuState,
+    Metric,
+    Speedup,
+    TestOutcome,
+    Timer,
+    TimingStats,
+    UnmeasuredTest,
+)
+
+
+class CodecError(ValueError):
+    pass
+
+
+def finite_or_none(value: Any) -> Any:
+    """JSON has no NaN/inf: they become null (a change from 0 has no finite percentage)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite_or_none(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_none(v) for v in value]
+    return value
+
+
+def case_to_dict(r: CaseResult) -> dict[str, Any]:
+    out = asdict(r)
+    out["timing"]["timer"] = r.timing.timer.value
+    out["location"] = list(r.location) if r.location else None
+    out["autotune"] = [list(p) for p in r.autotune]
+    out["thresholds"]["metrics"] = [list(p) for p in r.thresholds.metrics]
+    cleaned: dict[str, Any] = finite_or_none(out)
+    return cleaned
+
+
+def case_from_dict(d: Any) -> CaseResult:
+    try:
+        timing = dict(d["timing"])
+        timing["timer"] = Timer(timing["timer"])
+        thresholds = dict(d.get("thresholds") or {})
+        thresholds["metrics"] = tuple((str(k), float(v)) for k, v in thresholds.get("metrics", ()))
+        speedup = d.get("speedup")
+        return CaseResult(
+            case_id=str(d["case_id"]), timing=TimingStats(**timing),
+            samples_ms=tuple(float(v) for v in d["samples_ms"]),
+            metrics=tuple(Metric(**m) for m in d.get("metrics", ())),
+            bytes_moved=d.get("bytes_moved"), flops=d.get("flops"),
+            profile_errors=tuple(d.get("profile_errors", ())), profile_notes=tuple(d.get("profile_notes", ())),
+            thresholds=CaseThresholds(**thresholds),
+            gpu_state=GpuState(**d["gpu_state"]) if d.get("gpu_state") else None,
+            autotune=tuple((str(k), str(v)) for k, v in d.get("autotune", ())),
+            speedup=Speedup(**{**speedup, "reference_samples_ms": tuple(speedup["reference_samples_ms"])})
+            if speedup else None,
+            confirmation_medians_ms=tuple(float(v) for v in d.get("confirmation_medians_ms", ())),
+            nodeid=str(d.get("nodeid", "")), location=(str(d["location"][0]), int(d["location"][1]))
+            if d.get("location") else None, device_uuid=str(d.get("device_uuid", "")))
+    except (KeyError, TypeError, ValueError, IndexError) as err:
+        raise CodecError(f"not a perfgate case result ({type(err).__name__}: {err})") from err
+
+
+def environment_from_dict(d: Any) -> Environment:
+    try:
+        return Environment(**{k: str(v) for k, v in d.items()})
+    except (TypeError, AttributeError) as err:
+        raise CodecError(f"not a perfgate environment ({err})") from err
+
+
+def unmeasured_to_dict(u: UnmeasuredTest) -> dict[str, str]:
+    return {"nodeid": u.nodeid, "outcome": u.outcome.value, "reason": u.reason}
+
+
+def unmeasured_from_dict(d: Any) -> UnmeasuredTest:
+    try:
+        return UnmeasuredTest(str(d["nodeid"]), TestOutcome(d["outcome"]), str(d.get("reason", "")))
+    except (KeyError, TypeError, ValueError) as err:
+        raise CodecError(f"not a test outcome ({err})") from err

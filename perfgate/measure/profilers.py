@@ -1,0 +1,139 @@
+"""The Profiler protocol and its two implementations: run a child command under the tool, read its
+report, attribute what it saw to perf cases (by the `perfgate:<case id>` NVTX range each case runs in)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from perfgate.measure.profile_child import NVTX_PREFIX
+from perfgate.model import Metric
+from perfgate.parse.records import KernelLaunch, NcuLaunch, Timeline
+
+
+@dataclass(frozen=True)
+class CaseFindings:
+    """What one profiler found for the cases: metrics, and notes for cases it had nothing to say about
+    for a good reason (copy-engine work has no kernel for ncu to profile)."""
+
+    metrics: dict[str, list[Metric]]
+    notes: dict[str, str]
+    settings: str  # recorded with the run: tool version, clock and cache control, report path
+
+
+class Profiler(Protocol):
+    name: str
+
+    def profile(self, command: list[str], out_dir: Path, timeout_s: float, env: dict[str, str], cwd: Path,
+                case_ids: list[str]) -> CaseFindings: ...
+
+
+def case_of(ranges: tuple[str, ...]) -> str | None:
+    """The case a launch belongs to: its innermost perfgate range (user ranges may nest inside)."""
+    for text in reversed(ranges):
+        if text.startswith(NVTX_PREFIX):
+            return text[len(NVTX_PREFIX):]
+    return None
+
+
+class NsysProfiler:
+    name = "nsys"
+
+    def __init__(self, calls: int) -> None:
+        self.calls = calls
+
+    def profile(self, command: list[str], out_dir: Path, timeout_s: float, env: dict[str, str], cwd: Path,
+                case_ids: list[str]) -> CaseFindings:
+        from perfgate.measure import nsys
+        from perfgate.parse.nsys_sqlite import read_nsys_sqlite
+
+        rep = nsys.profile(command, out_dir / "perfgate-nsys", timeout_s, env, cwd)
+        timeline = read_nsys_sqlite(nsys.export_sqlite(rep, timeout_s))
+        return CaseFindings(nsys_case_metrics(timeline, self.calls), {}, f"nsys: {rep}")
+
+
+class NcuProfiler:
+    name = "ncu"
+
+    def __init__(self, sections: tuple[str, ...], metrics: tuple[str, ...], named_set: str) -> None:
+        from perfgate.measure.ncu import NcuSettings
+
+        self.settings = NcuSettings(sections=sections or NcuSettings().sections, metrics=metrics, named_set=named_set)
+
+    def profile(self, command: list[str], out_dir: Path, timeout_s: float, env: dict[str, str], cwd: Path,
+                case_ids: list[str]) -> CaseFindings:
+        from perfgate.measure import ncu
+        from perfgate.parse.ncu_report_file import read_ncu_report
+
+        rep = ncu.profile(command, out_dir / "perfgate-ncu", self.settings, timeout_s, env, cwd)
+        described = self.settings.describe(ncu.version())
+        launches = read_ncu_report(rep) if rep is not None else []
+        found = ncu_case_metrics(launches)
+        # ncu profiles every kernel in a case's range: a case with none launched none (memcpy/memset work)
+        notes = {c: "ncu: no kernel to profile (this case launched none: copy-engine work such as memcpy/memset "
+                    "has none; nsys reports its transfers)" for c in case_ids if c not in found}
+        return CaseFindings(found, notes, described + (f"; report {rep}" if rep else "; no kernels were profiled"))
+
+
+def nsys_case_metrics(timeline: Timeline, calls: int) -> dict[str, list[Metric]]:
+    """Per case and kernel name: launches and GPU time per call, registers, shared memory; per case:
+    memcpy bytes, time and bandwidth, memset bytes per call (the child synchronises inside the range,
+    so a case's GPU work ends inside it)."""
+    grouped: dict[tuple[str, str], list[KernelLaunch]] = defaultdict(list)
+    for k in timeline.kernels:
+        case = case_of(k.nvtx_stack or ((k.nvtx_range,) if k.nvtx_range else ()))
+        if case is not None:
+            grouped[(case, k.name)].append(k)
+    out: dict[str, list[Metric]] = defaultdict(list)
+    for (case, name), ks in sorted(grouped.items()):
+        regs = [k.registers_per_thread for k in ks if k.registers_per_thread is not None]
+        shared = [k.shared_mem_bytes for k in ks if k.shared_mem_bytes is not None]
+        out[case] += [
+            Metric("nsys.launches_per_call", len(ks) / calls, "", "nsys", name),
+            Metric("nsys.kernel_ns_per_call", sum(k.duration_ns for k in ks) / calls, "ns", "nsys", name),
+        ]
+        if regs:
+            out[case].append(Metric("nsys.registers_per_thread", float(max(regs)), "register", "nsys", name))
+        if shared:
+            out[case].append(Metric("nsys.shared_mem_bytes", float(max(shared)), "byte", "nsys", name))
+    for case, metrics in _transfer_metrics(timeline, calls).items():
+        out[case] += metrics
+    return dict(out)
+
+
+def _transfer_metrics(timeline: Timeline, calls: int) -> dict[str, list[Metric]]:
+    out: dict[str, list[Metric]] = {}
+    ops = sorted(timeline.memory_ops, key=lambda m: m.start_ns)
+    for r in timeline.nvtx_ranges:
+        case = case_of((r.text,))
+        if case is None:
+            continue
+        inside = [m for m in ops if r.start_ns <= m.start_ns <= r.end_ns]
+        copies = [m for m in inside if m.kind != "memset"]
+        sets = [m for m in inside if m.kind == "memset"]
+        metrics = [Metric("nsys.memcpy_bytes_per_call", sum(m.bytes for m in copies) / calls, "byte", "nsys", "")]
+        copy_ns = sum(m.duration_ns for m in copies)
+        if copies and copy_ns > 0:
+            metrics += [Metric("nsys.memcpy_ns_per_call", copy_ns / calls, "ns", "nsys", ""),
+                        Metric("nsys.memcpy_bytes_per_second", sum(m.bytes for m in copies) / (copy_ns / 1e9),
+                               "byte/s", "nsys", "")]
+        if sets:
+            metrics.append(Metric("nsys.memset_bytes_per_call", sum(m.bytes for m in sets) / calls, "byte", "nsys", ""))
+        out[case] = metrics
+    return out
+
+
+def ncu_case_metrics(launches: list[NcuLaunch]) -> dict[str, list[Metric]]:
+    """Every numeric metric of each profiled launch, keyed by case (NVTX) and kernel name. A kernel
+    launched twice in one call keeps its last launch (the launches of one call are alike)."""
+    out: dict[str, dict[tuple[str, str], Metric]] = defaultdict(dict)
+    for launch in launches:
+        case = case_of(launch.nvtx_ranges)
+        if case is None:
+            continue
+        for name, m in launch.metrics.items():
+            if not isinstance(m.value, str):
+                out[case][(launch.name, name)] = Metric(name, float(m.value), m.unit, "ncu", launch.name)
+    return {case: list(d.values()) for case, d in out.items()}

@@ -1,0 +1,82 @@
+"""pytest-benchmark's saved JSON (`--benchmark-json` / `--benchmark-autosave`) -> a Run for the history.
+
+Times are seconds there and milliseconds here; raw samples are present only when the suite saved them
+(`--benchmark-save-data`). The run's identity comes from the file's content, so importing the same file
+twice stores it once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from pathlib import Path
+from typing import Any
+
+from perfgate.errors import ReportFileError
+from perfgate.inputs import parse_json, read_bytes
+from perfgate.model import CaseResult, Environment, Run, RunInfo, Timer, TimingStats
+
+_STATS = ("min", "max", "mean", "stddev", "median", "q1", "q3")
+
+
+def read_pytest_benchmark(path: Path) -> Run:
+    path = Path(path)
+    data = read_bytes(path, ReportFileError)
+    doc = parse_json(data, path, ReportFileError)
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list) or "machine_info" not in doc:
+        raise ReportFileError(path, "not a pytest-benchmark JSON file (no machine_info and benchmarks list)")
+    machine = _dict(path, doc, "machine_info")
+    commit: dict[str, Any] = doc["commit_info"] if isinstance(doc.get("commit_info"), dict) else {}
+    results = tuple(_case(path, i, b) for i, b in enumerate(doc["benchmarks"]))
+    ids = [r.case_id for r in results]
+    if len(set(ids)) != len(ids):
+        raise ReportFileError(path, "two benchmarks share a fullname")
+    cpu: dict[str, Any] = machine["cpu"] if isinstance(machine.get("cpu"), dict) else {}
+    env = Environment(device_kind="host", device_name=_text(cpu.get("brand_raw") or machine.get("processor") or "unknown"),
+                      python_version=_text(machine.get("python_version", "")), hostname=_text(machine.get("node", "")),
+                      platform=_text(machine.get("system", "")) + "-" + _text(machine.get("machine", "")))
+    when = _text(doc.get("datetime", ""))
+    info = RunInfo(started_at=when, finished_at=when, git_commit=_text(commit.get("id", "")),
+                   git_branch=_text(commit.get("branch", "")), git_dirty=bool(commit.get("dirty", False)),
+                   hostname=env.hostname, argv=f"perfgate import-benchmark {path.name}",
+                   run_uid="pytest-benchmark-" + hashlib.sha256(data).hexdigest()[:32])
+    return Run(info=info, environment=env, results=results)
+
+
+def _dict(path: Path, doc: dict[str, Any], key: str) -> dict[str, Any]:
+    value = doc.get(key)
+    if not isinstance(value, dict):
+        raise ReportFileError(path, f'"{key}" must be an object')
+    return value
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+def _case(path: Path, i: int, b: Any) -> CaseResult:
+    where = f"benchmarks[{i}]"
+    if not isinstance(b, dict) or not isinstance(b.get("fullname") or b.get("name"), str):
+        raise ReportFileError(path, f"{where}: needs a fullname")
+    stats = b.get("stats")
+    if not isinstance(stats, dict):
+        raise ReportFileError(path, f"{where}: needs a stats object")
+    values = {k: _seconds(path, where, k, stats.get(k)) for k in _STATS}
+    rounds = stats.get("rounds")
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise ReportFileError(path, f"{where}: stats.rounds must be a positive integer")
+    data = stats.get("data", [])
+    if not isinstance(data, list):
+        raise ReportFileError(path, f"{where}: stats.data must be a list")
+    samples = tuple(1e3 * _seconds(path, where, f"data[{j}]", v) for j, v in enumerate(data))
+    timing = TimingStats(timer=Timer.HOST, n_samples=rounds, median_ms=1e3 * values["median"],
+                         mean_ms=1e3 * values["mean"], stdev_ms=1e3 * values["stddev"], min_ms=1e3 * values["min"],
+                         max_ms=1e3 * values["max"], q1_ms=1e3 * values["q1"], q3_ms=1e3 * values["q3"])
+    case_id = b.get("fullname") or b["name"]
+    return CaseResult(case_id=case_id, timing=timing, samples_ms=samples, nodeid=case_id)
+
+
+def _seconds(path: Path, where: str, key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ReportFileError(path, f"{where}: {key} must be a finite number of seconds >= 0, got {value!r}")
+    return float(value)

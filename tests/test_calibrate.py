@@ -1,0 +1,78 @@
+"""`perfgate calibrate`: a baseline from N fresh processes, then gated on its between-process noise."""
+
+import json
+import sqlite3
+
+import pytest
+
+from perfgate.cli import main
+
+PERF_TEST = '''
+import os, time
+
+def test_sleep(perfgate):
+    perfgate(time.sleep, float(os.environ.get("SLEEP_MS", "2")) / 1e3)
+
+def test_sum(perfgate):
+    perfgate(sum, range(2000))
+'''
+PYPROJECT = """
+[tool.pytest.ini_options]
+addopts = "-p no:cacheprovider"
+
+[tool.perfgate]
+warmup_ms = 2
+min_samples = 10
+max_samples = 30
+budget_ms = 40
+confirm_runs = 0
+"""
+
+
+@pytest.fixture
+def project(pytester, monkeypatch):
+    for var in ("GITHUB_STEP_SUMMARY", "PERFGATE_DB", "FAIL_IT"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("SLEEP_MS", "2")
+    pytester.makepyfile(test_perf=PERF_TEST)
+    pytester.makefile(".toml", pyproject=PYPROJECT)
+    monkeypatch.chdir(pytester.path)
+    return pytester
+
+
+def test_calibration_writes_process_medians_noise_and_what_each_case_detects(project, capsys):
+    assert main(["calibrate", "--runs", "3", "--reason", "first calibration"]) == 0
+    out = capsys.readouterr().out
+    assert "wrote calibrated baseline" in out and "2 case(s) from 3 processes" in out
+    baseline = json.loads(next((project.path / "baselines").glob("*.json")).read_text())
+    case = baseline["cases"]["test_perf.py::test_sleep"]
+    assert len(case["process_medians_ms"]) == 3 and case["noise_pct"] >= 0.5 and case["threshold_pct"] >= 1.0
+    assert baseline["updates"][-1]["calibrated_runs"] == 3 and baseline["updates"][-1]["reason"] == "first calibration"
+    con = sqlite3.connect(project.path / ".perfgate" / "history.db")
+    assert con.execute("select count(*) from runs").fetchone()[0] == 3  # the calibration runs are kept
+    gate = project.runpytest("--perfgate", "--perfgate-json", "out.json")
+    assert gate.ret == 0
+    rows = json.loads((project.path / "out.json").read_text())["comparisons"]
+    sleep = next(r for r in rows if r["case_id"] == "test_perf.py::test_sleep" and r["metric"] == "median_ms")
+    assert sleep["note"] == "calibrated" and sleep["noise_pct"] > 0 and sleep["threshold_pct"] >= 1.0
+
+
+def test_calibration_needs_three_processes_and_a_reason(project, capsys):
+    assert main(["calibrate", "--runs", "2", "--reason", "x"]) == 2
+    assert "--runs must be at least 3" in capsys.readouterr().err
+    assert main(["calibrate", "--runs", "3", "--reason", " "]) == 2
+    assert not (project.path / "baselines").exists()
+
+
+def test_a_failing_calibration_process_writes_no_baseline(project, capsys):
+    project.makepyfile(test_broken="def test_broken(perfgate):\n    perfgate(sum, [1])\n    assert False\n")
+    assert main(["calibrate", "--runs", "3", "--reason", "x"]) == 2
+    assert "process 1: pytest exited with status 1" in capsys.readouterr().err
+    assert not (project.path / "baselines").exists()
+
+
+def test_calibration_passes_pytest_arguments_through(project, capsys):
+    assert main(["calibrate", "--runs", "3", "--reason", "only sum", "--", "-k", "sum"]) == 0
+    capsys.readouterr()
+    baseline = json.loads(next((project.path / "baselines").glob("*.json")).read_text())
+    assert list(baseline["cases"]) == ["test_perf.py::test_sum"]

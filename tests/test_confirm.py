@@ -1,0 +1,73 @@
+"""Confirmation before failing: a suspect case is re-measured in fresh processes; only a regression that
+survives them fails the gate. (The parent runs in-process; the confirmation children are real processes.)"""
+
+import json
+
+import pytest
+
+PERF_TEST = '''
+import os, time
+
+def work(ms):
+    time.sleep(ms / 1e3)
+
+def test_really_slower(perfgate):
+    perfgate(work, float(os.environ.get("SLEEP_MS", "2")))
+
+def test_slow_once(perfgate):
+    # slow in the gate's own process only: a fresh process (a confirmation run) measures it at full speed
+    once = os.environ.get("SLOW_ONCE") and not os.environ.get("PERFGATE_MEASURE_CHILD")
+    perfgate(work, 3.0 if once else 2.0)
+'''
+PYPROJECT = """
+[tool.perfgate]
+threshold_pct = 10.0
+warmup_ms = 2
+min_samples = 10
+max_samples = 20
+budget_ms = 40
+confirm_runs = 2
+"""
+
+
+@pytest.fixture
+def project(pytester, monkeypatch):
+    for var in ("GITHUB_STEP_SUMMARY", "PERFGATE_DB", "SLOW_ONCE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("SLEEP_MS", "2")
+    pytester.makepyfile(test_perf=PERF_TEST)
+    pytester.makefile(".toml", pyproject=PYPROJECT)
+    assert pytester.runpytest("--perfgate", "-p", "no:cacheprovider").ret == 0
+    return pytester
+
+
+def comparisons(p):
+    doc = json.loads((p.path / "out.json").read_text())
+    return {c["case_id"].split("::")[-1]: c for c in doc["comparisons"] if c["metric"] == "median_ms"}
+
+
+def test_a_real_regression_is_confirmed_in_a_fresh_process_and_fails(project, monkeypatch):
+    monkeypatch.setenv("SLEEP_MS", "3")
+    result = project.runpytest("--perfgate", "-p", "no:cacheprovider", "--perfgate-json", "out.json")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*confirming 1 suspect case(s) in a fresh process (round 1 of 2)*",
+                                 "*test_really_slower*REGRESSED (2 processes)*"])
+    row = comparisons(project)["test_really_slower"]
+    assert row["verdict"] == "regressed" and row["processes"] == 2
+
+
+def test_a_slowdown_a_fresh_process_does_not_reproduce_is_cleared(project, monkeypatch):
+    monkeypatch.setenv("SLOW_ONCE", "1")
+    result = project.runpytest("--perfgate", "-p", "no:cacheprovider", "--perfgate-json", "out.json")
+    assert result.ret == 0
+    row = comparisons(project)["test_slow_once"]
+    assert row["verdict"] == "unchanged" and row["processes"] >= 2
+    stored = json.loads((project.path / "out.json").read_text())["cases"]
+    assert next(c for c in stored if c["case_id"].endswith("test_slow_once"))["confirmation_medians_ms"]
+
+
+def test_confirmation_can_be_switched_off(project, monkeypatch):
+    monkeypatch.setenv("SLEEP_MS", "3")
+    result = project.runpytest("--perfgate", "-p", "no:cacheprovider", "--perfgate-confirm-runs", "0")
+    assert result.ret == 1
+    assert "confirming" not in result.stdout.str()
