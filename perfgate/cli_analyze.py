@@ -17,19 +17,21 @@ def analyze(args: argparse.Namespace) -> int:
     from perfgate.publish import write_text
     from perfgate.report.analyze_markdown import render_analysis_markdown
 
-    documents = [analyze_file(f) for f in _progress(args.files)]
+    want_charts = bool(args.output_dir) and not args.no_charts
+    documents = [analyze_file(f, with_spans=want_charts) for f in _progress(args.files)]
     table = comparison(documents)
     charts: list[str] = []
+    files = [d.as_dict() for d in documents]
+    rows = [r.as_dict() for r in table]
     if args.output_dir:
-        if not args.no_charts:
+        if want_charts:
             from perfgate.report.analyze_charts import write_analysis_charts
 
             charts = write_analysis_charts(documents, args.output_dir)
-        write_text(args.output_dir / "analysis.json", _json({"files": documents, "comparison": table}))
+        write_text(args.output_dir / "analysis.json", _json({"files": files, "comparison": rows}))
         write_text(args.output_dir / "report.md", render_analysis_markdown(documents, table, charts))
     if args.format == "json":
-        doc = documents[0] if len(documents) == 1 else {"files": documents, "comparison": table}
-        print(_json(doc), end="")
+        print(_json(files[0] if len(files) == 1 else {"files": files, "comparison": rows}), end="")
     else:
         print(render_analysis_markdown(documents, table, charts), end="")
     return 0

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from perfgate.analyze.timeline import api_summary, kernel_summary, memory_summary, nvtx_summary
+from perfgate.analyze.nsys_summary import summarize_nsys
 from perfgate.errors import ReportFileError
 from perfgate.measure.profilers import nsys_case_metrics
 from perfgate.parse.nsys_sqlite import read_nsys_sqlite
@@ -18,6 +18,13 @@ def timeline():
     from tests.conftest import H100
 
     return read_nsys_sqlite(H100 / "perfgate-nsys.sqlite")
+
+
+@pytest.fixture(scope="module")
+def summary():
+    from tests.conftest import H100
+
+    return summarize_nsys(H100 / "perfgate-nsys.sqlite", "nsys-sqlite").as_dict()
 
 
 def stats_rows(h100, name):
@@ -40,31 +47,31 @@ def test_schema_version_is_read(timeline):
     assert timeline.gpu_name == "NVIDIA H100 80GB HBM3"
 
 
-def test_kernel_summary_matches_nsys_stats(timeline, h100_data):
+def test_kernel_summary_matches_nsys_stats(summary, h100_data):
     theirs = stats_rows(h100_data, "cuda_gpu_kern_sum")
-    ours = {k["name"]: k for k in kernel_summary(timeline)}
+    ours = {k["name"]: k for k in summary["kernels"]}
     assert len(ours) == len(theirs)
     for row in theirs:
         assert_row_matches(ours[row["Name"]], row, "Instances")
         assert ours[row["Name"]]["time_pct"] == pytest.approx(float(row["Time (%)"]), abs=0.06)
 
 
-def test_memory_summary_matches_nsys_stats(timeline, h100_data):
+def test_memory_summary_matches_nsys_stats(summary, h100_data):
     theirs = stats_rows(h100_data, "cuda_gpu_mem_time_sum")
-    ours = {m["kind"]: m for m in memory_summary(timeline)}
+    ours = {m["kind"]: m for m in summary["memory"]}
     for row in theirs:
         kind = row["Operation"].strip("[]").replace("CUDA ", "").replace("memcpy ", "")
         assert_row_matches(ours[kind], row, "Count")
 
 
-def test_api_summary_matches_nsys_stats(timeline, h100_data):
-    ours = {a["name"]: a for a in api_summary(timeline)}
+def test_api_summary_matches_nsys_stats(summary, h100_data):
+    ours = {a["name"]: a for a in summary["api"]}
     for row in stats_rows(h100_data, "cuda_api_sum"):
         assert_row_matches(ours[row["Name"]], row, "Num Calls")
 
 
-def test_nvtx_summary_matches_nsys_stats(timeline, h100_data):
-    ours = {r["range"]: r for r in nvtx_summary(timeline)}
+def test_nvtx_summary_matches_nsys_stats(summary, h100_data):
+    ours = {r["range"]: r for r in summary["nvtx"]}
     theirs = stats_rows(h100_data, "nvtx_sum")
     assert len(ours) == len(theirs)
     for row in theirs:
@@ -79,6 +86,23 @@ def test_every_kernel_is_attributed_to_the_range_it_ran_in(timeline):
     for k in timeline.kernels:
         inside = [r.text for r in ranges if r.start_ns <= k.start_ns and k.end_ns <= r.end_ns]
         assert (k.nvtx_range or None) == (inside[0] if inside else None), k
+
+
+def test_sweep_attribution_equals_the_correlated_subquery_it_replaced(timeline, h100_data):
+    """Ground truth: the first version's per-launch SQL (quadratic, exact) for every kernel of the capture."""
+    con = sqlite3.connect(h100_data / "perfgate-nsys.sqlite")
+    truth = con.execute("""select k.start, (select group_concat(txt, char(31)) from (
+            select coalesce(n.text, ns.value) as txt from CUPTI_ACTIVITY_KIND_RUNTIME r
+            join NVTX_EVENTS n on n.globalTid = r.globalTid and n.start <= r.start and n.end >= r.end
+                 and n.eventType = 59
+            left join StringIds ns on ns.id = n.textId
+            where r.correlationId = k.correlationId and (r.globalTid & 0xFFFFFFFFFF000000) = k.globalPid
+            order by n.start asc))
+        from CUPTI_ACTIVITY_KIND_KERNEL k order by k.start""").fetchall()
+    con.close()
+    assert len(truth) == len(timeline.kernels) == 2437
+    assert [tuple(t.split("\x1f")) if t else () for _, t in truth] == [k.nvtx_stack for k in timeline.kernels]
+    assert sum(1 for k in timeline.kernels if k.nvtx_stack) == 18  # 6 cases x 3 calls in their ranges
 
 
 def test_case_metrics_name_the_kernels_each_case_launched(timeline):

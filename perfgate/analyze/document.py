@@ -2,44 +2,78 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from perfgate.analyze.ncu_diagnosis import diagnose
-from perfgate.analyze.timeline import summarize_timeline
-from perfgate.parse.load import detect, load
-from perfgate.parse.records import NcuLaunch, Timeline
+from perfgate.analyze.summary import Document, LaunchRow, NcuSummary, TimelineSummary
+from perfgate.parse.load import detect
+from perfgate.parse.records import NcuLaunch
 
 
-def analyze_file(path: Path) -> dict[str, Any]:
-    """{"source", "type", ...}: timeline sources get kernels/memory/api/nvtx/gpu_idle; ncu sources
-    get launches (name + metrics in base units) and a diagnosis per launch."""
+def analyze_file(path: Path, with_spans: bool = False) -> Document:
+    """Timeline sources (nsys export or report, torch trace) get the four summaries and GPU idle time;
+    ncu sources get their launches (metrics in base units) and a diagnosis per launch."""
     kind = detect(path)
-    parsed = load(path)
-    if isinstance(parsed, Timeline):
-        return {"type": kind, **summarize_timeline(parsed)}
-    return {"type": kind, "source": str(path), **ncu_document(parsed)}
+    if kind in ("nsys-sqlite", "nsys-rep"):
+        from perfgate.analyze.nsys_summary import summarize_nsys
+
+        sqlite = path
+        if kind == "nsys-rep":
+            from perfgate.measure.nsys import export_sqlite
+
+            sqlite = export_sqlite(Path(path))
+        summary = summarize_nsys(sqlite, kind, with_spans)
+        return summary if kind == "nsys-sqlite" else _with_source(summary, path)
+    if kind == "torch-json":
+        from perfgate.analyze.torch_summary import summarize_torch
+
+        return summarize_torch(path, kind, with_spans)
+    if kind == "ncu-rep":
+        from perfgate.parse.ncu_report_file import read_ncu_report
+
+        return ncu_summary(path, kind, read_ncu_report(path))
+    from perfgate.parse.ncu_csv import read_ncu_csv
+
+    return ncu_summary(path, kind, read_ncu_csv(path))
 
 
-def ncu_document(launches: list[NcuLaunch]) -> dict[str, Any]:
-    return {
-        "launches": [{"id": l.launch_id, "name": l.name, "nvtx": list(l.nvtx_ranges),
-                      "metrics": {k: m.value for k, m in sorted(l.metrics.items())},
-                      "units": {k: m.unit for k, m in sorted(l.metrics.items())}} for l in launches],
-        "diagnosis": [diagnose(l).as_dict() for l in launches],
-    }
+def _with_source(summary: TimelineSummary, path: Path) -> TimelineSummary:
+    from dataclasses import replace
+
+    return replace(summary, source=str(path))
 
 
-def comparison(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Across files: per kernel name, time per file (timeline: total_ns; ncu: duration of its launches)."""
+def ncu_summary(path: Path, kind: str, launches: list[NcuLaunch]) -> NcuSummary:
+    rows = tuple(LaunchRow(id=launch.launch_id, name=launch.name, nvtx=launch.nvtx_ranges,
+                           metrics={k: m.value for k, m in sorted(launch.metrics.items())},
+                           units={k: m.unit for k, m in sorted(launch.metrics.items())}) for launch in launches)
+    return NcuSummary(source=str(path), type=kind, launches=rows, diagnosis=tuple(diagnose(lc) for lc in launches))
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    name: str
+    total_ns_by_file: dict[str, float]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "total_ns_by_file": dict(self.total_ns_by_file)}
+
+
+def comparison(documents: list[Document]) -> list[ComparisonRow]:
+    """Across files: per kernel name, time per file (timeline: total_ns; ncu: duration of its launches).
+    Files are named by their index and name, so two files with one name stay apart."""
     table: dict[str, dict[str, float]] = {}
-    for doc in documents:
-        src = Path(doc["source"]).name
-        if "kernels" in doc:
-            for k in doc["kernels"]:
-                table.setdefault(k["name"], {})[src] = k["total_ns"]
-        for d in doc.get("diagnosis", []):
-            if d["duration_ns"] is not None:
-                row = table.setdefault(d["name"], {})
-                row[src] = row.get(src, 0.0) + d["duration_ns"]
-    return [{"name": name, "total_ns_by_file": by_file} for name, by_file in sorted(table.items())]
+    names = [Path(doc.source).name for doc in documents]
+    for i, doc in enumerate(documents):
+        src = f"{i}:{names[i]}" if names.count(names[i]) > 1 else names[i]
+        if isinstance(doc, TimelineSummary):
+            for k in doc.kernels:
+                table.setdefault(k.name, {})[src] = float(k.stats.total_ns)
+        else:
+            for d in doc.diagnosis:
+                if d.duration_ns is not None:
+                    row = table.setdefault(d.name, {})
+                    row[src] = row.get(src, 0.0) + d.duration_ns
+    return [ComparisonRow(name, by_file) for name, by_file in sorted(table.items())]

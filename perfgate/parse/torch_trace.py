@@ -1,93 +1,138 @@
-"""Read a torch.profiler (Kineto) Chrome trace into a Timeline. `ts`/`dur` are microseconds (floats).
+"""Read a torch.profiler (Kineto) Chrome trace. `ts`/`dur` are microseconds (floats); we keep nanoseconds.
 
-Kernels are attributed to the innermost `user_annotation` (record_function) range on the launching
-thread, found through the launch call's correlation id, as NVTX ranges are for nsys.
+`load_events` validates and returns the complete ("X") events once; `read_torch_trace` builds a Timeline
+whose kernels carry the innermost `user_annotation` (record_function) range of the launching thread,
+found through the launch call's correlation id and a sort-and-sweep interval join (parse/intervals.py),
+as NVTX ranges are for nsys. analyze/torch_summary.py groups the same events without per-event records.
 """
 
 from __future__ import annotations
 
 import gzip
-import json
+import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from perfgate.errors import ReportFileError
+from perfgate.inputs import MAX_JSON_BYTES, check_regular_file, parse_json
+from perfgate.parse.intervals import Span, enclosing
 from perfgate.parse.records import ApiCall, KernelLaunch, MemoryOp, NvtxRange, Timeline
 
-_KINDS = {"gpu_memcpy": None, "gpu_memset": "memset"}
+LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
+MEMORY_CATS = {"gpu_memcpy": None, "gpu_memset": "memset"}
+COPY_KINDS = {"HtoD": "Host-to-Device", "DtoH": "Device-to-Host", "DtoD": "Device-to-Device", "PtoP": "Peer-to-Peer"}
 
 
-def read_torch_trace(path: Path) -> Timeline:
+@dataclass(frozen=True)
+class TraceEvents:
+    path: Path
+    events: list[dict[str, Any]]  # complete events with a valid ts/dur
+    gpu_name: str
+    schema_version: str
+
+
+def load_events(path: Path) -> TraceEvents:
     path = Path(path)
-    events, meta = _load(path)
-    launches = {e["args"]["correlation"]: e for e in events
-                if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
-    ranges = [e for e in events if e.get("cat") == "user_annotation"]
-    kernels, mem_ops = [], []
-    for e in events:
-        cat = e.get("cat")
-        if cat == "kernel":
-            kernels.append(_kernel(e, _annotation(launches.get(e.get("args", {}).get("correlation")), ranges)))
-        elif cat in _KINDS:
-            kind = _KINDS[cat] or _copy_kind(e["name"])
-            start, end = _span(e)
-            mem_ops.append(MemoryOp(kind=kind, bytes=int(e.get("args", {}).get("bytes", 0)), start_ns=start, end_ns=end))
-    api = [ApiCall(e["name"], *_span(e)) for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")]
-    nvtx = [NvtxRange(e["name"], *_span(e), style="PushPop") for e in ranges]
-    gpu = meta.get("deviceProperties", [{}])
-    return Timeline(source=path, kind="torch", kernels=tuple(sorted(kernels, key=lambda k: k.start_ns)),
-                    memory_ops=tuple(sorted(mem_ops, key=lambda m: m.start_ns)),
-                    api_calls=tuple(sorted(api, key=lambda a: a.start_ns)), nvtx_ranges=tuple(nvtx),
-                    gpu_name=str(gpu[0].get("name", "")) if gpu else "",
-                    meta={"schemaVersion": str(meta.get("schemaVersion", ""))})
-
-
-def _load(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    if not path.is_file():
-        raise ReportFileError(path, "no such file")
+    st = check_regular_file(path, ReportFileError)
+    if st.st_size > MAX_JSON_BYTES * 4:
+        raise ReportFileError(path, f"too large ({st.st_size:,} bytes)")
     try:
         raw = path.read_bytes()
         if raw[:2] == b"\x1f\x8b":
             raw = gzip.decompress(raw)
-        if not raw.strip():
-            raise ReportFileError(path, "the file is empty")
-        data = json.loads(raw)
-    except (OSError, EOFError, gzip.BadGzipFile) as err:
+    except (OSError, EOFError, gzip.BadGzipFile, ValueError) as err:
         raise ReportFileError(path, f"cannot be read ({err})") from err
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ReportFileError(path, f"not valid JSON, truncated? ({err})") from err
+    if not raw.strip():
+        raise ReportFileError(path, "the file is empty")
+    data = parse_json(raw, path, ReportFileError, unique_keys=False)
     if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
         raise ReportFileError(path, "not a torch profiler trace (no traceEvents list)")
-    events = [e for e in data["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X"]
-    return events, data
+    events = [e for e in data["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X" and _timed(e)]
+    props = data.get("deviceProperties")
+    gpu = props[0].get("name", "") if isinstance(props, list) and props and isinstance(props[0], dict) else ""
+    return TraceEvents(path, events, str(gpu), str(data.get("schemaVersion", "")))
 
 
-def _span(e: dict[str, Any]) -> tuple[int, int]:
+def _timed(e: dict[str, Any]) -> bool:
+    ts, dur = e.get("ts"), e.get("dur", 0)
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in (ts, dur))
+
+
+def span_ns(e: dict[str, Any]) -> tuple[int, int]:
     start = round(float(e["ts"]) * 1000)
     return start, start + round(float(e.get("dur", 0)) * 1000)
 
 
-def _kernel(e: dict[str, Any], annotation: str) -> KernelLaunch:
-    a = e.get("args", {})
-    start, end = _span(e)
-    grid, block = a.get("grid", [0, 0, 0]), a.get("block", [0, 0, 0])
-    return KernelLaunch(name=e["name"], start_ns=start, end_ns=end, grid=tuple(grid), block=tuple(block),
-                        registers_per_thread=a.get("registers per thread"), shared_mem_bytes=a.get("shared memory"),
-                        stream=a.get("stream"), device=a.get("device"), nvtx_range=annotation)
-
-
-def _annotation(launch: dict[str, Any] | None, ranges: list[dict[str, Any]]) -> str:
-    if launch is None:
-        return ""
-    start, end = _span(launch)
-    enclosing = [r for r in ranges if r.get("tid") == launch.get("tid") and r.get("pid") == launch.get("pid")
-                 and _span(r)[0] <= start and _span(r)[1] >= end]
-    return max(enclosing, key=lambda r: _span(r)[0])["name"] if enclosing else ""
-
-
-def _copy_kind(name: str) -> str:
-    for kind in ("HtoD", "DtoH", "DtoD", "PtoP"):
-        if kind in name:
-            return {"HtoD": "Host-to-Device", "DtoH": "Device-to-Host", "DtoD": "Device-to-Device",
-                    "PtoP": "Peer-to-Peer"}[kind]
+def copy_kind(name: str) -> str:
+    for short, long in COPY_KINDS.items():
+        if short in name:
+            return long
     return name
+
+
+def args_of(e: dict[str, Any]) -> dict[str, Any]:
+    a = e.get("args")
+    return a if isinstance(a, dict) else {}
+
+
+def read_torch_trace(path: Path) -> Timeline:
+    trace = load_events(path)
+    kernels, mem_ops, api, ranges = [], [], [], []
+    for e in trace.events:
+        cat = e.get("cat")
+        if cat == "kernel":
+            kernels.append(e)
+        elif cat in MEMORY_CATS:
+            start, end = span_ns(e)
+            kind = MEMORY_CATS[str(cat)] or copy_kind(str(e.get("name", "")))
+            mem_ops.append(MemoryOp(kind=kind, bytes=_int(args_of(e).get("bytes")) or 0, start_ns=start, end_ns=end))
+        elif cat in LAUNCH_CATS:
+            api.append(e)
+        elif cat == "user_annotation":
+            ranges.append(e)
+    annotations = _annotations(kernels, api, ranges)
+    return Timeline(source=trace.path, kind="torch",
+                    kernels=tuple(sorted((_kernel(e, a) for e, a in zip(kernels, annotations)), key=lambda k: k.start_ns)),
+                    memory_ops=tuple(sorted(mem_ops, key=lambda m: m.start_ns)),
+                    api_calls=tuple(sorted((ApiCall(str(e.get("name", "")), *span_ns(e)) for e in api),
+                                           key=lambda a: a.start_ns)),
+                    nvtx_ranges=tuple(NvtxRange(str(e.get("name", "")), *span_ns(e), style="PushPop") for e in ranges),
+                    gpu_name=trace.gpu_name, meta={"schemaVersion": trace.schema_version})
+
+
+def _annotations(kernels: list[dict[str, Any]], api: list[dict[str, Any]], ranges: list[dict[str, Any]]) -> list[str]:
+    """The innermost annotation on the launching thread around each kernel's launch call."""
+    launches = {args_of(e).get("correlation"): e for e in api if "correlation" in args_of(e)}
+    calls = [launches.get(args_of(k).get("correlation")) for k in kernels]
+    present = [c for c in calls if c is not None]
+    spans = [Span(_thread(r), *span_ns(r)) for r in ranges]
+    found = iter(enclosing([Span(_thread(c), *span_ns(c)) for c in present], spans))
+    out = []
+    for c in calls:
+        idx = next(found) if c is not None else ()
+        out.append(str(ranges[idx[-1]].get("name", "")) if idx else "")  # innermost: the last opened
+    return out
+
+
+def _thread(e: dict[str, Any]) -> tuple[str, str]:
+    return (str(e.get("pid")), str(e.get("tid")))
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+
+
+def _dims(value: Any) -> tuple[int, int, int]:
+    if isinstance(value, list) and len(value) == 3 and all(_int(v) is not None for v in value):
+        return (int(value[0]), int(value[1]), int(value[2]))
+    return (0, 0, 0)
+
+
+def _kernel(e: dict[str, Any], annotation: str) -> KernelLaunch:
+    a = args_of(e)
+    start, end = span_ns(e)
+    return KernelLaunch(name=str(e.get("name", "")), start_ns=start, end_ns=end, grid=_dims(a.get("grid")),
+                        block=_dims(a.get("block")), registers_per_thread=_int(a.get("registers per thread")),
+                        shared_mem_bytes=_int(a.get("shared memory")), stream=_int(a.get("stream")),
+                        device=_int(a.get("device")), nvtx_range=annotation)

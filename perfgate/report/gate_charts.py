@@ -1,62 +1,104 @@
-"""Charts of a gate run: change per case, trends, sample distributions, roofline, profiler metrics."""
+"""Charts of a gate run: change per case, trends, sample distributions, roofline, profiler metrics.
+
+Each builder returns a Figure, or None when the data is not there. Every case and kernel gets its own
+label (case_labels / kernel_labels), and every text is drawn literally (plain_text)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from perfgate.baseline import Baseline
 from perfgate.metrics import TIME_METRIC
-from perfgate.model import Comparison, GateResult, Run, Verdict
-from perfgate.report.figures import VERDICT_COLOURS, new_figure, save, top_n_with_others
-from perfgate.report.quantity import case_label, kernel_label
+from perfgate.model import Comparison, GateResult, Metric, Run, Verdict
+from perfgate.report.analyze_charts import kernel_labels
+from perfgate.report.figures import VERDICT_COLOURS, new_figure, plain_text, save
+from perfgate.report.quantity import case_label, case_labels
+from perfgate.store import HistoryPoint
 
 TOP_N = 25
 ACHIEVED_OCC = "sm__warps_active.avg.pct_of_peak_sustained_active"
 THEORETICAL_OCC = "sm__maximum_warps_per_active_cycle_pct"
 DRAM_BW = "dram__bytes.sum.per_second"
+# Spec-sheet ceilings (dense bf16 tensor TFLOP/s, DRAM GB/s), used when none are configured.
+DEVICE_SPECS = {"H100 80GB HBM3": (989.0, 3350.0), "H100 SXM": (989.0, 3350.0), "H100 PCIe": (756.0, 2000.0),
+                "H200": (989.0, 4800.0), "A100-SXM4-80GB": (312.0, 2039.0), "A100-SXM4-40GB": (312.0, 1555.0),
+                "A100 80GB PCIe": (312.0, 1935.0), "L40S": (362.0, 864.0), "RTX 4090": (165.0, 1008.0)}
 
 
 def time_rows(gate: GateResult) -> list[Comparison]:
     return [c for c in gate.comparisons if c.metric == TIME_METRIC and c.change_pct is not None]
 
 
-def change_per_case_figure(gate: GateResult, top_n: int = TOP_N) -> Any:
-    """Horizontal bars of time change per case, largest first, coloured by verdict."""
-    rows = time_rows(gate)
-    verdicts = {case_label(c.case_id): c.verdict.value for c in rows}
-    bars = top_n_with_others([(case_label(c.case_id), c.change_pct or 0.0) for c in rows], top_n, combine="median")
-    fig = new_figure(8, max(2.5, 0.32 * len(bars) + 1))
+@plain_text
+def change_per_case_figure(gate: GateResult, top_n: int = TOP_N) -> Any | None:
+    """Change of each case's time, its confidence interval, the band it must leave to count, coloured by
+    verdict; largest changes first (the rest folded into one row)."""
+    rows = sorted(time_rows(gate), key=lambda c: -abs(c.change_pct or 0.0))
+    if not rows:
+        return None
+    shown, rest = rows[:top_n], rows[top_n:]
+    labels = case_labels([c.case_id for c in shown])
+    fig = new_figure(9, max(2.5, 0.34 * (len(shown) + bool(rest)) + 1.2))
     ax = fig.add_subplot()
-    labels = [b[0] for b in bars][::-1]
-    values = [b[1] for b in bars][::-1]
-    ax.barh(labels, values, color=[VERDICT_COLOURS.get(verdicts.get(lbl, "unchanged"), "#7f7f7f") for lbl in labels])
+    # bottom to top: the folded rest, then the shown cases with the largest change at the top
+    base = 1 if rest else 0
+    ys = [base + len(shown) - 1 - i for i in range(len(shown))]
+    for y, c in zip(ys, shown):
+        if c.threshold_pct is not None:
+            ax.barh(y, 2 * c.threshold_pct, left=-c.threshold_pct, height=0.9, color="#e8e8e8", zorder=0)
+    ax.barh(ys, [c.change_pct or 0.0 for c in shown], height=0.6, zorder=2,
+            color=[VERDICT_COLOURS.get(c.verdict.value, "#7f7f7f") for c in shown])
+    for y, c in zip(ys, shown):
+        if c.ci_low_pct is not None and c.ci_high_pct is not None:
+            ax.plot([c.ci_low_pct, c.ci_high_pct], [y, y], color="black", linewidth=1.2, zorder=3)
+    ticks, names = ys[::-1], labels[::-1]
+    if rest:
+        import statistics
+
+        ax.barh([0], [statistics.median(c.change_pct or 0.0 for c in rest)], height=0.6, color="#bbbbbb")
+        ticks, names = [0, *ticks], [f"others ({len(rest)}, median)", *names]
+    ax.set_yticks(ticks, names, fontsize="x-small")
     ax.axvline(0, color="black", linewidth=0.8)
-    ax.set_xlabel("change in median time vs baseline (%)")
+    ax.set_xlabel("change in median time vs baseline (%); grey: the case's threshold band; line: 95% CI")
     ax.set_title("Time change per case (positive = slower)")
     return fig
 
 
-def trend_figure(case_id: str, history: list[dict[str, Any]], baseline_ms: float, threshold_pct: float,
-                 current_ms: float) -> Any:
-    """Median over stored runs, the baseline with its threshold band, and this run's point."""
-    fig = new_figure(7, 3.5)
+def _point_label(p: HistoryPoint) -> str:
+    return f"{p.git_commit[:7] or '-'}\n{p.started_at[:10]}"
+
+
+@plain_text
+def trend_figure(case_id: str, history: Sequence[HistoryPoint], baseline_ms: float, threshold_pct: float,
+                 current_ms: float) -> Any | None:
+    """Median per stored run, by commit and date, with the baseline and its threshold band."""
+    if not history:
+        return None
+    fig = new_figure(8, 3.8)
     ax = fig.add_subplot()
     xs = list(range(len(history)))
     ax.plot(xs, [h.median_ms for h in history], marker="o", color="#1f77b4", label="median (history)")
+    ax.fill_between(xs, [h.q1_ms for h in history], [h.q3_ms for h in history], color="#1f77b4", alpha=0.15,
+                    label="q1-q3")
     ax.axhline(baseline_ms, color="black", linestyle="--", label="baseline")
     ax.axhspan(baseline_ms * (1 - threshold_pct / 100), baseline_ms * (1 + threshold_pct / 100), color="#cccccc",
-               alpha=0.5, label=f"threshold ±{threshold_pct:g}%")
-    ax.plot([len(history) - 1 if history else 0], [current_ms], marker="*", markersize=14, color="#d62728",
-            linestyle="none", label="this run")
-    ax.set_xlabel("run (oldest → newest)")
+               alpha=0.5, label=f"threshold ±{threshold_pct:.2g}%")
+    ax.plot([xs[-1]], [current_ms], marker="*", markersize=14, color="#d62728", linestyle="none", label="this run")
+    step = max(1, len(xs) // 12)
+    ax.set_xticks(xs[::step], [_point_label(h) for h in history][::step], fontsize="xx-small")
+    ax.set_xlabel("run (commit, date)")
     ax.set_ylabel("median time (ms)")
-    ax.set_title(f"Trend: {case_label(case_id, 60)}")
-    ax.legend(loc="best", fontsize="small")
+    ax.set_title(f"Trend: {case_label(case_id, 70)}")
+    ax.legend(loc="best", fontsize="x-small")
     return fig
 
 
-def distribution_figure(case_id: str, baseline_ms: tuple[float, ...], current_ms: tuple[float, ...]) -> Any:
+@plain_text
+def distribution_figure(case_id: str, baseline_ms: tuple[float, ...], current_ms: tuple[float, ...]) -> Any | None:
+    if not baseline_ms or not current_ms:
+        return None
     fig = new_figure(5, 3.5)
     ax = fig.add_subplot()
     ax.boxplot([list(baseline_ms), list(current_ms)], tick_labels=["baseline", "this run"], showfliers=True)
@@ -65,45 +107,76 @@ def distribution_figure(case_id: str, baseline_ms: tuple[float, ...], current_ms
     return fig
 
 
+def ceilings(run: Run, peak_tflops: float | None, peak_gbps: float | None) -> tuple[float | None, float | None, str]:
+    """Compute and bandwidth roofs: configured, else the device's spec sheet, else the best measured."""
+    if peak_tflops and peak_gbps:
+        return peak_tflops, peak_gbps, "configured"
+    spec = next((v for k, v in DEVICE_SPECS.items() if k in run.environment.device_name), None)
+    if spec:
+        return peak_tflops or spec[0], peak_gbps or spec[1], "spec sheet"
+    tf = max((r.timing.tflops for r in run.results if r.timing.tflops), default=None)
+    bw = max((r.timing.gbps for r in run.results if r.timing.gbps), default=None)
+    return peak_tflops or tf, peak_gbps or bw, "best measured"
+
+
+@plain_text
 def roofline_figure(run: Run, peak_tflops: float | None = None, peak_gbps: float | None = None) -> Any | None:
-    """Achieved TFLOP/s against arithmetic intensity (FLOP/byte) for cases that declared both."""
-    points = [(case_label(r.case_id, 30), r.flops / r.bytes_moved, r.timing.tflops) for r in run.results
-              if r.flops and r.bytes_moved and r.timing.tflops]
-    if not points:
+    """Cases with FLOPs on the roofline by arithmetic intensity; cases with only bytes as achieved
+    bandwidth against the memory roof (they are placed by what they moved, not left out)."""
+    compute = [r for r in run.results if r.flops and r.bytes_moved and r.timing.tflops]
+    memory = [r for r in run.results if r.bytes_moved and r.timing.gbps and not r.flops]
+    if not compute and not memory:
         return None
-    measured_bw = max((r.timing.gbps for r in run.results if r.timing.gbps), default=None)
-    bw = peak_gbps or measured_bw
-    compute = peak_tflops or max(p[2] for p in points)
-    fig = new_figure(7, 4.5)
-    ax = fig.add_subplot()
-    ridge = compute * 1e3 / bw if bw else None  # FLOP/byte where the two roofs meet
-    xs = [p[1] for p in points] + ([ridge] if ridge else [])
-    lo, hi = min(xs) / 10, max(xs) * 10
-    if ridge:
-        ax.plot([lo, ridge, hi], [lo * bw / 1e3, compute, compute], color="black",
-                label=f"roof: {bw:,.0f} GB/s, {compute:,.0f} TFLOP/s" + ("" if peak_gbps else " (best measured)"))
-    for name, intensity, tflops in points:
-        ax.scatter([intensity], [tflops], s=30)
-        ax.annotate(name, (intensity, tflops), fontsize="x-small", xytext=(3, -10), textcoords="offset points")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(min([p[2] for p in points] + ([lo * bw / 1e3] if bw else [])) / 2, compute * 2)
-    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
-    ax.set_ylabel("achieved TFLOP/s")
-    ax.set_title("Roofline")
-    ax.legend(loc="upper left", fontsize="small")
+    tflops, gbps, source = ceilings(run, peak_tflops, peak_gbps)
+    fig = new_figure(11 if compute and memory else 7, 4.8)
+    axes = fig.subplots(1, 2) if compute and memory else [fig.add_subplot()]
+    if compute:
+        _roofline(axes[0], compute, tflops, gbps, source)
+    if memory:
+        _bandwidth(axes[-1], memory, gbps, source)
     return fig
 
 
+def _roofline(ax: Any, cases: list[Any], tflops: float | None, gbps: float | None, source: str) -> None:
+    labels = case_labels([r.case_id for r in cases], 28)
+    xs = [r.flops / r.bytes_moved for r in cases]
+    if tflops and gbps:
+        ridge = tflops * 1e3 / gbps  # FLOP/byte where the two roofs meet
+        lo, hi = min(xs + [ridge]) / 10, max(xs + [ridge]) * 10
+        ax.plot([lo, ridge, hi], [lo * gbps / 1e3, tflops, tflops], color="black",
+                label=f"roof ({source}): {gbps:,.0f} GB/s, {tflops:,.0f} TFLOP/s")
+        ax.set_xlim(lo, hi)
+    for label, x, r in zip(labels, xs, cases):
+        ax.scatter([x], [r.timing.tflops], s=30)
+        ax.annotate(label, (x, r.timing.tflops), fontsize="x-small", xytext=(3, -10), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("achieved TFLOP/s")
+    ax.set_title("Roofline")
+    ax.legend(loc="upper left", fontsize="x-small")
+
+
+def _bandwidth(ax: Any, cases: list[Any], gbps: float | None, source: str) -> None:
+    labels = case_labels([r.case_id for r in cases], 28)
+    ax.barh(labels[::-1], [r.timing.gbps for r in cases][::-1], color="#1f77b4")
+    if gbps:
+        ax.axvline(gbps, color="black", linestyle="--", label=f"DRAM roof ({source}): {gbps:,.0f} GB/s")
+        ax.legend(loc="lower right", fontsize="x-small")
+    ax.tick_params(axis="y", labelsize="x-small")
+    ax.set_xlabel("achieved bandwidth (GB/s, bytes read + written)")
+    ax.set_title("Memory-bound cases")
+
+
+@plain_text
 def profiler_figure(run: Run, baseline: Baseline | None) -> Any | None:
     """Achieved vs theoretical occupancy and DRAM bandwidth per kernel, baseline against this run."""
-    cur = _ncu_values((r.case_id, m) for r in run.results for m in r.metrics)
+    cur = _ncu_values(((r.case_id, m) for r in run.results for m in r.metrics))
     if not cur:
         return None
     base = _ncu_values(((cid, m) for cid, c in (baseline.cases.items() if baseline else ()) for m in c.metrics))
     keys = sorted(cur)[:TOP_N]
-    labels = [f"{case_label(cid, 24)}\n{kernel_label(k, 20)}" for cid, k in keys]
+    labels = [f"{c}\n{k}" for c, k in zip(case_labels([cid for cid, _ in keys], 24), kernel_labels([k for _, k in keys], 20))]
     fig = new_figure(max(7, 0.9 * len(keys) + 2), 6)
     occ_ax, bw_ax = fig.subplots(2, 1, sharex=True)
     xs = range(len(keys))
@@ -123,37 +196,37 @@ def profiler_figure(run: Run, baseline: Baseline | None) -> Any | None:
     return fig
 
 
-def _ncu_values(pairs) -> dict[tuple[str, str], dict[str, float]]:
+def _ncu_values(pairs: Any) -> dict[tuple[str, str], dict[str, float]]:
     out: dict[tuple[str, str], dict[str, float]] = {}
     for case_id, m in pairs:
+        assert isinstance(m, Metric)
         if m.source == "ncu" and m.name in (ACHIEVED_OCC, THEORETICAL_OCC, DRAM_BW):
             out.setdefault((case_id, m.kernel), {})[m.name] = m.value
     return out
 
 
 def write_gate_charts(gate: GateResult, run: Run, settings: Any, baseline: Baseline | None = None) -> list[Path]:
-    """Write the PNGs into settings.report_dir; returns their paths for the Markdown links."""
+    """Write the PNGs worth drawing into settings.report_dir; returns their paths for the Markdown links."""
     out: Path = settings.report_dir
-    paths = [save(change_per_case_figure(gate), out, "change_per_case.png")] if time_rows(gate) else []
+    figures: list[tuple[Any, str]] = [(change_per_case_figure(gate), "change_per_case.png")]
     samples = {r.case_id: r.samples_ms for r in run.results}
-    changed = [c for c in time_rows(gate) if c.verdict in (Verdict.REGRESSED, Verdict.IMPROVED)][:TOP_N]
+    changed = [c for c in time_rows(gate) if c.verdict in (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.INCONCLUSIVE)]
     history = _history(settings, run)
-    for i, c in enumerate(changed):
-        stem = f"case{i:02d}"
-        if baseline and c.case_id in baseline.cases:
-            paths.append(save(distribution_figure(c.case_id, baseline.cases[c.case_id].samples_ms, samples[c.case_id]),
-                              out, f"{stem}_distribution.png"))
+    try:
+        for i, c in enumerate(changed[:TOP_N]):
+            if baseline and c.case_id in baseline.cases:
+                figures.append((distribution_figure(c.case_id, baseline.cases[c.case_id].samples_ms,
+                                                    samples[c.case_id]), f"case{i:02d}_distribution.png"))
+            if history is not None:
+                points = history.history(c.case_id, run.environment.device_name)
+                figures.append((trend_figure(c.case_id, points, c.baseline or 0.0, c.threshold_pct or 0.0,
+                                             c.current or 0.0), f"case{i:02d}_trend.png"))
+    finally:
         if history is not None:
-            rows = history.history(c.case_id, run.environment.device_name)
-            paths.append(save(trend_figure(c.case_id, rows, c.baseline or 0.0, c.threshold_pct or 0.0, c.current or 0.0),
-                              out, f"{stem}_trend.png"))
-    if history is not None:
-        history.close()
-    for fig, name in ((roofline_figure(run, settings.peak_tflops, settings.peak_gbps), "roofline.png"),
-                      (profiler_figure(run, baseline), "profiler_metrics.png")):
-        if fig is not None:
-            paths.append(save(fig, out, name))
-    return paths
+            history.close()
+    figures += [(roofline_figure(run, settings.peak_tflops, settings.peak_gbps), "roofline.png"),
+                (profiler_figure(run, baseline), "profiler_metrics.png")]
+    return [save(fig, out, name) for fig, name in figures if fig is not None]
 
 
 def _history(settings: Any, run: Run) -> Any:

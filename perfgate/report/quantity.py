@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Sequence
 
 from perfgate.metrics import label
 from perfgate.model import Comparison
@@ -83,15 +85,47 @@ def movement(c: Comparison) -> str:
     return f"{metric_title(c)} {fmt_value(c.baseline, c.unit)} → {fmt_value(c.current, c.unit)}"
 
 
-def kernel_label(name: str, width: int = 32) -> str:
+def kernel_label(name: str, width: int = 32, signature: bool = False) -> str:
     """`void at::native::vectorized_elementwise_kernel<4, ...>(int, T2, T3)` -> `vectorized_elementwise_kernel`:
-    the function's own name, the same way in every chart and table."""
+    the function's own name, the same way in every chart and table. `signature=True` adds the template
+    arguments without namespaces (`vectorized_elementwise_kernel<4, FillFunctor<int>, …`), to tell apart
+    two kernels that share a name."""
     plain = name.removeprefix("void ").replace("<unnamed>::", "").replace("(anonymous namespace)::", "")
-    base = plain.split("<", 1)[0].split("(", 1)[0]
-    base = base.rsplit("::", 1)[-1] or name
-    return shorten(base, width)
+    head = _before_arguments(plain)
+    qualified, _, args = head.partition("<")
+    base = qualified.rsplit("::", 1)[-1] or name
+    if not signature or not args:
+        return shorten(base, width)
+    full = f"{base}<{_NAMESPACE.sub('', args)}"
+    return full if len(full) <= 2 * width else full[: 2 * width - 1] + "…"
+
+
+_NAMESPACE = re.compile(r"\b\w+::")
+
+
+def _before_arguments(signature: str) -> str:
+    """The name and template arguments: everything before the first '(' outside template brackets."""
+    depth = 0
+    for i, ch in enumerate(signature):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "(" and depth <= 0:
+            return signature[:i]
+    return signature
 
 
 def case_label(case_id: str, width: int = 40) -> str:
-    """`kernels/tests/test_perf.py::test_softmax[triton-bf16]` -> `test_softmax[triton-bf16]`."""
-    return shorten(case_id.rsplit("::", 1)[-1] if "::" in case_id else case_id, width)
+    """`kernels/tests/test_perf.py::test_softmax[triton-bf16]` -> `test_softmax[triton-bf16]`; a named
+    measurement keeps its test: `test_matmul::bf16`."""
+    parts = case_id.split("::")
+    tail = "::".join(parts[1:]) if len(parts) > 1 else case_id
+    return shorten(tail, width)
+
+
+def case_labels(case_ids: Sequence[str], width: int = 40) -> list[str]:
+    """Labels for a chart: short where unique, the full case id where two would collide."""
+    from perfgate.report.figures import unique_labels
+
+    return unique_labels(case_ids, lambda c: case_label(c, width), lambda c: shorten(c, width + 20))
