@@ -155,7 +155,7 @@ def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
     if not isinstance(c, dict):
         raise BaselineError(path, f"{where} must be an object")
     timer_raw = c.get("timer", "cuda_event")
-    if timer_raw not in {t.value for t in Timer}:
+    if not isinstance(timer_raw, str) or timer_raw not in {t.value for t in Timer}:
         raise BaselineError(path, f"{where}: unknown timer {timer_raw!r}")
     if "median_ms" not in c:
         raise BaselineError(path, f'{where}: missing "median_ms"')

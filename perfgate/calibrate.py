@@ -48,8 +48,12 @@ def calibrate_command(args: argparse.Namespace) -> int:
             for run in runs:
                 store.save_run(run)
         print(f"perfgate: stored the {len(runs)} calibration runs in {settings.db_path}")
-    new = update_baseline_file(path, lambda old: calibrated_baseline(old, runs, path, who(), args.reason,
-                                                                      decision_settings(settings)))
+    def change(old: Baseline | None) -> Baseline:
+        if old is not None and args.replace:  # keep the update log, not the cases
+            old = replace(old, cases={})
+        return calibrated_baseline(old, runs, path, who(), args.reason, decision_settings(settings))
+
+    new = update_baseline_file(path, change)
     assert new is not None
     print("\n".join(_table(new, {r.case_id for run in runs for r in run.results})))
     print(f"perfgate: wrote calibrated baseline {path}: {len(runs[0].results)} case(s) from {len(runs)} processes")

@@ -83,6 +83,8 @@ def _calibrate_parser(sub: Any) -> None:
     c.add_argument("--baseline-dir", type=Path)
     c.add_argument("--baseline-file", type=Path, help="write this file instead of <baseline-dir>/<device>.json")
     c.add_argument("--no-store", action="store_true", help="do not keep the calibration runs in the history")
+    c.add_argument("--replace", action="store_true",
+                   help="drop the baseline's cases this calibration did not measure (default: keep them)")
     c.add_argument("pytest_args", nargs="*", help="after --: what pytest runs (default: its testpaths)")
     c.set_defaults(func=_lazy("perfgate.calibrate", "calibrate_command"))
 

@@ -10,11 +10,9 @@ from perfgate.inputs import load_json_file, read_bytes
 
 
 def annotate(args: argparse.Namespace) -> int:
-    from perfgate.report.annotations import workflow_commands
+    from perfgate.report.annotations import check_results, workflow_commands
 
-    doc = load_json_file(args.results, ReportFileError)
-    if not isinstance(doc, dict) or "comparisons" not in doc:
-        raise ReportFileError(args.results, "not a perfgate results file (--perfgate-json)")
+    doc = check_results(args.results, load_json_file(args.results, ReportFileError))
     for line in workflow_commands(doc):
         print(line)
     return 0

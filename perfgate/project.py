@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.errors import ConfigError
+from perfgate.inputs import read_bytes
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -70,12 +71,12 @@ def find_root(start: Path) -> Path:
 def read_pyproject(rootdir: Path) -> tuple[dict[str, Any], Path]:
     """The `[tool.perfgate]` table of rootdir/pyproject.toml ({} when there is none) and the file's path."""
     path = rootdir / "pyproject.toml"
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         return {}, path
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"perfgate: cannot read {path}: {err}") from err
+        data = tomllib.loads(read_bytes(path, _config_error, max_bytes=16 * 1024 * 1024).decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"perfgate: cannot read {path}: not UTF-8 text") from err
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"perfgate: {path}: not valid TOML ({err})") from err
     tool = data.get("tool", {})
@@ -83,6 +84,10 @@ def read_pyproject(rootdir: Path) -> tuple[dict[str, Any], Path]:
     if not isinstance(table, dict):
         raise ConfigError(f"perfgate: {path}: [tool.perfgate] must be a table")
     return table, path
+
+
+def _config_error(path: Path, problem: str) -> ConfigError:
+    return ConfigError(f"perfgate: cannot read {path}: {problem}")
 
 
 def project_settings(rootdir: Path | None = None, **options: Any) -> Any:

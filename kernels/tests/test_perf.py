@@ -1,7 +1,11 @@
-"""The kernel suite's perf cases: sizes that fill an H100, each kernel beside its torch counterpart.
+"""The kernel suite's perf cases: sizes that fill an H100, each custom kernel measured side by side with the
+torch operation it replaces (interleaved, same inputs, same L2 flush), so every case records its speedup.
 
-Run with `pytest --perfgate kernels/tests/test_perf.py`. Without --perfgate each callable runs once.
-Bytes are reads + writes of one call; FLOPs count a multiply-add as 2.
+Fused operations must beat torch by 1.2x (the checklist this suite started from), and each case checks once,
+before timing, that its output agrees with torch's (a fast but wrong kernel fails its test).
+
+Run with `pytest --perfgate kernels/tests/test_perf.py`. Without --perfgate each callable runs once (and
+the output check still runs). Bytes are reads + writes of one call; FLOPs count a multiply-add as 2.
 """
 
 import pytest
@@ -14,6 +18,9 @@ pytestmark = pytest.mark.gpu
 
 N_ELEMWISE = 1 << 27  # 512 MiB per fp32 tensor: far beyond L2, a few hundred microseconds per call
 ROWS, COLS = 16384, 8192
+FUSED_MIN_SPEEDUP = 1.2
+BF16 = {"rtol": 5e-2, "atol": 5e-2}  # two bf16 results, each within an ulp or two of the truth
+FP32 = {"rtol": 1e-4, "atol": 1e-5}
 
 
 def randn(*shape, dtype=torch.float32):
@@ -21,82 +28,74 @@ def randn(*shape, dtype=torch.float32):
 
 
 def test_copy_bandwidth(perfgate):
-    """The ceiling the memory-bound kernels are judged against (device-to-device copy)."""
+    """The ceiling the memory-bound kernels are judged against (device-to-device copy, copy engine)."""
     src, dst = randn(N_ELEMWISE), randn(N_ELEMWISE)
     perfgate.work(bytes_moved=2 * src.nbytes)(dst.copy_, src)
 
 
-@pytest.mark.parametrize("impl", ["triton", "torch"])
-def test_vector_add(perfgate, impl):
+def test_vector_add(perfgate):
     x, y = randn(N_ELEMWISE), randn(N_ELEMWISE)
-    fn = kernels.vector_add if impl == "triton" else torch.add
-    perfgate.work(bytes_moved=3 * x.nbytes)(fn, x, y)
+    perfgate.measure(kernels.vector_add, (x, y), reference=torch.add, check=True, rtol=0.0, atol=0.0,
+                     bytes_moved=3 * x.nbytes)
 
 
-@pytest.mark.parametrize("impl", ["triton", "torch"])
-def test_mul_add(perfgate, impl):
+def test_mul_add(perfgate):
     a, b, c = randn(N_ELEMWISE), randn(N_ELEMWISE), randn(N_ELEMWISE)
-    fn = kernels.mul_add if impl == "triton" else torch.addcmul
-    args = (a, b, c) if impl == "triton" else (c, a, b)
-    perfgate.work(bytes_moved=4 * a.nbytes, flops=2 * a.numel())(fn, *args)
+    perfgate.measure(kernels.mul_add, (a, b, c), reference=lambda a, b, c: torch.addcmul(c, a, b),
+                     reference_name="torch.addcmul", check=True, **FP32, bytes_moved=4 * a.nbytes, flops=2 * a.numel())
 
 
-@pytest.mark.parametrize("impl", ["triton", "torch"])
-def test_fused_add_gelu(perfgate, impl):
+def test_fused_add_gelu(perfgate):
     x, bias = randn(ROWS, COLS, dtype=torch.bfloat16), randn(COLS, dtype=torch.bfloat16)
-    fn = kernels.fused_add_gelu if impl == "triton" else (lambda x, b: torch.nn.functional.gelu(x + b))
-    perfgate.work(bytes_moved=2 * x.nbytes + bias.nbytes)(fn, x, bias)
+    perfgate.measure(kernels.fused_add_gelu, (x, bias), reference=lambda x, b: torch.nn.functional.gelu(x + b),
+                     reference_name="torch gelu(x + b)", min_speedup=FUSED_MIN_SPEEDUP, check=True, **BF16,
+                     bytes_moved=2 * x.nbytes + bias.nbytes)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
-@pytest.mark.parametrize("impl", ["triton", "torch"])
-def test_softmax(perfgate, impl, dtype):
+def test_softmax(perfgate, dtype):
     x = randn(ROWS, COLS, dtype=dtype)
-    fn = kernels.softmax if impl == "triton" else (lambda x: torch.softmax(x, dim=-1))
-    perfgate.work(bytes_moved=2 * x.nbytes)(fn, x)
+    perfgate.measure(kernels.softmax, (x,), reference=lambda x: torch.softmax(x, dim=-1), reference_name="torch.softmax",
+                     min_speedup=FUSED_MIN_SPEEDUP, check=True, **(FP32 if dtype == torch.float32 else BF16),
+                     bytes_moved=2 * x.nbytes)
 
 
-@pytest.mark.parametrize("impl", ["triton", "torch"])
-def test_layer_norm(perfgate, impl):
+def test_layer_norm(perfgate):
     x = randn(ROWS, COLS, dtype=torch.bfloat16)
     w, b = randn(COLS, dtype=torch.bfloat16), randn(COLS, dtype=torch.bfloat16)
-    if impl == "triton":
-        fn, args = kernels.layer_norm, (x, w, b)
-    else:
-        fn, args = torch.nn.functional.layer_norm, (x, (COLS,), w, b)
-    perfgate.work(bytes_moved=2 * x.nbytes + 2 * w.nbytes)(fn, *args)
+    perfgate.measure(kernels.layer_norm, (x, w, b),
+                     reference=lambda x, w, b: torch.nn.functional.layer_norm(x, (COLS,), w, b),
+                     reference_name="torch layer_norm", min_speedup=FUSED_MIN_SPEEDUP, check=True, **BF16,
+                     bytes_moved=2 * x.nbytes + 2 * w.nbytes)
 
 
-@pytest.mark.parametrize("impl", ["cuda", "torch"])
-def test_rms_norm(perfgate, impl):
+def test_rms_norm(perfgate):
     x, w = randn(ROWS, COLS, dtype=torch.bfloat16), randn(COLS, dtype=torch.bfloat16)
-    if impl == "cuda":
-        fn, args = kernels.rms_norm, (x, w)
-    else:
-        fn, args = torch.nn.functional.rms_norm, (x, (COLS,), w, 1e-6)
-    perfgate.work(bytes_moved=2 * x.nbytes + w.nbytes)(fn, *args)
+    perfgate.measure(kernels.rms_norm, (x, w),
+                     reference=lambda x, w: torch.nn.functional.rms_norm(x, (COLS,), w, 1e-6),
+                     reference_name="torch rms_norm", min_speedup=FUSED_MIN_SPEEDUP, check=True, **BF16,
+                     bytes_moved=2 * x.nbytes + w.nbytes)
 
 
-@pytest.mark.parametrize("impl", ["triton", "torch"])
-def test_matmul(perfgate, impl):
+def test_matmul(perfgate):
     n = 4096
     a, b = randn(n, n, dtype=torch.bfloat16), randn(n, n, dtype=torch.bfloat16)
-    fn = kernels.matmul if impl == "triton" else torch.matmul
-    perfgate.work(bytes_moved=3 * a.nbytes, flops=2 * n**3)(fn, a, b)
+    # no speedup target: cuBLAS is the bar this Triton kernel is measured against, not one it must beat
+    perfgate.measure(kernels.matmul, (a, b), reference=torch.matmul, check=True, rtol=5e-2, atol=2.0,
+                     bytes_moved=3 * a.nbytes, flops=2 * n**3)
 
 
-@pytest.mark.parametrize("impl", ["triton", "torch"])
-def test_flash_attention(perfgate, impl):
+def _sdpa_flash(q, k, v):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+
+
+def test_flash_attention(perfgate):
     shape = (4, 32, 4096, 128)
     q, k, v = (randn(*shape, dtype=torch.bfloat16) for _ in range(3))
-    if impl == "triton":
-        fn = kernels.flash_attention
-    else:
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-
-        def fn(q, k, v):
-            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-                return torch.nn.functional.scaled_dot_product_attention(q, k, v)
-
     b, h, n, d = shape
-    perfgate.work(bytes_moved=4 * q.nbytes, flops=4 * b * h * n * n * d)(fn, q, k, v)
+    perfgate.measure(kernels.flash_attention, (q, k, v), reference=_sdpa_flash, reference_name="torch SDPA (flash)",
+                     min_speedup=FUSED_MIN_SPEEDUP, check=True, **BF16, bytes_moved=4 * q.nbytes,
+                     flops=4 * b * h * n * n * d)

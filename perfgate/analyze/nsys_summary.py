@@ -32,7 +32,7 @@ def summarize_nsys(path: Path, type_label: str, with_spans: bool = False) -> Tim
             return TimelineSummary(source=str(path), type=type_label, kind="nsys", gpu=ex.gpu_name,
                                    meta={"export_schema_version": ex.version}, kernels=kernels,
                                    memory=_memory(ex), api=_api(ex), nvtx=_nvtx(ex), gpu_idle=_idle(ex), spans=spans)
-        except sqlite3.DatabaseError as err:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as err:
             raise ReportFileError(path, f"SQLite error while reading the export ({err})") from err
 
 
@@ -97,14 +97,15 @@ def _memory(ex: NsysExport) -> tuple[MemoryRow, ...]:
     if ex.has(MEMCPY_TABLE):
         kinds = ex.copy_kinds()
         for kind, count, ok, nbytes, packed in ex.con.execute(
-                f"SELECT copyKind, count(*), sum({_OK_TIMES}), sum(bytes), group_concat(end - start) "
+                f"SELECT copyKind, count(*), sum({_OK_TIMES}), sum(CAST(bytes AS INTEGER)), group_concat(end - start) "
                 f"FROM {MEMCPY_TABLE} GROUP BY copyKind"):
             _check_times(ex, MEMCPY_TABLE, ok, count)
             rows.append(MemoryRow(kinds.get(kind, f"copy kind {kind}"),
                                   duration_stats(_unpack(ex, packed, count, MEMCPY_TABLE)), int(nbytes or 0)))
     if ex.has(MEMSET_TABLE):
         count, ok, nbytes, packed = ex.con.execute(
-            f"SELECT count(*), sum({_OK_TIMES}), sum(bytes), group_concat(end - start) FROM {MEMSET_TABLE}").fetchone()
+            f"SELECT count(*), sum({_OK_TIMES}), sum(CAST(bytes AS INTEGER)), group_concat(end - start) "
+            f"FROM {MEMSET_TABLE}").fetchone()
         if count:
             _check_times(ex, MEMSET_TABLE, ok, count)
             rows.append(MemoryRow("memset", duration_stats(_unpack(ex, packed, count, MEMSET_TABLE)), int(nbytes or 0)))

@@ -10,7 +10,7 @@ import numpy as np
 
 from perfgate.analyze.summary import (ApiRow, IntArray, KernelRow, MemoryRow, NvtxRow, TimelineSummary,
                                       duration_stats, idle_summary)
-from perfgate.parse.torch_trace import LAUNCH_CATS, MEMORY_CATS, args_of, copy_kind, load_events
+from perfgate.parse.torch_trace import LAUNCH_CATS, MEMORY_CATS, args_of, copy_kind, finite_int, load_events
 
 SPAN_CHART_TOP = 12
 
@@ -41,7 +41,7 @@ def summarize_torch(path: Path, type_label: str, with_spans: bool = False) -> Ti
             kind = MEMORY_CATS[str(cat)] or copy_kind(name)
             mem_d[kind].append(dur)
             size = args_of(e).get("bytes")
-            mem_bytes[kind] += int(size) if isinstance(size, (int, float)) and not isinstance(size, bool) else 0
+            mem_bytes[kind] += finite_int(size) or 0
         elif cat in LAUNCH_CATS:
             api_d[name].append(dur)
             continue

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.codec import CodecError, case_from_dict, environment_from_dict, unmeasured_from_dict
-from perfgate.errors import PerfgateError, ToolFailed
+from perfgate.errors import PerfgateError, ReportFileError, ToolFailed
+from perfgate.inputs import parse_json, read_bytes
 from perfgate.measure.tools import run_tool
 from perfgate.model import CaseResult, Environment, UnmeasuredTest
 from perfgate.session import MEASURE_CHILD_ENV, PROFILE_CHILD_ENV
@@ -84,10 +85,10 @@ class _Confirm:
 
 def parse_child_output(path: Path, returncode: int) -> ChildRun:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = parse_json(read_bytes(path, ReportFileError), path, ReportFileError, unique_keys=False)
         return ChildRun(results=tuple(case_from_dict(d) for d in doc["results"]),
                         unmeasured=tuple(unmeasured_from_dict(d) for d in doc.get("unmeasured", ())),
                         environment=environment_from_dict(doc["environment"]) if doc.get("environment") else None,
                         returncode=returncode)
-    except (OSError, ValueError, KeyError, TypeError, CodecError) as err:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, CodecError) as err:
         raise PerfgateError(f"perfgate: a measurement child wrote unreadable results {path}: {err}") from err

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from perfgate.errors import ReportFileError
+from perfgate.inputs import read_bytes
 from perfgate.parse.records import NcuLaunch, NcuMetric
 from perfgate.parse.units import parse_number, to_base_unit
 
@@ -19,9 +20,9 @@ _NVTX_ITEM = re.compile(r'"([^"]*)"')
 def read_ncu_csv(path: Path) -> list[NcuLaunch]:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as err:
-        raise ReportFileError(path, f"cannot be read ({err})") from err
+        text = read_bytes(path, ReportFileError).decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ReportFileError(path, f"not UTF-8 text (byte {err.start})") from err
     rows = list(csv.reader(text.splitlines()))
     if not rows:
         raise ReportFileError(path, "the file is empty")

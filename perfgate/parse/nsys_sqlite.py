@@ -56,7 +56,7 @@ class NsysExport:
                                                  "(was CUDA tracing on: nsys profile -t cuda,nvtx?)")
             self.require(KERNEL_TABLE, KERNEL_COLUMNS)
             self.gpu_name = self._gpu_name()
-        except sqlite3.DatabaseError as err:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as err:
             self.con.close()
             raise ReportFileError(self.path, f"SQLite error while reading the export ({err})") from err
         except BaseException:
@@ -116,7 +116,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     try:
         con = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.DatabaseError as err:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as err:
         raise ReportFileError(path, f"corrupt or truncated SQLite file ({err})") from err
     return con
 
@@ -145,7 +145,7 @@ def read_nsys_sqlite(path: Path) -> Timeline:
             return Timeline(source=path, kind="nsys", kernels=tuple(_kernels(ex)), memory_ops=tuple(_memory_ops(ex)),
                             api_calls=tuple(_api_calls(ex)), nvtx_ranges=tuple(_nvtx(ex)), gpu_name=ex.gpu_name,
                             meta={"export_schema_version": ex.version})
-        except sqlite3.DatabaseError as err:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as err:
             raise ReportFileError(path, f"SQLite error while reading the export ({err})") from err
 
 

@@ -48,15 +48,20 @@ def load_events(path: Path) -> TraceEvents:
     data = parse_json(raw, path, ReportFileError, unique_keys=False)
     if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
         raise ReportFileError(path, "not a torch profiler trace (no traceEvents list)")
-    events = [e for e in data["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X" and _timed(e)]
+    events = [e for e in data["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X" and _timed(e)
+              and isinstance(e.get("cat", ""), str)]
     props = data.get("deviceProperties")
     gpu = props[0].get("name", "") if isinstance(props, list) and props and isinstance(props[0], dict) else ""
     return TraceEvents(path, events, str(gpu), str(data.get("schemaVersion", "")))
 
 
+MAX_US = 1e15  # 31 years of microseconds: anything larger is not a timestamp
+
+
 def _timed(e: dict[str, Any]) -> bool:
     ts, dur = e.get("ts"), e.get("dur", 0)
-    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in (ts, dur))
+    return (all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and abs(v) < MAX_US
+                for v in (ts, dur)) and dur >= 0)
 
 
 def span_ns(e: dict[str, Any]) -> tuple[int, int]:
@@ -86,7 +91,7 @@ def read_torch_trace(path: Path) -> Timeline:
         elif cat in MEMORY_CATS:
             start, end = span_ns(e)
             kind = MEMORY_CATS[str(cat)] or copy_kind(str(e.get("name", "")))
-            mem_ops.append(MemoryOp(kind=kind, bytes=_int(args_of(e).get("bytes")) or 0, start_ns=start, end_ns=end))
+            mem_ops.append(MemoryOp(kind=kind, bytes=finite_int(args_of(e).get("bytes")) or 0, start_ns=start, end_ns=end))
         elif cat in LAUNCH_CATS:
             api.append(e)
         elif cat == "user_annotation":
@@ -103,8 +108,8 @@ def read_torch_trace(path: Path) -> Timeline:
 
 def _annotations(kernels: list[dict[str, Any]], api: list[dict[str, Any]], ranges: list[dict[str, Any]]) -> list[str]:
     """The innermost annotation on the launching thread around each kernel's launch call."""
-    launches = {args_of(e).get("correlation"): e for e in api if "correlation" in args_of(e)}
-    calls = [launches.get(args_of(k).get("correlation")) for k in kernels]
+    launches = {c: e for e in api if isinstance(c := args_of(e).get("correlation"), int)}
+    calls = [launches.get(c) if isinstance(c := args_of(k).get("correlation"), int) else None for k in kernels]
     present = [c for c in calls if c is not None]
     spans = [Span(_thread(r), *span_ns(r)) for r in ranges]
     found = iter(enclosing([Span(_thread(c), *span_ns(c)) for c in present], spans))
@@ -119,12 +124,13 @@ def _thread(e: dict[str, Any]) -> tuple[str, str]:
     return (str(e.get("pid")), str(e.get("tid")))
 
 
-def _int(value: Any) -> int | None:
+def finite_int(value: Any) -> int | None:
+    """An int from a finite JSON number (trace arguments are untrusted: inf, strings, lists); else None."""
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
 
 
 def _dims(value: Any) -> tuple[int, int, int]:
-    if isinstance(value, list) and len(value) == 3 and all(_int(v) is not None for v in value):
+    if isinstance(value, list) and len(value) == 3 and all(finite_int(v) is not None for v in value):
         return (int(value[0]), int(value[1]), int(value[2]))
     return (0, 0, 0)
 
@@ -133,6 +139,6 @@ def _kernel(e: dict[str, Any], annotation: str) -> KernelLaunch:
     a = args_of(e)
     start, end = span_ns(e)
     return KernelLaunch(name=str(e.get("name", "")), start_ns=start, end_ns=end, grid=_dims(a.get("grid")),
-                        block=_dims(a.get("block")), registers_per_thread=_int(a.get("registers per thread")),
-                        shared_mem_bytes=_int(a.get("shared memory")), stream=_int(a.get("stream")),
-                        device=_int(a.get("device")), nvtx_range=annotation)
+                        block=_dims(a.get("block")), registers_per_thread=finite_int(a.get("registers per thread")),
+                        shared_mem_bytes=finite_int(a.get("shared memory")), stream=finite_int(a.get("stream")),
+                        device=finite_int(a.get("device")), nvtx_range=annotation)

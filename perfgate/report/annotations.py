@@ -4,7 +4,11 @@ strict mode made them fail the job)."""
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
 from typing import Any
+
+from perfgate.errors import ReportFileError
 
 FAILING = ("regressed", "below target")
 
@@ -38,13 +42,43 @@ def _describe(c: dict[str, Any]) -> str:
     return f"{c['case_id']} {metric} {change}{threshold}"
 
 
+def check_results(path: Path, doc: Any) -> dict[str, Any]:
+    """The parts of a `--perfgate-json` document the annotations read, checked: one line per problem."""
+    if not isinstance(doc, dict):
+        raise ReportFileError(path, "not a perfgate results file (--perfgate-json): not an object")
+    gate = doc.get("gate", {})
+    if not isinstance(gate, dict) or not isinstance(gate.get("strict", False), bool):
+        raise ReportFileError(path, '"gate" must be an object with a boolean "strict"')
+    for key, fields in (("comparisons", {"case_id": str, "metric": str, "verdict": str}),
+                        ("findings", {"kind": str, "message": str}), ("cases", {"case_id": str})):
+        rows = doc.get(key, [])
+        if not isinstance(rows, list):
+            raise ReportFileError(path, f'"{key}" must be a list')
+        for i, row in enumerate(rows):
+            if not isinstance(row, dict):
+                raise ReportFileError(path, f"{key}[{i}] must be an object")
+            for field, kind in fields.items():
+                if not isinstance(row.get(field), kind):
+                    raise ReportFileError(path, f'{key}[{i}]: "{field}" must be a string')
+            for number in ("change_pct", "threshold_pct"):
+                value = row.get(number)
+                if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                          or not math.isfinite(value)):
+                    raise ReportFileError(path, f'{key}[{i}]: "{number}" must be a finite number or null')
+            loc = row.get("location")
+            if loc is not None and not (isinstance(loc, list) and len(loc) == 2 and isinstance(loc[0], str)
+                                        and isinstance(loc[1], int) and not isinstance(loc[1], bool)):
+                raise ReportFileError(path, f'{key}[{i}]: "location" must be [file, line]')
+    return doc
+
+
 def workflow_commands(doc: dict[str, Any]) -> list[str]:
-    """The workflow command lines for a `--perfgate-json` document."""
+    """The workflow command lines for a checked `--perfgate-json` document (check_results)."""
     where: dict[str, tuple[str, int | None]] = {}
     for case in doc.get("cases", []):
         loc = case.get("location")
         if loc:
-            where[case["case_id"]] = (str(loc[0]), int(loc[1]))
+            where[case["case_id"]] = (loc[0], loc[1])
     lines = []
     for c in doc.get("comparisons", []):
         file, line = where.get(c["case_id"], ("", None))
@@ -56,7 +90,7 @@ def workflow_commands(doc: dict[str, Any]) -> list[str]:
     for f in doc.get("findings", []):
         if not f.get("fails_strict"):
             continue
-        file, line = where.get(f.get("case_id", ""), ("", None))
+        file, line = where.get(str(f.get("case_id", "")), ("", None))
         level = "error" if strict else "warning"
         lines.append(command(level, f"{f['kind']}: {f['message']}", file, line, title="perfgate strict"))
     return lines

@@ -62,7 +62,7 @@ class Store:
             locked = "locked" in str(err) or "busy" in str(err)
             why = f"locked by another process for more than {BUSY_TIMEOUT_S:.0f} s" if locked else str(err)
             raise StoreError(f"perfgate: history {self.path}: cannot {doing}: {why}") from err
-        except (sqlite3.DatabaseError, ValueError, KeyError, TypeError) as err:
+        except (sqlite3.DatabaseError, ValueError, KeyError, TypeError) as err:  # UnicodeDecodeError is a ValueError
             raise StoreError(f"perfgate: history {self.path}: cannot {doing}: {err}") from err
 
     def query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[dict[str, Any]]:
