@@ -44,8 +44,9 @@ CASE_ID = re.compile(r"^(?P<test>.*test_case\[)(?P<case>.+)-(?P<level>[0-9.]+)\]
 OLD_THRESHOLDS = {"matmul": 10.0, "attention": 8.0}
 
 
-def run_children(kind_dir: Path, runs: int, levels: str, label: str) -> None:
+def run_children(kind_dir: Path, runs: int, levels: str, label: str, deadline: float | None = None) -> None:
     import os
+    import time
 
     from perfgate.measure.children import ChildRunner
 
@@ -53,6 +54,9 @@ def run_children(kind_dir: Path, runs: int, levels: str, label: str) -> None:
     runner = ChildRunner(ROOT, Settings())
     kind_dir.mkdir(parents=True, exist_ok=True)
     for i in range(runs):
+        if deadline is not None and time.monotonic() > deadline:
+            print(f"{label}: out of time after {i} process(es)", file=sys.stderr, flush=True)
+            return
         child = runner.run(["-p", "no:randomly", CASES_FILE])
         if child.returncode != 0:
             raise SystemExit(f"{label} process {i}: pytest exited {child.returncode}")
@@ -172,13 +176,17 @@ def main() -> int:
     run.add_argument("--aa-runs", type=int, default=25)
     run.add_argument("--inject-runs", type=int, default=8)
     run.add_argument("--levels", default="2,3,5,10")
+    run.add_argument("--deadline-s", type=float, help="start no A/A process after this many seconds")
     rep = sub.add_parser("report")
     rep.add_argument("out", type=Path)
     args = parser.parse_args()
     if args.command == "run":
+        import time
+
+        deadline = time.monotonic() + args.deadline_s if args.deadline_s else None
         run_children(args.out, args.calibration_runs, "0", "calibration")
-        run_children(args.out, args.aa_runs, "0", "aa")
         run_children(args.out, args.inject_runs, args.levels, "injected")
+        run_children(args.out, args.aa_runs, "0", "aa", deadline)
     text = render(score(args.out), args.out)
     print(text)
     (args.out / "accuracy.md").write_text(text)

@@ -102,9 +102,7 @@ def _measure_host(calls: Sequence[Call], options: MeasureOptions, prepare: Call 
 
 def _measure_cuda(calls: Sequence[Call], options: MeasureOptions, device: gpu_state.NvmlDevice | None,
                   prepare: Call | None) -> Measurement:
-    import torch
-
-    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda") if options.flush_l2 else None
+    flush = flush_buffer() if options.flush_l2 else None
     waited_ms = cool_down(device, options.cooldown_max_ms)
     sampler = gpu_state.Sampler(device) if device is not None else None
     if sampler is not None:
@@ -127,6 +125,13 @@ def _measure_cuda(calls: Sequence[Call], options: MeasureOptions, device: gpu_st
         samples, excluded = _drop_throttled(samples, chunks, sampler.readings, options)
         state = gpu_state.summarize_state(sampler.readings, device, waited_ms, excluded)
     return Measurement(Timer.CUDA_EVENT, _trim_cold(samples), warmups + 1, state)
+
+
+def flush_buffer() -> Any:
+    """The buffer zeroed before every sample to evict L2 (allocated once per case, outside the timing)."""
+    import torch
+
+    return torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
 
 
 def _estimate_cuda_ms(calls: Sequence[Call], flush: Any, prepare: Call | None) -> float:
@@ -186,7 +191,8 @@ def _drop_throttled(samples: list[list[float]], chunks: list[tuple[int, int, flo
     """Drop the rounds of chunks NVML saw under a power/thermal cap (NVBench drops samples below 75% of
     the default clock), unless fewer than min_samples would remain: then keep all, and the case is
     flagged as throttled instead."""
-    bad = [i for first, end, t0, t1 in chunks if gpu_state.limited_between(readings, t0, t1)
+    margin = gpu_state.POLL_INTERVAL_S  # the poll nearest a short chunk may fall just outside it
+    bad = [i for first, end, t0, t1 in chunks if gpu_state.limited_between(readings, t0 - margin, t1 + margin)
            for i in range(first, end)]
     if not options.exclude_throttled or not bad or len(samples[0]) - len(bad) < options.min_samples:
         return samples, 0

@@ -192,7 +192,7 @@ def _nvtx_stacks(ex: NsysExport, launches: list[tuple[int | None, int | None]]) 
         "AND n.start IS NOT NULL AND n.end IS NOT NULL").fetchall() if ex.has("StringIds") else []
     spans = [Span(tid, start, end) for _, tid, start, end in ranges]
     texts = [str(t) if t is not None else "" for t, _, _, _ in ranges]
-    wanted = [calls.get((corr, pid)) for corr, pid in launches]
+    wanted = [calls.get((corr, pid)) if corr is not None and pid is not None else None for corr, pid in launches]
     present = [s for s in wanted if s is not None]
     found = iter(enclosing(present, spans))
     return [tuple(texts[j] for j in next(found)) if s is not None else () for s in wanted]
