@@ -38,6 +38,9 @@ class BaselineCase:
     threshold_pct: float | None = None  # what the case can detect, written for review
     autotune: tuple[tuple[str, str], ...] = ()
     gpu_state: GpuState | None = None
+    process_speedups: tuple[float, ...] = ()  # one per calibration process, for cases with a reference
+    speedup_noise_pct: float | None = None
+    speedup_threshold_pct: float | None = None
 
     @property
     def calibrated(self) -> bool:
@@ -164,11 +167,16 @@ def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
     procs: tuple[float, ...] = ()
     if c.get("process_medians_ms") not in (None, []):
         procs = _numbers(path, where, "process_medians_ms", c["process_medians_ms"], MIN_CALIBRATION_PROCESSES, True)
-    optional = {k: _finite(path, where, k, c[k], positive=False) for k in ("noise_pct", "threshold_pct")
+    speedups: tuple[float, ...] = ()
+    if c.get("process_speedups") not in (None, []):
+        speedups = _numbers(path, where, "process_speedups", c["process_speedups"], MIN_CALIBRATION_PROCESSES, True)
+    optional = {k: _finite(path, where, k, c[k], positive=False)
+                for k in ("noise_pct", "threshold_pct", "speedup_noise_pct", "speedup_threshold_pct")
                 if c.get(k) is not None}
     return BaselineCase(case_id, Timer(timer_raw), median, samples, _metrics(path, where, c.get("metrics", [])),
                         procs, optional.get("noise_pct"), optional.get("threshold_pct"),
-                        _autotune(path, where, c.get("autotune", {})), _gpu_state(path, where, c.get("gpu_state")))
+                        _autotune(path, where, c.get("autotune", {})), _gpu_state(path, where, c.get("gpu_state")),
+                        speedups, optional.get("speedup_noise_pct"), optional.get("speedup_threshold_pct"))
 
 
 def _metrics(path: Path, where: str, raw: Any) -> tuple[Metric, ...]:

@@ -59,6 +59,26 @@ def calibrated_baseline(old: Baseline | None, runs: Sequence[Run], path: Path, w
 
 
 def _calibrated_case(results: list[CaseResult], decision: DecisionSettings) -> BaselineCase:
+    case = _calibrated_time(results, decision)
+    speedups = tuple(r.speedup.median for r in results if r.speedup is not None)
+    if len(speedups) < 3 or len(speedups) != len(results):
+        return case
+    from perfgate.compare import speedup_decision
+
+    first = results[0]
+    assert first.speedup is not None
+    # what one fresh process could detect: a run at the calibration's centre, before confirmation
+    probe = replace(first, speedup=replace(first.speedup, median=statistics.median(speedups)), confirmation_speedups=())
+    d = speedup_decision(probe, speedups, decision)
+    return replace(case, process_speedups=speedups, speedup_noise_pct=_round(d.noise_pct),
+                   speedup_threshold_pct=_round(d.threshold_pct))
+
+
+def _round(x: float | None) -> float | None:
+    return round(x, 4) if x is not None else None
+
+
+def _calibrated_time(results: list[CaseResult], decision: DecisionSettings) -> BaselineCase:
     medians = tuple(r.timing.median_ms for r in results)
     centre = statistics.median(medians)
     representative = min(results, key=lambda r: abs(r.timing.median_ms - centre))
@@ -102,6 +122,11 @@ def _render_case(c: BaselineCase, last: bool) -> list[str]:
         fields.append(f'"noise_pct": {_short(c.noise_pct)}')
     if c.threshold_pct is not None:
         fields.append(f'"threshold_pct": {_short(c.threshold_pct)}')
+    if c.process_speedups:
+        fields.append(f'"process_speedups": [{", ".join(_short(v) for v in c.process_speedups)}]')
+    for key, value in (("speedup_noise_pct", c.speedup_noise_pct), ("speedup_threshold_pct", c.speedup_threshold_pct)):
+        if value is not None:
+            fields.append(f'"{key}": {_short(value)}')
     fields.append(f'"samples_ms": [{", ".join(_short(v) for v in c.samples_ms)}]')
     if c.autotune:
         fields.append(f'"autotune": {json.dumps(dict(c.autotune), sort_keys=True)}')

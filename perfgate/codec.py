@@ -69,6 +69,7 @@ def case_from_dict(d: Any) -> CaseResult:
             speedup=Speedup(**{**speedup, "reference_samples_ms": tuple(speedup["reference_samples_ms"])})
             if speedup else None,
             confirmation_medians_ms=tuple(float(v) for v in d.get("confirmation_medians_ms", ())),
+            confirmation_speedups=tuple(float(v) for v in d.get("confirmation_speedups", ())),
             nodeid=str(d.get("nodeid", "")), location=(str(d["location"][0]), int(d["location"][1]))
             if d.get("location") else None, device_uuid=str(d.get("device_uuid", "")))
     except (KeyError, TypeError, ValueError, IndexError) as err:

@@ -3,11 +3,20 @@ it (resolved when it was measured), so the same stored run always gets the same 
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
+from dataclasses import replace
 
 from perfgate.baseline import Baseline, BaselineCase
-from perfgate.decision import DecisionSettings, decide_time, pooled
-from perfgate.metrics import TIME_METRIC, spec_for
+from perfgate.decision import (
+    MIN_CALIBRATION_PROCESSES,
+    BaselineTiming,
+    DecisionSettings,
+    TimeDecision,
+    decide_time,
+    pooled,
+)
+from perfgate.metrics import SPEEDUP_METRIC, TIME_METRIC, spec_for
 from perfgate.model import CaseResult, Comparison, Direction, Environment, GateResult, Metric, MetricKind, Verdict
 from perfgate.settings import Settings
 from perfgate.stats import median_change_ci_pct, percent_change
@@ -50,8 +59,11 @@ def compare_run(results: Sequence[CaseResult], baseline: Baseline | None, curren
                                                                                base, res)))
         else:
             time_row = compare_time(res, base, settings, intervals)
-            metric_rows = compare_metrics(res, base)
+            speedup_row = compare_speedup(res, base, settings)
+            metric_rows = compare_metrics(res, base, skip=(SPEEDUP_METRIC,) if speedup_row else ())
             rows.append(time_row)
+            if speedup_row is not None:
+                rows.append(speedup_row)
             rows += [r for r in metric_rows if r.threshold_pct is not None]  # derived ones only explain
             if time_row.verdict is Verdict.REGRESSED and metric_rows:
                 explanations[res.case_id] = explain(metric_rows)
@@ -95,15 +107,40 @@ def compare_time(res: CaseResult, base: BaselineCase, settings: Settings, interv
                       noise_pct=d.noise_pct, score=d.score, processes=d.processes, note=note)
 
 
-def compare_metrics(res: CaseResult, base: BaselineCase) -> list[Comparison]:
-    """Profiler, memory and speedup metrics, matched by (source, kernel, name); ungated ones are compared
-    for explanations."""
+def speedup_decision(res: CaseResult, base_speedups: Sequence[float], decision: DecisionSettings) -> TimeDecision:
+    """The speedup judged like time: its reciprocal (candidate time / reference time, measured side by side)
+    against the calibration processes' reciprocals. Clocks and power state cancel out of the ratio, so it
+    is the steadier signal for compute-bound kernels (docs/decision-rule.md)."""
+    inverse = tuple(1.0 / s for s in base_speedups)
+    explicit = res.thresholds.metric_pct(SPEEDUP_METRIC)
+    thresholds = replace(res.thresholds, time_pct=explicit if explicit is not None else res.thresholds.time_pct,
+                         time_pct_explicit=explicit is not None)
+    timing = BaselineTiming(statistics.median(inverse), (), inverse, res.timing.timer)
+    return decide_time(timing, [1.0 / s for s in res.process_speedups], (), thresholds, decision)
+
+
+def compare_speedup(res: CaseResult, base: BaselineCase, settings: Settings) -> Comparison | None:
+    """A calibrated speedup comparison, when both the run and the calibrated baseline have one."""
+    if res.speedup is None or len(base.process_speedups) < MIN_CALIBRATION_PROCESSES:
+        return None
+    d = speedup_decision(res, base.process_speedups, decision_settings(settings))
+    centre = statistics.median(base.process_speedups)
+    current = 1.0 / pooled([1.0 / s for s in res.process_speedups])
+    return Comparison(case_id=res.case_id, metric=SPEEDUP_METRIC, unit="x", direction=Direction.HIGHER,
+                      verdict=d.verdict, kernel=res.speedup.reference, baseline=centre, current=current,
+                      change_pct=percent_change(centre, current), threshold_pct=d.threshold_pct,
+                      noise_pct=d.noise_pct, score=d.score, processes=d.processes, note="calibrated")
+
+
+def compare_metrics(res: CaseResult, base: BaselineCase, skip: tuple[str, ...] = ()) -> list[Comparison]:
+    """Profiler, memory and (uncalibrated) speedup metrics, matched by (source, kernel, name); ungated ones
+    are compared for explanations."""
     before = {(m.source, m.kernel, m.name): m for m in base.metrics}
     rows = []
     for m in res.metrics:
         old = before.get((m.source, m.kernel, m.name))
         spec = spec_for(m.name)
-        if old is None or spec is None or m.source == "timing":
+        if old is None or spec is None or m.source == "timing" or m.name in skip:
             continue
         rows.append(_metric_row(res.case_id, old, m, spec.direction, spec.kind,
                                 metric_threshold_pct(res.thresholds, m.name)))

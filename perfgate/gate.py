@@ -14,15 +14,16 @@ from perfgate.baseline import Baseline, baseline_path, load_baseline
 from perfgate.compare import compare_run
 from perfgate.errors import BaselineError, PerfgateError
 from perfgate.findings import GateFacts, findings_for
-from perfgate.metrics import TIME_METRIC
-from perfgate.model import Environment, GateResult, Run, Verdict
+from perfgate.metrics import SPEEDUP_METRIC, TIME_METRIC
+from perfgate.model import CaseResult, Environment, GateResult, Run, Verdict
 from perfgate.settings import Settings
 
 log = logging.getLogger("perfgate")
 
-# case ids -> the median of each, measured in one fresh process (PerfgateError when that process fails)
-Confirmer = Callable[[Sequence[str]], Mapping[str, float]]
+# case ids -> each case as one fresh process measured it (PerfgateError when that process fails)
+Confirmer = Callable[[Sequence[str]], Mapping[str, CaseResult]]
 SUSPECT = (Verdict.REGRESSED, Verdict.INCONCLUSIVE)
+CONFIRMED_METRICS = (TIME_METRIC, SPEEDUP_METRIC)  # the metrics a fresh process re-measures
 
 
 def resolve_baseline(settings: Settings, env: Environment) -> tuple[Path, Baseline | None, GateFacts]:
@@ -49,9 +50,10 @@ def evaluate(run: Run, baseline: Baseline | None, settings: Settings, facts: Gat
 
 
 def suspects(gate: GateResult) -> list[str]:
-    """Cases whose time verdict needs another process: inconclusive, or regressed on one process only."""
-    return [c.case_id for c in gate.comparisons if c.metric == TIME_METRIC and c.verdict in SUSPECT
-            and not (c.verdict is Verdict.REGRESSED and c.processes > 1)]
+    """Cases whose time (or speedup) verdict needs another process: inconclusive, or regressed on one
+    process only."""
+    return sorted({c.case_id for c in gate.comparisons if c.metric in CONFIRMED_METRICS and c.verdict in SUSPECT
+                   and c.processes >= 1 and not (c.verdict is Verdict.REGRESSED and c.processes > 1)})
 
 
 def confirm_suspects(run: Run, baseline: Baseline | None, settings: Settings, confirmer: Confirmer,
@@ -65,14 +67,21 @@ def confirm_suspects(run: Run, baseline: Baseline | None, settings: Settings, co
         messages.append(f"perfgate: confirming {len(todo)} suspect case(s) in a fresh process "
                         f"(round {round_no} of {settings.confirm_runs})")
         try:
-            medians = confirmer(todo)
+            fresh = confirmer(todo)
         except PerfgateError as err:
             messages.append(f"perfgate: confirmation run failed, keeping the unconfirmed verdicts: {err}")
             break
-        run = replace(run, results=tuple(
-            replace(r, confirmation_medians_ms=r.confirmation_medians_ms + (medians[r.case_id],))
-            if r.case_id in medians else r for r in run.results))
+        run = replace(run, results=tuple(_confirmed(r, fresh[r.case_id]) if r.case_id in fresh else r
+                                         for r in run.results))
     return run
+
+
+def _confirmed(r: CaseResult, again: CaseResult) -> CaseResult:
+    speedups = r.confirmation_speedups
+    if r.speedup is not None and again.speedup is not None:
+        speedups += (again.speedup.median,)
+    return replace(r, confirmation_medians_ms=r.confirmation_medians_ms + (again.timing.median_ms,),
+                   confirmation_speedups=speedups)
 
 
 @dataclass(frozen=True)

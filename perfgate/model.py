@@ -161,6 +161,7 @@ class CaseResult:
     autotune: tuple[tuple[str, str], ...] = ()  # (Triton kernel, the config its autotuner chose)
     speedup: Speedup | None = None
     confirmation_medians_ms: tuple[float, ...] = ()  # medians of fresh processes that re-measured it
+    confirmation_speedups: tuple[float, ...] = ()  # their speedups against the reference, when it has one
     nodeid: str = ""  # the pytest test that measured it
     location: tuple[str, int] | None = None  # (test file, 1-based line) for CI annotations
     device_uuid: str = ""  # the GPU that measured it (one per xdist worker)
@@ -174,6 +175,11 @@ class CaseResult:
     def process_medians_ms(self) -> tuple[float, ...]:
         """This run's median first, then the confirmation processes'."""
         return (self.timing.median_ms, *self.confirmation_medians_ms)
+
+    @property
+    def process_speedups(self) -> tuple[float, ...]:
+        """This run's speedup first, then the confirmation processes' (empty without a reference)."""
+        return (self.speedup.median, *self.confirmation_speedups) if self.speedup is not None else ()
 
 
 @dataclass(frozen=True)

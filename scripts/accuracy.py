@@ -10,7 +10,8 @@ A/A processes (nothing injected), then processes that measure every case at ever
 spin after the work for L% of its time). The verdicts come from perfgate's own gate code: for each
 trial (one process, one case, one level) `compare_run` against the baseline, with `confirm_suspects`
 drawing its confirmation medians from the next fresh processes of the same level, exactly as the gate
-would re-measure in new processes.
+would re-measure in new processes. A trial is caught when its time or (for cases with a reference) its
+speedup ends regressed.
 
 Two rules are scored on the same measurements:
 - now: the calibrated baseline (all calibration processes), between-process noise, confirmation;
@@ -107,14 +108,15 @@ def verdict(result: object, baseline: Baseline, env: object, settings: Settings,
     run = Run(RunInfo("", ""), env, (result,))  # type: ignore[arg-type]
     queue = iter(others)
 
-    def confirmer(ids: object) -> dict[str, float]:
+    def confirmer(ids: object) -> dict[str, object]:
         nxt = next(queue)
-        return {nxt.case_id: nxt.timing.median_ms}  # type: ignore[attr-defined]
+        return {nxt.case_id: nxt}  # type: ignore[attr-defined]
 
     if settings.confirm_runs:
         run = confirm_suspects(run, baseline, settings, confirmer, [])
     gate = compare_run(run.results, baseline, run.environment, settings, intervals=False)
-    return next(c.verdict for c in gate.comparisons if c.metric == "median_ms")
+    verdicts = [c.verdict for c in gate.comparisons if c.metric in ("median_ms", "speedup")]
+    return Verdict.REGRESSED if Verdict.REGRESSED in verdicts else verdicts[0]
 
 
 def score(out: Path) -> dict[str, dict[str, dict[float, tuple[int, int]]]]:

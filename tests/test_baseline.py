@@ -75,7 +75,25 @@ def test_calibrated_baseline_keeps_process_medians_noise_and_what_each_case_dete
     assert len(quiet.process_medians_ms) == 6
     assert quiet.noise_pct < loud.noise_pct and quiet.threshold_pct < loud.threshold_pct
     assert quiet.threshold_pct >= 1.0  # the minimum effect floors what a quiet case calls
+    assert quiet.process_speedups == ()  # no reference, no speedup
     assert sorted(quiet.process_medians_ms)[2] <= quiet.median_ms <= sorted(quiet.process_medians_ms)[3]
+
+
+def test_calibration_keeps_each_process_speedup_and_its_noise(tmp_path):
+    from dataclasses import replace
+
+    from perfgate.model import Speedup
+
+    runs = []
+    for i in range(5):
+        run = make_run({"t::k": noisy(1.0, seed=i)})
+        res = replace(run.results[0], speedup=Speedup("torch.op", (1.5,) * 3, 1.5 + 0.002 * i, 1.49, 1.51))
+        runs.append(replace(run, results=(res,)))
+    path = tmp_path / "b.json"
+    write_baseline(calibrated_baseline(None, runs, path, "ci", "calibrate", DecisionSettings()))
+    case = load_baseline(path).cases["t::k"]
+    assert case.process_speedups == (1.5, 1.502, 1.504, 1.506, 1.508)
+    assert 0.1 <= case.speedup_noise_pct < 0.5 and 1.0 <= case.speedup_threshold_pct < 3.0
 
 
 BASE = {"format": "perfgate-baseline", "version": 2,

@@ -98,7 +98,12 @@ def simulate(sd_pct, slowdown_pct, trials, seed, calibration_runs=10, heavy=Fals
         b = replace(b, cases={"c": replace(b.cases["c"], median_ms=statistics.median(medians))})
         centre = 1.0 + slowdown_pct / 100
         run = make_run({"c": noisy(process_median(centre), 40, seed=t + 1, sd=0.002)})
-        run = confirm_suspects(run, b, settings, lambda ids: {i: process_median(centre) for i in ids}, [])
+        def fresh_process(ids):
+            from tests.helpers import case
+
+            return {i: case(i, [process_median(centre)] * 3) for i in ids}
+
+        run = confirm_suspects(run, b, settings, fresh_process, [])
         from perfgate.compare import compare_run
 
         row = compare_run(run.results, b, run.environment, settings, intervals=False).comparisons[0]

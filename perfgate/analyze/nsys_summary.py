@@ -14,11 +14,29 @@ from typing import Any
 
 import numpy as np
 
-from perfgate.analyze.summary import (ApiRow, IdleSummary, IntArray, KernelRow, MemoryRow, NvtxRow, TimelineSummary,
-                                      duration_stats, idle_summary)
+from perfgate.analyze.summary import (
+    ApiRow,
+    IdleSummary,
+    IntArray,
+    KernelRow,
+    MemoryRow,
+    NvtxRow,
+    TimelineSummary,
+    duration_stats,
+    idle_summary,
+)
 from perfgate.errors import ReportFileError
-from perfgate.parse.nsys_sqlite import (KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE, PUSH_POP, RUNTIME_TABLE,
-                                        START_END, NsysExport, api_name)
+from perfgate.parse.nsys_sqlite import (
+    KERNEL_TABLE,
+    MEMCPY_TABLE,
+    MEMSET_TABLE,
+    NVTX_TABLE,
+    PUSH_POP,
+    RUNTIME_TABLE,
+    START_END,
+    NsysExport,
+    api_name,
+)
 
 SPAN_CHART_TOP = 12
 SPANS_PER_KERNEL = 20_000  # a chart cannot show more bars than this per row anyway

@@ -8,8 +8,16 @@ from pathlib import Path
 
 import numpy as np
 
-from perfgate.analyze.summary import (ApiRow, IntArray, KernelRow, MemoryRow, NvtxRow, TimelineSummary,
-                                      duration_stats, idle_summary)
+from perfgate.analyze.summary import (
+    ApiRow,
+    IntArray,
+    KernelRow,
+    MemoryRow,
+    NvtxRow,
+    TimelineSummary,
+    duration_stats,
+    idle_summary,
+)
 from perfgate.parse.torch_trace import LAUNCH_CATS, MEMORY_CATS, args_of, copy_kind, finite_int, load_events
 
 SPAN_CHART_TOP = 12

@@ -44,10 +44,11 @@ class CaseSpec:
 def reference_name(ref: Callable[..., Any]) -> str:
     """`torch.add`, `torch.nn.functional.gelu`, `mymod.reference_softmax`, or a lambda's `<lambda>`."""
     module = getattr(ref, "__module__", "") or ""
-    name = getattr(ref, "__qualname__", None) or getattr(ref, "__name__", None) or type(ref).__name__
+    name = str(getattr(ref, "__qualname__", None) or getattr(ref, "__name__", None) or type(ref).__name__)
     if module.startswith("torch._C") or module == "torch._tensor":
         module = "torch"
-    return f"{module}.{name}" if module and module != "builtins" else str(name)
+    name = name.removeprefix("_VariableFunctionsClass.")  # torch.add's qualname is _VariableFunctionsClass.add
+    return f"{module}.{name}" if module and module != "builtins" else name
 
 
 def measure_case(spec: CaseSpec, device: NvmlDevice | None = None) -> CaseResult:

@@ -76,11 +76,11 @@ class _Confirm:
         self.runner = runner
         self.results = results
 
-    def __call__(self, case_ids: Sequence[str]) -> dict[str, float]:
+    def __call__(self, case_ids: Sequence[str]) -> dict[str, CaseResult]:
         nodeids = sorted({self.results[c].nodeid or c.split("::")[0] for c in case_ids if c in self.results})
         child = self.runner.run(nodeids)
         wanted = set(case_ids)
-        return {r.case_id: r.timing.median_ms for r in child.results if r.case_id in wanted}
+        return {r.case_id: r for r in child.results if r.case_id in wanted}
 
 
 def parse_child_output(path: Path, returncode: int) -> ChildRun:

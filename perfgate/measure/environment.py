@@ -60,13 +60,14 @@ def current_environment(use_cuda: bool) -> Environment:
 
 
 def _uuid(props: Any) -> str:
-    """NVML's form, "GPU-<uuid>" (torch's `props.uuid` prints as an object address, never the same twice)."""
+    """NVML's form, "GPU-<uuid>", from torch's device properties (str() of torch's _CUuuid is the bare
+    UUID on torch 2.x; its repr is an object address, never the same twice)."""
     raw = getattr(props, "uuid", None)
-    data = getattr(raw, "bytes", None)
-    if isinstance(data, (bytes, bytearray)) and len(data) == 16:
-        return "GPU-" + str(uuid.UUID(bytes=bytes(data)))
-    text = str(raw or "")
-    return text if text.startswith("GPU-") else ""
+    text = str(raw or "").strip().removeprefix("GPU-")
+    try:
+        return "GPU-" + str(uuid.UUID(text))
+    except ValueError:
+        return ""
 
 
 def _driver_version() -> str:

@@ -54,7 +54,7 @@ def fmt_detects(c: Comparison) -> str:
     """The change a comparison could call: `>= 1.3%` for time (what the case detects), `> 10%` otherwise."""
     if c.threshold_pct is None:
         return "-"
-    if c.metric == "median_ms":
+    if c.metric == "median_ms" or c.note == "calibrated":
         return f"≥ {fmt_pct(c.threshold_pct)}%"
     return "any" if c.threshold_pct == 0 else f"> {fmt_pct(c.threshold_pct)}%"
 

@@ -31,7 +31,7 @@ STAT_COLUMNS = ("timer", "n_samples", "median_ms", "mean_ms", "stdev_ms", "min_m
                 "gbps", "tflops")
 CASE_COLUMNS = ("run_id", "case_id", *STAT_COLUMNS, "bytes_moved", "flops", "profile_errors", "nodeid",
                 "location_file", "location_line", "device_uuid", "thresholds", "confirmation_medians",
-                "profile_notes")
+                "confirmation_speedups", "profile_notes")
 GPU_COLUMNS = ("polls", "sm_clock_mhz", "sm_clock_min_mhz", "mem_clock_mhz", "temperature_max_c", "power_median_w",
                "power_limit_w", "throttle_reasons", "throttled_fraction", "clocks_locked", "cooldown_ms",
                "excluded_samples")
@@ -56,7 +56,7 @@ def case_row(run_id: int, r: CaseResult) -> tuple[Any, ...]:
             t.q1_ms, t.q3_ms, t.gbps, t.tflops, r.bytes_moved, r.flops, json.dumps(list(r.profile_errors)),
             r.nodeid, r.location[0] if r.location else None, r.location[1] if r.location else None,
             r.device_uuid, json.dumps(asdict(r.thresholds)), json.dumps(list(r.confirmation_medians_ms)),
-            json.dumps(list(r.profile_notes)))
+            json.dumps(list(r.confirmation_speedups)), json.dumps(list(r.profile_notes)))
 
 
 def sample_rows(run_id: int, results: Sequence[CaseResult]) -> Iterator[tuple[Any, ...]]:
@@ -132,6 +132,7 @@ def case_from_row(row: dict[str, Any], samples: tuple[float, ...], metrics: tupl
         profile_notes=tuple(_json_list(row["profile_notes"])), thresholds=_thresholds(row["thresholds"]),
         gpu_state=gpu, autotune=autotune, speedup=speedup,
         confirmation_medians_ms=tuple(float(v) for v in _json_list(row["confirmation_medians"])),
+        confirmation_speedups=tuple(float(v) for v in _json_list(row["confirmation_speedups"])),
         nodeid=row["nodeid"] or "", location=location, device_uuid=row["device_uuid"] or "")
 
 

@@ -92,6 +92,7 @@ ALTER TABLE cases ADD COLUMN location_line INTEGER;
 ALTER TABLE cases ADD COLUMN device_uuid TEXT;
 ALTER TABLE cases ADD COLUMN thresholds TEXT;
 ALTER TABLE cases ADD COLUMN confirmation_medians TEXT;
+ALTER TABLE cases ADD COLUMN confirmation_speedups TEXT;
 ALTER TABLE cases ADD COLUMN profile_notes TEXT;
 CREATE INDEX idx_cases_case_id_run_id ON cases (case_id, run_id);
 CREATE TABLE gpu_state (
@@ -163,7 +164,7 @@ REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "cases": ("run_id", "case_id", "timer", "n_samples", "median_ms", "mean_ms", "stdev_ms", "min_ms", "max_ms",
               "q1_ms", "q3_ms", "gbps", "tflops", "bytes_moved", "flops", "profile_errors", "nodeid",
               "location_file", "location_line", "device_uuid", "thresholds", "confirmation_medians",
-              "profile_notes"),
+              "confirmation_speedups", "profile_notes"),
     "samples": ("run_id", "case_id", "idx", "time_ms"),
     "metrics": ("run_id", "case_id", "source", "kernel", "name", "value", "unit"),
     "gpu_state": ("run_id", "case_id", "polls", "sm_clock_mhz", "sm_clock_min_mhz", "mem_clock_mhz",

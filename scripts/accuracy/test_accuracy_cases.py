@@ -4,7 +4,8 @@ does not tune for, each with a slowdown that can be injected from outside.
 PERFGATE_ACCURACY_LEVELS="0" (default) or "2,3,5,10": every case is measured once per level, as
 `test_x[case-L]`. At level L a GPU spin kernel (torch.cuda._sleep) runs after the work for L% of the
 work's own time, calibrated in this process; at level 0 it runs for 0 cycles, so the launch count never
-changes. Without CUDA (scripts/accuracy.py host) the cases are two pure-Python workloads and the spin is
+changes. The Triton cases are timed side by side with the torch operation they replace (their speedup
+is gated too); the spin slows only the candidate. Without CUDA (scripts/accuracy.py host) the cases are two pure-Python workloads and the spin is
 a busy-wait.
 """
 
@@ -34,18 +35,27 @@ def _gpu_cases():
     def randn(*shape, dtype=torch.bfloat16):
         return torch.randn(*shape, device="cuda", dtype=dtype)
 
+    def sdpa(q, k, v):
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+
     def attention():
         q, k, v = (randn(2, 16, 2048, 128) for _ in range(3))
-        return kernels.flash_attention, (q, k, v)
+        return kernels.flash_attention, (q, k, v), sdpa
 
-    return {
-        "copy": lambda: ((lambda s, d: d.copy_(s)), (randn(1 << 26, dtype=torch.float32), randn(1 << 26, dtype=torch.float32))),
-        "small_add": lambda: (torch.add, (randn(1 << 20, dtype=torch.float32), randn(1 << 20, dtype=torch.float32))),
-        "softmax": lambda: (kernels.softmax, (randn(8192, 8192),)),
-        "layer_norm": lambda: (kernels.layer_norm, (randn(8192, 8192), randn(8192), randn(8192))),
-        "gelu": lambda: (kernels.fused_add_gelu, (randn(8192, 8192), randn(8192))),
-        "cublas_matmul": lambda: (torch.matmul, (randn(6144, 4096), randn(4096, 3072))),
-        "triton_matmul": lambda: (kernels.matmul, (randn(4096, 4096), randn(4096, 4096))),
+    f32 = torch.float32
+    return {  # (work, inputs, the torch operation it replaces or None)
+        "copy": lambda: ((lambda s, d: d.copy_(s)), (randn(1 << 26, dtype=f32), randn(1 << 26, dtype=f32)), None),
+        "small_add": lambda: (torch.add, (randn(1 << 20, dtype=f32), randn(1 << 20, dtype=f32)), None),
+        "softmax": lambda: (kernels.softmax, (randn(8192, 8192),), lambda x: torch.softmax(x, -1)),
+        "layer_norm": lambda: (kernels.layer_norm, (randn(8192, 8192), randn(8192), randn(8192)),
+                               lambda x, w, b: torch.nn.functional.layer_norm(x, (8192,), w, b)),
+        "gelu": lambda: (kernels.fused_add_gelu, (randn(8192, 8192), randn(8192)),
+                         lambda x, b: torch.nn.functional.gelu(x + b)),
+        "cublas_matmul": lambda: (torch.matmul, (randn(6144, 4096), randn(4096, 3072)), None),
+        "triton_matmul": lambda: (kernels.matmul, (randn(4096, 4096), randn(4096, 4096)), torch.matmul),
         "attention": attention,
     }
 
@@ -54,7 +64,7 @@ def _host_cases():
     rng = random.Random(0)
     data = {f"k{i}": [rng.random() for _ in range(20)] for i in range(200)}
     numbers = [rng.random() for _ in range(20_000)]
-    return {"json_encode": lambda: (json.dumps, (data,)), "sort": lambda: (sorted, (numbers,))}
+    return {"json_encode": lambda: (json.dumps, (data,), None), "sort": lambda: (sorted, (numbers,), None)}
 
 
 CASES = _gpu_cases() if CUDA else _host_cases()
@@ -110,6 +120,6 @@ def _host_spin(fn, args, pct):
 @pytest.mark.parametrize("level", LEVELS, ids=lambda level: f"{level:g}")
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_case(perfgate, case, level):
-    fn, args = CASES[case]()
+    fn, args, reference = CASES[case]()
     call = (_gpu_spin if CUDA else _host_spin)(fn, args, level)
-    perfgate(call, *args)
+    perfgate.measure(call, args, reference=reference)
