@@ -20,7 +20,12 @@ def _version() -> str:
         return "0.2.0"
 
 
-__version__ = _version()
+def __getattr__(name: str) -> Any:
+    # `perfgate.__version__` reads the installed metadata on first use, not at import (importlib.metadata
+    # costs ~40 ms, paid by every pytest session that loads the plugin)
+    if name == "__version__":
+        return _version()
+    raise AttributeError(f"module 'perfgate' has no attribute {name!r}")
 
 
 def history(db: str | Path | None = None, case: str | None = None, last: int | None = None,

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from pathlib import Path
 
-from perfgate.baseline import load_baseline
+from perfgate.baseline import BaselineCase, load_baseline
 from perfgate.errors import BaselineError, PerfgateError
 from perfgate.project import project_settings
 
@@ -56,11 +57,24 @@ def baseline_show(args: argparse.Namespace) -> int:
         for u in b.updates[-3:]:
             runs = f" from {u.calibrated_runs} processes" if u.calibrated_runs else ""
             print(f"  updated {u.at} by {u.by} at {u.commit[:12] or '-'}{runs}: {u.reason}")
-        rows = [(cid, fmt_value(c.median_ms, "ms"), f"{c.noise_pct:.2f}%" if c.noise_pct is not None else "-",
-                 f">= {c.threshold_pct:.2f}%" if c.threshold_pct is not None else "-", str(len(c.samples_ms)),
+        rows = [(cid, fmt_value(c.median_ms, "ms"), _pct(c.noise_pct), _detects(c.threshold_pct), _speedup(c),
+                 _pct(c.speedup_noise_pct), _detects(c.speedup_threshold_pct), str(len(c.samples_ms)),
                  str(len(c.metrics))) for cid, c in sorted(b.cases.items())]
-        print("\n".join(render_table(rows, ("case", "median", "noise", "detects", "samples", "metrics"))))
+        print("\n".join(render_table(rows, ("case", "median", "noise", "detects", "speedup", "noise", "detects",
+                                             "samples", "metrics"))))
     return 0
+
+
+def _pct(value: float | None) -> str:
+    return f"{value:.2f}%" if value is not None else "-"
+
+
+def _detects(value: float | None) -> str:
+    return f">= {value:.2f}%" if value is not None else "-"
+
+
+def _speedup(case: BaselineCase) -> str:
+    return f"{statistics.median(case.process_speedups):.2f}x" if case.process_speedups else "-"
 
 
 def baseline_diff(args: argparse.Namespace) -> int:

@@ -43,7 +43,7 @@ def comparable(baseline: Baseline | None, current_env: Environment, settings: Se
 
 def compare_run(results: Sequence[CaseResult], baseline: Baseline | None, current_env: Environment,
                 settings: Settings, intervals: bool = True) -> GateResult:
-    """`intervals=False` skips the bootstrap intervals (display only) where only verdicts are needed."""
+    """`intervals=False` skips the change intervals (display only) where only verdicts are needed."""
     env_ok = comparable(baseline, current_env, settings)
     rows: list[Comparison] = []
     explanations: dict[str, tuple[Comparison, ...]] = {}
@@ -65,8 +65,9 @@ def compare_run(results: Sequence[CaseResult], baseline: Baseline | None, curren
             if speedup_row is not None:
                 rows.append(speedup_row)
             rows += [r for r in metric_rows if r.threshold_pct is not None]  # derived ones only explain
-            if time_row.verdict is Verdict.REGRESSED and metric_rows:
-                explanations[res.case_id] = explain(metric_rows)
+            why = explain(metric_rows) if time_row.verdict is Verdict.REGRESSED else ()
+            if why:  # nothing moved and nothing always-shown: no "why" line at all rather than an empty one
+                explanations[res.case_id] = why
         rows += _speedup_target(res)
         rows += [_unpaired(res.case_id, Verdict.PROFILE_FAILED, note=e, metric="profile") for e in res.profile_errors]
     if baseline is not None:
@@ -95,10 +96,11 @@ def _env_note(base_env: Environment, cur: Environment, base: BaselineCase, res: 
 
 
 def compare_time(res: CaseResult, base: BaselineCase, settings: Settings, intervals: bool = True) -> Comparison:
-    """The time verdict (decision.py) with the bootstrap interval of this run's change for the summary."""
+    """The time verdict (decision.py) with the interval of this run's change for the summary."""
     d = decide_time(base.timing(), res.process_medians_ms, res.samples_ms, res.thresholds,
                     decision_settings(settings))
-    lo, hi = median_change_ci_pct(base.samples_ms, res.samples_ms) if intervals else (None, None)
+    ci = median_change_ci_pct(base.samples_ms, res.samples_ms) if intervals else None
+    lo, hi = ci if ci is not None else (None, None)
     current = pooled(res.process_medians_ms)
     note = "calibrated" if d.calibrated else "uncalibrated baseline"
     return Comparison(case_id=res.case_id, metric=TIME_METRIC, unit="ms", direction=Direction.LOWER,

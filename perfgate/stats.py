@@ -1,14 +1,17 @@
 """Sample summaries and the statistics behind a verdict (pure; numpy, vectorised).
 
 The bootstrap and the rank test were pure-Python loops that took 99.6% of `compare_run` at 1,000
-cases; here they are array operations over all resamples at once, with the same seeded results
-within resampling noise.
+cases. The rank test and the bootstrap (kept for paired speedup ratios, a few dozen values) are array
+operations now; the change interval shown for every case is an order-statistic interval (one sort per
+sample), which is what takes `compare_run` on 10,000 cases from minutes to seconds.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
+from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import NDArray
@@ -86,22 +89,56 @@ def bootstrap_medians(values: Sequence[float] | FloatArray, resamples: int, rng:
     return result
 
 
-def median_change_ci_pct(baseline: Sequence[float], current: Sequence[float], confidence: float = 0.95,
-                         resamples: int = 1000, seed: int = 0) -> tuple[float, float]:
-    """Bootstrap confidence interval of the percent change of the median (current vs baseline).
+@functools.lru_cache(maxsize=64)
+def _median_order_statistic(n: int) -> tuple[int, float]:
+    """The 1-based order statistic a with [Y(a), Y(n-a+1)] the distribution-free interval of a median,
+    and the normal quantile of that interval's exact (binomial) coverage."""
+    a = max(1, round(n / 2 - math.sqrt(n)))
+    k = np.arange(a, dtype=np.float64)  # P(B <= a-1) for B ~ Binomial(n, 1/2), summed in log space
+    log_pmf = (math.lgamma(n + 1) - np.array([math.lgamma(x + 1) + math.lgamma(n - x + 1) for x in k])
+               - n * math.log(2.0))
+    tail = float(np.exp(log_pmf).sum())
+    return a, NormalDist().inv_cdf(1.0 - tail) if tail < 0.5 else 0.0
 
-    Seeded so the same samples always print the same interval.
+
+def _log_median_se(sorted_values: FloatArray) -> float | None:
+    n = sorted_values.size
+    a, z0 = _median_order_statistic(n)
+    if z0 <= 0.0:
+        return None  # too few samples for an interval
+    return float(math.log(sorted_values[n - a]) - math.log(sorted_values[a - 1])) / (2.0 * z0)
+
+
+def median_ratio_ci(current: Sequence[float], baseline: Sequence[float],
+                    confidence: float = 0.95) -> tuple[float, float, float] | None:
+    """Ratio of medians (current / baseline) and its distribution-free confidence interval.
+
+    Price & Bonett's interval: each median's log standard error from the order statistics that bracket
+    it, their exact binomial coverage turned into a z value, combined on the log scale. It needs one
+    sort per sample instead of a bootstrap's thousand resamples (the bootstrap took 99% of `compare_run`
+    at 1,000 cases), has no seed, and stays close to the bootstrap percentile interval for the sample
+    sizes perfgate takes. None when either side has a non-positive value or too few samples.
     """
-    rng = np.random.default_rng(seed)
-    mb = bootstrap_medians(baseline, resamples, rng)
-    mc = bootstrap_medians(current, resamples, rng)
-    ok = mb != 0
-    changes = 100.0 * (mc[ok] - mb[ok]) / mb[ok]
-    if changes.size == 0:
-        return 0.0, 0.0
-    tail = (1 - confidence) / 2
-    lo, hi = np.quantile(changes, (tail, 1 - tail))
-    return float(lo), float(hi)
+    cur = np.sort(np.asarray(current, dtype=np.float64))
+    base = np.sort(np.asarray(baseline, dtype=np.float64))
+    if cur.size < 2 or base.size < 2 or not (cur[0] > 0 and base[0] > 0):
+        return None
+    if not (np.isfinite(cur[-1]) and np.isfinite(base[-1])):
+        return None
+    se_cur, se_base = _log_median_se(cur), _log_median_se(base)
+    if se_cur is None or se_base is None:
+        return None
+    centre = math.log(float(np.median(cur))) - math.log(float(np.median(base)))
+    half = NormalDist().inv_cdf(0.5 + confidence / 2) * math.hypot(se_cur, se_base)
+    return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
+
+
+def median_change_ci_pct(baseline: Sequence[float], current: Sequence[float],
+                         confidence: float = 0.95) -> tuple[float, float] | None:
+    """Confidence interval of the percent change of the median (current vs baseline); see
+    `median_ratio_ci`."""
+    ci = median_ratio_ci(current, baseline, confidence)
+    return None if ci is None else (100.0 * (ci[1] - 1.0), 100.0 * (ci[2] - 1.0))
 
 
 def ratio_ci(numerators: Sequence[float], denominators: Sequence[float], confidence: float = 0.95,

@@ -13,4 +13,5 @@ nvidia-smi -L > "$R/gpus.txt" 2>&1
 phase single_baseline 360 "${PG[@]}" --perfgate-json "$R/single0.json"
 phase single 200 "${PG[@]}" --perfgate-json "$R/single.json"
 phase xdist 200 "${PG[@]}" -n 2 --perfgate-json "$R/xdist.json"
+phase check 30 python3 scripts/xdist_check.py "$R/single.json" "$R/xdist.json"
 tar czf "$OUT/x.tgz" -C "$OUT" x && rm -f "$OUT/results.tar"

@@ -11,6 +11,13 @@ from perfgate.cli import main
 
 pytest.importorskip("pytest_benchmark")
 
+
+@pytest.fixture(autouse=True)
+def not_an_xdist_worker(monkeypatch):
+    # pytest-benchmark disables itself in any process with PYTEST_XDIST_WORKER set, which includes the
+    # in-process suites below when this test file itself runs under -n
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+
 SUITE = '''
 import os, time
 

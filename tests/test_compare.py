@@ -150,3 +150,11 @@ def test_a_calibrated_speedup_catches_a_slowdown_the_time_noise_hides(tmp_path):
     row = verdict(gate, metric="speedup", kernel="torch.matmul")
     assert row.verdict is Verdict.REGRESSED and row.change_pct == pytest.approx(-3.0, abs=0.1)
     assert row.threshold_pct < 1.5 and row.note == "calibrated"
+
+
+def test_a_regression_with_nothing_that_moved_gets_no_empty_explanation(tmp_path):
+    peak = Metric("memory.peak_allocated_bytes", 1e6, "byte", "memory", "")
+    base = baseline_of(_with_metrics(noisy(1.0), peak), tmp_path)
+    gate = compare_run(_with_metrics(noisy(1.3, seed=2), peak).results, base, ENV, SETTINGS)
+    assert verdict(gate).verdict is Verdict.REGRESSED
+    assert "a" not in gate.explanations
