@@ -43,6 +43,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--perfgate-chart-url", help="base URL the charts are published at (links in a job summary)")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    # pytest-benchmark steps aside before its own pytest_configure runs: once configured it has already
+    # warned "Benchmarks are automatically disabled because xdist plugin is active" in every -n log
+    import os
+
+    from perfgate.session import PROFILE_CHILD_ENV
+
+    if config.getoption("--perfgate") or os.environ.get(PROFILE_CHILD_ENV):
+        from perfgate.plugin_setup import step_aside_pytest_benchmark
+
+        step_aside_pytest_benchmark(config)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "perfgate(**options): perfgate options for this test's cases "
                             "(threshold_pct, metrics={name: pct}, min_speedup, warmup_ms, min_samples, "

@@ -158,12 +158,17 @@ def register_benchmark_fixture(config: pytest.Config) -> None:
     steps aside for the run (its hooks would refuse a fixture that is not its own, and report twice)."""
     from perfgate import benchmark_compat
 
+    step_aside_pytest_benchmark(config)
+    manager = config.pluginmanager
+    if not manager.has_plugin("perfgate-benchmark"):
+        manager.register(benchmark_compat.BenchmarkPlugin(), "perfgate-benchmark")
+
+
+def step_aside_pytest_benchmark(config: pytest.Config) -> None:
     manager = config.pluginmanager
     pytest_benchmark = manager.get_plugin("benchmark")
     if pytest_benchmark is not None:
         manager.unregister(pytest_benchmark)
-    if not manager.has_plugin("perfgate-benchmark"):
-        manager.register(benchmark_compat.BenchmarkPlugin(), "perfgate-benchmark")
 
 
 def finish(config: pytest.Config, state: PerfgateSession, interrupted: bool, tests_failed: bool) -> int:

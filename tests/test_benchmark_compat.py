@@ -104,3 +104,15 @@ def test_results_in_github_action_benchmark_format(suite):
     add = next(e for e in entries if e["name"] == "test_bench.py::test_add")
     assert add["unit"] == "ms" and 1.5 < add["value"] < 10 and add["range"].startswith("± ")
     assert set(add) == {"name", "unit", "value", "range", "extra"}
+
+
+def test_under_perfgate_pytest_benchmark_never_configures(pytester):
+    # configured, pytest-benchmark prints "Benchmarks are automatically disabled because xdist plugin is
+    # active" in every -n log of a perfgate gate (seen on the 2-GPU run); it must step aside before that
+    pytester.makeconftest(
+        "def pytest_sessionstart(session):\n"
+        "    open('configured.txt', 'w').write(str(hasattr(session.config, '_benchmarksession')))\n")
+    pytester.makepyfile(test_bench="import time\n\ndef test_sleep(benchmark):\n    benchmark(time.sleep, 0.001)\n")
+    pytester.makefile(".toml", pyproject="[tool.perfgate]\nmin_samples = 5\nmax_samples = 10\nbudget_ms = 20\n")
+    assert pytester.runpytest("--perfgate", "-p", "no:cacheprovider").ret == 0
+    assert (pytester.path / "configured.txt").read_text() == "False"

@@ -52,3 +52,4 @@ def test_more_workers_than_gpus_is_refused(pytester, monkeypatch):
     result = pytester.runpytest("--perfgate", "-p", "no:cacheprovider", "-n", "2")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*-n 2 but 1 GPU(s) visible: two workers on one GPU would time each other*"])
+
