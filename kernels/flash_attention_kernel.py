@@ -105,7 +105,8 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     check_dtype("flash_attention", q, HALF_DTYPES)
     B, H, n_q, D = q.shape
     if k.shape != v.shape or k.shape[:2] != (B, H) or k.shape[3] != D:
-        raise ValueError(f"flash_attention: shapes do not match: q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}")
+        raise ValueError(f"flash_attention: shapes do not match: q {tuple(q.shape)}, k {tuple(k.shape)}, "
+                         f"v {tuple(v.shape)}")
     if D not in HEAD_DIMS:
         raise ValueError(f"flash_attention: head_dim {D} is not supported (supported: {HEAD_DIMS})")
     n_k = k.shape[2]

@@ -67,7 +67,8 @@ def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: f
         if n_cols <= MAX_FUSED_COLS and block is None and not detuned("layer_norm"):
             blk = triton.next_power_of_2(n_cols)
             _layer_norm_fused[(n_rows,)](x2, weight, bias, out, n_cols, x2.stride(0), out.stride(0), eps,
-                                         BLOCK=blk, num_warps=num_warps or (4 if blk <= 1024 else 8 if blk <= 4096 else 16))
+                                         BLOCK=blk,
+                                         num_warps=num_warps or (4 if blk <= 1024 else 8 if blk <= 4096 else 16))
         else:
             blk = block or (128 if detuned("layer_norm") else 2048)
             _layer_norm_looped[(n_rows,)](x2, weight, bias, out, n_cols, x2.stride(0), out.stride(0), eps,

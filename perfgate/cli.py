@@ -60,7 +60,8 @@ def _root_options(p: argparse.ArgumentParser) -> None:
 def _compare_parser(sub: Any) -> None:
     c = sub.add_parser("compare", help="gate a stored run against the baselines (no pytest); reads only")
     _root_options(c)
-    c.add_argument("--db", type=Path, help="history (default from [tool.perfgate] db, $PERFGATE_DB or .perfgate/history.db)")
+    c.add_argument("--db", type=Path,
+                   help="history (default from [tool.perfgate] db, $PERFGATE_DB or .perfgate/history.db)")
     c.add_argument("--run", type=int, help="run id (default: the latest)")
     c.add_argument("--baseline-dir", type=Path)
     c.add_argument("--baseline-file", type=Path)
@@ -145,7 +146,8 @@ def _ci_parser(sub: Any) -> None:
     ann.add_argument("results", type=Path)
     ann.set_defaults(func=_lazy("perfgate.cli_ci", "annotate"))
     com = csub.add_parser("comment", help="create or update the one perfgate comment on a pull request")
-    com.add_argument("summary", type=Path, help="the Markdown summary to post")
+    com.add_argument("summary", type=Path, nargs="+",
+                     help="the Markdown summary to post; several (matrix jobs) become one comment")
     com.add_argument("--repo", required=True, help="owner/name")
     com.add_argument("--pr", type=int, required=True)
     com.add_argument("--token-env", default="GITHUB_TOKEN", help="environment variable holding the token")
@@ -156,6 +158,7 @@ def _ci_parser(sub: Any) -> None:
     init.add_argument("--output", type=Path, default=Path(".github/workflows/perfgate.yml"))
     init.add_argument("--action-ref", default="perfgate/perfgate@v1", help="owner/repo@ref of the action")
     init.add_argument("--runner-label", default="gpu")
+    init.add_argument("--pytest-args", default="tests/perf", help="what the gate runs (default tests/perf)")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     init.set_defaults(func=_lazy("perfgate.cli_ci", "init"))
 

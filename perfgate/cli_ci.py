@@ -24,7 +24,8 @@ def comment(args: argparse.Namespace) -> int:
     token = os.environ.get(args.token_env, "")
     if not token:
         raise PerfgateError(f"perfgate: ci comment needs a token in ${args.token_env} (pull-requests: write)")
-    summary = read_bytes(args.summary, ReportFileError).decode("utf-8", errors="replace")
+    summary = "\n\n---\n\n".join(read_bytes(path, ReportFileError).decode("utf-8", errors="replace").strip()
+                                  for path in args.summary) + "\n"
     result = upsert_comment(GitHubApi(args.api_url, args.repo, token), args.pr, summary, args.marker)
     extra = f", {result.deleted_duplicates} duplicate(s) removed" if result.deleted_duplicates else ""
     print(f"perfgate: {result.action} comment {result.comment_id} on {args.repo}#{args.pr}{extra}")
@@ -34,7 +35,7 @@ def comment(args: argparse.Namespace) -> int:
 def init(args: argparse.Namespace) -> int:
     from perfgate.workflow import write_workflow
 
-    write_workflow(args.output, args.action_ref, args.runner_label, args.force)
+    write_workflow(args.output, args.action_ref, args.runner_label, args.force, args.pytest_args)
     print(f"perfgate: wrote {args.output}; review it, then read docs/github-actions.md for the repository "
           f"settings that keep fork code off the GPU runner")
     return 0

@@ -27,7 +27,7 @@ class GateFacts:
 
 
 def findings_for(run: Run, baseline: Baseline | None, gate: GateResult, facts: GateFacts) -> tuple[Finding, ...]:
-    return tuple(_run_level(run, baseline, facts)) + tuple(_unmeasured(run, baseline)) + tuple(_per_case(run, baseline, gate))
+    return (*_run_level(run, baseline, facts), *_unmeasured(run, baseline), *_per_case(run, baseline, gate))
 
 
 def _run_level(run: Run, baseline: Baseline | None, facts: GateFacts) -> Iterator[Finding]:
@@ -36,15 +36,17 @@ def _run_level(run: Run, baseline: Baseline | None, facts: GateFacts) -> Iterato
                                             "failed before measuring)")
         return
     if baseline is None:
-        yield Finding(FindingKind.NO_BASELINE, f"no baseline for {run.environment.device_name} at "
-                                               f"{facts.baseline_path or 'the baseline directory'}: nothing was compared")
+        where = facts.baseline_path or "the baseline directory"
+        yield Finding(FindingKind.NO_BASELINE,
+                      f"no baseline for {run.environment.device_name} at {where}: nothing was compared")
     elif not baseline.calibrated:
         yield Finding(FindingKind.UNCALIBRATED, f"baseline {baseline.path.name} is uncalibrated: run `perfgate "
                                                 f"calibrate` for per-case thresholds from between-process noise")
     host_cases = [r for r in run.results if r.timing.timer is Timer.HOST]
     if host_cases and facts.cuda_baselines:
-        yield Finding(FindingKind.HOST_CLOCK, f"{len(host_cases)} case(s) timed with the host clock while CUDA "
-                                              f"baselines exist ({', '.join(facts.cuda_baselines)}): is the GPU visible?")
+        yield Finding(FindingKind.HOST_CLOCK,
+                      f"{len(host_cases)} case(s) timed with the host clock while CUDA baselines exist "
+                      f"({', '.join(facts.cuda_baselines)}): is the GPU visible?")
 
 
 def _unmeasured(run: Run, baseline: Baseline | None) -> Iterator[Finding]:

@@ -38,6 +38,9 @@ class GitHubApi:
     def __init__(self, api_url: str, repo: str, token: str, opener: Opener | None = None) -> None:
         if repo.count("/") != 1:
             raise PerfgateError(f"perfgate: --repo must be owner/name, got {repo!r}")
+        if not api_url.startswith(("https://", "http://")):
+            # urllib would also open file: and ftp: URLs; the token goes to an HTTP(S) API host only
+            raise PerfgateError(f"perfgate: --api-url must be an http(s) URL, got {api_url!r}")
         self.api_url = api_url.rstrip("/")
         self.repo = repo
         self._token = token
@@ -45,7 +48,7 @@ class GitHubApi:
 
     def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(f"{self.api_url}{path}", data=data, method=method, headers={
+        req = urllib.request.Request(f"{self.api_url}{path}", data=data, method=method, headers={  # noqa: S310
             "Accept": "application/vnd.github+json", "Authorization": f"Bearer {self._token}",
             "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "perfgate",
             **({"Content-Type": "application/json"} if data is not None else {})})
@@ -74,7 +77,8 @@ class GitHubApi:
 def comment_body(summary: str, name: str) -> str:
     body = f"{marker_line(name)}\n{summary}"
     if len(body) > MAX_BODY:
-        body = body[: MAX_BODY - 200] + "\n\n…(truncated: the full summary is in the job summary and the results artifact)\n"
+        body = (body[: MAX_BODY - 200]
+                + "\n\n…(truncated: the full summary is in the job summary and the results artifact)\n")
     return body
 
 

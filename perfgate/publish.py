@@ -69,6 +69,6 @@ def _charts(gate: GateResult, run: Run, settings: Settings, baseline: Baseline |
         return write_gate_charts(gate, run, settings, baseline)
     except PerfgateError:
         raise
-    except Exception as err:  # a drawing bug must not turn a stored, gated run into a traceback
+    except Exception as err:  # noqa: BLE001 (a drawing bug must not turn a stored, gated run into a traceback)
         messages.append(f"perfgate: could not draw the charts ({type(err).__name__}: {err}); results are stored")
         return []

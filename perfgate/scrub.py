@@ -17,7 +17,9 @@ from perfgate.model import CaseResult, Comparison, Environment, GateResult, Run
 
 MASK = "***"
 
-_SECRET_NAME = r"[A-Za-z0-9_.-]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION)[A-Za-z0-9_.-]*"
+# a pattern for the *names* of secret-bearing variables, not a secret
+_SECRET_NAME = (r"[A-Za-z0-9_.-]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION)"  # noqa: S105
+                r"[A-Za-z0-9_.-]*")
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # before the name rule: "Authorization: Bearer <token>" must lose the token, not only the word
     (re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}"), rf"\1 {MASK}"),

@@ -228,8 +228,10 @@ def marker_options(kwargs: dict[str, Any], where: str, ncu_metrics: tuple[str, .
     if measure.get("max_samples", 10**9) < measure.get("min_samples", 0):
         raise ConfigError(f"perfgate: {here}: min_samples > max_samples")
     return MarkerOptions(
-        threshold_pct=cs.THRESHOLD(kwargs["threshold_pct"], f"{here} threshold_pct") if "threshold_pct" in kwargs else None,
-        metrics=cs.metric_table(metric_known(ncu_metrics))(kwargs["metrics"], f"{here} metrics") if "metrics" in kwargs else (),
+        threshold_pct=cs.THRESHOLD(kwargs["threshold_pct"],
+                                   f"{here} threshold_pct") if "threshold_pct" in kwargs else None,
+        metrics=cs.metric_table(metric_known(ncu_metrics))(kwargs["metrics"],
+                                                           f"{here} metrics") if "metrics" in kwargs else (),
         min_speedup=cs.POSITIVE(kwargs["min_speedup"], f"{here} min_speedup") if "min_speedup" in kwargs else None,
         measure=tuple(sorted(measure.items())),
     )

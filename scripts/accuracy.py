@@ -136,9 +136,9 @@ def score(out: Path) -> dict[str, dict[str, dict[float, tuple[int, int]]]]:
             old_pct = next((v for k, v in OLD_THRESHOLDS.items() if k in case), 3.0)
             for rule, baseline, settings in (("now", now, Settings()), ("before", before, Settings(confirm_runs=0))):
                 flagged = 0
-                for t, result in enumerate(results):
-                    if rule == "before":
-                        result = replace(result, thresholds=CaseThresholds(time_pct=old_pct))  # type: ignore[type-var]
+                for t, measured in enumerate(results):
+                    result = measured if rule == "now" else \
+                        replace(measured, thresholds=CaseThresholds(time_pct=old_pct))  # type: ignore[type-var]
                     others = results[t + 1:] + results[:t]
                     flagged += verdict(result, baseline, env, settings, others) is Verdict.REGRESSED
                 table[rule][case][level] = (flagged, len(results))
@@ -163,7 +163,8 @@ def render(table: dict[str, dict[str, dict[float, tuple[int, int]]]], out: Path)
                 parts.append(f"{flagged}/{n}")
             cells.append(" / ".join(parts))
         lines.append(f"| {case} | " + " | ".join(cells) + " |")
-    lines.append("| **all** | " + " | ".join(" / ".join(f"{totals[r][lvl][0]}/{totals[r][lvl][1]}" for r in ("now", "before"))
+    lines.append("| **all** | " + " | ".join(" / ".join(f"{totals[r][lvl][0]}/{totals[r][lvl][1]}" for r in ("now",
+                                                                                                             "before"))
                                            for lvl in levels) + " |")
     return "\n".join(lines) + "\n"
 

@@ -58,7 +58,8 @@ import sqlite3
 con = sqlite3.connect(f"file:{PATH}?mode=ro", uri=True)
 def summary(table, key, where=""):
     return con.execute(f'''with d as (select {key} as k, end - start as x from {table} {where}),
-        r as (select k, x, row_number() over (partition by k order by x) as i, count(*) over (partition by k) as n from d),
+        r as (select k, x, row_number() over (partition by k order by x) as i,
+              count(*) over (partition by k) as n from d),
         m as (select k, avg(x) as med from r where i in ((n + 1) / 2, (n + 2) / 2) group by k),
         s as (select k, count(*) as c, sum(x) as t, avg(x) as a, min(x) as lo, max(x) as hi from d group by k)
         select s.k, s.c, s.t, s.a, m.med, s.lo, s.hi,

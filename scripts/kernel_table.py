@@ -1,6 +1,7 @@
 """Build the kernel benchmark table of docs/kernels.md from a perfgate JSON results file.
 
-    python scripts/kernel_table.py gate.json      # written by: pytest --perfgate kernels/tests/test_perf.py --perfgate-json gate.json
+    # written by: pytest --perfgate kernels/tests/test_perf.py --perfgate-json gate.json
+    python scripts/kernel_table.py gate.json
 
 Memory-bound kernels are judged against the measured device-to-device copy bandwidth of the same run
 (test_copy_bandwidth); compute-bound ones against their torch counterpart measured in the same run.

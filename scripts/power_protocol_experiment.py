@@ -49,7 +49,8 @@ def nvml_read(nv, h):
 def cases(torch):
     g = torch.Generator(device="cuda").manual_seed(0)
     bf = torch.bfloat16
-    a, b = torch.randn(6144, 4096, device="cuda", dtype=bf, generator=g), torch.randn(4096, 3072, device="cuda", dtype=bf, generator=g)
+    a, b = torch.randn(6144, 4096, device="cuda", dtype=bf, generator=g), torch.randn(4096, 3072, device="cuda",
+                                                                                      dtype=bf, generator=g)
     q, k, v = (torch.randn(4, 32, 4096, 128, device="cuda", dtype=bf, generator=g) for _ in range(3))
     src, dst = torch.randn(1 << 27, device="cuda", generator=g), torch.empty(1 << 27, device="cuda")
     x = torch.randn(16384, 8192, device="cuda", dtype=bf, generator=g)
@@ -226,7 +227,8 @@ def summarize(info, runs):
         print(f"  t={poll['t']:.2f} sm={poll['sm']} {poll['power_w']:.0f} W reasons=0x{poll['reasons']:x}")
     print("B: idle after 2.5 s of load, then 40 ms of matmul:")
     for row in info["part_b"]:
-        print(f"  idle {row['idle_ms']:5d} ms: median {row['median_ms']:.4f} ms reasons_before=0x{row['reasons_before']:x} "
+        print(f"  idle {row['idle_ms']:5d} ms: median {row['median_ms']:.4f} ms "
+              f"reasons_before=0x{row['reasons_before']:x} "
               f"sm={row['sm_before']} {row['power_before_w']:.0f} W")
     print("C: process medians per protocol and case (5 fresh processes, random 0-2 s prior load):")
     for protocol in sorted({r["protocol"] for r in runs}):

@@ -23,7 +23,7 @@ def noisy(center: float, n: int = 60, seed: int = 0, sd: float = 0.005) -> list[
 def case(case_id: str, samples: list[float], metrics: tuple[Metric, ...] = (), timer: Timer = Timer.CUDA_EVENT,
          thresholds: CaseThresholds = CaseThresholds(), **extra: object) -> CaseResult:
     return CaseResult(case_id, summarize(samples, timer), tuple(samples), metrics, thresholds=thresholds,
-                      nodeid=case_id.split("::")[0] if "::" in case_id else case_id, **extra)  # type: ignore[arg-type]
+                      nodeid=case_id.split("::", maxsplit=1)[0] if "::" in case_id else case_id, **extra)  # type: ignore[arg-type]
 
 
 def make_run(samples: dict[str, list[float]], metrics: tuple[Metric, ...] = (), env: Environment = ENV,

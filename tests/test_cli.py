@@ -32,7 +32,7 @@ def test_analyze_json_for_an_nsys_export_matches_nsys_stats(capsys, h100_data):
 def test_analyze_json_for_an_ncu_report_lists_launches_in_base_units(capsys, ncu_rep):
     code, out, _ = run_cli(capsys, "analyze", str(ncu_rep), "--format", "json")
     doc = json.loads(out)
-    add = next(l for l in doc["launches"] if l["name"] == "_add_kernel")
+    add = next(launch for launch in doc["launches"] if launch["name"] == "_add_kernel")
     assert add["units"]["gpu__time_duration.sum"] == "ns"
     assert add["metrics"]["gpu__time_duration.sum"] > 1000
     assert next(d for d in doc["diagnosis"] if d["name"] == "_add_kernel")["bottleneck"] == "memory-bound"
@@ -154,7 +154,9 @@ def test_ci_init_writes_a_workflow_that_loads_back(tmp_path, capsys):
     assert run_cli(capsys, "ci", "init", "--output", str(path), "--action-ref", "me/perfgate@abc")[0] == 0
     doc = yaml.safe_load(path.read_text())
     jobs = doc["jobs"]
-    assert jobs["gate"]["permissions"] == {"contents": "read"} and jobs["comment"]["permissions"] == {"pull-requests": "write"}
-    assert jobs["gate"]["steps"][1]["uses"] == "me/perfgate@abc"
+    assert jobs["gate"]["permissions"] == {"contents": "read"}
+    assert jobs["report"]["permissions"] == {"pull-requests": "write"}
+    assert jobs["gate"]["steps"][2]["uses"] == "me/perfgate@abc"
+    assert doc["on"]["pull_request_target"] == {"types": ["labeled"]}  # never `synchronize`: new commits need a label
     assert jobs["gate"]["steps"][0]["with"]["persist-credentials"] is False
     assert run_cli(capsys, "ci", "init", "--output", str(path))[0] == 2  # never overwritten silently

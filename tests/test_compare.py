@@ -70,7 +70,8 @@ def test_register_growth_fails_on_the_counter_and_explains_the_time_regression(t
     base = baseline_of(_with_metrics(noisy(1.0), regs(64), occ(81.0), dram), tmp_path)
     gate = compare_run(_with_metrics(noisy(1.3, seed=2), regs(128), occ(40.0), dram).results, base, ENV, SETTINGS)
     assert verdict(gate, metric="launch__registers_per_thread", kernel="k").verdict is Verdict.REGRESSED
-    assert verdict(gate, metric="sm__warps_active.avg.pct_of_peak_sustained_active", kernel="k").verdict is Verdict.REGRESSED
+    assert verdict(gate, metric="sm__warps_active.avg.pct_of_peak_sustained_active",
+                   kernel="k").verdict is Verdict.REGRESSED
     why = gate.explanations["a"]
     assert why[0].metric == "launch__registers_per_thread"  # counters first: the likely cause
     assert any(c.metric == "dram__bytes_read.sum" and c.baseline == c.current for c in why)  # ruled out
@@ -142,7 +143,8 @@ def test_a_calibrated_speedup_catches_a_slowdown_the_time_noise_hides(tmp_path):
 
     base = baseline_of(make_run({"a": noisy(1.0)}), tmp_path)
     base = calibrated(base, {"a": [1.0, 1.03, 0.97, 1.02, 0.98, 1.0]})
-    base = replace(base, cases={"a": replace(base.cases["a"], process_speedups=(1.50, 1.505, 1.497, 1.502, 1.499, 1.5))})
+    base = replace(base, cases={"a": replace(base.cases["a"], process_speedups=(1.50, 1.505, 1.497, 1.502, 1.499,
+                                                                                1.5))})
     res = make_run({"a": noisy(1.02, seed=1)}).results[0]  # 2% slower: inside the time noise
     res = replace(res, speedup=Speedup("torch.matmul", (1.5,) * 10, 1.455, 1.45, 1.46))  # 3% lower speedup
     gate = compare_run([res], base, ENV, SETTINGS)

@@ -20,17 +20,21 @@ def known_gate() -> GateResult:
     regs = Comparison("k::test_matmul[triton]", "launch__registers_per_thread", "register/thread", Direction.LOWER,
                       Verdict.REGRESSED, kernel="_matmul_kernel", baseline=202, current=255, change_pct=26.2,
                       threshold_pct=0.0, note="ncu")
-    occ = Comparison("k::test_matmul[triton]", "sm__warps_active.avg.pct_of_peak_sustained_active", "%", Direction.HIGHER,
+    occ = Comparison("k::test_matmul[triton]", "sm__warps_active.avg.pct_of_peak_sustained_active", "%",
+                     Direction.HIGHER,
                      Verdict.REGRESSED, kernel="_matmul_kernel", baseline=12.4, current=6.2, change_pct=-50.0,
                      threshold_pct=10.0, note="ncu")
     dram = Comparison("k::test_matmul[triton]", "nsys.launches_per_call", "", Direction.LOWER, Verdict.UNCHANGED,
                       kernel="_matmul_kernel", baseline=1, current=1, change_pct=0.0, threshold_pct=0.0, note="nsys")
     rows = (
-        Comparison("k::test_matmul[triton]", verdict=Verdict.REGRESSED, baseline=0.2096, current=3.458, change_pct=1550.1,
+        Comparison("k::test_matmul[triton]", verdict=Verdict.REGRESSED, baseline=0.2096, current=3.458,
+                   change_pct=1550.1,
                    ci_low_pct=1549.0, ci_high_pct=1551.2, p_value=1e-30, threshold_pct=6.0, **t),
-        Comparison("k::test_softmax[triton|bf16]", verdict=Verdict.IMPROVED, baseline=0.36, current=0.18, change_pct=-50.0,
+        Comparison("k::test_softmax[triton|bf16]", verdict=Verdict.IMPROVED, baseline=0.36, current=0.18,
+                   change_pct=-50.0,
                    ci_low_pct=-50.2, ci_high_pct=-49.8, p_value=1e-20, threshold_pct=3.0, **t),
-        Comparison("k::test_vector_add[triton]", verdict=Verdict.UNCHANGED, baseline=0.534, current=0.5335, change_pct=-0.1,
+        Comparison("k::test_vector_add[triton]", verdict=Verdict.UNCHANGED, baseline=0.534, current=0.5335,
+                   change_pct=-0.1,
                    ci_low_pct=-0.2, ci_high_pct=0.0, p_value=0.3, threshold_pct=3.0, **t),
         regs, occ,
         Comparison("k::test_new", verdict=Verdict.NEW, current=1.0, note="no baseline", **t),
@@ -79,7 +83,8 @@ def test_profiled_run_shows_occupancy_and_bandwidth_per_kernel(h100_data):
     env = Environment(**doc["environment"])
     results = tuple(CaseResult(c["case_id"], summarize([c["median_ms"]] * 2, Timer.CUDA_EVENT), (c["median_ms"],) * 2,
                                tuple(Metric(**m) for m in c["metrics"])) for c in doc["cases"])
-    text = render_markdown(compare_run(results, None, env, settings_from_config({})), run=Run(RunInfo("a", "b"), env, results))
+    text = render_markdown(compare_run(results, None, env, settings_from_config({})), run=Run(RunInfo("a", "b"), env,
+                                                                                              results))
     table = text.split("### Profiler metrics")[1].split("<details>")[0]
     row = next(line for line in table.splitlines() if "_matmul_kernel" in line)
     # the register-heavy matmul measured on the H100: occupancy 6.2%, 255 registers, spilling

@@ -27,8 +27,8 @@ def test_report_and_csv_agree_on_every_launch(ncu_rep, h100_data):
     csv = read_ncu_csv(h100_data / "perfgate-ncu_raw.csv")
     # `ncu --csv` prints a simplified demangling (no at::native::, no (int) casts); the reader keeps
     # ncu_report's full demangled name, the one nsys prints, so both profilers name a kernel alike
-    assert [simplified(l.name) for l in rep] == [l.name for l in csv]
-    assert [l.nvtx_ranges for l in rep] == [l.nvtx_ranges for l in csv]
+    assert [simplified(launch.name) for launch in rep] == [launch.name for launch in csv]
+    assert [launch.nvtx_ranges for launch in rep] == [launch.nvtx_ranges for launch in csv]
     compared = 0
     for a, b in zip(rep, csv):
         for name, m in b.metrics.items():
@@ -37,14 +37,15 @@ def test_report_and_csv_agree_on_every_launch(ncu_rep, h100_data):
             ours = a.metrics[name].value
             # the CSV rounds to its printed digits (e.g. 1.94 for 1.9394 waves/SM): compare at that precision
             digits = len(str(m.value).split(".")[1]) if "." in str(m.value) else 0
-            assert ours == pytest.approx(m.value, abs=max(10 ** -min(digits, 6) * 0.51 * max(1, abs(m.value)), printed_precision(ours))), name
+            assert ours == pytest.approx(m.value, abs=max(10 ** -min(digits, 6) * 0.51 * max(1, abs(m.value)),
+                                                          printed_precision(ours))), name
             compared += 1
     assert compared > 500
 
 
 def test_key_metrics_are_in_base_units(ncu_rep):
     launches = read_ncu_report(ncu_rep)
-    add = next(l for l in launches if l.name == "_add_kernel")
+    add = next(launch for launch in launches if launch.name == "_add_kernel")
     assert add.metrics["gpu__time_duration.sum"].unit == "ns"
     assert 400_000 < add.value("gpu__time_duration.sum") < 700_000  # 1.6 GB at ~3 TB/s
     assert add.metrics["dram__bytes_read.sum"].unit == "byte"
@@ -102,7 +103,8 @@ def test_truncated_ncu_csv_is_a_clear_error(tmp_path, h100_data):
 
 def test_thousands_separators_and_scaled_units(tmp_path):
     path = tmp_path / "raw.csv"
-    path.write_text('"ID","Kernel Name","launch__grid_size","gpu__time_duration.sum","dram__bytes.sum.per_second","l1tex__t_sector_hit_rate.pct"\n'
+    path.write_text('"ID","Kernel Name","launch__grid_size","gpu__time_duration.sum",'
+                    '"dram__bytes.sum.per_second","l1tex__t_sector_hit_rate.pct"\n'
                     '"","","","us","Tbyte/s","%"\n'
                     '"0","k","4,096","15.648000","2.345063",""\n')
     m = read_ncu_csv(path)[0].metrics

@@ -108,12 +108,14 @@ def test_sweep_attribution_equals_the_correlated_subquery_it_replaced(timeline, 
 def test_case_metrics_name_the_kernels_each_case_launched(timeline):
     per_case = nsys_case_metrics(timeline, calls=3)
     def kernels(case):
-        return {m.kernel: m.value for m in per_case[f"kernels/tests/test_perf.py::{case}"] if m.name == "nsys.launches_per_call"}
+        rows = per_case[f"kernels/tests/test_perf.py::{case}"]
+        return {m.kernel: m.value for m in rows if m.name == "nsys.launches_per_call"}
     assert kernels("test_vector_add[triton]") == {"_add_kernel": 1.0}
     assert kernels("test_softmax[triton-bf16]") == {"_softmax_fused": 1.0}
     assert kernels("test_matmul[triton]") == {"_matmul_kernel": 1.0}
     assert list(kernels("test_matmul[torch]").values()) == [1.0]
-    regs = [m for m in per_case["kernels/tests/test_perf.py::test_vector_add[triton]"] if m.name == "nsys.registers_per_thread"]
+    vector_add = per_case["kernels/tests/test_perf.py::test_vector_add[triton]"]
+    regs = [m for m in vector_add if m.name == "nsys.registers_per_thread"]
     assert regs and regs[0].value > 0
 
 

@@ -114,7 +114,8 @@ def test_per_case_threshold_override_absorbs_the_slowdown(project):
 
 
 def test_marker_threshold_override(project):
-    project.makepyfile(test_perf=PERF_TEST.replace("def test_sleep", "@pytest.mark.perfgate(threshold_pct=90)\ndef test_sleep"))
+    project.makepyfile(test_perf=PERF_TEST.replace("def test_sleep",
+                                                   "@pytest.mark.perfgate(threshold_pct=90)\ndef test_sleep"))
     assert run(project).ret == 0
     assert run(project, sleep_ms="3").ret == 0
 

@@ -33,7 +33,8 @@ def test_matmul(perfgate, impl):
 '''
 
 # host sleeps stand in for kernels here: their timing is noise, so only the profiler side is gated
-PYPROJECT = "[tool.perfgate]\nthreshold_pct = 1000\nmin_samples = 5\nmax_samples = 10\nbudget_ms = 20\nwarmup_ms = 1\nconfirm_runs = 0\n"
+PYPROJECT = ("[tool.perfgate]\nthreshold_pct = 1000\nmin_samples = 5\nmax_samples = 10\nbudget_ms = 20\nwarmup_ms = 1\n"
+             "confirm_runs = 0\n")
 
 FAKE_NSYS = '''
 import os, shutil, sys
@@ -67,7 +68,8 @@ if os.environ.get("FAKE_NCU_MODE") == "crash":
     sys.stderr.write("==PROF== Connected to process 123\\n==ERROR== Failed to profile kernel _add_kernel\\n")
     sys.exit(1)
 out = args[args.index("--export") + 1]
-with gzip.open(os.path.join(os.environ["FAKE_DATA"], "perfgate-ncu.ncu-rep.gz")) as src, open(out + ".ncu-rep", "wb") as dst:
+with gzip.open(os.path.join(os.environ["FAKE_DATA"], "perfgate-ncu.ncu-rep.gz")) as src, open(out + ".ncu-rep",
+                                                                                              "wb") as dst:
     shutil.copyfileobj(src, dst)
 '''
 
@@ -118,7 +120,8 @@ def test_profiled_run_attributes_metrics_to_cases_and_stores_them(project):
     con = sqlite3.connect(project.path / ".perfgate" / "history.db")
     settings = con.execute("select profile_settings from runs").fetchone()[0]
     assert "ncu 2025.3.1.0" in settings and "clock-control=none" in settings and "cache-control=all" in settings
-    units = dict(con.execute("select name, unit from metrics where name in ('gpu__time_duration.sum', 'dram__bytes_read.sum')"))
+    units = dict(con.execute("select name, unit from metrics "
+                             "where name in ('gpu__time_duration.sum', 'dram__bytes_read.sum')"))
     assert units == {"gpu__time_duration.sum": "ns", "dram__bytes_read.sum": "byte"}
     baseline = json.loads(next((project.path / "baselines").glob("*.json")).read_text())
     names = {m["name"] for m in baseline["cases"]["kernels/tests/test_perf.py::test_matmul[triton]"]["metrics"]}
@@ -155,7 +158,8 @@ def test_a_profiler_that_prints_a_secret_never_publishes_it(project, tmp_path, m
     monkeypatch.setenv("FAKE_NSYS_MODE", "leaky")
     result = gate(project)
     result.stdout.fnmatch_lines(["*profile failed*nsys exited with status 3*"])
-    published = [summary.read_text(), (project.path / "summary.md").read_text(), (project.path / "out.json").read_text()]
+    published = [summary.read_text(), (project.path / "summary.md").read_text(),
+                 (project.path / "out.json").read_text()]
     for text in published:
         assert "hf_fakesecret123" not in text and "HF_TOKEN=***" in text
         assert "/home/runner" not in text

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from perfgate.errors import StoreError
-from perfgate.model import (CaseThresholds, GpuState, Metric, Speedup, TestOutcome, UnmeasuredTest)
+from perfgate.model import CaseThresholds, GpuState, Metric, Speedup, TestOutcome, UnmeasuredTest
 from perfgate.store import open_store, rows
 from perfgate.store.merge import merge_histories
 from perfgate.store.schema import SCHEMA_VERSION
@@ -20,12 +20,14 @@ V1_HISTORY = Path(__file__).parent / "data" / "history_v1.db"  # written by perf
 def rich_run():
     run = make_run({"t.py::a": [1.0, 2.0, 3.0], "t.py::b": [4.0, 5.0]},
                    metrics=(Metric("launch__registers_per_thread", 64.0, "register/thread", "ncu", "k"),),
-                   thresholds=CaseThresholds(time_pct=7.0, time_pct_explicit=True, metrics=(("dram__bytes_read.sum", 3.0),),
+                   thresholds=CaseThresholds(time_pct=7.0, time_pct_explicit=True, metrics=(("dram__bytes_read.sum",
+                                                                                             3.0),),
                                              min_speedup=1.2))
     a, b = run.results
     a = replace(a, gpu_state=GpuState(polls=12, sm_clock_mhz=1980.0, throttle_reasons=4, throttled_fraction=0.25,
                                       cooldown_ms=310.0, excluded_samples=3),
-                autotune=(("_matmul_kernel", "BLOCK_M: 128"),), speedup=Speedup("torch.add", (2.0, 2.1, 2.2), 1.05, 1.0, 1.1),
+                autotune=(("_matmul_kernel", "BLOCK_M: 128"),), speedup=Speedup("torch.add", (2.0, 2.1, 2.2), 1.05,
+                                                                                1.0, 1.1),
                 confirmation_medians_ms=(2.1, 2.05), location=("t.py", 12), device_uuid="GPU-1", profile_notes=("n",))
     info = replace(run.info, unmeasured=(UnmeasuredTest("t.py::c", TestOutcome.SKIPPED, "no GPU"),))
     return replace(run, info=info, results=(a, b))
@@ -73,7 +75,8 @@ def test_schema_version_is_recorded_and_newer_databases_are_refused(tmp_path):
     path = tmp_path / "h.db"
     open_store(path).close()
     con = sqlite3.connect(path)
-    assert con.execute("select value from perfgate_meta where key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    version = con.execute("select value from perfgate_meta where key='schema_version'").fetchone()[0]
+    assert version == str(SCHEMA_VERSION)
     con.execute("update perfgate_meta set value = '999' where key = 'schema_version'")
     con.commit()
     con.close()

@@ -68,7 +68,8 @@ def test_fused_add_gelu_matches_reference(shape, dtype, device):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (17, 1000), (2, 20000)] + ([(1024, 4097), (64, 65536)] if HAS_CUDA else []))
+@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (17, 1000), (2, 20000)]
+                         + ([(1024, 4097), (64, 65536)] if HAS_CUDA else []))
 def test_softmax_matches_reference(shape, dtype, device):
     x = rand(shape, dtype, device, 8) * 4
     out = kernels.softmax(x, out=poisoned(shape, dtype, device))
@@ -83,7 +84,8 @@ def test_softmax_handles_large_magnitudes_without_nan(device):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (17, 1000), (2, 3, 129), (2, 17000)] + ([(4096, 8192)] if HAS_CUDA else []))
+@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (17, 1000), (2, 3, 129), (2, 17000)]
+                         + ([(4096, 8192)] if HAS_CUDA else []))
 def test_layer_norm_matches_reference(shape, dtype, device):
     x = rand(shape, dtype, device, 9) * 3 + 1
     w, b = rand(shape[-1:], dtype, device, 10), rand(shape[-1:], dtype, device, 11)
@@ -92,7 +94,8 @@ def test_layer_norm_matches_reference(shape, dtype, device):
 
 
 @pytest.mark.parametrize("dtype", DOT_DTYPES)
-@pytest.mark.parametrize("mnk", [(1, 1, 1), (17, 33, 65), (64, 48, 100), (5, 200, 31)] + ([(1000, 1500, 700), (4096, 4096, 4096)] if HAS_CUDA else []))
+@pytest.mark.parametrize("mnk", [(1, 1, 1), (17, 33, 65), (64, 48, 100), (5, 200, 31)]
+                         + ([(1000, 1500, 700), (4096, 4096, 4096)] if HAS_CUDA else []))
 def test_matmul_matches_reference(mnk, dtype, device):
     m, n, k = mnk
     a, b = rand((m, k), dtype, device, 12), rand((k, n), dtype, device, 13)
@@ -125,14 +128,16 @@ def test_flash_attention_matches_reference(shape, causal, dtype, device):
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda d: kernels.vector_add(torch.ones(3, device=d, dtype=torch.int32), torch.ones(3, device=d, dtype=torch.int32)), "dtype"),
+    (lambda d: kernels.vector_add(torch.ones(3, device=d, dtype=torch.int32),
+                                  torch.ones(3, device=d, dtype=torch.int32)), "dtype"),
     (lambda d: kernels.vector_add(torch.ones(3, device=d), torch.ones(4, device=d)), "shapes differ"),
     (lambda d: kernels.softmax(torch.ones(2, 3, 4, device=d)), "2-D"),
     (lambda d: kernels.matmul(torch.ones(2, 3, device=d), torch.ones(4, 2, device=d)), "inner dimensions"),
     (lambda d: kernels.flash_attention(*(torch.ones(1, 1, 4, 48, device=d, dtype=torch.float16),) * 3), "head_dim"),
     (lambda d: kernels.flash_attention(*(torch.ones(1, 1, 4, 64, device=d),) * 3), "dtype"),
     (lambda d: kernels.fused_add_gelu(torch.ones(2, 3, device=d), torch.ones(2, device=d)), "bias"),
-    (lambda d: kernels.layer_norm(torch.ones(2, 3, device=d), torch.ones(2, device=d), torch.ones(3, device=d)), "weight"),
+    (lambda d: kernels.layer_norm(torch.ones(2, 3, device=d), torch.ones(2, device=d), torch.ones(3, device=d)),
+     "weight"),
 ])
 def test_unsupported_input_is_a_clear_value_error(call, message, device):
     with pytest.raises(ValueError, match=message):
@@ -148,3 +153,7 @@ def test_cuda_rms_norm_matches_reference(shape, dtype, device):
     torch.full(shape, float("nan"), dtype=dtype, device=device)
     out = kernels.rms_norm(x, w)
     assert_close(out, reference.rms_norm(x, w), dtype, scale=4)
+
+
+def test_the_package_exports_every_kernel_it_can_load():
+    assert kernels.__all__ == sorted(kernels._WHERE)

@@ -55,7 +55,8 @@ def test_fused_add_gelu(perfgate):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_softmax(perfgate, dtype):
     x = randn(ROWS, COLS, dtype=dtype)
-    perfgate.measure(kernels.softmax, (x,), reference=lambda x: torch.softmax(x, dim=-1), reference_name="torch.softmax",
+    perfgate.measure(kernels.softmax, (x,), reference=lambda x: torch.softmax(x, dim=-1),
+                     reference_name="torch.softmax",
                      min_speedup=FUSED_MIN_SPEEDUP, check=True, **(FP32 if dtype == torch.float32 else BF16),
                      bytes_moved=2 * x.nbytes)
 

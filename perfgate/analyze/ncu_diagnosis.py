@@ -92,7 +92,8 @@ def diagnose(launch: NcuLaunch) -> Diagnosis:
         tensor_pipe_pct=max(tensor) if tensor else None, spill_requests=v("derived__local_spilling_requests"),
         top_stalls=tuple(stalls[:3]), pipes=_pipes(launch), bottleneck="unknown")
     bottleneck, reasons = classify(d)
-    return Diagnosis(**{**asdict(d), "top_stalls": d.top_stalls, "pipes": d.pipes, "nvtx": d.nvtx, "bottleneck": bottleneck,
+    return Diagnosis(**{**asdict(d), "top_stalls": d.top_stalls, "pipes": d.pipes, "nvtx": d.nvtx,
+                        "bottleneck": bottleneck,
                         "reasons": tuple(reasons), "recommendations": tuple(recommend(d, bottleneck))})
 
 
@@ -133,43 +134,13 @@ def classify(d: Diagnosis) -> tuple[str, list[str]]:
 
 
 def recommend(d: Diagnosis, bottleneck: str) -> list[str]:
-    recs: list[str] = []
-    if bottleneck == "memory-bound":
-        if d.dram_pct is not None and d.dram_pct >= 80:
-            moved = f" ({d.dram_bytes / 1e6:.1f} MB moved)" if d.dram_bytes else ""
-            recs.append(f"DRAM at {d.dram_pct:.0f}% of peak{moved}: at the bandwidth roof; only moving fewer bytes "
-                        "helps (fuse with neighbouring ops, narrower dtypes)")
-        elif d.dram_pct is not None and d.dram_pct >= 0.85 * (d.memory_sol_pct or 0):
-            recs.append(f"DRAM is the busiest memory unit at {d.dram_pct:.0f}% of peak, short of the roof: keep more "
-                        f"bytes in flight (wider loads, more blocks per SM); a {_us(d.duration_ns)} kernel also pays "
-                        "launch and tail time")
-        elif d.dram_pct is not None:
-            recs.append(f"memory pipes at {d.memory_sol_pct:.0f}% but DRAM only {d.dram_pct:.0f}%: the limit is "
-                        f"L1/L2 traffic (L1 hit {_pct(d.l1_hit_pct)}, L2 hit {_pct(d.l2_hit_pct)}); improve reuse "
-                        "or coalescing")
+    recs = _memory_advice(d) if bottleneck == "memory-bound" else []
     if bottleneck == "compute-bound":
-        if d.tensor_pipe_pct is not None and d.tensor_pipe_pct >= 50:
-            recs.append(f"tensor pipes {d.tensor_pipe_pct:.0f}% busy, SM at {d.sm_sol_pct:.0f}%: near the compute roof; "
-                        "what is left is in tile shape and pipelining (stages, warp specialisation), not occupancy")
-        elif d.pipes:
-            busiest = ", ".join(f"{name.upper()} {pct:.0f}%" for name, pct in d.pipes[:3])
-            top = d.pipes[0][0]
-            recs.append(f"SM at {d.sm_sol_pct:.0f}% of peak; busiest instruction pipes: {busiest}: the kernel is bound by "
-                        f"{PIPE_ADVICE.get(top, top)}; cut instructions per element (cheaper math, fewer conversions) "
-                        "or move the work to a less loaded pipe")
-        else:
-            recs.append(f"SM at {d.sm_sol_pct:.0f}% of peak: reduce instructions per result")
+        recs.append(_compute_advice(d))
     if d.waves_per_sm is not None and d.waves_per_sm < 1:
         recs.append(f"grid of {_int(d.grid_size)} blocks fills {d.waves_per_sm:.2f} waves: too little parallelism for "
                     "the SMs; use smaller blocks or split the work (e.g. split-K)")
-    if d.achieved_occupancy_pct is not None and d.theoretical_occupancy_pct is not None:
-        if d.theoretical_occupancy_pct < 50 and d.occupancy_limiter and bottleneck == "latency-bound":
-            recs.append(f"theoretical occupancy {d.theoretical_occupancy_pct:.0f}% limited by {d.occupancy_limiter}"
-                        f" ({_int(d.registers_per_thread)} registers/thread, {_int(d.shared_mem_per_block_bytes)} B "
-                        "shared/block); reduce it if latency is the bottleneck")
-        elif d.achieved_occupancy_pct < 0.7 * d.theoretical_occupancy_pct:
-            recs.append(f"achieved occupancy {d.achieved_occupancy_pct:.0f}% vs theoretical "
-                        f"{d.theoretical_occupancy_pct:.0f}%: imbalance or tail effect between blocks")
+    recs += _occupancy_advice(d, bottleneck)
     if d.spill_requests:
         recs.append(f"{_int(d.spill_requests)} local-memory spill requests: register pressure; smaller tiles or "
                     "fewer live values")
@@ -177,6 +148,48 @@ def recommend(d: Diagnosis, bottleneck: str) -> list[str]:
         reason, cycles = d.top_stalls[0]
         recs.append(f"top stall {reason} ({cycles:.1f} cycles/issue): {STALL_ADVICE.get(reason, 'see the stall docs')}")
     return recs
+
+
+def _memory_advice(d: Diagnosis) -> list[str]:
+    if d.dram_pct is None:
+        return []
+    if d.dram_pct >= 80:
+        moved = f" ({d.dram_bytes / 1e6:.1f} MB moved)" if d.dram_bytes else ""
+        return [f"DRAM at {d.dram_pct:.0f}% of peak{moved}: at the bandwidth roof; only moving fewer bytes "
+                "helps (fuse with neighbouring ops, narrower dtypes)"]
+    if d.dram_pct >= 0.85 * (d.memory_sol_pct or 0):
+        return [f"DRAM is the busiest memory unit at {d.dram_pct:.0f}% of peak, short of the roof: keep more "
+                f"bytes in flight (wider loads, more blocks per SM); a {_us(d.duration_ns)} kernel also pays "
+                "launch and tail time"]
+    return [f"memory pipes at {d.memory_sol_pct:.0f}% but DRAM only {d.dram_pct:.0f}%: the limit is "
+            f"L1/L2 traffic (L1 hit {_pct(d.l1_hit_pct)}, L2 hit {_pct(d.l2_hit_pct)}); improve reuse "
+            "or coalescing"]
+
+
+def _compute_advice(d: Diagnosis) -> str:
+    if d.tensor_pipe_pct is not None and d.tensor_pipe_pct >= 50:
+        return (f"tensor pipes {d.tensor_pipe_pct:.0f}% busy, SM at {d.sm_sol_pct:.0f}%: near the compute roof; "
+                "what is left is in tile shape and pipelining (stages, warp specialisation), not occupancy")
+    if d.pipes:
+        busiest = ", ".join(f"{name.upper()} {pct:.0f}%" for name, pct in d.pipes[:3])
+        top = d.pipes[0][0]
+        return (f"SM at {d.sm_sol_pct:.0f}% of peak; busiest instruction pipes: {busiest}: the kernel is bound "
+                f"by {PIPE_ADVICE.get(top, top)}; cut instructions per element (cheaper math, fewer conversions) "
+                "or move the work to a less loaded pipe")
+    return f"SM at {d.sm_sol_pct:.0f}% of peak: reduce instructions per result"
+
+
+def _occupancy_advice(d: Diagnosis, bottleneck: str) -> list[str]:
+    if d.achieved_occupancy_pct is None or d.theoretical_occupancy_pct is None:
+        return []
+    if d.theoretical_occupancy_pct < 50 and d.occupancy_limiter and bottleneck == "latency-bound":
+        return [f"theoretical occupancy {d.theoretical_occupancy_pct:.0f}% limited by {d.occupancy_limiter}"
+                f" ({_int(d.registers_per_thread)} registers/thread, {_int(d.shared_mem_per_block_bytes)} B "
+                "shared/block); reduce it if latency is the bottleneck"]
+    if d.achieved_occupancy_pct < 0.7 * d.theoretical_occupancy_pct:
+        return [f"achieved occupancy {d.achieved_occupancy_pct:.0f}% vs theoretical "
+                f"{d.theoretical_occupancy_pct:.0f}%: imbalance or tail effect between blocks"]
+    return []
 
 
 def _pct(x: float | None) -> str:

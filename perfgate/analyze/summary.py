@@ -50,7 +50,8 @@ class KernelRow:
     registers_per_thread: int | None
 
     def as_dict(self) -> dict[str, Any]:
-        return _flat("name", self.name, self.stats, time_pct=self.time_pct, registers_per_thread=self.registers_per_thread)
+        return _flat("name", self.name, self.stats, time_pct=self.time_pct,
+                     registers_per_thread=self.registers_per_thread)
 
 
 @dataclass(frozen=True)

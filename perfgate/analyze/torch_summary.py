@@ -73,7 +73,8 @@ def summarize_torch(path: Path, type_label: str, with_spans: bool = False) -> Ti
                            for kind, d in mem_d.items()), key=lambda m: (-m.stats.total_ns, m.kind)))
     api = tuple(sorted((ApiRow(n, duration_stats(np.asarray(d, dtype=np.int64))) for n, d in api_d.items()),
                        key=lambda a: (-a.stats.total_ns, a.name)))
-    nvtx = tuple(sorted((NvtxRow(n, "PushPop", duration_stats(np.asarray(d, dtype=np.int64))) for n, d in nvtx_d.items()),
+    nvtx = tuple(sorted((NvtxRow(n, "PushPop", duration_stats(np.asarray(d, dtype=np.int64))) for n,
+                         d in nvtx_d.items()),
                         key=lambda r: (-r.stats.total_ns, r.range)))
     idle = idle_summary(np.asarray(busy_starts, dtype=np.int64), np.asarray(busy_ends, dtype=np.int64))
     return TimelineSummary(source=str(path), type=type_label, kind="torch", gpu=trace.gpu_name,

@@ -12,7 +12,8 @@ class OutputMismatch(AssertionError):
     """The candidate disagreed with its reference (an assertion: pytest reports the test as failed)."""
 
 
-def check_outputs(candidate: Any, reference: Any, rtol: float | None, atol: float | None, where: str = "output") -> None:
+def check_outputs(candidate: Any, reference: Any, rtol: float | None, atol: float | None,
+                  where: str = "output") -> None:
     """Raise OutputMismatch naming where the outputs differ; tolerances default per dtype (torch) or to
     numpy's allclose defaults."""
     if _is_tensor(candidate) or _is_tensor(reference):
@@ -21,10 +22,12 @@ def check_outputs(candidate: Any, reference: Any, rtol: float | None, atol: floa
         _check_array(candidate, reference, rtol, atol, where)
     elif isinstance(candidate, Mapping) and isinstance(reference, Mapping):
         if set(candidate) != set(reference):
-            raise OutputMismatch(f"{where}: keys differ: {sorted(map(str, candidate))} vs {sorted(map(str, reference))}")
+            raise OutputMismatch(f"{where}: keys differ: {sorted(map(str, candidate))} "
+                                 f"vs {sorted(map(str, reference))}")
         for key in candidate:
             check_outputs(candidate[key], reference[key], rtol, atol, f"{where}[{key!r}]")
-    elif isinstance(candidate, Sequence) and isinstance(reference, Sequence) and not isinstance(candidate, (str, bytes)):
+    elif isinstance(candidate, Sequence) and isinstance(reference, Sequence) and not isinstance(candidate, (str,
+                                                                                                            bytes)):
         if len(candidate) != len(reference):
             raise OutputMismatch(f"{where}: {len(candidate)} items vs {len(reference)} from the reference")
         for i, (c, r) in enumerate(zip(candidate, reference)):

@@ -8,7 +8,6 @@ does, writes its cases there, and stores, compares and writes nothing else.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile

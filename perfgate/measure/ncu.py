@@ -26,7 +26,8 @@ class NcuSettings:
                 f"{what} extra-metrics={','.join(self.metrics) or '-'}")
 
 
-def ncu_argv(ncu: str, output: Path, settings: NcuSettings, command: list[str], extra_metrics: bool = True) -> list[str]:
+def ncu_argv(ncu: str, output: Path, settings: NcuSettings, command: list[str],
+             extra_metrics: bool = True) -> list[str]:
     argv = [ncu, "--profile-from-start", "off", "--nvtx", "--target-processes", "all",
             "--clock-control", settings.clock_control, "--cache-control", settings.cache_control,
             "--force-overwrite", "--export", str(output)]

@@ -53,7 +53,8 @@ def profile_session(state: PerfgateSession) -> str:
                 errors[case_id].append(f"{profiler.name}: {err}")
         state.messages.append(f"perfgate: {profiler.name} phase took {time.monotonic() - started:.1f} s")
     for case_id, res in list(state.results.items()):
-        state.results[case_id] = res.with_metrics(tuple(metrics[case_id]), tuple(errors[case_id]), tuple(notes[case_id]))
+        state.results[case_id] = res.with_metrics(tuple(metrics[case_id]), tuple(errors[case_id]),
+                                                  tuple(notes[case_id]))
     return "; ".join(described)
 
 

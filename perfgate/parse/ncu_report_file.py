@@ -63,7 +63,8 @@ def read_in_process(path: Path, metric_names: tuple[str, ...] | None = None) -> 
     try:
         import ncu_report
     except ImportError as err:
-        raise ReportFileError(path, "reading .ncu-rep needs NVIDIA's ncu_report module: pip install 'perfgate[ncu]'") from err
+        raise ReportFileError(path,
+                              "reading .ncu-rep needs NVIDIA's ncu_report module: pip install 'perfgate[ncu]'") from err
     try:
         ctx = ncu_report.load_report(str(path))
     except Exception as err:  # the SWIG loader raises plain Exception/RuntimeError on a bad file

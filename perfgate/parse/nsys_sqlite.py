@@ -205,7 +205,8 @@ def _memory_ops(ex: NsysExport) -> Iterator[MemoryOp]:
         for kind, nbytes, start, end in ex.con.execute(
                 f"SELECT {_int('copyKind')}, {_int('bytes')}, {_int('start')}, {_int('end')} FROM {MEMCPY_TABLE} "
                 "WHERE start IS NOT NULL AND end IS NOT NULL"):
-            ops.append(MemoryOp(kind=kinds.get(kind, f"copy kind {kind}"), bytes=nbytes or 0, start_ns=start, end_ns=end))
+            ops.append(MemoryOp(kind=kinds.get(kind, f"copy kind {kind}"), bytes=nbytes or 0, start_ns=start,
+                                end_ns=end))
     if ex.has(MEMSET_TABLE):
         for nbytes, start, end in ex.con.execute(
                 f"SELECT {_int('bytes')}, {_int('start')}, {_int('end')} FROM {MEMSET_TABLE} "

@@ -32,7 +32,8 @@ def read_pytest_benchmark(path: Path) -> Run:
     if len(set(ids)) != len(ids):
         raise ReportFileError(path, "two benchmarks share a fullname")
     cpu: dict[str, Any] = machine["cpu"] if isinstance(machine.get("cpu"), dict) else {}
-    env = Environment(device_kind="host", device_name=_text(cpu.get("brand_raw") or machine.get("processor") or "unknown"),
+    env = Environment(device_kind="host",
+                      device_name=_text(cpu.get("brand_raw") or machine.get("processor") or "unknown"),
                       python_version=_text(machine.get("python_version", "")), hostname=_text(machine.get("node", "")),
                       platform=_text(machine.get("system", "")) + "-" + _text(machine.get("machine", "")))
     when = _text(doc.get("datetime", ""))

@@ -91,14 +91,16 @@ def read_torch_trace(path: Path) -> Timeline:
         elif cat in MEMORY_CATS:
             start, end = span_ns(e)
             kind = MEMORY_CATS[str(cat)] or copy_kind(str(e.get("name", "")))
-            mem_ops.append(MemoryOp(kind=kind, bytes=finite_int(args_of(e).get("bytes")) or 0, start_ns=start, end_ns=end))
+            mem_ops.append(MemoryOp(kind=kind, bytes=finite_int(args_of(e).get("bytes")) or 0, start_ns=start,
+                                    end_ns=end))
         elif cat in LAUNCH_CATS:
             api.append(e)
         elif cat == "user_annotation":
             ranges.append(e)
     annotations = _annotations(kernels, api, ranges)
     return Timeline(source=trace.path, kind="torch",
-                    kernels=tuple(sorted((_kernel(e, a) for e, a in zip(kernels, annotations)), key=lambda k: k.start_ns)),
+                    kernels=tuple(sorted((_kernel(e, a) for e, a in zip(kernels, annotations)),
+                                         key=lambda k: k.start_ns)),
                     memory_ops=tuple(sorted(mem_ops, key=lambda m: m.start_ns)),
                     api_calls=tuple(sorted((ApiCall(str(e.get("name", "")), *span_ns(e)) for e in api),
                                            key=lambda a: a.start_ns)),
@@ -126,7 +128,8 @@ def _thread(e: dict[str, Any]) -> tuple[str, str]:
 
 def finite_int(value: Any) -> int | None:
     """An int from a finite JSON number (trace arguments are untrusted: inf, strings, lists); else None."""
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value,
+                                                                            bool) and math.isfinite(value) else None
 
 
 def _dims(value: Any) -> tuple[int, int, int]:

@@ -180,7 +180,8 @@ def bottleneck_figure(diags: Sequence[Diagnosis]) -> Any | None:
 
 
 HEATMAP_METRICS = (("sm_sol_pct", "SM SOL"), ("memory_sol_pct", "memory SOL"), ("dram_pct", "DRAM"),
-                   ("achieved_occupancy_pct", "occupancy"), ("l2_hit_pct", "L2 hit"), ("tensor_pipe_pct", "tensor pipe"))
+                   ("achieved_occupancy_pct", "occupancy"), ("l2_hit_pct", "L2 hit"), ("tensor_pipe_pct",
+                                                                                       "tensor pipe"))
 
 
 @plain_text

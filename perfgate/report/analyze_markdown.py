@@ -42,10 +42,13 @@ def _timeline(doc: TimelineSummary, top_n: int) -> list[str]:
     if len(doc.kernels) > top_n:
         rest = doc.kernels[top_n:]
         out.append(f"| others ({len(rest)}) | {sum(k.stats.count for k in rest)} | "
-                   f"{fmt_value(sum(k.stats.total_ns for k in rest), 'ns')} | | | | | {sum(k.time_pct for k in rest):.1f}% |")
+                   f"{fmt_value(sum(k.stats.total_ns for k in rest), 'ns')} | | | | | "
+                   f"{sum(k.time_pct for k in rest):.1f}% |")
     if doc.memory:
-        out += ["", "### Memory transfers", "", "| kind | count | bytes | time | bandwidth |", "|---|---:|---:|---:|---:|"]
-        out += [f"| {_escape(m.kind)} | {m.stats.count} | {fmt_value(m.bytes, 'byte')} | {fmt_value(m.stats.total_ns, 'ns')} | "
+        out += ["", "### Memory transfers", "", "| kind | count | bytes | time | bandwidth |",
+                "|---|---:|---:|---:|---:|"]
+        out += [f"| {_escape(m.kind)} | {m.stats.count} | {fmt_value(m.bytes, 'byte')} | "
+                f"{fmt_value(m.stats.total_ns, 'ns')} | "
                 f"{'-' if m.gbps is None else f'{m.gbps:.1f} GB/s'} |" for m in doc.memory]
     if doc.api:
         out += ["", "### CUDA API", "", "| call | count | total | avg |", "|---|---:|---:|---:|"]

@@ -65,8 +65,7 @@ def unique_labels(names: Sequence[str], short: Callable[[str], str], longer: Cal
     for label in labels:
         if again[label] > 1:
             seen[label] += 1
-            label = f"{label} #{seen[label]}"
-        out.append(label)
+        out.append(f"{label} #{seen[label]}" if again[label] > 1 else label)
     return out
 
 

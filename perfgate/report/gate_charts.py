@@ -171,24 +171,27 @@ def _bandwidth(ax: Any, cases: list[Any], gbps: float | None, source: str) -> No
 @plain_text
 def profiler_figure(run: Run, baseline: Baseline | None) -> Any | None:
     """Achieved vs theoretical occupancy and DRAM bandwidth per kernel, baseline against this run."""
-    cur = _ncu_values(((r.case_id, m) for r in run.results for m in r.metrics))
+    cur = _ncu_values((r.case_id, m) for r in run.results for m in r.metrics)
     if not cur:
         return None
     base = _ncu_values(((cid, m) for cid, c in (baseline.cases.items() if baseline else ()) for m in c.metrics))
     keys = sorted(cur)[:TOP_N]
-    labels = [f"{c}\n{k}" for c, k in zip(case_labels([cid for cid, _ in keys], 24), kernel_labels([k for _, k in keys], 20))]
+    labels = [f"{c}\n{k}" for c, k in zip(case_labels([cid for cid, _ in keys], 24), kernel_labels([k for _,
+                                                                                                    k in keys], 20))]
     fig = new_figure(max(7, 0.9 * len(keys) + 2), 6)
     occ_ax, bw_ax = fig.subplots(2, 1, sharex=True)
     xs = range(len(keys))
     width = 0.2
     for i, (src, name, tag) in enumerate(((base, ACHIEVED_OCC, "baseline achieved"), (cur, ACHIEVED_OCC, "achieved"),
-                                          (base, THEORETICAL_OCC, "baseline theoretical"), (cur, THEORETICAL_OCC, "theoretical"))):
+                                          (base, THEORETICAL_OCC, "baseline theoretical"), (cur, THEORETICAL_OCC,
+                                                                                            "theoretical"))):
         occ_ax.bar([x + (i - 1.5) * width for x in xs], [src.get(k, {}).get(name, 0.0) for k in keys], width, label=tag)
     occ_ax.set_ylabel("occupancy (%)")
     occ_ax.set_title("Occupancy per kernel")
     occ_ax.legend(fontsize="x-small", ncols=2)
     for i, (src, tag) in enumerate(((base, "baseline"), (cur, "this run"))):
-        bw_ax.bar([x + (i - 0.5) * 0.35 for x in xs], [src.get(k, {}).get(DRAM_BW, 0.0) / 1e9 for k in keys], 0.35, label=tag)
+        bw_ax.bar([x + (i - 0.5) * 0.35 for x in xs], [src.get(k, {}).get(DRAM_BW, 0.0) / 1e9 for k in keys], 0.35,
+                  label=tag)
     bw_ax.set_ylabel("DRAM bandwidth (GB/s)")
     bw_ax.set_title("DRAM bandwidth per kernel")
     bw_ax.set_xticks(list(xs), labels, rotation=45, ha="right", fontsize="x-small")

@@ -138,7 +138,8 @@ def _profile_table(run: Run | None, top_n: int) -> list[str]:
            "|---|---|" + "---:|" * len(_PROFILE_COLUMNS)]
     for (case_id, kernel), values in sorted(rows.items())[:top_n]:
         cells = [fmt_value(values.get(name), unit) for name, _, unit in _PROFILE_COLUMNS]
-        out.append(f"| `{_code(case_label(case_id, 50))}` | `{_code(kernel_label(kernel, 40))}` | " + " | ".join(cells) + " |")
+        names = f"| `{_code(case_label(case_id, 50))}` | `{_code(kernel_label(kernel, 40))}` | "
+        out.append(names + " | ".join(cells) + " |")
     if len(rows) > top_n:
         out.append(f"| … {len(rows) - top_n} others | | " + "| " * len(_PROFILE_COLUMNS))
     return out + [""]

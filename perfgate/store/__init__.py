@@ -99,7 +99,8 @@ class Store:
                       rows.sample_rows(run_id, res))
         c.executemany(rows.insert_sql("metrics", ("run_id", "case_id", "source", "kernel", "name", "value", "unit")),
                       rows.metric_rows(run_id, res))
-        c.executemany(rows.insert_sql("gpu_state", ("run_id", "case_id", *rows.GPU_COLUMNS)), rows.gpu_rows(run_id, res))
+        c.executemany(rows.insert_sql("gpu_state", ("run_id", "case_id", *rows.GPU_COLUMNS)), rows.gpu_rows(run_id,
+                                                                                                            res))
         c.executemany("INSERT INTO autotune (run_id, case_id, kernel, config) VALUES (?, ?, ?, ?)",
                       rows.autotune_rows(run_id, res))
         c.executemany(rows.insert_sql("speedups", ("run_id", "case_id", "reference", "median", "ci_low", "ci_high")),
@@ -144,7 +145,8 @@ class Store:
             metrics.setdefault(r["case_id"], []).append(
                 Metric(name=r["name"], value=r["value"], unit=r["unit"] or "", source=r["source"] or "",
                        kernel=r["kernel"] or ""))
-        gpu = {r["case_id"]: rows.gpu_from_row(r) for r in self.query("SELECT * FROM gpu_state WHERE run_id = ?", (run_id,))}
+        gpu = {r["case_id"]: rows.gpu_from_row(r) for r in self.query("SELECT * FROM gpu_state WHERE run_id = ?",
+                                                                      (run_id,))}
         autotune: dict[str, list[tuple[str, str]]] = {}
         for r in self.query("SELECT * FROM autotune WHERE run_id = ? ORDER BY case_id, kernel", (run_id,)):
             autotune.setdefault(r["case_id"], []).append((r["kernel"], r["config"]))
@@ -187,7 +189,8 @@ def open_store(path: Path, readonly: bool = False) -> Store:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise StoreError(f"perfgate: cannot create the history's directory {path.parent}: {err.strerror or err}") from err
+        raise StoreError(f"perfgate: cannot create the history's directory {path.parent}: "
+                         f"{err.strerror or err}") from err
     if path.exists():
         check_regular_file(path, _store_error)
     con = _connect(path, f"file:{quote(str(path))}?mode=rwc")

@@ -5,7 +5,8 @@ PERFGATE_ACCURACY_LEVELS="0" (default) or "2,3,5,10": every case is measured onc
 `test_x[case-L]`. At level L a GPU spin kernel (torch.cuda._sleep) runs after the work for L% of the
 work's own time, calibrated in this process; at level 0 it runs for 0 cycles, so the launch count never
 changes. The Triton cases are timed side by side with the torch operation they replace (their speedup
-is gated too); the spin slows only the candidate. Without CUDA (scripts/accuracy.py host) the cases are two pure-Python workloads and the spin is
+is gated too); the spin slows only the candidate. Without CUDA (scripts/accuracy.py host) the cases are
+two pure-Python workloads and the spin is
 a busy-wait.
 """
 

@@ -1,0 +1,132 @@
+"""The composite action (action.yml) run step by step on this machine: a passing gate, a regression that
+fails the job with an annotation at the test, results and history kept outside the checkout, a PR run
+that stores nothing shared and reads a seeded copy of the cache. Host clock: the action's wiring is under
+test here, not the GPU (docs/github-actions.md has the runs on the H100)."""
+
+import json
+import re
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.action_runner import ROOT, evaluate, run_action
+
+SUITE = '''
+import os, time
+
+def test_sleep(perfgate):
+    perfgate(time.sleep, float(os.environ.get("SLEEP_MS", "2")) / 1e3)
+'''
+PYPROJECT = ("[tool.perfgate]\nwarmup_ms = 5\nmin_samples = 15\nmax_samples = 30\nbudget_ms = 100\n"
+             "threshold_pct = 25\nconfirm_runs = 0\n")
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    work = tmp_path / "checkout"
+    work.mkdir()
+    (work / "test_perf.py").write_text(SUITE)
+    (work / "pyproject.toml").write_text(PYPROJECT)
+    runner = tmp_path / "runner"
+    runner.mkdir()
+    for var in ("PERFGATE_DB", "GITHUB_STEP_SUMMARY", "TRITON_CACHE_DIR", "PERFGATE_KERNEL_CACHE"):
+        monkeypatch.delenv(var, raising=False)
+    return work, runner
+
+
+def gate(project, sleep_ms="2", **inputs):
+    work, runner = project
+    import os
+
+    env = {**os.environ, "SLEEP_MS": sleep_ms}
+    github = inputs.pop("github", None)
+    return run_action({"pytest-args": "test_perf.py -p no:cacheprovider", "python": sys.executable,
+                       "install": "false", **inputs}, work, runner, github=github, base_env=env)
+
+
+def test_a_passing_gate_keeps_history_and_caches_outside_the_checkout(project):
+    work, runner = project
+    first = gate(project, strict="false")  # no baseline yet: written, nothing compared
+    assert not first.failed, [s.stdout for s in first.steps]
+    second = gate(project)
+    assert not second.failed, [s.stdout for s in second.steps]
+    history = runner / "tool-cache" / "perfgate" / "o" / "r" / "history.db"
+    assert sqlite3.connect(history).execute("select count(*) from runs").fetchone()[0] == 2
+    assert Path(second.env["TRITON_CACHE_DIR"]).is_dir() and not (work / ".perfgate").exists()
+    results = Path(next(s for s in second.steps if s.kind == "uses").with_["path"])
+    assert {"perfgate.json", "perfgate-summary.md", "history.db"} <= {p.name for p in results.iterdir()}
+    assert json.loads((results / "perfgate.json").read_text())["gate"]["failed"] is False
+    assert "perfgate: gate passed" in (runner / "summary").read_text()  # the job summary
+
+
+def test_a_regression_fails_the_job_with_an_annotation_at_the_test(project):
+    gate(project, strict="false")
+    slow = gate(project, sleep_ms="6")
+    assert slow.failed and slow.steps[-1].returncode == 1
+    annotations = "".join(s.stdout for s in slow.steps)
+    assert re.search(r"^::error file=test_perf.py,line=4,title=perfgate::test_perf.py::test_sleep time \+\d+",
+                     annotations, re.M), annotations
+    upload = next(s for s in slow.steps if s.kind == "uses")
+    assert upload.uses.startswith("actions/upload-artifact@") and upload.with_["name"] == "perfgate-results"
+
+
+def test_a_pull_request_run_stores_nothing_shared_and_uses_a_seeded_cache_copy(project, tmp_path):
+    work, runner = project
+    gate(project, strict="false")
+    trusted = tmp_path / "trusted-cache"
+    (trusted / "triton").mkdir(parents=True)
+    (trusted / "triton" / "kernel.bin").write_text("compiled")
+    pr = gate(project, history="none", comment="false", **{"cache-dir": str(tmp_path / "pr-cache"),
+                                                         "cache-seed": str(trusted)},
+              github={"event_name": "pull_request_target", "event": {"pull_request": {"number": 7}}})
+    assert not pr.failed, [s.stdout for s in pr.steps]
+    assert (tmp_path / "pr-cache" / "triton" / "kernel.bin").read_text() == "compiled"
+    assert "PERFGATE_DB" not in pr.env or pr.env["PERFGATE_DB"] == ""
+    history = runner / "tool-cache" / "perfgate" / "o" / "r" / "history.db"
+    assert sqlite3.connect(history).execute("select count(*) from runs").fetchone()[0] == 1  # only the push run
+
+
+def test_bad_input_stops_before_pytest_with_one_line(project):
+    run = gate(project, history="a\nb")
+    assert run.failed and "a path input holds a newline" in run.steps[0].stdout
+    assert all(s.kind == "skipped" for s in run.steps[1:3])
+
+
+ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+
+
+def _steps(doc):
+    if "runs" in doc:
+        yield from doc["runs"]["steps"]
+    for job in doc.get("jobs", {}).values():
+        yield from job.get("steps", [])
+
+
+@pytest.mark.parametrize("path", [ROOT / "action.yml", *WORKFLOWS], ids=lambda p: p.name)
+def test_scripts_never_interpolate_expressions_and_actions_are_pinned(path):
+    doc = yaml.safe_load(path.read_text())
+    for step in _steps(doc):
+        assert "${{" not in step.get("run", ""), f"{path.name}: pass values to scripts through env (injection)"
+        uses = step.get("uses", "")
+        if uses and not uses.startswith("./"):
+            assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", uses), f"{path.name}: {uses} is not pinned to a SHA"
+        if uses.startswith("actions/checkout@"):
+            assert step["with"]["persist-credentials"] is False
+
+
+def test_workflows_grant_nothing_by_default():
+    for path in WORKFLOWS:
+        doc = yaml.safe_load(path.read_text())
+        top = doc.get("permissions")
+        assert top == {} or top == {"contents": "read"}, path.name
+
+
+def test_the_expression_subset_behaves_like_github():
+    ctx = {"inputs": {"comment": "auto"}, "github": {"event_name": "pull_request_target"}, "steps": {}}
+    assert evaluate("inputs.comment == 'auto' && startsWith(github.event_name, 'pull_request')", ctx)
+    assert evaluate("steps.gate.outputs.exit-code != ''", ctx) is False
+    assert evaluate("github.event_name == 'push' && 'none' || ''", ctx) == ""
