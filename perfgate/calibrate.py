@@ -55,7 +55,10 @@ def calibrate_command(args: argparse.Namespace) -> int:
 
     new = update_baseline_file(path, change)
     assert new is not None
-    print("\n".join(_table(new, {r.case_id for run in runs for r in run.results})))
+    measured = {r.case_id for run in runs for r in run.results}
+    print("\n".join(_table(new, measured)))
+    for line in _outlier_notes(new, measured, settings):
+        print(line)
     print(f"perfgate: wrote calibrated baseline {path}: {len(runs[0].results)} case(s) from {len(runs)} processes")
     return 0
 
@@ -106,6 +109,23 @@ def _pinned_runner(settings: Settings, first: Run, tmp: Path) -> ChildRunner:
     pins = tmp / "pins.json"
     write_baseline(replace(updated_baseline(None, first, pins, who(), "autotune pins"), path=pins))
     return ChildRunner(settings.rootdir, settings, pins)
+
+
+def _outlier_notes(b: Baseline, cases: set[str], settings: Settings) -> list[str]:
+    """Name the processes the noise leaves out (decision.outliers): a reviewer should see them."""
+    from perfgate.decision import outliers
+    from perfgate.report.quantity import fmt_value
+
+    lines = []
+    for cid, c in sorted(b.cases.items()):
+        wild = outliers(c.process_medians_ms, c.timer, settings.noise_floor_pct) if cid in cases else frozenset()
+        if wild:
+            rest = [v for i, v in enumerate(c.process_medians_ms) if i not in wild]
+            odd = ", ".join(f"process {i + 1} at {fmt_value(c.process_medians_ms[i], 'ms')}" for i in sorted(wild))
+            lines.append(f"perfgate note: {cid}: {odd}, far from the others ({fmt_value(min(rest), 'ms')}-"
+                         f"{fmt_value(max(rest), 'ms')}): left out of its noise; at gate time a process like it "
+                         "is re-measured by confirmation")
+    return lines
 
 
 def _table(b: Baseline, cases: set[str]) -> list[str]:

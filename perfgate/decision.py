@@ -28,6 +28,7 @@ on the samples and the change beyond `threshold_pct`.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -37,6 +38,7 @@ from perfgate.stats import mann_whitney_p, percent_change, relative_sd_pct, t_qu
 MIN_CALIBRATION_PROCESSES = 3
 DEFAULT_NOISE_FLOOR_PCT = {Timer.CUDA_EVENT: 0.1, Timer.HOST: 0.5}
 INCONCLUSIVE_CONFIDENCE = 0.95
+OUTLIER_MADS = 5.0
 
 
 @dataclass(frozen=True)
@@ -69,13 +71,36 @@ class TimeDecision:
 
 
 def noise_pct(process_medians_ms: Sequence[float], timer: Timer, floor_pct: float | None = None) -> float | None:
-    """Relative between-process standard deviation (%), floored: five quiet processes do not prove a
-    case is quieter than the clock can resolve."""
-    sd = relative_sd_pct(process_medians_ms)
+    """Relative between-process standard deviation (%), floored (five quiet processes do not prove a case
+    is quieter than the clock can resolve), of the processes that are not wild outliers (`outliers`)."""
+    values = [v for i, v in enumerate(process_medians_ms)
+              if i not in outliers(process_medians_ms, timer, floor_pct)]
+    sd = relative_sd_pct(values)
     if sd is None:
         return None
-    floor = DEFAULT_NOISE_FLOOR_PCT[timer] if floor_pct is None else floor_pct
-    return max(sd, floor)
+    return max(sd, _floor(timer, floor_pct))
+
+
+def outliers(process_medians_ms: Sequence[float], timer: Timer, floor_pct: float | None = None) -> frozenset[int]:
+    """Indexes of process medians more than OUTLIER_MADS robust deviations (1.4826 MAD, at least the noise
+    floor) from the median, kept only while three or more processes remain.
+
+    One wild calibration process (measured on the H100: a 12 us add at 23 us in 1 process of 6) would
+    otherwise widen the case's threshold tenfold for good. Leaving it out of the noise is safe because a
+    wild process at gate time is what confirmation is for: a regression must show in fresh processes.
+    Spread that is real (cuBLAS switching between two speeds) has a large MAD and is kept.
+    """
+    if len(process_medians_ms) <= MIN_CALIBRATION_PROCESSES:
+        return frozenset()
+    centre = statistics.median(process_medians_ms)
+    mad = statistics.median(abs(v - centre) for v in process_medians_ms)
+    scale = 1.4826 * max(mad, _floor(timer, floor_pct) / 100.0 * abs(centre))
+    out = frozenset(i for i, v in enumerate(process_medians_ms) if abs(v - centre) > OUTLIER_MADS * scale)
+    return out if len(process_medians_ms) - len(out) >= MIN_CALIBRATION_PROCESSES else frozenset()
+
+
+def _floor(timer: Timer, floor_pct: float | None) -> float:
+    return DEFAULT_NOISE_FLOOR_PCT[timer] if floor_pct is None else floor_pct
 
 
 def is_calibrated(base: BaselineTiming) -> bool:

@@ -115,6 +115,10 @@ def run_gate(req: GateRequest) -> GateOutcome:
     if req.store and s.store and run.results:
         run = _store(run, s.db_path)
         messages.append(f"perfgate: stored run {run.run_id} in {s.db_path}")
+        if run.run_id == 1:  # the history's first run
+            from perfgate.vcs import history_hint
+
+            messages += filter(None, [history_hint(s.db_path)])
     gate = evaluate(run, req.baseline, s, req.facts)
     messages += publish(gate, run, s, req.baseline)
     if req.may_write_baseline:

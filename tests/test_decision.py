@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from perfgate.baseline_write import updated_baseline
-from perfgate.decision import BaselineTiming, DecisionSettings, decide_time, noise_pct
+from perfgate.decision import BaselineTiming, DecisionSettings, decide_time, noise_pct, outliers
 from perfgate.gate import confirm_suspects
 from perfgate.model import CaseThresholds, Timer, Verdict
 from perfgate.settings import Settings
@@ -122,3 +122,70 @@ def test_recorded_h100_noise_gives_under_half_a_percent_false_alarms():
                                                     ("cublas_matmul", 3.0, 0.8), ("sdpa_flash", 5.0, 0.95)])
 def test_recorded_h100_noise_lets_injected_slowdowns_through(case, slowdown, wanted):
     assert simulate(recorded_sd_pct()[case], slowdown, 300, seed=3) >= wanted
+
+
+# process medians recorded by `perfgate calibrate` on the H100 (session C, docs/accuracy.md), in us
+SMALL_ADD_PROBE = [11.71, 11.90, 11.84, 23.41, 12.10, 12.16]  # one wild process of six
+CUBLAS_MATMUL = [214.32, 220.58, 219.20, 228.16, 220.86, 204.85]  # real spread: cuBLAS between two speeds
+
+
+def test_one_wild_calibration_process_is_left_out_of_the_noise():
+    assert outliers(SMALL_ADD_PROBE, Timer.CUDA_EVENT) == {3}
+    assert noise_pct(SMALL_ADD_PROBE, Timer.CUDA_EVENT) < 2.0  # 39% with it
+    slower = decide_time(BaselineTiming(12.0, (), tuple(SMALL_ADD_PROBE)), [12.0 * 1.07], [],
+                         CaseThresholds(), DecisionSettings())
+    assert slower.verdict is Verdict.REGRESSED and slower.threshold_pct < 6.0  # 142% with it
+
+
+def test_real_spread_between_processes_is_kept():
+    assert outliers(CUBLAS_MATMUL, Timer.CUDA_EVENT) == frozenset()
+    assert noise_pct(CUBLAS_MATMUL, Timer.CUDA_EVENT) > 3.0
+
+
+def test_outliers_never_leave_fewer_than_three_processes():
+    assert outliers([1.0, 1.0, 5.0], Timer.CUDA_EVENT) == frozenset()
+    assert outliers([1.0, 1.0, 1.0, 9.0, 9.5], Timer.CUDA_EVENT) == frozenset({3, 4})
+
+
+def _recorded(session):
+    return json.loads((H100 / f"accuracy_{session}_process_medians.json").read_text())
+
+
+def _flagged(calibration, trials, case, index, confirm_runs=2):
+    """The gate's verdict for trial `index` of `case` on the recorded process medians (time, and the
+    speedup's reciprocal where there is one), with the gate's confirmation rounds drawn from the next
+    recorded processes: a suspect is re-measured until confirmed, cleared or out of rounds."""
+    for slot in (0, 1):
+        base = [1 / run[case][slot] if slot else run[case][0] for run in calibration if run[case][slot]]
+        if len(base) < 3:
+            continue
+        timing = BaselineTiming(statistics.median(base), (), tuple(base), Timer.CUDA_EVENT)
+        value = [1 / t[case][slot] if slot else t[case][0] for t in trials]
+        medians = [value[index]]
+        for round_no in range(confirm_runs + 1):
+            d = decide_time(timing, medians, [], T, RULE)
+            settled = d.verdict is Verdict.REGRESSED and len(medians) > 1
+            if settled or d.verdict not in (Verdict.REGRESSED, Verdict.INCONCLUSIVE) or round_no == confirm_runs:
+                break
+            medians.append(value[(index + 1 + round_no) % len(value)])
+        if d.verdict is Verdict.REGRESSED:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("session", ["b", "c"])
+def test_recorded_h100_processes_raise_no_false_alarm(session):
+    data = _recorded(session)
+    comparisons = [(case, i) for case in data["aa"][0] for i in range(len(data["aa"]))]
+    assert len(comparisons) >= 150
+    assert not [c for c in comparisons if _flagged(data["calibration"], data["aa"], *c)]
+
+
+def test_recorded_h100_slowdowns_of_five_percent_are_caught_where_a_reference_or_quiet_time_allows():
+    data = _recorded("c")
+    injected = [{k.rsplit("-", 1)[0]: v for k, v in run.items() if k.endswith("-5")} for run in data["injected"]]
+    calibration = [{k.rsplit("-", 1)[0]: v for k, v in run.items()} for run in data["calibration"]]
+    caught = {case: sum(_flagged(calibration, injected, case, i) for i in range(len(injected)))
+              for case in injected[0]}
+    assert caught.pop("cublas_matmul") == 0  # time only, 3.6% between-process noise: see docs/accuracy.md
+    assert all(n == len(injected) for n in caught.values()), caught

@@ -268,3 +268,15 @@ def test_two(perfgate):
     cases = {c["case_id"]: c for c in json.loads((project.path / "out.json").read_text())["cases"]}
     assert cases["test_perf.py::test_two::first"]["flops"] == 10**9
     assert cases["test_perf.py::test_two::second"]["flops"] is None
+
+
+def test_the_run_that_creates_the_history_says_to_ignore_it_in_git(project):
+    import subprocess
+
+    subprocess.run(["git", "init", "-q"], cwd=project.path, check=True)
+    first = run(project)
+    first.stdout.fnmatch_lines(["*created the history*add `.perfgate/` to .gitignore*"])
+    assert "created the history" not in run(project).stdout.str()  # once, not on every run
+    (project.path / ".perfgate" / "history.db").unlink()
+    (project.path / ".gitignore").write_text(".perfgate/\n")
+    assert "created the history" not in run(project).stdout.str()  # already ignored: nothing to say

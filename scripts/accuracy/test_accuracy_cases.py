@@ -5,9 +5,9 @@ PERFGATE_ACCURACY_LEVELS="0" (default) or "2,3,5,10": every case is measured onc
 `test_x[case-L]`. At level L a GPU spin kernel (torch.cuda._sleep) runs after the work for L% of the
 work's own time, calibrated in this process; at level 0 it runs for 0 cycles, so the launch count never
 changes. The Triton cases are timed side by side with the torch operation they replace (their speedup
-is gated too); the spin slows only the candidate. Without CUDA (scripts/accuracy.py host) the cases are
-two pure-Python workloads and the spin is
-a busy-wait.
+is gated too); the spin slows only the candidate. Two cases with no natural reference also appear with a
+probe reference (`*_probe`). Without CUDA (scripts/accuracy.py host) the cases are two pure-Python
+workloads and the spin is a busy-wait.
 """
 
 from __future__ import annotations
@@ -58,7 +58,21 @@ def _gpu_cases():
         "cublas_matmul": lambda: (torch.matmul, (randn(6144, 4096), randn(4096, 3072)), None),
         "triton_matmul": lambda: (kernels.matmul, (randn(4096, 4096), randn(4096, 4096)), torch.matmul),
         "attention": attention,
+        # No natural reference: a probe of the same kind (another GEMM, another small add, on their own
+        # inputs) timed side by side. The ratio cancels the process's power state; the spin slows only
+        # the case. docs/accuracy.md compares these with the time-only cases above.
+        "cublas_matmul_probe": lambda: _with_probe(torch.matmul, (randn(6144, 4096), randn(4096, 3072)),
+                                                   (randn(4096, 4096), randn(4096, 4096))),
+        "small_add_probe": lambda: _with_probe(torch.add, (randn(1 << 20, dtype=f32), randn(1 << 20, dtype=f32)),
+                                               (randn(1 << 20, dtype=f32), randn(1 << 20, dtype=f32))),
     }
+
+
+def _with_probe(work, inputs, probe_inputs):
+    def probe(*_):
+        return work(*probe_inputs)
+
+    return work, inputs, probe
 
 
 def _host_cases():

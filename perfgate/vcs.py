@@ -1,0 +1,28 @@
+"""What git says about perfgate's files: only the first-run hint that the history is not for committing."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+GIT_TIMEOUT_S = 10.0
+
+
+def is_unignored_in_git(path: Path) -> bool:
+    """True when `path` lies in a git work tree that does not ignore it. Best effort: no git, not a
+    repository, or a slow git all answer False (a hint is never worth failing a run)."""
+    try:
+        proc = subprocess.run(["git", "check-ignore", "-q", "--", path.name], cwd=path.parent,
+                              capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 1  # 0: ignored, 1: not ignored, 128: not a repository (or another error)
+
+
+def history_hint(db_path: Path) -> str | None:
+    """The line for the run that created the history, when git would offer to commit it."""
+    if not is_unignored_in_git(db_path):
+        return None
+    folder = db_path.parent.name
+    return (f"perfgate: created the history {db_path}; it is this machine's record, not source: "
+            f"add `{folder}/` to .gitignore (CI keeps it outside the checkout: PERFGATE_DB)")
