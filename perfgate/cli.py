@@ -67,6 +67,7 @@ def _compare_parser(sub: Any) -> None:
     c.add_argument("--baseline-file", type=Path)
     c.add_argument("--summary", type=Path, help="write the Markdown summary here")
     c.add_argument("--json", type=Path, help="write the JSON results here")
+    c.add_argument("--report-dir", type=Path, help="write the charts (PNG) here")
     c.add_argument("--allow-env-mismatch", action="store_true", default=None)
     c.add_argument("--strict", action="store_true", default=None, help="fail closed (see --perfgate-strict)")
     c.set_defaults(func=_lazy("perfgate.cli_gate", "compare"))

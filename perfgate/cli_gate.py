@@ -21,7 +21,8 @@ def compare(args: argparse.Namespace) -> int:
 
     settings = project_settings(args.rootdir, db_path=args.db, baseline_dir=args.baseline_dir,
                                 baseline_file=args.baseline_file, summary_path=args.summary, json_path=args.json,
-                                allow_env_mismatch=args.allow_env_mismatch, strict=args.strict, enabled=True)
+                                report_dir=args.report_dir, allow_env_mismatch=args.allow_env_mismatch,
+                                strict=args.strict, enabled=True)
     with open_store(settings.db_path, readonly=True) as store:
         run = store.load_run(args.run)
     path, baseline, facts = resolve_baseline(settings, run.environment)

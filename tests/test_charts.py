@@ -111,6 +111,24 @@ def test_roofline_uses_the_device_spec_and_places_memory_bound_cases_by_bytes():
     assert "best measured" in gc.roofline_figure(unknown).axes[0].get_legend().get_texts()[0].get_text()
 
 
+def test_log_axes_label_ticks_with_plain_numbers():
+    run = replace(make_run({}), results=(_case("mm", 0.2, 3 * 2 * 4096**2, 2 * 4096**3),))
+    fig = gc.roofline_figure(run)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_xticklabels(which="both") + ax.get_yticklabels(which="both")]
+    assert any(labels) and not [t for t in labels if "$" in t or "mathdefault" in t]
+
+
+def test_a_series_the_baseline_does_not_have_gets_no_legend_entry(h100_data):
+    doc = json.loads(gzip.decompress((h100_data / "gate_profiled_detuned_run.json.gz").read_bytes()))
+    results = [CaseResult(c["case_id"], summarize([c["median_ms"]] * 2, Timer.CUDA_EVENT), (c["median_ms"],) * 2,
+                          tuple(Metric(**m) for m in c["metrics"])) for c in doc["cases"]]
+    occ, bw = gc.profiler_figure(replace(make_run({}), results=tuple(results)), None).axes
+    assert [t.get_text() for t in occ.get_legend().get_texts()] == ["achieved", "theoretical"]
+    assert [t.get_text() for t in bw.get_legend().get_texts()] == ["this run"]
+
+
 def test_no_chart_for_data_that_is_not_there():
     assert gc.roofline_figure(replace(make_run({}), results=(_case("x", 1.0),))) is None
     assert gc.profiler_figure(make_run({"t::a": [1.0, 2.0]}), None) is None

@@ -146,6 +146,7 @@ def test_history_returns_medians_oldest_first(tmp_path):
         for m in (1.0, 2.0, 3.0):
             store.save_run(make_run({"a": [m, m]}))
         assert [p.median_ms for p in store.history("a")] == [1.0, 2.0, 3.0]
+        assert [p.median_ms for p in store.history("a", up_to_run=2)] == [1.0, 2.0]  # re-gating run 2
 
 
 def _store_runs(args):

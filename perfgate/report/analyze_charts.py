@@ -9,7 +9,7 @@ from typing import Any
 
 from perfgate.analyze.ncu_diagnosis import Diagnosis
 from perfgate.analyze.summary import Document, TimelineSummary
-from perfgate.report.figures import new_figure, plain_text, save, top_n_with_others, unique_labels
+from perfgate.report.figures import new_figure, plain_log_axis, plain_text, save, top_n_with_others, unique_labels
 from perfgate.report.quantity import kernel_label
 
 TOP_N = 12
@@ -48,10 +48,11 @@ def duration_distribution_figure(doc: TimelineSummary) -> Any | None:
     if not names:
         return None
     data = [(doc.spans[n][1] - doc.spans[n][0]) / 1e3 for n in names]
-    fig = new_figure(9, max(3, 0.35 * len(names) + 1.2))
+    fig = new_figure(11, max(3, 0.35 * len(names) + 1.2))
     ax = fig.add_subplot()
     ax.boxplot(data, orientation="horizontal", tick_labels=kernel_labels(names))
     ax.set_xscale("log")
+    plain_log_axis(ax.xaxis)
     ax.invert_yaxis()
     ax.set_xlabel("duration per launch (us)")
     ax.set_title("Kernel duration distribution")

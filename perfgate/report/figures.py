@@ -29,6 +29,16 @@ def plain_text(build: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def plain_log_axis(axis: Any) -> None:
+    """Log-axis tick labels as plain numbers: with mathtext off (any case id must render), matplotlib's
+    default log labels would print as literal `$\\mathdefault{10^{3}}$`."""
+    from matplotlib.ticker import FuncFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    # 2x and 5x minor ticks labelled too: a range inside one decade still gets numbers
+    axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:e}"[0] in "25" else ""))
+
+
 def new_figure(width: float = 8.0, height: float = 4.5) -> Any:
     """A Figure on an Agg canvas: safe on headless CI, and no global pyplot state."""
     require("matplotlib", "report", "charts")

@@ -13,7 +13,7 @@ from perfgate.baseline import Baseline
 from perfgate.metrics import TIME_METRIC
 from perfgate.model import Comparison, GateResult, Metric, Run, Verdict
 from perfgate.report.analyze_charts import kernel_labels
-from perfgate.report.figures import VERDICT_COLOURS, new_figure, plain_text, save
+from perfgate.report.figures import VERDICT_COLOURS, new_figure, plain_log_axis, plain_text, save
 from perfgate.report.quantity import case_label, case_labels
 from perfgate.store import HistoryPoint
 
@@ -151,6 +151,8 @@ def _roofline(ax: Any, cases: list[Any], tflops: float | None, gbps: float | Non
         ax.annotate(label, (x, r.timing.tflops), fontsize="x-small", xytext=(3, -10), textcoords="offset points")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    plain_log_axis(ax.xaxis)
+    plain_log_axis(ax.yaxis)
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("achieved TFLOP/s")
     ax.set_title("Roofline")
@@ -170,33 +172,43 @@ def _bandwidth(ax: Any, cases: list[Any], gbps: float | None, source: str) -> No
 
 @plain_text
 def profiler_figure(run: Run, baseline: Baseline | None) -> Any | None:
-    """Achieved vs theoretical occupancy and DRAM bandwidth per kernel, baseline against this run."""
+    """Achieved vs theoretical occupancy and DRAM bandwidth per kernel, this run and (where the baseline
+    has profiler metrics for the kernel) the baseline: no legend entry without bars behind it."""
     cur = _ncu_values((r.case_id, m) for r in run.results for m in r.metrics)
     if not cur:
         return None
     base = _ncu_values(((cid, m) for cid, c in (baseline.cases.items() if baseline else ()) for m in c.metrics))
     keys = sorted(cur)[:TOP_N]
-    labels = [f"{c}\n{k}" for c, k in zip(case_labels([cid for cid, _ in keys], 24), kernel_labels([k for _,
-                                                                                                    k in keys], 20))]
+    names = zip(case_labels([cid for cid, _ in keys], 24), kernel_labels([k for _, k in keys], 20))
+    labels = [f"{c}\n{k}" for c, k in names]
     fig = new_figure(max(7, 0.9 * len(keys) + 2), 6)
     occ_ax, bw_ax = fig.subplots(2, 1, sharex=True)
-    xs = range(len(keys))
-    width = 0.2
-    for i, (src, name, tag) in enumerate(((base, ACHIEVED_OCC, "baseline achieved"), (cur, ACHIEVED_OCC, "achieved"),
-                                          (base, THEORETICAL_OCC, "baseline theoretical"), (cur, THEORETICAL_OCC,
-                                                                                            "theoretical"))):
-        occ_ax.bar([x + (i - 1.5) * width for x in xs], [src.get(k, {}).get(name, 0.0) for k in keys], width, label=tag)
+    series = [(src, name, tag) for src, name, tag in (
+        (base, ACHIEVED_OCC, "baseline achieved"), (cur, ACHIEVED_OCC, "achieved"),
+        (base, THEORETICAL_OCC, "baseline theoretical"), (cur, THEORETICAL_OCC, "theoretical"))
+        if any(name in src.get(k, {}) for k in keys)]
+    _grouped(occ_ax, keys, series)
     occ_ax.set_ylabel("occupancy (%)")
     occ_ax.set_title("Occupancy per kernel")
-    occ_ax.legend(fontsize="x-small", ncols=2)
-    for i, (src, tag) in enumerate(((base, "baseline"), (cur, "this run"))):
-        bw_ax.bar([x + (i - 0.5) * 0.35 for x in xs], [src.get(k, {}).get(DRAM_BW, 0.0) / 1e9 for k in keys], 0.35,
-                  label=tag)
+    bw = [(src, DRAM_BW, tag) for src, tag in ((base, "baseline"), (cur, "this run"))
+          if any(DRAM_BW in src.get(k, {}) for k in keys)]
+    _grouped(bw_ax, keys, bw, scale=1e-9)
     bw_ax.set_ylabel("DRAM bandwidth (GB/s)")
     bw_ax.set_title("DRAM bandwidth per kernel")
-    bw_ax.set_xticks(list(xs), labels, rotation=45, ha="right", fontsize="x-small")
-    bw_ax.legend(fontsize="x-small")
+    bw_ax.set_xticks(list(range(len(keys))), labels, rotation=45, ha="right", fontsize="x-small")
     return fig
+
+
+def _grouped(ax: Any, keys: list[tuple[str, str]], series: list[tuple[dict[Any, dict[str, float]], str, str]],
+             scale: float = 1.0) -> None:
+    width = 0.8 / max(1, len(series))
+    for i, (src, name, tag) in enumerate(series):
+        offset = (i - (len(series) - 1) / 2) * width
+        ax.bar([x + offset for x in range(len(keys))], [src.get(k, {}).get(name, 0.0) * scale for k in keys],
+               width, label=tag)
+    if series:
+        ax.legend(fontsize="x-small", ncols=len(series), loc="lower center", bbox_to_anchor=(0.5, 1.08),
+                  frameon=False)
 
 
 def _ncu_values(pairs: Any) -> dict[tuple[str, str], dict[str, float]]:
@@ -221,7 +233,7 @@ def write_gate_charts(gate: GateResult, run: Run, settings: Any, baseline: Basel
                 figures.append((distribution_figure(c.case_id, baseline.cases[c.case_id].samples_ms,
                                                     samples[c.case_id]), f"case{i:02d}_distribution.png"))
             if history is not None:
-                points = history.history(c.case_id, run.environment.device_name)
+                points = history.history(c.case_id, run.environment.device_name, up_to_run=run.run_id)
                 figures.append((trend_figure(c.case_id, points, c.baseline or 0.0, c.threshold_pct or 0.0,
                                              c.current or 0.0), f"case{i:02d}_trend.png"))
     finally:

@@ -165,14 +165,19 @@ class Store:
                 out.setdefault(case_id, []).append(value)
         return out
 
-    def history(self, case_id: str, device_name: str | None = None, limit: int = 50) -> list[HistoryPoint]:
-        """Median time of one case over the last `limit` runs, oldest first (for trend charts)."""
+    def history(self, case_id: str, device_name: str | None = None, limit: int = 50,
+                up_to_run: int | None = None) -> list[HistoryPoint]:
+        """Median time of one case over the last `limit` runs (up to run `up_to_run`: a re-gated older run
+        is charted against its own past, not later runs), oldest first (for trend charts)."""
         sql = ("SELECT r.id AS run_id, r.started_at, r.git_commit, c.median_ms, c.q1_ms, c.q3_ms "
                "FROM cases c JOIN runs r ON r.id = c.run_id WHERE c.case_id = ?")
         params: list[Any] = [case_id]
         if device_name:
             sql += " AND r.device_name = ?"
             params.append(device_name)
+        if up_to_run is not None:
+            sql += " AND r.id <= ?"
+            params.append(up_to_run)
         sql += " ORDER BY r.id DESC LIMIT ?"
         params.append(limit)
         found = [HistoryPoint(int(r["run_id"]), r["started_at"] or "", r["git_commit"] or "", r["median_ms"],
