@@ -2,12 +2,13 @@
 recorded H100 captures (scripts/scale_inputs.py). CPU time of each measured process (user + system),
 peak RSS for analyze, and the scaling exponent (log time / log size) per input kind.
 
-    python scripts/bench_scale.py [--sizes 100000,1000000,5000000] [--out docs/performance-results.md]
+    python scripts/bench_scale.py [--sizes 100000,1000000,5000000] [--ncu-report R.ncu-rep] [--out results.md]   # docs/performance.md
     python scripts/bench_scale.py --perfgate-src /path/to/old/checkout     # the same rows for another version
 
 Every row runs in a fresh process, so imports and caches are paid as a user pays them. Counts are
 checked: the replicated export must hold copies x the recorded kernels, and perfgate's kernel summary
-must equal the SQL reference's count and total for every kernel.
+must equal the SQL reference's count, total, min and max for every kernel (a digest of the rows). The
+recorded export's summaries equal `nsys stats` in tests/test_parse_nsys.py.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import argparse
 import json
 import math
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -32,24 +32,45 @@ from scale_inputs import build_nsys, build_torch, recorded_kernels  # noqa: E402
 PY = sys.executable
 
 
+# Runs the measured interpreter and reports its own usage. The extra process matters for peak RSS: on
+# Linux, exec() records the exec'ing process's old high-water RSS into the new program's maxrss, so a
+# program started straight from this (large, input-building) benchmark would inherit our RSS. The
+# launcher is small when it starts the measured program.
+LAUNCHER = """
+import os, subprocess, sys
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+with open(sys.argv[1], "w") as fh:
+    fh.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_utime + usage.ru_stime} {usage.ru_maxrss}")
+"""
+
+
 def measure(code: str, src: Path, stdin_files: tuple[Path, ...] = ()) -> tuple[float, float, str]:
-    """Run `code` in a fresh interpreter with perfgate from `src`; (CPU seconds, peak RSS MB, stdout)."""
+    """Run `code` in a fresh interpreter with perfgate from `src`; (CPU seconds, peak RSS MB, stdout).
+
+    CPU and RSS are that interpreter's own (its waited-for children included: the isolated ncu reader)."""
     env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{ROOT / 'scripts'}"}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run([PY, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, check=False)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise RuntimeError(f"benchmark step failed: {proc.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return cpu, after.ru_maxrss / 1024, proc.stdout
+    with tempfile.TemporaryDirectory(prefix="perfgate-measure-") as tmp:
+        usage_file = Path(tmp) / "usage"
+        proc = subprocess.run([PY, "-c", LAUNCHER, str(usage_file), PY, "-c", textwrap.dedent(code)],
+                              capture_output=True, text=True, env=env, check=False)
+        if proc.returncode != 0 or not usage_file.exists():
+            raise RuntimeError(f"benchmark step failed: {proc.stderr[-2000:]}")
+        status, cpu_s, maxrss_kb = usage_file.read_text().split()
+    if status != "0":
+        raise RuntimeError(f"benchmark step failed (exit {status}): {proc.stderr[-2000:]}")
+    return float(cpu_s), float(maxrss_kb) / 1024, proc.stdout
 
 
 SQL_GROUP_BY = """
-import sqlite3, sys
+import hashlib, sqlite3, sys
 con = sqlite3.connect(f"file:{sys.argv[1] if len(sys.argv) > 1 else PATH}?mode=ro", uri=True)
-rows = con.execute("select demangledName, count(*), sum(end - start), min(end - start), max(end - start) "
-                   "from CUPTI_ACTIVITY_KIND_KERNEL group by demangledName").fetchall()
-print(sum(r[1] for r in rows), sum(r[2] for r in rows))
+rows = con.execute("select s.value, g.c, g.t, g.lo, g.hi from (select demangledName as d, count(*) as c, "
+                   "sum(end - start) as t, min(end - start) as lo, max(end - start) as hi "
+                   "from CUPTI_ACTIVITY_KIND_KERNEL group by demangledName) g "
+                   "left join StringIds s on s.id = g.d").fetchall()
+digest = hashlib.sha256(repr(sorted(rows)).encode()).hexdigest()[:16]
+print(sum(r[1] for r in rows), sum(r[2] for r in rows), digest)
 """
 
 # The four summaries with nsys stats' definitions (median and sample stddev included), in SQL alone.
@@ -70,14 +91,17 @@ out = [summary("CUPTI_ACTIVITY_KIND_KERNEL", "demangledName"), summary("CUPTI_AC
 print(sum(r[1] for r in out[0]), sum(r[2] for r in out[0]))
 """
 
+# Per kernel (name, count, total, min, max): the digest must equal the SQL reference's.
 ANALYZE = """
-import contextlib, io, json
+import contextlib, hashlib, io, json
 from perfgate.cli import main
 buf = io.StringIO()
 with contextlib.redirect_stdout(buf):
     assert main(["analyze", PATH, "--format", "json"]) == 0
 doc = json.loads(buf.getvalue())
-print(sum(k["count"] for k in doc["kernels"]), sum(k["total_ns"] for k in doc["kernels"]))
+rows = [(k["name"], k["count"], k["total_ns"], k["min_ns"], k["max_ns"]) for k in doc["kernels"]]
+digest = hashlib.sha256(repr(sorted(rows)).encode()).hexdigest()[:16]
+print(sum(k["count"] for k in doc["kernels"]), sum(k["total_ns"] for k in doc["kernels"]), digest)
 """
 
 TORCH_REFERENCE = """
@@ -142,6 +166,29 @@ print(ours, time.process_time() - t)
 """
 
 
+NCU_REFERENCE = """
+import ncu_report
+ctx = ncu_report.load_report(PATH)
+launches = 0
+for r in range(ctx.num_ranges()):
+    rng = ctx.range_by_idx(r)
+    for a in range(rng.num_actions()):
+        action = rng.action_by_idx(a)
+        launches += 1
+        for name in action.metric_names():
+            m = action.metric_by_name(name)
+            value = m.as_string() if m.kind() == 2 else m.as_double()
+            unit = m.unit()
+print(launches)
+"""
+
+NCU_PERFGATE = """
+from pathlib import Path
+from perfgate.parse.ncu_report_file import read_ncu_report
+print(len(read_ncu_report(Path(PATH))))
+"""
+
+
 def define(code: str, **names: object) -> str:
     return "\n".join(f"{k} = {v!r}" for k, v in names.items()) + "\n" + textwrap.dedent(code)
 
@@ -153,12 +200,13 @@ def nsys_rows(sizes: list[int], src: Path, tmp: Path) -> list[dict[str, object]]
         copies = build_nsys(size, path)
         kernels = copies * recorded_kernels()
         ours, rss, out = measure(define(ANALYZE, PATH=str(path)), src)
-        ref, _, ref_out = measure(define(SQL_GROUP_BY, PATH=str(path)), src)
-        assert out.split() == ref_out.split(), f"kernel count/total differ: {out} vs {ref_out}"
+        ref, ref_rss, ref_out = measure(define(SQL_GROUP_BY, PATH=str(path)), src)
+        assert out.split() == ref_out.split(), f"per-kernel count/total/min/max differ: {out} vs {ref_out}"
         assert int(out.split()[0]) == kernels, "the replicated export does not hold copies x the recorded kernels"
         four = measure(define(SQL_FOUR, PATH=str(path)), src)[0] if size <= 1_000_000 else None
         rows.append({"input": f"nsys export, {kernels:,} kernels", "size": kernels, "perfgate_s": ours,
-                     "reference_s": ref, "reference": "SQL GROUP BY", "four_sql_s": four, "rss_mb": rss})
+                     "reference_s": ref, "reference": "SQL GROUP BY", "four_sql_s": four, "rss_mb": rss,
+                     "ref_rss_mb": ref_rss})
         path.unlink()
     return rows
 
@@ -170,9 +218,9 @@ def torch_rows(sizes: list[int], src: Path, tmp: Path) -> list[dict[str, object]
         build_torch(size, path)
         events = len(json.loads(path.read_text())["traceEvents"])
         ours, rss, _ = measure(define(ANALYZE, PATH=str(path)), src)
-        ref, _, _ = measure(define(TORCH_REFERENCE, PATH=str(path)), src)
+        ref, ref_rss, _ = measure(define(TORCH_REFERENCE, PATH=str(path)), src)
         rows.append({"input": f"torch trace, {events:,} events", "size": events, "perfgate_s": ours, "reference_s": ref,
-                     "reference": "json.loads + group", "rss_mb": rss})
+                     "reference": "json.loads + group", "rss_mb": rss, "ref_rss_mb": ref_rss})
         path.unlink()
     return rows
 
@@ -213,6 +261,60 @@ def store_rows(src: Path, tmp: Path) -> list[dict[str, object]]:
              "perfgate_s": wall, "reference_s": None, "reference": ""}]
 
 
+HISTORY_BUILD = """
+import random, sqlite3
+from pathlib import Path
+from perfgate.store import open_store
+from tests.helpers import make_run
+rng = random.Random(2)
+with open_store(Path(DB)) as s:
+    for r in range(RUNS):
+        s.save_run(make_run({f"t::case{i}": [rng.gauss(1.0, 0.01) for _ in range(50)] for i in range(CASES)}))
+con = sqlite3.connect(DB)
+print(con.execute("select count(*) from runs").fetchone()[0], con.execute("select count(*) from cases").fetchone()[0])
+"""
+
+HISTORY_QUERY = """
+import contextlib, io, time
+from perfgate.cli import main
+t = time.perf_counter()
+buf = io.StringIO()
+with contextlib.redirect_stdout(buf):
+    code = main(ARGS)
+print(time.perf_counter() - t, code, buf.getvalue().count(chr(10)))
+"""
+
+
+def history_rows(src: Path, tmp: Path, runs: int = 1000, cases: int = 50) -> list[dict[str, object]]:
+    """A history of 1,000 runs: the trend of one case and the latest runs, wall time of the command."""
+    db = tmp / "history.db"
+    _, _, out = measure(define(HISTORY_BUILD, DB=str(db), RUNS=runs, CASES=cases), src)
+    assert out.split() == [str(runs), str(runs * cases)], f"history build stored {out}"
+    rows = []
+    for label, argv, lines in (
+            (f"`perfgate history --case t::case7`, {runs:,} runs x {cases} cases (wall, whole command)",
+             ["history", "--db", str(db), "--case", "t::case7", "--last", str(runs)], runs + 2),
+            (f"`perfgate history --last 50`, {runs:,} runs (wall, whole command)",
+             ["history", "--db", str(db), "--last", "50"], 50 + 2)):
+        t0 = time.perf_counter()
+        _, _, q = measure(define(HISTORY_QUERY, ARGS=argv), src)
+        wall = time.perf_counter() - t0
+        assert q.split()[1] == "0" and int(q.split()[2]) == lines, f"history printed {q}"
+        rows.append({"input": label, "size": runs, "perfgate_s": wall, "reference_s": None, "reference": ""})
+    return rows
+
+
+def ncu_rows(report: Path, src: Path) -> list[dict[str, object]]:
+    """perfgate's read (isolated child included: its CPU counts) against ncu_report's own loop over every
+    launch's metrics (kind, value, unit): the per-launch cost NVIDIA's reader sets."""
+    ours, rss, out = measure(define(NCU_PERFGATE, PATH=str(report)), src)
+    ref, ref_rss, ref_out = measure(define(NCU_REFERENCE, PATH=str(report)), src)
+    assert out.split() == ref_out.split(), f"launch counts differ: {out} vs {ref_out}"
+    return [{"input": f"ncu report, {int(out.split()[0]):,} launches (all metrics)", "size": int(out.split()[0]),
+             "perfgate_s": ours, "reference_s": ref, "reference": "ncu_report loop", "rss_mb": rss,
+             "ref_rss_mb": ref_rss}]
+
+
 def exponent(rows: list[dict[str, object]], prefix: str) -> float | None:
     pts = [(float(r["size"]), float(r["perfgate_s"])) for r in rows if str(r["input"]).startswith(prefix)]  # type: ignore[arg-type]
     if len(pts) < 2:
@@ -222,13 +324,16 @@ def exponent(rows: list[dict[str, object]], prefix: str) -> float | None:
 
 
 def render(rows: list[dict[str, object]]) -> str:
-    lines = ["| input | perfgate (CPU s) | direct reference (CPU s) | ratio | all four summaries in SQL | peak RSS |",
+    lines = ["| input | perfgate (CPU s) | direct reference (CPU s) | ratio | all four summaries in SQL "
+             "| peak RSS perfgate / reference |",
              "|---|---:|---:|---:|---:|---:|"]
     for r in rows:
         ref = r.get("reference_s")
         ratio = f"{float(r['perfgate_s']) / float(ref):.2f}x" if ref else "-"  # type: ignore[arg-type]
         four = f"{r['four_sql_s']:.1f}" if r.get("four_sql_s") else "-"
         rss = f"{r['rss_mb']:.0f} MB" if r.get("rss_mb") else "-"
+        if r.get("ref_rss_mb"):
+            rss += f" / {r['ref_rss_mb']:.0f} MB"
         refs = f"{ref:.2f} ({r['reference']})" if ref else "-"
         lines.append(f"| {r['input']} | {float(r['perfgate_s']):.2f} | {refs} | {ratio} | {four} | {rss} |")  # type: ignore[arg-type]
     for prefix in ("nsys", "torch", "compare_run"):
@@ -243,7 +348,8 @@ def main() -> int:
     parser.add_argument("--sizes", default="100000,1000000,5000000")
     parser.add_argument("--torch-sizes", default="100000,1000000")
     parser.add_argument("--perfgate-src", type=Path, default=ROOT)
-    parser.add_argument("--skip", default="", help="comma list of: nsys,torch,compare,store")
+    parser.add_argument("--skip", default="", help="comma list of: nsys,torch,compare,store,history")
+    parser.add_argument("--ncu-report", type=Path, help="an .ncu-rep to time reading (e.g. one with 1,000 launches)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -258,6 +364,10 @@ def main() -> int:
             rows += compare_rows(args.perfgate_src, t)
         if "store" not in skip:
             rows += store_rows(args.perfgate_src, t)
+        if "history" not in skip:
+            rows += history_rows(args.perfgate_src, t)
+        if args.ncu_report:
+            rows += ncu_rows(args.ncu_report, args.perfgate_src)
     text = render(rows)
     print(text)
     if args.out:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 
 @dataclass(frozen=True)
@@ -73,10 +75,41 @@ class Timeline:
     meta: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class NcuMetric:
+class NcuMetric(NamedTuple):
+    """A NamedTuple, not a frozen dataclass: a report holds ~500 per launch, and a frozen dataclass's
+    __init__ made building them a quarter of the read of a 450-launch report."""
+
     value: float | str
     unit: str
+
+
+class MetricTable(Mapping[str, NcuMetric]):
+    """A launch's metrics as read, in columns: names, values, units, and an index by name. An NcuMetric
+    is made only for what is looked at (a report has ~500 metrics per launch and readers look at a few
+    dozen), and launches that share their metric names share the names and the index."""
+
+    __slots__ = ("_index", "_names", "_units", "_values")
+
+    def __init__(self, names: tuple[str, ...], values: tuple[float | str, ...], units: tuple[str, ...],
+                 index: Mapping[str, int] | None = None) -> None:
+        self._names, self._values, self._units = names, values, units
+        self._index = index if index is not None else {n: i for i, n in enumerate(names)}
+
+    def __getitem__(self, name: str) -> NcuMetric:
+        i = self._index[name]
+        return NcuMetric(self._values[i], self._units[i])
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __repr__(self) -> str:
+        return f"MetricTable({len(self._names)} metrics)"
 
 
 @dataclass(frozen=True)
@@ -85,7 +118,7 @@ class NcuLaunch:
 
     launch_id: int
     name: str
-    metrics: dict[str, NcuMetric]
+    metrics: Mapping[str, NcuMetric]
     nvtx_ranges: tuple[str, ...] = ()  # push/pop ranges open at launch, outermost first
 
     def value(self, name: str) -> float | None:
