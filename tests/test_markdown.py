@@ -89,3 +89,28 @@ def test_profiled_run_shows_occupancy_and_bandwidth_per_kernel(h100_data):
     row = next(line for line in table.splitlines() if "_matmul_kernel" in line)
     # the register-heavy matmul measured on the H100: occupancy 6.2%, 255 registers, spilling
     assert "| 6.2% | 6.2% |" in row and "| 255 |" in row and "52,089,856" in row
+
+
+def test_a_copy_engine_case_shows_its_transfers_and_why_ncu_had_nothing(h100_data):
+    """Session E on the H100: test_copy_bandwidth is a device-to-device copy_ (copy engine, no kernel)."""
+    import gzip
+    import json
+
+    from perfgate.compare import compare_run
+    from perfgate.model import CaseResult, Metric, Run, RunInfo, Timer
+    from perfgate.settings import settings_from_config
+    from perfgate.stats import summarize
+
+    doc = json.loads(gzip.decompress((h100_data / "gate_profiled_copy_run.json.gz").read_bytes()))
+    env = Environment(**doc["environment"])
+    results = tuple(CaseResult(c["case_id"], summarize(c["samples_ms"], Timer.CUDA_EVENT), tuple(c["samples_ms"]),
+                               tuple(Metric(**m) for m in c["metrics"]), profile_notes=tuple(c["profile_notes"]))
+                    for c in doc["cases"])
+    text = render_markdown(compare_run(results, None, env, settings_from_config({})),
+                           run=Run(RunInfo("a", "b"), env, results))
+    section = text.split("### Copy-engine transfers (Nsight Systems)")[1].split("###")[0].split("<details>")[0]
+    row = next(line for line in section.splitlines() if "test_copy_bandwidth" in line and line.startswith("|"))
+    # 512 MiB per call, ~358 us on the copy engine: ~1.5 TB/s each way
+    assert "536.9 MB" in row and "357.8 us" in row and "1.5 TB/s" in row
+    assert "ncu: no kernel to profile" in section
+    assert "test_vector_add" not in section  # a kernel case moved no bytes on the copy engine

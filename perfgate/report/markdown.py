@@ -48,7 +48,7 @@ def render_markdown(gate: GateResult, charts: Sequence[ChartLink] = (), top_n: i
         out += ["### Why (profiler metrics of the regressed cases)", ""]
         out += [f"- `{_code(shorten(cid, 80))}`: " + "; ".join(_escape(movement(r)) for r in rows)
                 for cid, rows in gate.explanations.items()] + [""]
-    out += _speedups(run, top_n) + _profile_table(run, top_n)
+    out += _speedups(run, top_n) + _profile_table(run, top_n) + _transfers(run, top_n)
     problems = [c for c in rest if c.verdict in (Verdict.NOT_COMPARABLE, Verdict.PROFILE_FAILED) and c.note]
     if problems:
         out += ["### Could not compare", ""]
@@ -142,6 +142,37 @@ def _profile_table(run: Run | None, top_n: int) -> list[str]:
         out.append(names + " | ".join(cells) + " |")
     if len(rows) > top_n:
         out.append(f"| … {len(rows) - top_n} others | | " + "| " * len(_PROFILE_COLUMNS))
+    return out + [""]
+
+
+_TRANSFER_COLUMNS = (("nsys.memcpy_bytes_per_call", "copied per call", "byte"),
+                     ("nsys.memcpy_ns_per_call", "copy time per call", "ns"),
+                     ("nsys.memcpy_bytes_per_second", "copy bandwidth", "byte/s"),
+                     ("nsys.memset_bytes_per_call", "memset per call", "byte"))
+
+
+def _transfers(run: Run | None, top_n: int) -> list[str]:
+    """Copy-engine work (memcpy/memset) per case from nsys, and the profilers' notes on such cases: a
+    case that launches no kernel has nothing for ncu to profile, which is not a failure."""
+    if run is None:
+        return []
+    rows: dict[str, dict[str, float]] = {}
+    for res in run.results:
+        values = {m.name: m.value for m in res.metrics if m.source == "nsys" and not m.kernel}
+        if values.get("nsys.memcpy_bytes_per_call") or values.get("nsys.memset_bytes_per_call"):
+            rows[res.case_id] = values
+    notes = [(r.case_id, n) for r in run.results for n in r.profile_notes]
+    if not rows and not notes:
+        return []
+    out = ["### Copy-engine transfers (Nsight Systems)", ""]
+    if rows:
+        out += ["| case | " + " | ".join(label for _, label, _ in _TRANSFER_COLUMNS) + " |",
+                "|---|" + "---:|" * len(_TRANSFER_COLUMNS)]
+        for case_id, values in sorted(rows.items())[:top_n]:
+            cells = [fmt_value(values.get(name), unit) for name, _, unit in _TRANSFER_COLUMNS]
+            out.append(f"| `{_code(case_label(case_id, 60))}` | " + " | ".join(cells) + " |")
+        out.append("")
+    out += [f"- ℹ️ `{_code(shorten(cid, 80))}`: {_escape(note)}" for cid, note in notes[:top_n]]
     return out + [""]
 
 
