@@ -6,6 +6,7 @@ a verdict alone, `evaluate`); nothing else decides a verdict.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -64,13 +65,15 @@ def confirm_suspects(run: Run, baseline: Baseline | None, settings: Settings, co
         todo = suspects(compare_run(run.results, baseline, run.environment, settings, intervals=False))
         if not todo:
             break
-        messages.append(f"perfgate: confirming {len(todo)} suspect case(s) in a fresh process "
-                        f"(round {round_no} of {settings.confirm_runs})")
+        started = time.monotonic()
         try:
             fresh = confirmer(todo)
         except PerfgateError as err:
             messages.append(f"perfgate: confirmation run failed, keeping the unconfirmed verdicts: {err}")
             break
+        # the cost of a confirmation is part of the gate's wall time: shown so it can be budgeted
+        messages.append(f"perfgate: confirmed {len(todo)} suspect case(s) in a fresh process "
+                        f"(round {round_no} of {settings.confirm_runs}): {time.monotonic() - started:.1f} s")
         run = replace(run, results=tuple(_confirmed(r, fresh[r.case_id]) if r.case_id in fresh else r
                                          for r in run.results))
     return run

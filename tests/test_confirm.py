@@ -50,7 +50,7 @@ def test_a_real_regression_is_confirmed_in_a_fresh_process_and_fails(project, mo
     monkeypatch.setenv("SLEEP_MS", "3")
     result = project.runpytest("--perfgate", "-p", "no:cacheprovider", "--perfgate-json", "out.json")
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*confirming 1 suspect case(s) in a fresh process (round 1 of 2)*",
+    result.stdout.fnmatch_lines(["*confirmed 1 suspect case(s) in a fresh process (round 1 of 2): * s",
                                  "*test_really_slower*REGRESSED (2 processes)*"])
     row = comparisons(project)["test_really_slower"]
     assert row["verdict"] == "regressed" and row["processes"] == 2
@@ -70,4 +70,4 @@ def test_confirmation_can_be_switched_off(project, monkeypatch):
     monkeypatch.setenv("SLEEP_MS", "3")
     result = project.runpytest("--perfgate", "-p", "no:cacheprovider", "--perfgate-confirm-runs", "0")
     assert result.ret == 1
-    assert "confirming" not in result.stdout.str()
+    assert "confirmed" not in result.stdout.str() and "suspect" not in result.stdout.str()
