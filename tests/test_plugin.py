@@ -280,3 +280,14 @@ def test_the_run_that_creates_the_history_says_to_ignore_it_in_git(project):
     (project.path / ".perfgate" / "history.db").unlink()
     (project.path / ".gitignore").write_text(".perfgate/\n")
     assert "created the history" not in run(project).stdout.str()  # already ignored: nothing to say
+
+
+def test_ctrl_c_during_the_tests_stores_nothing_and_writes_no_baseline(project):
+    project.makepyfile(test_zz_interrupt="def test_ctrl_c():\n    raise KeyboardInterrupt\n")
+    # a subprocess: in-process, the KeyboardInterrupt would stop this test session too
+    result = project.runpytest_subprocess("--perfgate", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*interrupted before anything was stored; no baseline touched*"])
+    assert not (project.path / "baselines").exists()
+    db = project.path / ".perfgate" / "history.db"
+    assert not db.exists() or sqlite3.connect(db).execute("select count(*) from runs").fetchone()[0] == 0
