@@ -139,10 +139,25 @@ def _estimate_cuda_ms(calls: Sequence[Call], flush: Any, prepare: Call | None) -
     import torch
 
     reps = 5
-    pairs = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in calls]
-             for _ in range(reps)]
-    for round_pairs in pairs:
-        for call, (start, end) in zip(calls, round_pairs):
+    pairs = _event_pairs(len(calls), reps)
+    _record_rounds(calls, pairs, flush, prepare)
+    torch.cuda.synchronize()
+    return sum(float(s.elapsed_time(e)) for rp in pairs for s, e in rp) / reps
+
+
+def _event_pairs(n_calls: int, rounds: int) -> list[list[tuple[Any, Any]]]:
+    """(start, end) CUDA events per round and call, made before timing starts."""
+    import torch
+
+    return [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n_calls)]
+            for _ in range(rounds)]
+
+
+def _record_rounds(calls: Sequence[Call], rounds: list[list[tuple[Any, Any]]], flush: Any,
+                   prepare: Call | None) -> None:
+    """One round: each call in turn (interleaved), setup and L2 flush outside its events."""
+    for pairs in rounds:
+        for call, (start, end) in zip(calls, pairs):
             if prepare is not None:
                 prepare()
             if flush is not None:
@@ -150,8 +165,6 @@ def _estimate_cuda_ms(calls: Sequence[Call], flush: Any, prepare: Call | None) -
             start.record()
             call()
             end.record()
-    torch.cuda.synchronize()
-    return sum(float(s.elapsed_time(e)) for rp in pairs for s, e in rp) / reps
 
 
 def _cuda_chunks(calls: Sequence[Call], flush: Any, n: int, per_round_ms: float,
@@ -165,18 +178,9 @@ def _cuda_chunks(calls: Sequence[Call], flush: Any, n: int, per_round_ms: float,
     done = 0
     while done < n:
         size = min(per_chunk, n - done)
-        events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in calls]
-                  for _ in range(size)]
+        events = _event_pairs(len(calls), size)
         t0 = time.perf_counter()
-        for pairs in events:
-            for call, (start, end) in zip(calls, pairs):
-                if prepare is not None:
-                    prepare()
-                if flush is not None:
-                    flush.zero_()
-                start.record()
-                call()
-                end.record()
+        _record_rounds(calls, events, flush, prepare)
         torch.cuda.synchronize()
         chunks.append((done, done + size, t0, time.perf_counter()))
         for pairs in events:
