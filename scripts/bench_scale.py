@@ -2,8 +2,10 @@
 recorded H100 captures (scripts/scale_inputs.py). CPU time of each measured process (user + system),
 peak RSS for analyze, and the scaling exponent (log time / log size) per input kind.
 
-    python scripts/bench_scale.py [--sizes 100000,1000000,5000000] [--ncu-report R.ncu-rep] [--out results.md]   # docs/performance.md
+    python scripts/bench_scale.py [--sizes 100000,1000000,5000000] [--ncu-report R.ncu-rep] [--out results.md]
     python scripts/bench_scale.py --perfgate-src /path/to/old/checkout     # the same rows for another version
+
+Results and how to read them: docs/performance.md.
 
 Every row runs in a fresh process, so imports and caches are paid as a user pays them. Counts are
 checked: the replicated export must hold copies x the recorded kernels, and perfgate's kernel summary
