@@ -1,10 +1,12 @@
-"""Records for tests: runs, noisy samples, baselines (importable helpers, not test modules)."""
+"""Records for tests: runs, noisy samples, baselines, pytester projects (importable helpers, not test modules)."""
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from perfgate.baseline import Baseline
 from perfgate.baseline_write import updated_baseline
@@ -44,3 +46,35 @@ def calibrated(base: Baseline, process_medians: dict[str, list[float]]) -> Basel
     for cid, medians in process_medians.items():
         cases[cid] = replace(cases[cid], process_medians_ms=tuple(medians))
     return replace(base, cases=cases)
+
+
+# pytester projects: one perf test file and a [tool.perfgate], run as `pytest --perfgate`
+
+CI_ENV = ("GITHUB_STEP_SUMMARY", "PERFGATE_DB")  # set on a CI runner; would redirect a test's outputs
+
+
+def perf_project(pytester: Any, monkeypatch: Any, test_source: str, pyproject: str, clear: tuple[str, ...] = (),
+                 test_name: str = "test_perf", **env: str) -> Any:
+    """The project with CI's variables and `clear` unset and `env` set, so each test starts the same."""
+    for var in (*CI_ENV, *clear):
+        monkeypatch.delenv(var, raising=False)
+    for var, value in env.items():
+        monkeypatch.setenv(var, value)
+    pytester.makepyfile(**{test_name: test_source})
+    pytester.makefile(".toml", pyproject=pyproject)
+    return pytester
+
+
+def gate_json(pytester: Any, *args: str) -> Any:
+    """`pytest --perfgate` in-process, results written to out.json."""
+    return pytester.runpytest("--perfgate", "-p", "no:cacheprovider", "--perfgate-json", "out.json", *args)
+
+
+def results_json(pytester: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((pytester.path / "out.json").read_text())
+    return doc
+
+
+def comparisons_by_case(pytester: Any, metric: str = "median_ms") -> dict[str, dict[str, Any]]:
+    """out.json's comparisons of one metric, by the last part of the case id."""
+    return {c["case_id"].split("::")[-1]: c for c in results_json(pytester)["comparisons"] if c["metric"] == metric}

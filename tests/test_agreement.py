@@ -6,6 +6,7 @@ import json
 import pytest
 
 from perfgate.cli import main
+from tests.helpers import perf_project
 
 PERF_TEST = '''
 import os, time
@@ -45,11 +46,7 @@ def verdicts(doc):
 
 @pytest.fixture
 def slowed_run(pytester, monkeypatch):
-    for var in ("GITHUB_STEP_SUMMARY", "PERFGATE_DB"):
-        monkeypatch.delenv(var, raising=False)
-    pytester.makepyfile(test_perf=PERF_TEST)
-    pytester.makefile(".toml", pyproject=PYPROJECT)
-    monkeypatch.setenv("SLEEP_MS", "2")
+    perf_project(pytester, monkeypatch, PERF_TEST, PYPROJECT, SLEEP_MS="2")
     assert pytester.runpytest("--perfgate", "-p", "no:cacheprovider").ret == 0
     monkeypatch.setenv("SLEEP_MS", "2.8")  # 40% slower
     result = pytester.runpytest("--perfgate", "-p", "no:cacheprovider", "--perfgate-json", "plugin.json")

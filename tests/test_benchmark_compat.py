@@ -8,6 +8,7 @@ import sqlite3
 import pytest
 
 from perfgate.cli import main
+from tests.helpers import gate_json, perf_project
 
 pytest.importorskip("pytest_benchmark")
 
@@ -55,12 +56,7 @@ confirm_runs = 0
 
 @pytest.fixture
 def suite(pytester, monkeypatch):
-    for var in ("GITHUB_STEP_SUMMARY", "PERFGATE_DB"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("SLEEP_MS", "2")
-    pytester.makepyfile(test_bench=SUITE)
-    pytester.makefile(".toml", pyproject=PYPROJECT)
-    return pytester
+    return perf_project(pytester, monkeypatch, SUITE, PYPROJECT, test_name="test_bench", SLEEP_MS="2")
 
 
 def test_a_benchmark_suite_is_measured_and_gated_by_perfgate(suite, monkeypatch):
@@ -68,7 +64,7 @@ def test_a_benchmark_suite_is_measured_and_gated_by_perfgate(suite, monkeypatch)
     assert first.ret == 0
     first.stdout.fnmatch_lines(["*FIXTURE PerfgateBenchmark*", "*gate passed: 3 case(s): 3 new*"])
     monkeypatch.setenv("SLEEP_MS", "3")
-    slowed = suite.runpytest("--perfgate", "-p", "no:cacheprovider", "--perfgate-json", "out.json")
+    slowed = gate_json(suite)
     assert slowed.ret == 1
     doc = json.loads((suite.path / "out.json").read_text())
     regressed = {c["case_id"] for c in doc["comparisons"] if c["verdict"] == "regressed"}

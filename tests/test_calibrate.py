@@ -6,6 +6,7 @@ import sqlite3
 import pytest
 
 from perfgate.cli import main
+from tests.helpers import perf_project, results_json
 
 PERF_TEST = '''
 import os, time
@@ -31,11 +32,7 @@ confirm_runs = 0
 
 @pytest.fixture
 def project(pytester, monkeypatch):
-    for var in ("GITHUB_STEP_SUMMARY", "PERFGATE_DB", "FAIL_IT"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("SLEEP_MS", "2")
-    pytester.makepyfile(test_perf=PERF_TEST)
-    pytester.makefile(".toml", pyproject=PYPROJECT)
+    perf_project(pytester, monkeypatch, PERF_TEST, PYPROJECT, clear=("FAIL_IT",), SLEEP_MS="2")
     monkeypatch.chdir(pytester.path)
     return pytester
 
@@ -54,7 +51,7 @@ def test_calibration_writes_process_medians_noise_and_what_each_case_detects(pro
     # the verdict of a host-timed sleep depends on what else this machine runs (pytest -n 2 next door);
     # what is under test is that the gate judges the case by its calibration
     assert gate.ret in (0, 1)
-    rows = json.loads((project.path / "out.json").read_text())["comparisons"]
+    rows = results_json(project)["comparisons"]
     sleep = next(r for r in rows if r["case_id"] == "test_perf.py::test_sleep" and r["metric"] == "median_ms")
     assert sleep["note"] == "calibrated" and sleep["noise_pct"] > 0 and sleep["threshold_pct"] >= 1.0
 

@@ -1,9 +1,9 @@
 """Confirmation before failing: a suspect case is re-measured in fresh processes; only a regression that
 survives them fails the gate. (The parent runs in-process; the confirmation children are real processes.)"""
 
-import json
-
 import pytest
+
+from tests.helpers import comparisons_by_case, gate_json, perf_project, results_json
 
 PERF_TEST = '''
 import os, time
@@ -32,37 +32,28 @@ confirm_runs = 2
 
 @pytest.fixture
 def project(pytester, monkeypatch):
-    for var in ("GITHUB_STEP_SUMMARY", "PERFGATE_DB", "SLOW_ONCE"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("SLEEP_MS", "2")
-    pytester.makepyfile(test_perf=PERF_TEST)
-    pytester.makefile(".toml", pyproject=PYPROJECT)
+    perf_project(pytester, monkeypatch, PERF_TEST, PYPROJECT, clear=("SLOW_ONCE",), SLEEP_MS="2")
     assert pytester.runpytest("--perfgate", "-p", "no:cacheprovider").ret == 0
     return pytester
 
 
-def comparisons(p):
-    doc = json.loads((p.path / "out.json").read_text())
-    return {c["case_id"].split("::")[-1]: c for c in doc["comparisons"] if c["metric"] == "median_ms"}
-
-
 def test_a_real_regression_is_confirmed_in_a_fresh_process_and_fails(project, monkeypatch):
     monkeypatch.setenv("SLEEP_MS", "3")
-    result = project.runpytest("--perfgate", "-p", "no:cacheprovider", "--perfgate-json", "out.json")
+    result = gate_json(project)
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*confirmed 1 suspect case(s) in a fresh process (round 1 of 2): * s",
                                  "*test_really_slower*REGRESSED (2 processes)*"])
-    row = comparisons(project)["test_really_slower"]
+    row = comparisons_by_case(project)["test_really_slower"]
     assert row["verdict"] == "regressed" and row["processes"] == 2
 
 
 def test_a_slowdown_a_fresh_process_does_not_reproduce_is_cleared(project, monkeypatch):
     monkeypatch.setenv("SLOW_ONCE", "1")
-    result = project.runpytest("--perfgate", "-p", "no:cacheprovider", "--perfgate-json", "out.json")
+    result = gate_json(project)
     assert result.ret == 0
-    row = comparisons(project)["test_slow_once"]
+    row = comparisons_by_case(project)["test_slow_once"]
     assert row["verdict"] == "unchanged" and row["processes"] >= 2
-    stored = json.loads((project.path / "out.json").read_text())["cases"]
+    stored = results_json(project)["cases"]
     assert next(c for c in stored if c["case_id"].endswith("test_slow_once"))["confirmation_medians_ms"]
 
 

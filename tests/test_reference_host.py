@@ -3,9 +3,9 @@ the candidate and its reference alternate sample by sample, a candidate below `m
 the speedup named, a wrong output fails before anything is timed, and a memory regression is flagged
 on the memory metric while the time is unchanged."""
 
-import json
-
 import pytest
+
+from tests.helpers import comparisons_by_case, gate_json, perf_project
 
 PERF_TEST = '''
 import os, time
@@ -59,49 +59,36 @@ confirm_runs = 0
 
 @pytest.fixture
 def project(pytester, monkeypatch):
-    for var in ("GITHUB_STEP_SUMMARY", "PERFGATE_DB", "CAND_FACTOR", "CAND_ERROR", "ALLOC_KB"):
-        monkeypatch.delenv(var, raising=False)
-    pytester.makepyfile(test_perf=PERF_TEST)
-    pytester.makefile(".toml", pyproject=PYPROJECT)
-    return pytester
-
-
-def gate(p, *args):
-    return p.runpytest("--perfgate", "-p", "no:cacheprovider", "--perfgate-json", "out.json", *args)
-
-
-def rows(p, metric):
-    doc = json.loads((p.path / "out.json").read_text())
-    return {c["case_id"].split("::")[-1]: c for c in doc["comparisons"] if c["metric"] == metric}
+    return perf_project(pytester, monkeypatch, PERF_TEST, PYPROJECT, clear=("CAND_FACTOR", "CAND_ERROR", "ALLOC_KB"))
 
 
 def test_reference_and_candidate_samples_alternate(project):
-    result = gate(project, "-k", "alternates")
+    result = gate_json(project, "-k", "alternates")
     assert result.ret == 0, result.stdout.str()
 
 
 def test_a_candidate_slowed_below_min_speedup_fails_with_the_speedup_named(project, monkeypatch):
-    assert gate(project, "-k", "fast_enough").ret == 0  # 2x faster than its reference: passes, baseline written
+    assert gate_json(project, "-k", "fast_enough").ret == 0  # 2x faster than its reference: passes, baseline written
     monkeypatch.setenv("CAND_FACTOR", "1.0")  # now as slow as the reference
-    result = gate(project, "-k", "fast_enough")
+    result = gate_json(project, "-k", "fast_enough")
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*below target: *test_fast_enough: *x vs the slow one (CI *), needs >= 1.2x*"])
-    assert rows(project, "min_speedup")["test_fast_enough"]["verdict"] == "below target"
+    assert comparisons_by_case(project, "min_speedup")["test_fast_enough"]["verdict"] == "below target"
 
 
 def test_a_wrong_output_fails_the_test_before_anything_is_timed(project, monkeypatch):
     monkeypatch.setenv("CAND_ERROR", "0.5")
-    result = gate(project, "-k", "alternates")
+    result = gate_json(project, "-k", "alternates")
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*OutputMismatch: output: 4.5 vs reference 4.0*"])
     assert not (project.path / "baselines").exists()  # a failing test never writes a baseline
 
 
 def test_a_memory_regression_is_flagged_while_the_time_is_unchanged(project, monkeypatch):
-    assert gate(project, "-k", "memory").ret == 0
+    assert gate_json(project, "-k", "memory").ret == 0
     monkeypatch.setenv("ALLOC_KB", "1024")  # four times the memory, the same 2 ms
-    result = gate(project, "-k", "memory")
+    result = gate_json(project, "-k", "memory")
     assert result.ret == 1
-    assert rows(project, "median_ms")["test_memory"]["verdict"] == "unchanged"
-    memory = rows(project, "memory.peak_host_bytes")["test_memory"]
+    assert comparisons_by_case(project, "median_ms")["test_memory"]["verdict"] == "unchanged"
+    memory = comparisons_by_case(project, "memory.peak_host_bytes")["test_memory"]
     assert memory["verdict"] == "regressed" and memory["current"] > 3.5 * memory["baseline"]

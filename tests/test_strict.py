@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+from tests.helpers import gate_json, perf_project, results_json
+
 PERF_TEST = '''
 import os, time
 import pytest
@@ -35,62 +37,54 @@ confirm_runs = 0
 
 @pytest.fixture
 def project(pytester, monkeypatch):
-    for var in ("SKIP_IT", "BREAK_IT", "GITHUB_STEP_SUMMARY", "PERFGATE_DB"):
-        monkeypatch.delenv(var, raising=False)
-    pytester.makepyfile(test_perf=PERF_TEST)
-    pytester.makefile(".toml", pyproject=PYPROJECT)
-    return pytester
-
-
-def gate(p, *args):
-    return p.runpytest("--perfgate", "-p", "no:cacheprovider", "--perfgate-json", "out.json", *args)
+    return perf_project(pytester, monkeypatch, PERF_TEST, PYPROJECT, clear=("SKIP_IT", "BREAK_IT"))
 
 
 def findings(p):
-    return {f["kind"]: f for f in json.loads((p.path / "out.json").read_text())["findings"]}
+    return {f["kind"]: f for f in results_json(p)["findings"]}
 
 
 def test_a_skipped_baseline_case_warns_without_strict_and_fails_with_it(project, monkeypatch):
-    assert gate(project).ret == 0
+    assert gate_json(project).ret == 0
     monkeypatch.setenv("SKIP_IT", "1")
-    warned = gate(project)
+    warned = gate_json(project)
     assert warned.ret == 0
     warned.stdout.fnmatch_lines(["*perfgate warning: test skipped: test_perf.py::test_maybe_skipped skipped: "
                                  "no GPU on this runner*"])
-    strict = gate(project, "--perfgate-strict")
+    strict = gate_json(project, "--perfgate-strict")
     assert strict.ret == 1
     strict.stdout.fnmatch_lines(["*perfgate strict: test skipped*", "*gate FAILED*1 strict-mode failure(s)*"])
-    doc = json.loads((project.path / "out.json").read_text())
+    doc = results_json(project)
     assert doc["gate"]["failure_reasons"] == ["strict: test_perf.py::test_maybe_skipped skipped: no GPU on this runner "
                                               "(1 baseline case(s) not measured)"]
 
 
 def test_deselecting_a_baseline_case_stays_fine_in_strict_mode(project):
-    assert gate(project).ret == 0
-    result = gate(project, "--perfgate-strict", "-k", "fast")
+    assert gate_json(project).ret == 0
+    result = gate_json(project, "--perfgate-strict", "-k", "fast")
     assert result.ret == 0
     assert "test skipped" not in findings(project)
 
 
 def test_an_errored_baseline_case_fails_strict_mode(project, monkeypatch):
-    assert gate(project).ret == 0
+    assert gate_json(project).ret == 0
     monkeypatch.setenv("BREAK_IT", "1")
-    result = gate(project, "--perfgate-strict")
+    result = gate_json(project, "--perfgate-strict")
     assert result.ret == 1  # pytest's own failure, and the gate's reason is on record too
     assert "CUDA driver version is insufficient" in findings(project)["test errored"]["message"]
 
 
 def test_every_perf_test_skipped_passes_only_without_strict(project, monkeypatch):
     project.makepyfile(test_perf="import pytest\n\ndef test_a(perfgate):\n    pytest.skip('no GPU')\n")
-    assert gate(project).ret == 0
+    assert gate_json(project).ret == 0
     assert "no perf case measured" in findings(project)
-    result = gate(project, "--perfgate-strict")
+    result = gate_json(project, "--perfgate-strict")
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*perfgate strict: no perf case measured*"])
 
 
 def test_strict_refuses_to_pass_without_a_baseline_and_writes_none(project):
-    result = gate(project, "--perfgate-strict")
+    result = gate_json(project, "--perfgate-strict")
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*strict: no initial baseline written*", "*perfgate strict: no baseline*"])
     assert not (project.path / "baselines").exists()
@@ -98,31 +92,31 @@ def test_strict_refuses_to_pass_without_a_baseline_and_writes_none(project):
 
 def test_strict_is_also_a_pyproject_setting(project):
     project.makefile(".toml", pyproject=PYPROJECT + "strict = true\n")
-    assert gate(project).ret == 1  # no baseline yet
+    assert gate_json(project).ret == 1  # no baseline yet
 
 
 def test_another_device_model_fails_strict_mode(project):
-    assert gate(project).ret == 0
+    assert gate_json(project).ret == 0
     path = next((project.path / "baselines").glob("*.json"))
     data = json.loads(path.read_text())
     data["environment"]["device_name"] = "Another CPU"
     path.write_text(json.dumps(data))
-    assert gate(project).ret == 0
-    assert gate(project, "--perfgate-strict").ret == 1
+    assert gate_json(project).ret == 0
+    assert gate_json(project, "--perfgate-strict").ret == 1
     assert "not comparable" in findings(project)
 
 
 def test_host_clock_beside_cuda_baselines_fails_strict_mode(project):
-    assert gate(project).ret == 0
+    assert gate_json(project).ret == 0
     host = next((project.path / "baselines").glob("host-*.json"))
     cuda = host.with_name("nvidia-h100-80gb-hbm3.json")
     cuda.write_text(host.read_text().replace('"device_kind": "host"', '"device_kind": "cuda"'))
-    result = gate(project, "--perfgate-strict")
+    result = gate_json(project, "--perfgate-strict")
     assert result.ret == 1
     assert "nvidia-h100-80gb-hbm3.json" in findings(project)["host clock against a CUDA baseline"]["message"]
 
 
 def test_strict_mode_is_recorded_in_the_summary(project):
-    assert gate(project).ret == 0
-    gate(project, "--perfgate-strict", "--perfgate-summary", "s.md", "-k", "fast")
+    assert gate_json(project).ret == 0
+    gate_json(project, "--perfgate-strict", "--perfgate-summary", "s.md", "-k", "fast")
     assert "### Needs attention" in (project.path / "s.md").read_text()
