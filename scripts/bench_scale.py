@@ -47,7 +47,7 @@ with open(sys.argv[1], "w") as fh:
 """
 
 
-def measure(code: str, src: Path, stdin_files: tuple[Path, ...] = ()) -> tuple[float, float, str]:
+def measure(code: str, src: Path) -> tuple[float, float, str]:
     """Run `code` in a fresh interpreter with perfgate from `src`; (CPU seconds, peak RSS MB, stdout).
 
     CPU and RSS are that interpreter's own (its waited-for children included: the isolated ncu reader)."""
