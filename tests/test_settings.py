@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 
+from perfgate.config.project import find_root, project_settings, read_pyproject
+from perfgate.config.settings import marker_options, parse_profile_list, settings_from_config
 from perfgate.errors import ConfigError
-from perfgate.project import find_root, project_settings, read_pyproject
-from perfgate.settings import marker_options, parse_profile_list, settings_from_config
-from perfgate.thresholds import metric_threshold_pct, resolve_thresholds
+from perfgate.gate.thresholds import metric_threshold_pct, resolve_thresholds
 
 
 def test_threshold_precedence_catalogue_config_override_marker():

@@ -16,14 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.codec import CodecError, case_from_dict, environment_from_dict, unmeasured_from_dict
+from perfgate.config.settings import Settings
 from perfgate.errors import PerfgateError, ReportFileError, ToolFailed
 from perfgate.inputs import parse_json, read_bytes
 from perfgate.measure.tools import run_tool
 from perfgate.model import CaseResult, Environment, UnmeasuredTest
-from perfgate.session import MEASURE_CHILD_ENV, PROFILE_CHILD_ENV
-from perfgate.settings import Settings
 
 CHILD_TIMEOUT_S = 3600.0
+PROFILE_CHILD_ENV = "PERFGATE_PROFILE_CHILD"  # "nsys"/"ncu" in the child pytest run under a profiler
+MEASURE_CHILD_ENV = "PERFGATE_MEASURE_CHILD"  # a JSON path: a fresh process measuring for calibrate/confirm
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ import io
 import json
 from typing import Any
 
-from perfgate.project import project_settings
-from perfgate.query import as_dicts, case_trend, list_runs
+from perfgate.config.project import project_settings
 from perfgate.store import open_store
+from perfgate.store.query import as_dicts, case_trend, list_runs
 
 
 def history(args: argparse.Namespace) -> int:
@@ -33,7 +33,7 @@ def _render(rows: list[dict[str, Any]], fmt: str) -> str:
         writer.writeheader()
         writer.writerows(rows)
         return buf.getvalue()
-    from perfgate.report.quantity import fmt_value
+    from perfgate.report.format import fmt_value
     from perfgate.report.terminal import render_table
 
     def cell(key: str, value: Any) -> str:

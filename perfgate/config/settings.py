@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from perfgate import config_schema as cs
+from perfgate.config import validate as cs
 from perfgate.errors import ConfigError
 from perfgate.metrics import CATALOGUE
 

@@ -1,5 +1,7 @@
-"""pytest hooks and the `perfgate` fixture, in the order pytest calls them. Thin: the work is in the library
-(plugin_setup.py for what the hooks do, gate.py for the orchestration the CLI shares)."""
+"""The pytest plugin (entry point `pytest11: perfgate`): hooks and the `perfgate` fixture, in the order pytest
+calls them. Thin: runtime.py does what the hooks ask, session.py holds the run's state, fixture.py and
+benchmark.py serve the fixtures, xdist.py spreads workers over GPUs; the verdict is the library's
+(perfgate.gate.run, shared with the command line)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,7 @@ from typing import Any
 import pytest
 
 from perfgate.errors import PerfgateError
-from perfgate.session import Mode, PerfgateSession
-
-SESSION_KEY = pytest.StashKey[PerfgateSession]()
+from perfgate.pytest_plugin.session import SESSION_KEY, Mode
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -49,10 +49,10 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     # warned "Benchmarks are automatically disabled because xdist plugin is active" in every -n log
     import os
 
-    from perfgate.session import PROFILE_CHILD_ENV
+    from perfgate.measure.processes import PROFILE_CHILD_ENV
 
     if config.getoption("--perfgate") or os.environ.get(PROFILE_CHILD_ENV):
-        from perfgate.plugin_setup import step_aside_pytest_benchmark
+        from perfgate.pytest_plugin.runtime import step_aside_pytest_benchmark
 
         step_aside_pytest_benchmark(config)
 
@@ -61,7 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "perfgate(**options): perfgate options for this test's cases "
                             "(threshold_pct, metrics={name: pct}, min_speedup, warmup_ms, min_samples, "
                             "max_samples, budget_ms, cooldown_max_ms, exclude_throttled, memory)")
-    from perfgate.plugin_setup import make_session, register_benchmark_fixture
+    from perfgate.pytest_plugin.runtime import make_session, register_benchmark_fixture
 
     try:
         state = make_session(config)
@@ -75,7 +75,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist controller: give each worker its own GPU."""
-    from perfgate.xdist import assign_gpu
+    from perfgate.pytest_plugin.xdist import assign_gpu
 
     state = node.config.stash.get(SESSION_KEY, None)
     if state is not None and state.measuring:
@@ -88,7 +88,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     state = item.config.stash.get(SESSION_KEY, None)
     if state is not None and state.measuring:
-        from perfgate.plugin_setup import note_outcome
+        from perfgate.pytest_plugin.runtime import note_outcome
 
         note_outcome(state, item, outcome.get_result())
 
@@ -96,7 +96,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 @pytest.fixture
 def perfgate(request: pytest.FixtureRequest) -> Any:
     """Measure a callable: `perfgate(fn, *args, **kwargs)` -> TimingStats."""
-    from perfgate.plugin_setup import fixture_for
+    from perfgate.pytest_plugin.fixture import fixture_for
 
     return fixture_for(request, request.config.stash.get(SESSION_KEY, None))
 
@@ -104,7 +104,7 @@ def perfgate(request: pytest.FixtureRequest) -> Any:
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
     """pytest-xdist controller: a worker finished; take its measurements into the one run."""
-    from perfgate.xdist import receive_worker_results
+    from perfgate.pytest_plugin.xdist import receive_worker_results
 
     state = node.config.stash.get(SESSION_KEY, None)
     if state is not None and state.measuring:
@@ -115,7 +115,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(SESSION_KEY, None)
     if state is None or not state.measuring:
         return
-    from perfgate.plugin_setup import finish
+    from perfgate.pytest_plugin.runtime import finish
 
     code = finish(session.config, state, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
                   tests_failed=exitstatus != 0)
@@ -127,7 +127,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = config.stash.get(SESSION_KEY, None)
     if state is None or (not state.messages and state.gate is None and not state.error):
         return
-    from perfgate.plugin_setup import summary_lines
+    from perfgate.pytest_plugin.runtime import summary_lines
 
     terminalreporter.section("perfgate")
     for line in summary_lines(state):

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import fnmatch
 
+from perfgate.config.settings import MarkerOptions, Settings
 from perfgate.metrics import default_threshold_pct
 from perfgate.model import CaseThresholds
-from perfgate.settings import MarkerOptions, Settings
 
 
 def resolve_thresholds(settings: Settings, case_id: str, marker: MarkerOptions | None) -> CaseThresholds:

@@ -8,11 +8,12 @@ from pathlib import Path
 
 from perfgate.atomic import atomic_write_text
 from perfgate.baseline import Baseline
+from perfgate.config.settings import Settings
 from perfgate.errors import PerfgateError
 from perfgate.model import GateResult, Run
 from perfgate.report.markdown import ChartLink, render_markdown
-from perfgate.scrub import Scrubber
-from perfgate.settings import Settings
+from perfgate.report.scrub import Scrubber
+from perfgate.store import HistoryPoint
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
@@ -63,12 +64,24 @@ def _charts(gate: GateResult, run: Run, settings: Settings, baseline: Baseline |
             messages: list[str]) -> list[Path]:
     if settings.report_dir is None:
         return []
-    from perfgate.report.gate_charts import write_gate_charts
+    from perfgate.report.gate_charts import charted_cases, write_gate_charts
 
     try:
-        return write_gate_charts(gate, run, settings, baseline)
+        history = _trend_points(settings, run, [c.case_id for c in charted_cases(gate)])
+        return write_gate_charts(gate, run, settings.report_dir, baseline, history, settings.peak_tflops,
+                                 settings.peak_gbps)
     except PerfgateError:
         raise
     except Exception as err:  # noqa: BLE001 (a drawing bug must not turn a stored, gated run into a traceback)
         messages.append(f"perfgate: could not draw the charts ({type(err).__name__}: {err}); results are stored")
         return []
+
+
+def _trend_points(settings: Settings, run: Run, case_ids: list[str]) -> dict[str, list[HistoryPoint]]:
+    """The stored history of the charted cases, up to this run (none when the run was not stored)."""
+    if run.run_id is None or not settings.db_path.exists() or not case_ids:
+        return {}
+    from perfgate.store import open_store
+
+    with open_store(settings.db_path, readonly=True) as store:
+        return {cid: store.history(cid, run.environment.device_name, up_to_run=run.run_id) for cid in case_ids}

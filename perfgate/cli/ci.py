@@ -19,7 +19,7 @@ def annotate(args: argparse.Namespace) -> int:
 
 
 def comment(args: argparse.Namespace) -> int:
-    from perfgate.github import GitHubApi, upsert_comment
+    from perfgate.ci.github import GitHubApi, upsert_comment
 
     token = os.environ.get(args.token_env, "")
     if not token:
@@ -33,7 +33,7 @@ def comment(args: argparse.Namespace) -> int:
 
 
 def init(args: argparse.Namespace) -> int:
-    from perfgate.workflow import write_workflow
+    from perfgate.ci.workflow import write_workflow
 
     write_workflow(args.output, args.action_ref, args.runner_label, args.force, args.pytest_args)
     print(f"perfgate: wrote {args.output}; review it, then read docs/github-actions.md for the repository "

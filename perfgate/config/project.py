@@ -95,7 +95,7 @@ def project_settings(rootdir: Path | None = None, **options: Any) -> Any:
     `[tool.perfgate]`, then the given options (paths as typed, relative to the current directory)."""
     from dataclasses import replace
 
-    from perfgate.settings import settings_from_config
+    from perfgate.config.settings import settings_from_config
 
     root = (rootdir or find_root(Path.cwd())).resolve()
     table, pyproject = read_pyproject(root)

@@ -15,7 +15,7 @@ import pytest
 
 from perfgate.codec import CodecError, case_from_dict, case_to_dict, unmeasured_from_dict, unmeasured_to_dict
 from perfgate.errors import ConfigError
-from perfgate.session import PerfgateSession
+from perfgate.pytest_plugin.session import PerfgateSession
 
 OUTPUT_KEY = "perfgate"
 GPU_KEY = "perfgate_gpu"

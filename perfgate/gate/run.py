@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate.baseline import Baseline, baseline_path, load_baseline
-from perfgate.compare import compare_run
+from perfgate.config.settings import Settings
 from perfgate.errors import BaselineError, PerfgateError
-from perfgate.findings import GateFacts, findings_for
+from perfgate.gate.compare import compare_run
+from perfgate.gate.findings import GateFacts, findings_for
 from perfgate.metrics import SPEEDUP_METRIC, TIME_METRIC
-from perfgate.model import CaseResult, Environment, GateResult, Run, Verdict
-from perfgate.settings import Settings
+from perfgate.model import CaseResult, Environment, GateResult, Run, RunInfo, UnmeasuredTest, Verdict
 
 log = logging.getLogger("perfgate")
 
@@ -25,6 +26,21 @@ log = logging.getLogger("perfgate")
 Confirmer = Callable[[Sequence[str]], Mapping[str, CaseResult]]
 SUSPECT = (Verdict.REGRESSED, Verdict.INCONCLUSIVE)
 CONFIRMED_METRICS = (TIME_METRIC, SPEEDUP_METRIC)  # the metrics a fresh process re-measures
+
+
+def build_run(results: Iterable[CaseResult], unmeasured: Iterable[UnmeasuredTest], environment: Environment,
+              rootdir: Path, started_at: str, profile_settings: str = "") -> Run:
+    """What one process measured, as one Run record: a fresh identity, the git state of `rootdir`, the
+    command line, cases and unmeasured tests in a stable order."""
+    from perfgate.measure.environment import command_line, utc_now
+    from perfgate.measure.git import git_info
+
+    commit, branch, dirty = git_info(rootdir)
+    info = RunInfo(started_at=started_at, finished_at=utc_now(), git_commit=commit, git_branch=branch,
+                   git_dirty=dirty, hostname=environment.hostname, argv=command_line(),
+                   profile_settings=profile_settings, run_uid=uuid.uuid4().hex,
+                   unmeasured=tuple(sorted(unmeasured, key=lambda u: u.nodeid)))
+    return Run(info=info, environment=environment, results=tuple(sorted(results, key=lambda r: r.case_id)))
 
 
 def resolve_baseline(settings: Settings, env: Environment) -> tuple[Path, Baseline | None, GateFacts]:
@@ -109,7 +125,7 @@ class GateOutcome:
 
 def run_gate(req: GateRequest) -> GateOutcome:
     """Confirm -> store -> gate -> publish -> baseline. PerfgateError on bad input or a failed store."""
-    from perfgate.publish import publish
+    from perfgate.report.publish import publish
 
     s, messages = req.settings, list[str]()
     run = req.run
@@ -119,7 +135,7 @@ def run_gate(req: GateRequest) -> GateOutcome:
         run = _store(run, s.db_path)
         messages.append(f"perfgate: stored run {run.run_id} in {s.db_path}")
         if run.run_id == 1:  # the history's first run
-            from perfgate.vcs import history_hint
+            from perfgate.measure.git import history_hint
 
             messages += filter(None, [history_hint(s.db_path)])
     gate = evaluate(run, req.baseline, s, req.facts)
@@ -141,7 +157,7 @@ def _store(run: Run, db_path: Path) -> Run:
 
 def _baseline_step(run: Run, path: Path, s: Settings) -> str:
     """Update on request; bootstrap a missing baseline (not in strict mode, where it is a finding)."""
-    from perfgate.baseline_write import update_baseline_file, updated_baseline
+    from perfgate.baseline.write import update_baseline_file, updated_baseline
     from perfgate.measure.environment import who
 
     if not run.results:

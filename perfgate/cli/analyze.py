@@ -14,8 +14,8 @@ from perfgate.codec import finite_or_none
 
 def analyze(args: argparse.Namespace) -> int:
     from perfgate.analyze.document import analyze_file, comparison
-    from perfgate.publish import write_text
     from perfgate.report.analyze_markdown import render_analysis_markdown
+    from perfgate.report.publish import write_text
 
     want_charts = bool(args.output_dir) and not args.no_charts
     documents = [analyze_file(f, with_spans=want_charts) for f in _progress(args.files)]

@@ -7,6 +7,7 @@ from typing import Any
 
 NVTX_PREFIX = "perfgate:"
 WARMUP_CALLS = 3
+PROFILE_CALLS = 3  # calls inside the NVTX range under nsys: per-call metrics are totals / this
 
 
 def run_under_profiler(tool: str, case_id: str, fn: Callable[..., Any], args: tuple[Any, ...],

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from perfgate.baseline import Baseline, BaselineCase
-from perfgate.decision import (
+from perfgate.config.settings import Settings
+from perfgate.gate.decision import (
     MIN_CALIBRATION_PROCESSES,
     BaselineTiming,
     DecisionSettings,
@@ -16,11 +17,10 @@ from perfgate.decision import (
     decide_time,
     pooled,
 )
+from perfgate.gate.thresholds import metric_threshold_pct
 from perfgate.metrics import SPEEDUP_METRIC, TIME_METRIC, spec_for
 from perfgate.model import CaseResult, Comparison, Direction, Environment, GateResult, Metric, MetricKind, Verdict
-from perfgate.settings import Settings
 from perfgate.stats import median_change_ci_pct, percent_change
-from perfgate.thresholds import metric_threshold_pct
 
 # Metrics named in an explanation even when they did not move: "DRAM bytes unchanged" rules causes out.
 EXPLAIN_ALWAYS = ("launch__registers_per_thread", "sm__warps_active.avg.pct_of_peak_sustained_active",
@@ -96,7 +96,7 @@ def _env_note(base_env: Environment, cur: Environment, base: BaselineCase, res: 
 
 
 def compare_time(res: CaseResult, base: BaselineCase, settings: Settings, intervals: bool = True) -> Comparison:
-    """The time verdict (decision.py) with the interval of this run's change for the summary."""
+    """The time verdict (gate/decision.py) with the interval of this run's change for the summary."""
     d = decide_time(base.timing(), res.process_medians_ms, res.samples_ms, res.thresholds,
                     decision_settings(settings))
     ci = median_change_ci_pct(base.samples_ms, res.samples_ms) if intervals else None

@@ -8,14 +8,14 @@ import sys
 from pathlib import Path
 
 from perfgate.baseline import BaselineCase, load_baseline
+from perfgate.config.project import project_settings
 from perfgate.errors import BaselineError, PerfgateError
-from perfgate.project import project_settings
 
 
 def compare(args: argparse.Namespace) -> int:
     """Re-gate a stored run with the plugin's orchestration: same thresholds (stored with each case), same
     confirmation medians, same baseline resolution; creates nothing but the outputs asked for."""
-    from perfgate.gate import GateRequest, resolve_baseline, run_gate
+    from perfgate.gate.run import GateRequest, resolve_baseline, run_gate
     from perfgate.report.terminal import render_terminal
     from perfgate.store import open_store
 
@@ -47,7 +47,7 @@ def _baseline_files(path: Path) -> list[Path]:
 
 
 def baseline_show(args: argparse.Namespace) -> int:
-    from perfgate.report.quantity import fmt_value
+    from perfgate.report.format import fmt_value
     from perfgate.report.terminal import render_table
 
     for f in _baseline_files(args.path):

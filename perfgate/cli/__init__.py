@@ -70,7 +70,7 @@ def _compare_parser(sub: Any) -> None:
     c.add_argument("--report-dir", type=Path, help="write the charts (PNG) here")
     c.add_argument("--allow-env-mismatch", action="store_true", default=None)
     c.add_argument("--strict", action="store_true", default=None, help="fail closed (see --perfgate-strict)")
-    c.set_defaults(func=_lazy("perfgate.cli_gate", "compare"))
+    c.set_defaults(func=_lazy("perfgate.cli.gate", "compare"))
 
 
 def _calibrate_parser(sub: Any) -> None:
@@ -88,7 +88,7 @@ def _calibrate_parser(sub: Any) -> None:
     c.add_argument("--replace", action="store_true",
                    help="drop the baseline's cases this calibration did not measure (default: keep them)")
     c.add_argument("pytest_args", nargs="*", help="after --: what pytest runs (default: its testpaths)")
-    c.set_defaults(func=_lazy("perfgate.calibrate", "calibrate_command"))
+    c.set_defaults(func=_lazy("perfgate.cli.calibrate", "calibrate_command"))
 
 
 def _baseline_parser(sub: Any) -> None:
@@ -96,12 +96,12 @@ def _baseline_parser(sub: Any) -> None:
     bsub = b.add_subparsers(required=True, metavar="ACTION")
     show = bsub.add_parser("show", help="list the cases of a baseline file (or of every file in a directory)")
     show.add_argument("path", type=Path, nargs="?", default=Path("baselines"))
-    show.set_defaults(func=_lazy("perfgate.cli_gate", "baseline_show"))
+    show.set_defaults(func=_lazy("perfgate.cli.gate", "baseline_show"))
     diff = bsub.add_parser("diff", help="old vs new per changed case (for a baseline-update PR)")
     diff.add_argument("old", type=Path)
     diff.add_argument("new", type=Path)
     diff.add_argument("--format", choices=("md", "text"), default="md")
-    diff.set_defaults(func=_lazy("perfgate.cli_gate", "baseline_diff"))
+    diff.set_defaults(func=_lazy("perfgate.cli.gate", "baseline_diff"))
 
 
 def _analyze_parser(sub: Any) -> None:
@@ -110,7 +110,7 @@ def _analyze_parser(sub: Any) -> None:
     a.add_argument("--format", choices=("json", "md"), default="md", help="what to print on stdout")
     a.add_argument("--output-dir", type=Path, help="write report.md, analysis.json and charts here")
     a.add_argument("--no-charts", action="store_true")
-    a.set_defaults(func=_lazy("perfgate.cli_analyze", "analyze"))
+    a.set_defaults(func=_lazy("perfgate.cli.analyze", "analyze"))
 
 
 def _history_parser(sub: Any) -> None:
@@ -120,7 +120,7 @@ def _history_parser(sub: Any) -> None:
     h.add_argument("--case", help="shell pattern on case ids: show their trend instead of the runs")
     h.add_argument("--last", type=int, default=20, help="the last N runs (default 20)")
     h.add_argument("--format", choices=("table", "csv", "json"), default="table")
-    h.set_defaults(func=_lazy("perfgate.cli_data", "history"))
+    h.set_defaults(func=_lazy("perfgate.cli.data", "history"))
 
 
 def _db_parser(sub: Any) -> None:
@@ -129,7 +129,7 @@ def _db_parser(sub: Any) -> None:
     merge = dsub.add_parser("merge", help="merge histories from several runners into OUT (idempotent)")
     merge.add_argument("out", type=Path)
     merge.add_argument("inputs", type=Path, nargs="+")
-    merge.set_defaults(func=_lazy("perfgate.cli_data", "db_merge"))
+    merge.set_defaults(func=_lazy("perfgate.cli.data", "db_merge"))
 
 
 def _import_parser(sub: Any) -> None:
@@ -137,7 +137,7 @@ def _import_parser(sub: Any) -> None:
     _root_options(i)
     i.add_argument("files", type=Path, nargs="+")
     i.add_argument("--db", type=Path)
-    i.set_defaults(func=_lazy("perfgate.cli_data", "import_benchmark"))
+    i.set_defaults(func=_lazy("perfgate.cli.data", "import_benchmark"))
 
 
 def _ci_parser(sub: Any) -> None:
@@ -145,7 +145,7 @@ def _ci_parser(sub: Any) -> None:
     csub = c.add_subparsers(required=True, metavar="ACTION")
     ann = csub.add_parser("annotate", help="print ::error/::warning workflow commands for a results JSON")
     ann.add_argument("results", type=Path)
-    ann.set_defaults(func=_lazy("perfgate.cli_ci", "annotate"))
+    ann.set_defaults(func=_lazy("perfgate.cli.ci", "annotate"))
     com = csub.add_parser("comment", help="create or update the one perfgate comment on a pull request")
     com.add_argument("summary", type=Path, nargs="+",
                      help="the Markdown summary to post; several (matrix jobs) become one comment")
@@ -154,14 +154,14 @@ def _ci_parser(sub: Any) -> None:
     com.add_argument("--token-env", default="GITHUB_TOKEN", help="environment variable holding the token")
     com.add_argument("--api-url", default="https://api.github.com")
     com.add_argument("--marker", default="perfgate", help="one sticky comment per marker (matrix jobs: one each)")
-    com.set_defaults(func=_lazy("perfgate.cli_ci", "comment"))
+    com.set_defaults(func=_lazy("perfgate.cli.ci", "comment"))
     init = csub.add_parser("init", help="write a starter workflow that runs the perfgate composite action")
     init.add_argument("--output", type=Path, default=Path(".github/workflows/perfgate.yml"))
     init.add_argument("--action-ref", default="perfgate/perfgate@v1", help="owner/repo@ref of the action")
     init.add_argument("--runner-label", default="gpu")
     init.add_argument("--pytest-args", default="tests/perf", help="what the gate runs (default tests/perf)")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
-    init.set_defaults(func=_lazy("perfgate.cli_ci", "init"))
+    init.set_defaults(func=_lazy("perfgate.cli.ci", "init"))
 
 
 def _lazy(module: str, name: str) -> Handler:

@@ -7,13 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfgate.baseline import Baseline
-from perfgate.findings import GateFacts
-from perfgate.model import CaseResult, Environment, GateResult, UnmeasuredTest
-from perfgate.settings import MarkerOptions, Settings
+import pytest
 
-PROFILE_CHILD_ENV = "PERFGATE_PROFILE_CHILD"  # "nsys"/"ncu" in the child pytest run under a profiler
-MEASURE_CHILD_ENV = "PERFGATE_MEASURE_CHILD"  # a JSON path: a fresh process measuring for calibrate/confirm
+from perfgate.baseline import Baseline
+from perfgate.config.settings import MarkerOptions, Settings
+from perfgate.gate.findings import GateFacts
+from perfgate.model import CaseResult, Environment, GateResult, UnmeasuredTest
 
 
 class Mode(str, enum.Enum):
@@ -63,3 +62,6 @@ class PerfgateSession:
             return {}
         case = self.baseline.cases.get(case_id)
         return dict(case.autotune) if case else {}
+
+
+SESSION_KEY = pytest.StashKey[PerfgateSession]()  # config.stash[SESSION_KEY]: the one owner of run state

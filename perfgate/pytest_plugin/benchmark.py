@@ -10,7 +10,6 @@ rounds=..., warmup_rounds=..., iterations=...)`, both returning the function's r
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -97,16 +96,8 @@ class BenchmarkPlugin:
 
     @pytest.fixture
     def benchmark(self, request: pytest.FixtureRequest) -> PerfgateBenchmark:
-        from perfgate.plugin import SESSION_KEY
-        from perfgate.plugin_setup import fixture_for
+        from perfgate.pytest_plugin.fixture import fixture_for
+        from perfgate.pytest_plugin.session import SESSION_KEY
 
         fixture = fixture_for(request, request.config.stash.get(SESSION_KEY, None))
         return PerfgateBenchmark(fixture, request.node.name, request.node.nodeid)
-
-
-def rounds_options(options: Any, rounds: int | None, warmup_rounds: int) -> Any:
-    """pedantic(rounds=..., warmup_rounds=...) are the sample and warm-up counts the suite asked for."""
-    if rounds is None:
-        return options
-    n = max(2, rounds)
-    return replace(options, min_samples=n, max_samples=n, warmup_ms=0.0 if warmup_rounds == 0 else options.warmup_ms)

@@ -7,12 +7,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from perfgate.model import CaseResult, Timer, TimingStats
-from perfgate.session import Mode, PerfgateSession
-from perfgate.settings import MarkerOptions, measure_for
-from perfgate.stats import summarize
+import pytest
 
-PROFILE_CALLS = 3  # calls inside the NVTX range under nsys: per-call metrics are totals / this
+from perfgate.config.settings import MarkerOptions, MeasureOptions, Settings, marker_options, measure_for
+from perfgate.errors import ConfigError, PerfgateError
+from perfgate.model import CaseResult, Timer, TimingStats
+from perfgate.pytest_plugin.session import Mode, PerfgateSession
+from perfgate.stats import summarize
 
 
 class PerfgateFixture:
@@ -56,7 +57,7 @@ class PerfgateFixture:
         return self._dispatch(request)
 
     def measure_benchmark(self, call: Any, rounds: int | None, warmup_rounds: int, iterations: int) -> TimingStats:
-        """pytest-benchmark's fixture (benchmark_compat.py): `call` runs the work, `call.prepare` its setup."""
+        """pytest-benchmark's fixture (pytest_plugin/benchmark.py): `call` runs the work, `call.prepare` its setup."""
         return self._dispatch(_Request(fn=call, prepare=call.prepare, calls_per_sample=iterations, rounds=rounds,
                                        warmup_rounds=warmup_rounds))
 
@@ -67,7 +68,7 @@ class PerfgateFixture:
         case_id = self._nodeid if q.name is None else f"{self._nodeid}::{q.name}"
         session = self._session
         if session is not None and session.mode is Mode.PROFILE_CHILD:
-            from perfgate.measure.profile_child import run_under_profiler
+            from perfgate.measure.in_profiler import PROFILE_CALLS, run_under_profiler
 
             if q.prepare is not None:
                 q.prepare()
@@ -81,10 +82,9 @@ class PerfgateFixture:
         return result.timing
 
     def _measured(self, session: PerfgateSession, case_id: str, q: _Request) -> CaseResult:
-        from perfgate import config_schema as cs
-        from perfgate.benchmark_compat import rounds_options
+        from perfgate.config import validate as cs
+        from perfgate.gate.thresholds import resolve_thresholds
         from perfgate.measure.case import CaseSpec, measure_case
-        from perfgate.thresholds import resolve_thresholds
 
         thresholds = resolve_thresholds(session.settings, case_id, self._marker)
         if q.min_speedup is not None:
@@ -138,3 +138,33 @@ def _single_call(q: _Request) -> TimingStats:
 
         check_outputs(out, q.reference(*q.args, **q.kwargs), q.rtol, q.atol)
     return summarize([ms], Timer.HOST)
+
+
+def marker_for(node: pytest.Item, settings: Settings) -> MarkerOptions | None:
+    """Closest `perfgate` marker wins (function over class over module)."""
+    mark = node.get_closest_marker("perfgate")
+    if mark is None:
+        return None
+    if mark.args:
+        raise ConfigError(f"perfgate: {node.nodeid}: the perfgate marker takes keyword arguments only")
+    return marker_options(dict(mark.kwargs), node.nodeid, settings.ncu_metrics)
+
+
+def fixture_for(request: pytest.FixtureRequest, state: PerfgateSession | None) -> Any:
+    node = request.node
+    marker = None
+    if state is not None and state.measuring:
+        try:
+            marker = marker_for(node, state.settings)
+        except PerfgateError as err:
+            pytest.fail(str(err), pytrace=False)
+    path, line = node.location[0], node.location[1]
+    return PerfgateFixture(state, node.nodeid, marker, (path, line + 1) if line is not None else None)
+
+
+def rounds_options(options: MeasureOptions, rounds: int | None, warmup_rounds: int) -> MeasureOptions:
+    """pedantic(rounds=..., warmup_rounds=...) are the sample and warm-up counts the suite asked for."""
+    if rounds is None:
+        return options
+    n = max(2, rounds)
+    return replace(options, min_samples=n, max_samples=n, warmup_ms=0.0 if warmup_rounds == 0 else options.warmup_ms)

@@ -1,4 +1,4 @@
-"""What the pytest hooks do, kept out of plugin.py so the hooks stay a readable list."""
+"""What the pytest hooks do, kept out of the hooks module (__init__.py) so the hooks stay a readable list."""
 
 from __future__ import annotations
 
@@ -10,18 +10,14 @@ from typing import Any
 
 import pytest
 
+from perfgate.config.settings import Settings, settings_from_config
 from perfgate.errors import ConfigError, PerfgateError, one_line
+from perfgate.measure.environment import utc_now
+from perfgate.measure.processes import MEASURE_CHILD_ENV, PROFILE_CHILD_ENV
 from perfgate.model import TestOutcome, UnmeasuredTest
-from perfgate.session import MEASURE_CHILD_ENV, PROFILE_CHILD_ENV, Mode, PerfgateSession
-from perfgate.settings import MarkerOptions, Settings, marker_options, settings_from_config
+from perfgate.pytest_plugin.session import Mode, PerfgateSession
 
 PERF_FIXTURES = ("perfgate", "benchmark")
-
-
-def utc_now() -> str:
-    from datetime import datetime, timezone
-
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def make_session(config: pytest.Config) -> PerfgateSession:
@@ -36,7 +32,7 @@ def make_session(config: pytest.Config) -> PerfgateSession:
     settings = load_settings(config, rootdir)
     state = PerfgateSession(settings, rootdir, started, _mode(config), started_monotonic=time.monotonic())
     if state.mode is Mode.XDIST_WORKER:
-        from perfgate.xdist import select_worker_gpu
+        from perfgate.pytest_plugin.xdist import select_worker_gpu
 
         select_worker_gpu(config)
     if state.mode is Mode.MEASURE_CHILD:
@@ -56,7 +52,7 @@ def _mode(config: pytest.Config) -> Mode:
 
 
 def load_settings(config: pytest.Config, rootdir: Path) -> Settings:
-    from perfgate.project import read_pyproject
+    from perfgate.config.project import read_pyproject
 
     table, pyproject = read_pyproject(rootdir)
     here = Path(config.invocation_params.dir)
@@ -82,7 +78,7 @@ def load_settings(config: pytest.Config, rootdir: Path) -> Settings:
 
 
 def _check_gate_options(config: pytest.Config, settings: Settings) -> None:
-    from perfgate.xdist import check_controller
+    from perfgate.pytest_plugin.xdist import check_controller
 
     if settings.update_baseline and not settings.reason.strip():
         raise ConfigError("perfgate: --perfgate-update-baseline needs --perfgate-reason \"why the baseline changes\"")
@@ -94,7 +90,7 @@ def _check_gate_options(config: pytest.Config, settings: Settings) -> None:
 
 
 def _prepare_environment(state: PerfgateSession) -> None:
-    from perfgate.gate import resolve_baseline
+    from perfgate.gate.run import resolve_baseline
     from perfgate.measure.environment import current_environment
     from perfgate.measure.gpu_state import open_device
     from perfgate.measure.timer import cuda_available
@@ -129,39 +125,15 @@ def note_outcome(state: PerfgateSession, item: pytest.Item, report: pytest.TestR
         state.unmeasured[item.nodeid] = UnmeasuredTest(item.nodeid, outcome, one_line(reason, 200))
 
 
-def marker_for(node: pytest.Item, settings: Settings) -> MarkerOptions | None:
-    """Closest `perfgate` marker wins (function over class over module)."""
-    mark = node.get_closest_marker("perfgate")
-    if mark is None:
-        return None
-    if mark.args:
-        raise ConfigError(f"perfgate: {node.nodeid}: the perfgate marker takes keyword arguments only")
-    return marker_options(dict(mark.kwargs), node.nodeid, settings.ncu_metrics)
-
-
-def fixture_for(request: pytest.FixtureRequest, state: PerfgateSession | None) -> Any:
-    from perfgate.fixture import PerfgateFixture
-
-    node = request.node
-    marker = None
-    if state is not None and state.measuring:
-        try:
-            marker = marker_for(node, state.settings)
-        except PerfgateError as err:
-            pytest.fail(str(err), pytrace=False)
-    path, line = node.location[0], node.location[1]
-    return PerfgateFixture(state, node.nodeid, marker, (path, line + 1) if line is not None else None)
-
-
 def register_benchmark_fixture(config: pytest.Config) -> None:
     """Under --perfgate, the `benchmark` fixture is served by perfgate's timers. pytest-benchmark itself
     steps aside for the run (its hooks would refuse a fixture that is not its own, and report twice)."""
-    from perfgate import benchmark_compat
+    from perfgate.pytest_plugin.benchmark import BenchmarkPlugin
 
     step_aside_pytest_benchmark(config)
     manager = config.pluginmanager
     if not manager.has_plugin("perfgate-benchmark"):
-        manager.register(benchmark_compat.BenchmarkPlugin(), "perfgate-benchmark")
+        manager.register(BenchmarkPlugin(), "perfgate-benchmark")
 
 
 def step_aside_pytest_benchmark(config: pytest.Config) -> None:
@@ -178,7 +150,7 @@ def finish(config: pytest.Config, state: PerfgateSession, interrupted: bool, tes
         _write_child_output(state)
         return 0
     if state.mode is Mode.XDIST_WORKER:
-        from perfgate.xdist import send_worker_results
+        from perfgate.pytest_plugin.xdist import send_worker_results
 
         send_worker_results(config, state)
         return 0
@@ -195,12 +167,12 @@ def finish(config: pytest.Config, state: PerfgateSession, interrupted: bool, tes
 
 
 def _gate(config: pytest.Config, state: PerfgateSession, tests_failed: bool) -> int:
-    from perfgate.collect import build_run
-    from perfgate.gate import GateRequest, run_gate
+    from perfgate.gate.run import GateRequest, build_run, run_gate
 
+    assert state.environment is not None and state.baseline_path is not None  # set when the gate is enabled
     profile_settings = _profile(state)
-    run = build_run(state, profile_settings)
-    assert state.baseline_path is not None
+    run = build_run(state.results.values(), state.unmeasured.values(), state.environment, state.rootdir,
+                    state.started_at, profile_settings)
     outcome = run_gate(GateRequest(run=run, settings=state.settings, baseline=state.baseline,
                                    baseline_path=state.baseline_path, facts=state.facts,
                                    confirmer=_confirmer(state), may_write_baseline=not tests_failed))
@@ -210,22 +182,26 @@ def _gate(config: pytest.Config, state: PerfgateSession, tests_failed: bool) -> 
 
 
 def _profile(state: PerfgateSession) -> str:
+    """Run the profilers over the measured cases (their metrics join the cases); the settings line."""
     if not state.settings.profile or not state.results:
         return ""
-    from perfgate.measure.profile import profile_session
+    from perfgate.measure.profiling import profile_cases
 
-    return profile_session(state)
+    profiled = profile_cases(state.results, state.settings, state.rootdir)
+    state.results = profiled.results
+    state.messages += profiled.messages
+    return profiled.settings_line
 
 
 def _confirmer(state: PerfgateSession) -> Any:
-    from perfgate.measure.children import ChildRunner
+    from perfgate.measure.processes import ChildRunner
 
     return ChildRunner(state.rootdir, state.settings, state.baseline_path).confirmer(state.results)
 
 
 def _write_child_output(state: PerfgateSession) -> None:
     from perfgate.codec import case_to_dict, unmeasured_to_dict
-    from perfgate.publish import write_text
+    from perfgate.report.publish import write_text
 
     assert state.child_output is not None
     doc = {"results": [case_to_dict(r) for r in state.results.values()],

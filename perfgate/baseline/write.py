@@ -16,8 +16,8 @@ from pathlib import Path
 
 from perfgate.atomic import LockTimeout, atomic_write_text, exclusive_lock
 from perfgate.baseline import FORMAT, MAX_UPDATES_KEPT, VERSION, Baseline, BaselineCase, Update, load_baseline
-from perfgate.decision import DecisionSettings, decide_time, noise_pct
 from perfgate.errors import BaselineError
+from perfgate.gate.decision import DecisionSettings, decide_time, noise_pct
 from perfgate.metrics import spec_for
 from perfgate.model import CaseResult, Environment, GpuState, Run
 
@@ -63,7 +63,7 @@ def _calibrated_case(results: list[CaseResult], decision: DecisionSettings) -> B
     speedups = tuple(r.speedup.median for r in results if r.speedup is not None)
     if len(speedups) < 3 or len(speedups) != len(results):
         return case
-    from perfgate.compare import speedup_decision
+    from perfgate.gate.compare import speedup_decision
 
     first = results[0]
     assert first.speedup is not None

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perfgate.decision import MIN_CALIBRATION_PROCESSES, BaselineTiming
 from perfgate.errors import BaselineError
+from perfgate.gate.decision import MIN_CALIBRATION_PROCESSES, BaselineTiming
 from perfgate.inputs import load_json_file
 from perfgate.model import Environment, GpuState, Metric, Timer
 

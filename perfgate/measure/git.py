@@ -1,4 +1,5 @@
-"""What git says about perfgate's files: only the first-run hint that the history is not for committing."""
+"""What git says: the commit, branch and dirty state a run was measured at, and whether the history file
+would be offered for committing (the first-run hint)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,23 @@ import subprocess
 from pathlib import Path
 
 GIT_TIMEOUT_S = 10.0
+
+
+def git_info(cwd: Path) -> tuple[str, str, bool]:
+    """(commit, branch, dirty); empty values outside a git checkout or without git."""
+    def git(*args: str) -> str:
+        try:
+            out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+        return out.stdout.strip() if out.returncode == 0 else ""
+
+    commit = git("rev-parse", "HEAD")
+    if not commit:
+        return "", "", False
+    branch = git("rev-parse", "--abbrev-ref", "HEAD")
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    return commit, branch, dirty
 
 
 def is_unignored_in_git(path: Path) -> bool:

@@ -102,7 +102,7 @@ def render_workflow(action_ref: str, runner_label: str, pytest_args: str = "test
 
 
 def write_workflow(path: Path, action_ref: str, runner_label: str, force: bool, pytest_args: str = "tests/perf") -> str:
-    from perfgate.publish import write_text
+    from perfgate.report.publish import write_text
 
     if path.exists() and not force:
         raise PerfgateError(f"perfgate: {path} exists; pass --force to overwrite it")
