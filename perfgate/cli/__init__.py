@@ -38,7 +38,10 @@ def _version() -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="perfgate", description="performance gate for GPU kernels")
+    p = argparse.ArgumentParser(prog="perfgate", description="performance gate for GPU kernels",
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=_examples("perfgate calibrate --runs 6 --reason 'first baseline'",
+                                                 "perfgate compare --summary summary.md"))
     p.add_argument("--version", action="version", version=_version())
     sub = p.add_subparsers(required=True, metavar="COMMAND")
     _compare_parser(sub)
@@ -52,39 +55,49 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _root_options(p: argparse.ArgumentParser) -> None:
+def _examples(*lines: str) -> str:
+    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def _command(sub: Any, name: str, help_text: str, examples: tuple[str, ...], description: str | None = None
+             ) -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with its examples."""
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help_text, description=description or help_text,
+                                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                                     epilog=_examples(*examples))
+    return parser
+
+
+def _settings_options(p: argparse.ArgumentParser, *attrs: str) -> None:
+    """The project root plus the named settings' flags, from the one option table (config/options.py); the
+    handler reads them back with cli.settings.command_settings."""
+    from perfgate.config.options import add_cli_options
+
     p.add_argument("--rootdir", type=Path, help="project root (default: found from the current directory as "
                                                 "pytest finds its rootdir)")
+    add_cli_options(p, attrs)
+    p.set_defaults(settings_attrs=attrs)
 
 
 def _compare_parser(sub: Any) -> None:
-    c = sub.add_parser("compare", help="gate a stored run against the baselines (no pytest); reads only")
-    _root_options(c)
-    c.add_argument("--db", type=Path,
-                   help="history (default from [tool.perfgate] db, $PERFGATE_DB or .perfgate/history.db)")
+    c = _command(sub, "compare", "gate a stored run against the baselines (no pytest); reads only",
+                 ("perfgate compare", "perfgate compare --run 12 --summary summary.md --json out.json --strict"))
+    _settings_options(c, "db_path", "baseline_dir", "baseline_file", "summary_path", "json_path", "report_dir",
+                      "allow_env_mismatch", "strict")
     c.add_argument("--run", type=int, help="run id (default: the latest)")
-    c.add_argument("--baseline-dir", type=Path)
-    c.add_argument("--baseline-file", type=Path)
-    c.add_argument("--summary", type=Path, help="write the Markdown summary here")
-    c.add_argument("--json", type=Path, help="write the JSON results here")
-    c.add_argument("--report-dir", type=Path, help="write the charts (PNG) here")
-    c.add_argument("--allow-env-mismatch", action="store_true", default=None)
-    c.add_argument("--strict", action="store_true", default=None, help="fail closed (see --perfgate-strict)")
     c.set_defaults(func=_lazy("perfgate.cli.gate", "compare"))
 
 
 def _calibrate_parser(sub: Any) -> None:
-    c = sub.add_parser("calibrate", help="measure in N fresh processes and write a calibrated baseline",
-                       description="Run `pytest --perfgate PYTEST_ARGS` in N fresh processes and write the baseline "
-                                   "for this device from all of them: per case the median of the process medians, "
-                                   "the between-process noise and the change it can detect.")
-    _root_options(c)
+    c = _command(sub, "calibrate", "measure in N fresh processes and write a calibrated baseline",
+                 ("perfgate calibrate --runs 6 --reason 'first baseline'",
+                  "perfgate calibrate --runs 10 --reason 'new driver' --replace -- kernels/tests/test_perf.py"),
+                 description="Run `pytest --perfgate PYTEST_ARGS` in N fresh processes and write the baseline for "
+                             "this device from all of them: per case the median of the process medians, the "
+                             "between-process noise and the change it can detect.")
+    _settings_options(c, "db_path", "baseline_dir", "baseline_file", "store")
     c.add_argument("--runs", type=int, default=10, help="fresh processes (default 10; at least 3)")
     c.add_argument("--reason", required=True, help="why the baseline changes (recorded in its update log)")
-    c.add_argument("--db", type=Path)
-    c.add_argument("--baseline-dir", type=Path)
-    c.add_argument("--baseline-file", type=Path, help="write this file instead of <baseline-dir>/<device>.json")
-    c.add_argument("--no-store", action="store_true", help="do not keep the calibration runs in the history")
     c.add_argument("--replace", action="store_true",
                    help="drop the baseline's cases this calibration did not measure (default: keep them)")
     c.add_argument("pytest_args", nargs="*", help="after --: what pytest runs (default: its testpaths)")
@@ -92,73 +105,86 @@ def _calibrate_parser(sub: Any) -> None:
 
 
 def _baseline_parser(sub: Any) -> None:
-    b = sub.add_parser("baseline", help="baseline files")
+    b = _command(sub, "baseline", "show or diff baseline files",
+                 ("perfgate baseline show", "perfgate baseline diff old.json baselines/nvidia-h100-80gb-hbm3.json"))
     bsub = b.add_subparsers(required=True, metavar="ACTION")
-    show = bsub.add_parser("show", help="list the cases of a baseline file (or of every file in a directory)")
-    show.add_argument("path", type=Path, nargs="?", default=Path("baselines"))
+    show = _command(bsub, "show", "list the cases of a baseline file (or of every file in a directory)",
+                    ("perfgate baseline show", "perfgate baseline show baselines/nvidia-h100-80gb-hbm3.json"))
+    show.add_argument("path", type=Path, nargs="?", default=Path("baselines"),
+                      help="a baseline file or a directory of them (default baselines/)")
     show.set_defaults(func=_lazy("perfgate.cli.gate", "baseline_show"))
-    diff = bsub.add_parser("diff", help="old vs new per changed case (for a baseline-update PR)")
-    diff.add_argument("old", type=Path)
-    diff.add_argument("new", type=Path)
-    diff.add_argument("--format", choices=("md", "text"), default="md")
+    diff = _command(bsub, "diff", "old vs new per changed case (for a baseline-update PR)",
+                    ("git show main:baselines/x.json > old.json && perfgate baseline diff old.json baselines/x.json",))
+    diff.add_argument("old", type=Path, help="the baseline before (a missing file: every case is new)")
+    diff.add_argument("new", type=Path, help="the baseline after")
+    diff.add_argument("--format", choices=("md", "text"), default="md", help="Markdown (default) or plain text")
     diff.set_defaults(func=_lazy("perfgate.cli.gate", "baseline_diff"))
 
 
 def _analyze_parser(sub: Any) -> None:
-    a = sub.add_parser("analyze", help="summarise .nsys-rep/.sqlite/.ncu-rep/ncu CSV/torch JSON files")
-    a.add_argument("files", type=Path, nargs="+")
+    a = _command(sub, "analyze", "summarise .nsys-rep/.sqlite/.ncu-rep/ncu CSV/torch JSON files",
+                 ("perfgate analyze profile.nsys-rep", "perfgate analyze a.ncu-rep b.ncu-rep --output-dir report/",
+                  "perfgate analyze trace.json --format json > trace.analysis.json"))
+    a.add_argument("files", type=Path, nargs="+", help="profiler outputs (the kind is sniffed from the content)")
     a.add_argument("--format", choices=("json", "md"), default="md", help="what to print on stdout")
     a.add_argument("--output-dir", type=Path, help="write report.md, analysis.json and charts here")
-    a.add_argument("--no-charts", action="store_true")
+    a.add_argument("--no-charts", action="store_true", help="with --output-dir: skip the charts")
     a.set_defaults(func=_lazy("perfgate.cli.analyze", "analyze"))
 
 
 def _history_parser(sub: Any) -> None:
-    h = sub.add_parser("history", help="list stored runs, or a case's trend (reads only)")
-    _root_options(h)
-    h.add_argument("--db", type=Path)
+    h = _command(sub, "history", "list stored runs, or a case's trend (reads only)",
+                 ("perfgate history --last 10", "perfgate history --case '*softmax*' --format csv"))
+    _settings_options(h, "db_path")
     h.add_argument("--case", help="shell pattern on case ids: show their trend instead of the runs")
     h.add_argument("--last", type=int, default=20, help="the last N runs (default 20)")
-    h.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    h.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
     h.set_defaults(func=_lazy("perfgate.cli.data", "history"))
 
 
 def _db_parser(sub: Any) -> None:
-    d = sub.add_parser("db", help="history databases")
+    d = _command(sub, "db", "history databases", ("perfgate db merge all.db runner1.db runner2.db",))
     dsub = d.add_subparsers(required=True, metavar="ACTION")
-    merge = dsub.add_parser("merge", help="merge histories from several runners into OUT (idempotent)")
-    merge.add_argument("out", type=Path)
-    merge.add_argument("inputs", type=Path, nargs="+")
+    merge = _command(dsub, "merge", "merge histories from several runners into OUT (idempotent)",
+                     ("perfgate db merge all.db runner1.db runner2.db",))
+    merge.add_argument("out", type=Path, help="the history to merge into (created when missing)")
+    merge.add_argument("inputs", type=Path, nargs="+", help="histories to read (read only)")
     merge.set_defaults(func=_lazy("perfgate.cli.data", "db_merge"))
 
 
 def _import_parser(sub: Any) -> None:
-    i = sub.add_parser("import-benchmark", help="store pytest-benchmark JSON files (--benchmark-json) as runs")
-    _root_options(i)
-    i.add_argument("files", type=Path, nargs="+")
-    i.add_argument("--db", type=Path)
+    i = _command(sub, "import-benchmark", "store pytest-benchmark JSON files (--benchmark-json) as runs",
+                 ("pytest --benchmark-json=bench.json && perfgate import-benchmark bench.json",))
+    _settings_options(i, "db_path")
+    i.add_argument("files", type=Path, nargs="+", help="pytest-benchmark JSON files")
     i.set_defaults(func=_lazy("perfgate.cli.data", "import_benchmark"))
 
 
 def _ci_parser(sub: Any) -> None:
-    c = sub.add_parser("ci", help="GitHub Actions helpers")
+    c = _command(sub, "ci", "GitHub Actions helpers",
+                 ("perfgate ci init --runner-label gpu-h100", "perfgate ci annotate perfgate.json"))
     csub = c.add_subparsers(required=True, metavar="ACTION")
-    ann = csub.add_parser("annotate", help="print ::error/::warning workflow commands for a results JSON")
-    ann.add_argument("results", type=Path)
+    ann = _command(csub, "annotate", "print ::error/::warning workflow commands for a results JSON",
+                   ("perfgate ci annotate results/perfgate.json",))
+    ann.add_argument("results", type=Path, help="perfgate.json written by --perfgate-json")
     ann.set_defaults(func=_lazy("perfgate.cli.ci", "annotate"))
-    com = csub.add_parser("comment", help="create or update the one perfgate comment on a pull request")
+    com = _command(csub, "comment", "create or update the one perfgate comment on a pull request",
+                   ("GITHUB_TOKEN=... perfgate ci comment summary.md --repo owner/name --pr 12",
+                    "perfgate ci comment h100.md a100.md --repo owner/name --pr 12 --marker perfgate-matrix"))
     com.add_argument("summary", type=Path, nargs="+",
                      help="the Markdown summary to post; several (matrix jobs) become one comment")
     com.add_argument("--repo", required=True, help="owner/name")
-    com.add_argument("--pr", type=int, required=True)
+    com.add_argument("--pr", type=int, required=True, help="pull request number")
     com.add_argument("--token-env", default="GITHUB_TOKEN", help="environment variable holding the token")
-    com.add_argument("--api-url", default="https://api.github.com")
+    com.add_argument("--api-url", default="https://api.github.com", help="GitHub REST API base URL")
     com.add_argument("--marker", default="perfgate", help="one sticky comment per marker (matrix jobs: one each)")
     com.set_defaults(func=_lazy("perfgate.cli.ci", "comment"))
-    init = csub.add_parser("init", help="write a starter workflow that runs the perfgate composite action")
-    init.add_argument("--output", type=Path, default=Path(".github/workflows/perfgate.yml"))
+    init = _command(csub, "init", "write a starter workflow that runs the perfgate composite action",
+                    ("perfgate ci init --runner-label gpu-h100 --action-ref owner/perfgate@<40-hex commit sha>",))
+    init.add_argument("--output", type=Path, default=Path(".github/workflows/perfgate.yml"),
+                      help="where to write the workflow (default .github/workflows/perfgate.yml)")
     init.add_argument("--action-ref", default="perfgate/perfgate@v1", help="owner/repo@ref of the action")
-    init.add_argument("--runner-label", default="gpu")
+    init.add_argument("--runner-label", default="gpu", help="the self-hosted GPU runner's label")
     init.add_argument("--pytest-args", default="tests/perf", help="what the gate runs (default tests/perf)")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     init.set_defaults(func=_lazy("perfgate.cli.ci", "init"))

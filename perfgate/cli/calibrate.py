@@ -9,7 +9,7 @@ from dataclasses import replace
 from perfgate.baseline import Baseline, baseline_path
 from perfgate.baseline.calibrate import calibrate
 from perfgate.baseline.write import calibrated_baseline, update_baseline_file
-from perfgate.config.project import project_settings
+from perfgate.cli.settings import command_settings
 from perfgate.config.settings import Settings
 from perfgate.errors import ConfigError
 from perfgate.gate.compare import decision_settings
@@ -24,12 +24,11 @@ def calibrate_command(args: argparse.Namespace) -> int:
                           f"several processes; 10 is a good default)")
     if not args.reason.strip():
         raise ConfigError("perfgate calibrate: --reason must say why the baseline changes")
-    settings = project_settings(args.rootdir, db_path=args.db, baseline_dir=args.baseline_dir,
-                                baseline_file=args.baseline_file, enabled=True)
+    settings = command_settings(args, enabled=True)
     runs = calibrate(settings, args.runs, list(args.pytest_args))
     env = runs[0].environment
     path = settings.baseline_file or baseline_path(settings.baseline_dir, env)
-    if not args.no_store and settings.store:
+    if settings.store:
         from perfgate.store import open_store
 
         with open_store(settings.db_path) as store:

@@ -8,14 +8,14 @@ import io
 import json
 from typing import Any
 
-from perfgate.config.project import project_settings
+from perfgate.cli.settings import command_settings
 from perfgate.store import open_store
 from perfgate.store.query import as_dicts, case_trend, list_runs
 
 
 def history(args: argparse.Namespace) -> int:
     """Reads only: an absent history is an error, never a new empty file."""
-    settings = project_settings(args.rootdir, db_path=args.db)
+    settings = command_settings(args)
     with open_store(settings.db_path, readonly=True) as store:
         rows = as_dicts(case_trend(store, args.case, args.last) if args.case else list_runs(store, args.last))
     print(_render(rows, args.format), end="")
@@ -60,7 +60,7 @@ def import_benchmark(args: argparse.Namespace) -> int:
     from perfgate.parse.pytest_benchmark import read_pytest_benchmark
 
     runs = [read_pytest_benchmark(f) for f in args.files]  # all read and checked before anything is stored
-    settings = project_settings(args.rootdir, db_path=args.db)
+    settings = command_settings(args)
     with open_store(settings.db_path) as store:
         for path, run in zip(args.files, runs):
             if store.has_run_uid(run.info.run_uid):

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from perfgate.baseline import BaselineCase, load_baseline
-from perfgate.config.project import project_settings
+from perfgate.cli.settings import command_settings
 from perfgate.errors import BaselineError, PerfgateError
 
 
@@ -19,10 +19,7 @@ def compare(args: argparse.Namespace) -> int:
     from perfgate.report.terminal import render_terminal
     from perfgate.store import open_store
 
-    settings = project_settings(args.rootdir, db_path=args.db, baseline_dir=args.baseline_dir,
-                                baseline_file=args.baseline_file, summary_path=args.summary, json_path=args.json,
-                                report_dir=args.report_dir, allow_env_mismatch=args.allow_env_mismatch,
-                                strict=args.strict, enabled=True)
+    settings = command_settings(args, enabled=True)
     with open_store(settings.db_path, readonly=True) as store:
         run = store.load_run(args.run)
     path, baseline, facts = resolve_baseline(settings, run.environment)

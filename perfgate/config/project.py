@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import configparser
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from perfgate.config.settings import Settings, settings_from_config
 from perfgate.errors import ConfigError
 from perfgate.inputs import read_bytes
 
@@ -90,16 +92,16 @@ def _config_error(path: Path, problem: str) -> ConfigError:
     return ConfigError(f"perfgate: cannot read {path}: {problem}")
 
 
-def project_settings(rootdir: Path | None = None, **options: Any) -> Any:
+def project_settings(rootdir: Path | None = None, overrides: Mapping[str, Any] | None = None) -> Settings:
     """Settings as the plugin would resolve them for this project: its root (found like pytest's), its
-    `[tool.perfgate]`, then the given options (paths as typed, relative to the current directory)."""
+    `[tool.perfgate]`, then the command-line values given by Settings attribute (paths as typed, relative
+    to the current directory)."""
     from dataclasses import replace
-
-    from perfgate.config.settings import settings_from_config
 
     root = (rootdir or find_root(Path.cwd())).resolve()
     table, pyproject = read_pyproject(root)
     here = Path.cwd()
-    resolved = {k: (here / v if isinstance(v, Path) and not v.is_absolute() else v) for k, v in options.items()}
-    settings = settings_from_config(table, where=f"{pyproject} [tool.perfgate]", rootdir=root, **resolved)
+    resolved = {k: (here / value if isinstance(value, Path) and not value.is_absolute() else value)
+                for k, value in (overrides or {}).items()}
+    settings = settings_from_config(table, where=f"{pyproject} [tool.perfgate]", rootdir=root, overrides=resolved)
     return replace(settings, pyproject=pyproject if pyproject.is_file() else None)

@@ -5,7 +5,6 @@ benchmark.py serve the fixtures, xdist.py spreads workers over GPUs; the verdict
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,32 +14,9 @@ from perfgate.pytest_plugin.session import SESSION_KEY, Mode
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    g = parser.getgroup("perfgate", "performance gate for GPU kernels")
-    g.addoption("--perfgate", action="store_true", help="measure perf cases, store the run, gate on baselines")
-    g.addoption("--perfgate-strict", action="store_true", default=None,
-                help="fail closed: no case measured, a baseline case skipped, not comparable, profile failed, "
-                     "host clock against a CUDA baseline each fail the gate")
-    g.addoption("--perfgate-db", type=Path, help="history database (default .perfgate/history.db, or $PERFGATE_DB)")
-    g.addoption("--perfgate-baseline-dir", type=Path, help="directory of committed baselines (default baselines/)")
-    g.addoption("--perfgate-baseline-file", type=Path, help="compare with this baseline file instead (must exist)")
-    g.addoption("--perfgate-update-baseline", action="store_true", default=None,
-                help="write the baseline from this run (uncalibrated; see perfgate calibrate)")
-    g.addoption("--perfgate-reason", help="why the baseline changes (required with --perfgate-update-baseline)")
-    g.addoption("--perfgate-summary", type=Path, help="write the Markdown summary here")
-    g.addoption("--perfgate-json", type=Path, help="write the JSON results here")
-    g.addoption("--perfgate-report-dir", type=Path, help="write charts (PNG) here")
-    g.addoption("--perfgate-benchmark-json", type=Path,
-                help="write github-action-benchmark customSmallerIsBetter JSON here")
-    g.addoption("--perfgate-profile", help="also run the cases under profilers: nsys, ncu or nsys,ncu")
-    g.addoption("--perfgate-allow-env-mismatch", action="store_true", default=None,
-                help="compare even when the baseline was measured on another device model")
-    g.addoption("--perfgate-no-store", action="store_true", help="do not write the run to the history")
-    g.addoption("--perfgate-pin-autotune", action="store_true", default=None,
-                help="hold Triton autotuners to the configs the baseline recorded")
-    g.addoption("--perfgate-confirm-runs", type=int, help="fresh processes that may re-measure a suspect case")
-    g.addoption("--perfgate-publish-host", action="store_true", default=None,
-                help="keep the hostname and absolute paths in published outputs")
-    g.addoption("--perfgate-chart-url", help="base URL the charts are published at (links in a job summary)")
+    from perfgate.config.options import add_pytest_options
+
+    add_pytest_options(parser.getgroup("perfgate", "performance gate for GPU kernels").addoption)
 
 
 @pytest.hookimpl(tryfirst=True)

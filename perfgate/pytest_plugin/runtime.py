@@ -52,28 +52,19 @@ def _mode(config: pytest.Config) -> Mode:
 
 
 def load_settings(config: pytest.Config, rootdir: Path) -> Settings:
+    """Settings from the project's `[tool.perfgate]` and the pytest flags given (options.py); paths on the
+    command line are relative to where pytest was invoked."""
+    from dataclasses import replace
+
+    from perfgate.config.options import pytest_values
     from perfgate.config.project import read_pyproject
 
     table, pyproject = read_pyproject(rootdir)
     here = Path(config.invocation_params.dir)
-    opt = config.getoption
-
-    def path(name: str) -> Path | None:
-        value = opt(name)
-        return None if value is None else (value if value.is_absolute() else here / value)
-
-    store = False if opt("--perfgate-no-store") else None
-    settings = settings_from_config(
-        table, where=f"{pyproject} [tool.perfgate]", rootdir=rootdir, enabled=True, strict=opt("--perfgate-strict"),
-        db_path=path("--perfgate-db"), baseline_dir=path("--perfgate-baseline-dir"),
-        baseline_file=path("--perfgate-baseline-file"), update_baseline=opt("--perfgate-update-baseline"),
-        reason=opt("--perfgate-reason"), summary_path=path("--perfgate-summary"), json_path=path("--perfgate-json"),
-        report_dir=path("--perfgate-report-dir"), benchmark_json_path=path("--perfgate-benchmark-json"),
-        profile=opt("--perfgate-profile"), allow_env_mismatch=opt("--perfgate-allow-env-mismatch"), store=store,
-        pin_autotune=opt("--perfgate-pin-autotune"), confirm_runs=opt("--perfgate-confirm-runs"),
-        publish_host=opt("--perfgate-publish-host"), chart_url=opt("--perfgate-chart-url"))
-    from dataclasses import replace
-
+    given = {attr: (here / value if isinstance(value, Path) and not value.is_absolute() else value)
+             for attr, value in pytest_values(config.getoption).items()}
+    settings = settings_from_config(table, where=f"{pyproject} [tool.perfgate]", rootdir=rootdir,
+                                    overrides={**given, "enabled": True})
     return replace(settings, pyproject=pyproject if pyproject.is_file() else None)
 
 
