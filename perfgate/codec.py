@@ -16,7 +16,9 @@ from perfgate.model import (
     CaseThresholds,
     Environment,
     GpuState,
+    HostState,
     Metric,
+    NoiseEstimate,
     Speedup,
     TestOutcome,
     Timer,
@@ -54,8 +56,6 @@ def case_from_dict(d: Any) -> CaseResult:
     try:
         timing = dict(d["timing"])
         timing["timer"] = Timer(timing["timer"])
-        thresholds = dict(d.get("thresholds") or {})
-        thresholds["metrics"] = tuple((str(k), float(v)) for k, v in thresholds.get("metrics", ()))
         speedup = d.get("speedup")
         return CaseResult(
             case_id=str(d["case_id"]), timing=TimingStats(**timing),
@@ -63,17 +63,39 @@ def case_from_dict(d: Any) -> CaseResult:
             metrics=tuple(Metric(**m) for m in d.get("metrics", ())),
             bytes_moved=d.get("bytes_moved"), flops=d.get("flops"),
             profile_errors=tuple(d.get("profile_errors", ())), profile_notes=tuple(d.get("profile_notes", ())),
-            thresholds=CaseThresholds(**thresholds),
+            thresholds=thresholds_from_dict(d.get("thresholds") or {}),
             gpu_state=GpuState(**d["gpu_state"]) if d.get("gpu_state") else None,
+            host_state=HostState(**d["host_state"]) if d.get("host_state") else None,
             autotune=tuple((str(k), str(v)) for k, v in d.get("autotune", ())),
             speedup=Speedup(**{**speedup, "reference_samples_ms": tuple(speedup["reference_samples_ms"])})
             if speedup else None,
             confirmation_medians_ms=tuple(float(v) for v in d.get("confirmation_medians_ms", ())),
             confirmation_speedups=tuple(float(v) for v in d.get("confirmation_speedups", ())),
+            confirmation_memory=tuple(float(v) for v in d.get("confirmation_memory", ())),
             nodeid=str(d.get("nodeid", "")), location=(str(d["location"][0]), int(d["location"][1]))
             if d.get("location") else None, device_uuid=str(d.get("device_uuid", "")))
     except (KeyError, TypeError, ValueError, IndexError) as err:
         raise CodecError(f"not a perfgate case result ({type(err).__name__}: {err})") from err
+
+
+_THRESHOLD_FIELDS = frozenset(CaseThresholds.__dataclass_fields__)
+_NOISE_FIELDS = frozenset(NoiseEstimate.__dataclass_fields__)
+
+
+def thresholds_from_dict(raw: Any) -> CaseThresholds:
+    """A case's stored thresholds. Keys an earlier version wrote and this one no longer has (`alpha`, before
+    the run-wide false-alarm budget) are dropped: the run is re-gated under today's rule."""
+    if not isinstance(raw, dict):
+        raise CodecError("thresholds must be an object")
+    values = {k: v for k, v in raw.items() if k in _THRESHOLD_FIELDS}
+    values["metrics"] = tuple((str(k), float(v)) for k, v in values.get("metrics", ()))
+    for key in ("time_noise", "speedup_noise"):
+        noise = values.get(key)
+        if noise is not None:
+            if not isinstance(noise, dict):
+                raise CodecError(f"thresholds: {key} must be an object")
+            values[key] = NoiseEstimate(**{k: v for k, v in noise.items() if k in _NOISE_FIELDS})
+    return CaseThresholds(**values)
 
 
 def environment_from_dict(d: Any) -> Environment:

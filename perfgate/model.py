@@ -117,6 +117,18 @@ class GpuState:
 
 
 @dataclass(frozen=True)
+class HostState:
+    """The machine around a case while it was sampled: on the host clock it is part of what is measured, so a
+    change of it (load, CPU frequency, stolen time) is named beside a verdict (gate/findings.py)."""
+
+    load_avg_1m: float  # the 1-minute load average at the end of the case
+    cpus: int  # CPUs this process may run on
+    threads: int  # threads alive in the measuring process
+    cpu_mhz: float | None = None  # mean current frequency of those CPUs (None: not readable here)
+    steal_pct: float | None = None  # share of CPU time the hypervisor took during the case (None: not Linux)
+
+
+@dataclass(frozen=True)
 class Speedup:
     """Reference and candidate timed alternately on the same inputs: ratio = reference / candidate."""
 
@@ -128,6 +140,17 @@ class Speedup:
 
 
 @dataclass(frozen=True)
+class NoiseEstimate:
+    """Between-process noise of one metric of one case, resolved when the case was measured (the
+    baseline's calibration processes plus the history's noise window; gate/noise.py)."""
+
+    noise_pct: float  # relative standard deviation of one process value (%), floored
+    df: int  # degrees of freedom of the estimate
+    window_runs: int = 0  # reference processes that came from the history window
+    excluded: int = 0  # processes left out as isolated outliers
+
+
+@dataclass(frozen=True)
 class CaseThresholds:
     """The thresholds that applied to one case, resolved once when it was measured and stored with it,
     so re-gating a stored run (`perfgate compare`) reaches the plugin's verdicts."""
@@ -135,9 +158,11 @@ class CaseThresholds:
     time_pct: float = 3.0  # the time threshold for an uncalibrated baseline
     time_pct_explicit: bool = False  # set by an override or the marker: it also floors a calibrated case
     min_effect_pct: float = 1.0  # the smallest change a calibrated case calls, however quiet it is
-    alpha: float = 0.01
     metrics: tuple[tuple[str, float], ...] = ()  # explicit metric thresholds; the catalogue's otherwise
     min_speedup: float | None = None
+    false_alarm_pct: float = 1.0  # the run's false-alarm budget, divided over its gated tests
+    time_noise: NoiseEstimate | None = None  # None: from the baseline's calibration alone
+    speedup_noise: NoiseEstimate | None = None
 
     def metric_pct(self, name: str) -> float | None:
         """Explicit threshold for a metric, or None (the catalogue decides)."""
@@ -158,10 +183,12 @@ class CaseResult:
     profile_notes: tuple[str, ...] = ()  # not failures: "ncu: no kernel to profile (copy-engine work)"
     thresholds: CaseThresholds = CaseThresholds()
     gpu_state: GpuState | None = None
+    host_state: HostState | None = None
     autotune: tuple[tuple[str, str], ...] = ()  # (Triton kernel, the config its autotuner chose)
     speedup: Speedup | None = None
     confirmation_medians_ms: tuple[float, ...] = ()  # medians of fresh processes that re-measured it
     confirmation_speedups: tuple[float, ...] = ()  # their speedups against the reference, when it has one
+    confirmation_memory: tuple[float, ...] = ()  # their peak allocated bytes per call, when memory is measured
     nodeid: str = ""  # the pytest test that measured it
     location: tuple[str, int] | None = None  # (test file, 1-based line) for CI annotations
     device_uuid: str = ""  # the GPU that measured it (one per xdist worker)
@@ -254,11 +281,14 @@ class Comparison:
     ci_low_pct: float | None = None
     ci_high_pct: float | None = None
     p_value: float | None = None
-    threshold_pct: float | None = None  # the change this case can call ("detects >= X%")
-    noise_pct: float | None = None  # between-process noise of the baseline (calibrated cases)
+    threshold_pct: float | None = None  # what each process must exceed (T)
+    noise_pct: float | None = None  # between-process noise (calibrated cases)
     score: float | None = None  # change in units of the noise's standard error
-    processes: int = 1  # process medians behind `current` (1 + confirmation runs)
+    processes: int = 1  # process values behind `current` (1 + confirmation runs)
     note: str = ""
+    detects_pct: float | None = None  # the change caught with 80% power ("detects >= X%")
+    gated: bool = True  # False: reported only (a case with a reference is gated on its speedup)
+    suspect: bool = False  # beyond the threshold on fewer processes than a verdict needs: measure again
 
 
 class FindingKind(str, enum.Enum):
@@ -276,6 +306,7 @@ class FindingKind(str, enum.Enum):
     STALE_BASELINE = "baseline may be stale"
     AUTOTUNE_CHANGED = "autotune choice changed"
     UNCALIBRATED = "uncalibrated baseline"
+    HOST_DRIFT = "host state changed since calibration"
 
 
 STRICT_KINDS = frozenset({FindingKind.NO_CASES, FindingKind.NO_BASELINE, FindingKind.TEST_SKIPPED,
@@ -313,7 +344,8 @@ class GateResult:
     @property
     def failure_reasons(self) -> tuple[str, ...]:
         """One line per reason the gate fails: verdicts first, then strict-mode findings."""
-        reasons = [f"{c.case_id}: {c.metric} {c.verdict.value}" for c in self.comparisons if c.verdict in self.fail_on]
+        reasons = [f"{c.case_id}: {c.metric} {c.verdict.value}" for c in self.comparisons
+                   if c.verdict in self.fail_on and c.gated]
         if self.strict:
             reasons += [f"strict: {f.message}" for f in self.findings if f.fails_strict]
         return tuple(reasons)

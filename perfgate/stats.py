@@ -207,6 +207,7 @@ def t_cdf(t: float, dof: float) -> float:
     return 1.0 - tail if t >= 0 else tail
 
 
+@functools.lru_cache(maxsize=4096)
 def t_quantile(p: float, dof: float) -> float:
     """The t value with P(T <= t) = p (bisection on the CDF; exact to ~1e-10)."""
     if not 0.0 < p < 1.0 or dof <= 0:
@@ -225,3 +226,60 @@ def t_quantile(p: float, dof: float) -> float:
         if hi - lo < 1e-12 * max(1.0, hi):
             break
     return (lo + hi) / 2.0
+
+
+# --- the confirmed rule's critical value: all of k fresh processes beyond c (no scipy) ----------------
+
+def _normal_sf(x: FloatArray) -> FloatArray:
+    """P(Z > x), vectorised; erfc by Numerical Recipes' Chebyshev fit (relative error < 1.2e-7 everywhere, so
+    tail probabilities of 1e-7 keep their digits)."""
+    z = np.abs(x) / math.sqrt(2.0)
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (
+        0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    erfc = t * np.exp(-z * z + poly)
+    out: FloatArray = np.where(x >= 0, 0.5 * erfc, 1.0 - 0.5 * erfc)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _quadrature(n_centre: int, dof: int) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Nodes and weights for an expectation over (u, q): u ~ N(0, 1/n_centre), the centre's error in noise
+    units, and q = s_hat / sigma ~ sqrt(chi2(dof) / dof), the noise estimate's error. Gauss-Hermite in u;
+    in q a log-spaced grid under the exact chi-square density (trapezoid weights, renormalised)."""
+    x, w = np.polynomial.hermite_e.hermegauss(48)
+    u, wu = x / math.sqrt(n_centre), w / w.sum()
+    lo, hi = math.log(1e-9 * dof), math.log(dof + 60.0 * math.sqrt(2.0 * dof) + 60.0)
+    t = np.linspace(lo, hi, 400)
+    v = np.exp(t)
+    log_pdf = (dof / 2 - 1) * t - v / 2 - (dof / 2) * math.log(2.0) - math.lgamma(dof / 2)
+    wq = np.exp(log_pdf + t) * np.gradient(t)  # the density of log v
+    return u, wu, np.sqrt(v / dof), wq / wq.sum()
+
+
+def all_exceed_probability(c: float, stages: int, n_centre: int, dof: int) -> float:
+    """For unchanged code: the probability that each of `stages` fresh process values lies more than
+    c * s_hat * sqrt(1 + 1/n_centre) above the centre (the mean of n_centre calibration values), with
+    s_hat estimated on `dof` degrees of freedom. The processes share the centre and the noise estimate,
+    so their exceedances are not independent: the expectation is taken over both estimates' errors."""
+    u, wu, q, wq = _quadrature(n_centre, dof)
+    a = math.sqrt(1.0 + 1.0 / n_centre)
+    tail = _normal_sf(u[:, None] + c * a * q[None, :]) ** stages
+    return float(wu @ tail @ wq)
+
+
+@functools.lru_cache(maxsize=4096)
+def critical_value(stages: int, alpha: float, n_centre: int, dof: int) -> float:
+    """The c at which all_exceed_probability is alpha (one stage: Student's t quantile, exactly)."""
+    if stages < 1 or not 0.0 < alpha < 1.0 or n_centre < 1 or dof < 1:
+        raise ValueError("need stages >= 1, 0 < alpha < 1, n_centre >= 1, dof >= 1")
+    if stages == 1:
+        return t_quantile(1.0 - alpha, dof)
+    lo, hi = 0.0, t_quantile(1.0 - alpha, dof)  # all of k beyond c is rarer than one beyond c
+    for _ in range(30):  # to ~1e-9 of the bracket: far below the noise estimate's own error
+        mid = (lo + hi) / 2.0
+        if all_exceed_probability(mid, stages, n_centre, dof) > alpha:
+            lo = mid
+        else:
+            hi = mid
+    return hi

@@ -15,7 +15,7 @@ from perfgate.baseline.write import (
     write_baseline,
 )
 from perfgate.errors import BaselineError
-from perfgate.gate.decision import DecisionSettings
+from perfgate.config.settings import Settings
 from perfgate.model import Environment, Metric
 from tests.helpers import ENV, make_run, noisy
 
@@ -73,7 +73,7 @@ def test_calibrated_baseline_keeps_process_medians_noise_and_what_each_case_dete
     path = tmp_path / "b.json"
     runs = [make_run({"t::quiet": noisy(1.0 + 0.002 * i, seed=i), "t::loud": noisy(1.0 + 0.05 * (i % 2), seed=i)})
             for i in range(6)]
-    write_baseline(calibrated_baseline(None, runs, path, "ci", "calibrate", DecisionSettings()))
+    write_baseline(calibrated_baseline(None, runs, path, "ci", "calibrate", Settings()))
     b = load_baseline(path)
     assert b.calibrated and b.updates[-1].calibrated_runs == 6
     quiet, loud = b.cases["t::quiet"], b.cases["t::loud"]
@@ -95,7 +95,7 @@ def test_calibration_keeps_each_process_speedup_and_its_noise(tmp_path):
         res = replace(run.results[0], speedup=Speedup("torch.op", (1.5,) * 3, 1.5 + 0.002 * i, 1.49, 1.51))
         runs.append(replace(run, results=(res,)))
     path = tmp_path / "b.json"
-    write_baseline(calibrated_baseline(None, runs, path, "ci", "calibrate", DecisionSettings()))
+    write_baseline(calibrated_baseline(None, runs, path, "ci", "calibrate", Settings()))
     case = load_baseline(path).cases["t::k"]
     assert case.process_speedups == (1.5, 1.502, 1.504, 1.506, 1.508)
     assert 0.1 <= case.speedup_noise_pct < 0.5 and 1.0 <= case.speedup_threshold_pct < 3.0

@@ -1,191 +1,188 @@
-"""The decision rule on between-process noise (decision.py), and its error rates on simulated noise shaped
-like the H100's process-to-process spread (docs/data/h100: the power-protocol experiment)."""
+"""The decision rule (gate/decision.py) and the noise it judges by (gate/noise.py): what each verdict means,
+that the false-alarm rate it is charged is the rate it has (simulated noise), and that a regression of the
+size it says it detects is caught 80% of the time."""
 
 import json
-import random
 import statistics
-from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from perfgate.baseline.write import updated_baseline
-from perfgate.config.settings import Settings
-from perfgate.gate.decision import BaselineTiming, DecisionSettings, decide_time, noise_pct, outliers
-from perfgate.gate.run import confirm_suspects
-from perfgate.model import CaseThresholds, Timer, Verdict
-from tests.helpers import calibrated, make_run, noisy
+from perfgate.gate.decision import Rule, decide, per_test_alpha
+from perfgate.gate.noise import estimate_noise, without_isolated
+from perfgate.model import Verdict
+from perfgate.stats import all_exceed_probability, critical_value, t_quantile
 
-RULE = DecisionSettings()
-T = CaseThresholds()
 H100 = Path(__file__).parents[1] / "docs" / "data" / "h100"
-
-
-def base(medians, samples=None):
-    return BaselineTiming(statistics.median(medians), tuple(samples or noisy(1.0)), tuple(medians), Timer.CUDA_EVENT)
-
-
 QUIET = [1.0 + d for d in (-0.003, -0.001, 0.0, 0.0005, 0.001, 0.002, -0.002, 0.0015, -0.0005, 0.0025)]  # ~0.2%
+LOUD = [1.0 + d for d in (-0.01, 0.01, 0.0, 0.005, -0.005, 0.004, -0.004, 0.008, -0.008, 0.002)]  # ~0.7%
+TWO = Rule(alpha=0.01, stages=2)
 
 
-def test_a_median_inside_the_process_noise_is_unchanged():
-    d = decide_time(base(QUIET), [1.002], noisy(1.002), T, RULE)
-    assert d.verdict is Verdict.UNCHANGED and d.calibrated and d.noise_pct == pytest.approx(0.18, abs=0.05)
+def quiet_noise(values=QUIET, window=()):
+    noise = estimate_noise(values, window, 0.1)
+    assert noise is not None
+    return noise
 
 
-def test_two_percent_slower_on_a_quiet_case_regresses_and_names_what_it_detects():
-    d = decide_time(base(QUIET), [1.02], noisy(1.02), T, RULE)
-    assert d.verdict is Verdict.REGRESSED and d.change_pct == pytest.approx(2.0, abs=0.05)
-    assert 1.0 <= d.threshold_pct < 2.0  # the minimum effect floors it; the noise sets it above that
-    assert d.score > 10
+def test_a_process_inside_the_noise_is_unchanged():
+    d = decide(QUIET, [1.002], quiet_noise(), TWO)
+    assert d.verdict is Verdict.UNCHANGED and not d.suspect
+    assert d.noise.noise_pct == pytest.approx(0.18, abs=0.05) and d.noise.df == 9
 
 
-def test_between_noise_and_threshold_is_inconclusive():
-    loud = [1.0 + d for d in (-0.01, 0.01, 0.0, 0.005, -0.005)]  # ~0.8% between processes
-    d = decide_time(base(loud), [1.022], noisy(1.022), T, RULE)
-    assert d.verdict is Verdict.INCONCLUSIVE and d.threshold_pct > 2.2
+def test_two_percent_slower_in_every_process_regresses_and_says_what_it_detects():
+    d = decide(QUIET, [1.02, 1.021], quiet_noise(), TWO)
+    assert d.verdict is Verdict.REGRESSED and d.change_pct == pytest.approx(2.05, abs=0.05) and not d.suspect
+    assert d.threshold_pct == 1.0  # the minimum effect floors a quiet case
+    assert 1.0 < d.detects_pct < 1.5 and d.score > 10
 
 
-def test_confirmation_runs_narrow_what_a_case_can_detect():
-    loud = [1.0 + d for d in (-0.01, 0.01, 0.0, 0.005, -0.005, 0.004, -0.004, 0.008, -0.008, 0.002)]
-    one = decide_time(base(loud), [1.04], noisy(1.04), T, RULE)
-    three = decide_time(base(loud), [1.04, 1.041, 1.039], noisy(1.04), T, RULE)
-    assert three.processes == 3 and three.threshold_pct < one.threshold_pct * 1.2  # stricter alpha, more evidence
+def test_one_slow_process_is_a_suspect_to_measure_again_not_a_failure():
+    noise = quiet_noise(LOUD)
+    t2 = decide(LOUD, [1.0], noise, TWO).threshold_pct
+    t1 = critical_value(1, 0.01, len(LOUD), noise.df) * noise.noise_pct * (1 + 1 / len(LOUD)) ** 0.5
+    between = 1.0 + (t2 + t1) / 2 / 100  # beyond what two processes must show, short of what one must
+    d = decide(LOUD, [between], noise, TWO)
+    assert d.suspect and d.verdict is not Verdict.REGRESSED
+
+
+def test_a_fresh_process_that_disagrees_clears_the_suspect():
+    d = decide(QUIET, [1.03, 1.001], quiet_noise(), TWO)
+    assert d.verdict is not Verdict.REGRESSED and not d.suspect
+
+
+def test_when_no_confirmation_could_be_measured_one_process_is_judged_at_the_one_process_threshold():
+    d = decide(QUIET, [1.10], quiet_noise(), TWO)  # far beyond even the one-process threshold
+    assert d.suspect and d.verdict is Verdict.REGRESSED
+
+
+def test_an_improvement_needs_every_process_too():
+    assert decide(QUIET, [0.97, 0.971], quiet_noise(), TWO).verdict is Verdict.IMPROVED
+    assert decide(QUIET, [0.97, 1.0], quiet_noise(), TWO).verdict is not Verdict.IMPROVED
+
+
+def test_above_the_noise_and_below_the_threshold_is_inconclusive():
+    loud = [1.0 + d for d in (-0.01, 0.01, 0.0, 0.005, -0.005)]
+    rule, noise = Rule(alpha=0.0001, stages=2), quiet_noise(loud)
+    centre = statistics.fmean(loud)
+    probe = decide(loud, [centre, centre], noise, rule)
+    band = (probe.ci_high_pct - probe.ci_low_pct) / 2 * t_quantile(0.95, noise.df) / t_quantile(0.975, noise.df)
+    change = probe.threshold_pct - band / 2  # above the band, and the band reaches the threshold
+    d = decide(loud, [centre * (1 + change / 100)] * 2, noise, rule)
+    assert d.verdict is Verdict.INCONCLUSIVE and change < d.threshold_pct
 
 
 def test_an_explicit_case_threshold_floors_a_calibrated_case():
-    explicit = CaseThresholds(time_pct=5.0, time_pct_explicit=True)
-    assert decide_time(base(QUIET), [1.03], noisy(1.03), explicit, RULE).verdict is Verdict.UNCHANGED
-    assert decide_time(base(QUIET), [1.06], noisy(1.06), explicit, RULE).verdict is Verdict.REGRESSED
+    rule = Rule(alpha=0.01, stages=2, floor_pct=5.0)
+    assert decide(QUIET, [1.03, 1.03], quiet_noise(), rule).verdict is Verdict.UNCHANGED
+    assert decide(QUIET, [1.06, 1.06], quiet_noise(), rule).verdict is Verdict.REGRESSED
 
 
-def test_fewer_than_three_process_medians_keep_the_uncalibrated_rule():
-    b = BaselineTiming(1.0, tuple(noisy(1.0)), (), Timer.CUDA_EVENT)
-    d = decide_time(b, [1.05], noisy(1.05, seed=1), T, RULE)
-    assert not d.calibrated and d.verdict is Verdict.REGRESSED and d.p_value < 0.01 and d.threshold_pct == 3.0
-    assert decide_time(b, [1.02], noisy(1.02, seed=1), T, RULE).verdict is Verdict.UNCHANGED
+def test_without_between_process_noise_a_case_never_fails_on_a_within_run_test():
+    rng = np.random.default_rng(0)
+    base, slow = list(1.0 + 0.002 * rng.standard_normal(60)), list(1.10 + 0.002 * rng.standard_normal(60))
+    d = decide([1.0], [1.10], None, TWO, threshold_pct=3.0, baseline_samples=base, current_samples=slow)
+    assert d.verdict is Verdict.INCONCLUSIVE and d.p_value < 0.01 and d.detects_pct is None
+    assert decide([1.0], [1.01], None, TWO, baseline_samples=base, current_samples=base).verdict is Verdict.UNCHANGED
 
 
 def test_the_noise_floor_keeps_identical_processes_from_claiming_infinite_precision():
-    assert noise_pct([1.0, 1.0, 1.0, 1.0], Timer.CUDA_EVENT) == 0.1
-    assert noise_pct([1.0, 1.0, 1.0, 1.0], Timer.HOST) == 0.5
+    assert estimate_noise([1.0] * 4, (), 0.1).noise_pct == 0.1
+    assert estimate_noise([1.0] * 4, (), 0.5).noise_pct == 0.5
+    assert estimate_noise([1.0, 1.0], (), 0.1) is None  # two processes cannot estimate a spread
 
 
-# --- error rates on simulated noise --------------------------------------------------------------
-
-def recorded_sd_pct():
-    """Between-process sd of each case under the chosen protocol, as measured on the H100."""
-    runs = json.loads((H100 / "power_protocols.json").read_text())
-    chosen = [r for r in runs if r["protocol"] == "cooldown:0.3"]
-    return {case: statistics.stdev(r["cases"][case]["median_ms"] for r in chosen) /
-            statistics.median(r["cases"][case]["median_ms"] for r in chosen) * 100 for case in chosen[0]["cases"]}
+def test_the_run_budget_makes_each_test_stricter_as_the_suite_grows():
+    noise = quiet_noise(LOUD)
+    small = decide(LOUD, [1.0], noise, Rule(alpha=per_test_alpha(1.0, 10), stages=2))
+    large = decide(LOUD, [1.0], noise, Rule(alpha=per_test_alpha(1.0, 1000), stages=2))
+    assert per_test_alpha(1.0, 1000) == pytest.approx(1e-5)
+    assert large.threshold_pct > small.threshold_pct
 
 
-def simulate(sd_pct, slowdown_pct, trials, seed, calibration_runs=10, heavy=False):
-    """Fraction of trials that end REGRESSED after the gate's confirmation (2 extra processes at most)."""
-    rng = random.Random(seed)
-
-    def process_median(centre):
-        draw = rng.gauss(0, 1) if not heavy else rng.gauss(0, 1) / max(0.2, (rng.gammavariate(2, 0.5)) ** 0.5)
-        return centre * (1 + sd_pct / 100 * draw)
-
-    settings = Settings(confirm_runs=2)
-    hits = 0
-    for t in range(trials):
-        medians = [process_median(1.0) for _ in range(calibration_runs)]
-        b = calibrated(updated_baseline(None, make_run({"c": noisy(1.0, 40, seed=t)}), Path("b.json"), "t", "r"),
-                       {"c": medians})
-        b = replace(b, cases={"c": replace(b.cases["c"], median_ms=statistics.median(medians))})
-        centre = 1.0 + slowdown_pct / 100
-        run = make_run({"c": noisy(process_median(centre), 40, seed=t + 1, sd=0.002)})
-        def fresh_process(ids):
-            from tests.helpers import case
-
-            return {i: case(i, [process_median(centre)] * 3) for i in ids}
-
-        run = confirm_suspects(run, b, settings, fresh_process, [])
-        from perfgate.gate.compare import compare_run
-
-        row = compare_run(run.results, b, run.environment, settings, intervals=False).comparisons[0]
-        hits += row.verdict is Verdict.REGRESSED
-    return hits / trials
+def test_the_noise_window_adds_degrees_of_freedom_and_lowers_the_threshold():
+    alone = decide(LOUD[:6], [1.0], quiet_noise(LOUD[:6]), Rule(alpha=1e-4, stages=2))
+    windowed = decide(LOUD[:6], [1.0], quiet_noise(LOUD[:6], LOUD * 3), Rule(alpha=1e-4, stages=2))
+    assert windowed.noise.window_runs == 30 and windowed.noise.df == 35
+    assert windowed.threshold_pct < 0.7 * alone.threshold_pct
 
 
-def test_recorded_h100_noise_gives_under_half_a_percent_false_alarms():
-    worst = max(recorded_sd_pct().values())
-    assert 0.03 < worst < 1.0
-    assert simulate(worst, 0.0, 1000, seed=1) <= 0.005
-    assert simulate(worst, 0.0, 1000, seed=2, heavy=True) <= 0.005  # heavy-tailed process effects
+# --- the rule's error rates, checked by simulation (normal process noise, seeded) ----------------------
+
+@pytest.mark.parametrize("stages, alpha, n_c, window", [(1, 0.01, 6, 0), (2, 0.01, 6, 0), (2, 0.001, 6, 24),
+                                                        (3, 0.01, 5, 10)])
+def test_the_confirmed_rule_fails_unchanged_code_as_often_as_it_is_charged(stages, alpha, n_c, window):
+    rng = np.random.default_rng(stages * 1000 + n_c)
+    trials = 200_000
+    calib = rng.standard_normal((trials, n_c))
+    ref = np.concatenate([calib, rng.standard_normal((trials, window))], axis=1)
+    s = ref.std(axis=1, ddof=1)
+    c = critical_value(stages, alpha, n_c, n_c + window - 1)
+    procs = rng.standard_normal((trials, stages))
+    d = procs - calib.mean(axis=1, keepdims=True)
+    rate = float(np.mean(np.all(d > c * s[:, None] * (1 + 1 / n_c) ** 0.5, axis=1)))
+    # at most what it is charged (the window's spread includes the calibration's, so a centre that is off
+    # also widens the noise: slightly conservative), and not absurdly below it
+    assert 0.6 * alpha < rate < 1.15 * alpha
 
 
-@pytest.mark.parametrize("case, slowdown, wanted", [("copy", 2.0, 0.8), ("copy", 3.0, 0.95), ("softmax", 3.0, 0.95),
-                                                    ("cublas_matmul", 3.0, 0.8), ("sdpa_flash", 5.0, 0.95)])
-def test_recorded_h100_noise_lets_injected_slowdowns_through(case, slowdown, wanted):
-    assert simulate(recorded_sd_pct()[case], slowdown, 300, seed=3) >= wanted
+def test_one_stage_is_student_t_exactly():
+    assert all_exceed_probability(t_quantile(0.999, 7), 1, 6, 7) == pytest.approx(0.001, rel=1e-4)
 
+
+def test_a_regression_of_the_size_it_detects_is_caught_four_times_in_five():
+    rng = np.random.default_rng(7)
+    sd = 0.01
+    calibration = list(1.0 + sd * rng.standard_normal(6))
+    window = list(1.0 + sd * rng.standard_normal(24))
+    noise = estimate_noise(calibration, window, 0.1)
+    rule = Rule(alpha=1e-3, stages=2, floor_pct=0.0)
+    centre = statistics.fmean(calibration)
+    detects = decide(calibration, [centre], noise, rule).detects_pct
+    caught = [decide(calibration, list(centre * (1 + detects / 100) + centre * noise.noise_pct / 100
+                                       * rng.standard_normal(2)), noise, rule).verdict is Verdict.REGRESSED
+              for _ in range(4000)]
+    assert np.mean(caught) == pytest.approx(0.8, abs=0.03)
+
+
+# --- the noise: no whole mode is ever left out --------------------------------------------------------
 
 # process medians recorded by `perfgate calibrate` on the H100 (session C, docs/accuracy.md), in us
 SMALL_ADD_PROBE = [11.71, 11.90, 11.84, 23.41, 12.10, 12.16]  # one wild process of six
 CUBLAS_MATMUL = [214.32, 220.58, 219.20, 228.16, 220.86, 204.85]  # real spread: cuBLAS between two speeds
 
 
-def test_one_wild_calibration_process_is_left_out_of_the_noise():
-    assert outliers(SMALL_ADD_PROBE, Timer.CUDA_EVENT) == {3}
-    assert noise_pct(SMALL_ADD_PROBE, Timer.CUDA_EVENT) < 2.0  # 39% with it
-    slower = decide_time(BaselineTiming(12.0, (), tuple(SMALL_ADD_PROBE)), [12.0 * 1.07], [],
-                         CaseThresholds(), DecisionSettings())
-    assert slower.verdict is Verdict.REGRESSED and slower.threshold_pct < 6.0  # 142% with it
+def test_no_process_is_left_out_of_a_small_reference_however_wild():
+    assert without_isolated(SMALL_ADD_PROBE) == sorted(SMALL_ADD_PROBE)
+    assert estimate_noise(SMALL_ADD_PROBE, (), 0.1).noise_pct > 30  # honest: this calibration sees nothing
 
 
-def test_real_spread_between_processes_is_kept():
-    assert outliers(CUBLAS_MATMUL, Timer.CUDA_EVENT) == frozenset()
-    assert noise_pct(CUBLAS_MATMUL, Timer.CUDA_EVENT) > 3.0
+def test_an_isolated_wild_process_is_left_out_once_the_window_is_large():
+    rng = np.random.default_rng(3)
+    window = list(12.0 * (1 + 0.01 * rng.standard_normal(24)))
+    noise = estimate_noise(SMALL_ADD_PROBE, window, 0.1)
+    assert noise.excluded == 1 and noise.noise_pct < 2.0
 
 
-def test_outliers_never_leave_fewer_than_three_processes():
-    assert outliers([1.0, 1.0, 5.0], Timer.CUDA_EVENT) == frozenset()
-    assert outliers([1.0, 1.0, 1.0, 9.0, 9.5], Timer.CUDA_EVENT) == frozenset({3, 4})
+def test_a_second_mode_is_a_mode_not_an_outlier_however_large_the_window():
+    rng = np.random.default_rng(4)
+    modes = np.where(rng.random(40) < 1 / 3, 1.06, 1.0) * (1 + 0.002 * rng.standard_normal(40))
+    noise = estimate_noise(list(modes[:6]), list(modes[6:]), 0.1)
+    assert noise.excluded == 0 and noise.noise_pct > 2.0
+    assert estimate_noise(CUBLAS_MATMUL, (), 0.1).noise_pct > 3.0
 
 
-def _recorded(session):
-    return json.loads((H100 / f"accuracy_{session}_process_medians.json").read_text())
+def test_at_most_one_process_in_twenty_is_ever_left_out():
+    values = [1.0] * 18 + [5.0, 20.0]  # two isolated processes in twenty
+    assert len(without_isolated(values)) == 19
 
 
-def _flagged(calibration, trials, case, index, confirm_runs=2):
-    """The gate's verdict for trial `index` of `case` on the recorded process medians (time, and the
-    speedup's reciprocal where there is one), with the gate's confirmation rounds drawn from the next
-    recorded processes: a suspect is re-measured until confirmed, cleared or out of rounds."""
-    for slot in (0, 1):
-        base = [1 / run[case][slot] if slot else run[case][0] for run in calibration if run[case][slot]]
-        if len(base) < 3:
-            continue
-        timing = BaselineTiming(statistics.median(base), (), tuple(base), Timer.CUDA_EVENT)
-        value = [1 / t[case][slot] if slot else t[case][0] for t in trials]
-        medians = [value[index]]
-        for round_no in range(confirm_runs + 1):
-            d = decide_time(timing, medians, [], T, RULE)
-            settled = d.verdict is Verdict.REGRESSED and len(medians) > 1
-            if settled or d.verdict not in (Verdict.REGRESSED, Verdict.INCONCLUSIVE) or round_no == confirm_runs:
-                break
-            medians.append(value[(index + 1 + round_no) % len(value)])
-        if d.verdict is Verdict.REGRESSED:
-            return True
-    return False
+# --- recorded H100 processes (the replay benchmark, scripts/replay_decision.py, runs the full version) ---
 
-
-@pytest.mark.parametrize("session", ["b", "c"])
-def test_recorded_h100_processes_raise_no_false_alarm(session):
-    data = _recorded(session)
-    comparisons = [(case, i) for case in data["aa"][0] for i in range(len(data["aa"]))]
-    assert len(comparisons) >= 150
-    assert not [c for c in comparisons if _flagged(data["calibration"], data["aa"], *c)]
-
-
-def test_recorded_h100_slowdowns_of_five_percent_are_caught_where_a_reference_or_quiet_time_allows():
-    data = _recorded("c")
-    injected = [{k.rsplit("-", 1)[0]: v for k, v in run.items() if k.endswith("-5")} for run in data["injected"]]
-    calibration = [{k.rsplit("-", 1)[0]: v for k, v in run.items()} for run in data["calibration"]]
-    caught = {case: sum(_flagged(calibration, injected, case, i) for i in range(len(injected)))
-              for case in injected[0]}
-    assert caught.pop("cublas_matmul") == 0  # time only, 3.6% between-process noise: see docs/accuracy.md
-    assert all(n == len(injected) for n in caught.values()), caught
+def test_recorded_h100_bimodal_gemm_is_judged_by_its_whole_spread():
+    data = json.loads((H100 / "accuracy_b_process_medians.json").read_text())
+    values = [run["cublas_matmul-0"][0] for run in data["calibration"] + data["aa"]]
+    noise = estimate_noise(values[:6], values[6:], 0.1)
+    assert noise.excluded == 0 and noise.noise_pct > 3.0

@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.errors import BaselineError
-from perfgate.gate.decision import MIN_CALIBRATION_PROCESSES, BaselineTiming
 from perfgate.inputs import load_json_file
-from perfgate.model import Environment, GpuState, Metric, Timer
+from perfgate.model import Environment, GpuState, HostState, Metric, Timer
 
 FORMAT = "perfgate-baseline"
 VERSION = 2
 READABLE_VERSIONS = (1, 2)
 MAX_UPDATES_KEPT = 20
+MIN_CALIBRATION_PROCESSES = 3  # fewer process medians cannot estimate a spread
 _ENV_FIELDS = tuple(Environment.__dataclass_fields__)
 
 
@@ -41,13 +41,23 @@ class BaselineCase:
     process_speedups: tuple[float, ...] = ()  # one per calibration process, for cases with a reference
     speedup_noise_pct: float | None = None
     speedup_threshold_pct: float | None = None
+    # the calibration process that ran the Triton autotuner (kept for review, not for the decision: a process
+    # that autotuned is not like a gate process, whose autotuners are pinned)
+    autotune_process_median_ms: float | None = None
+    autotune_process_speedup: float | None = None
+    host_state: HostState | None = None  # the machine while the representative process measured it
 
     @property
     def calibrated(self) -> bool:
         return len(self.process_medians_ms) >= MIN_CALIBRATION_PROCESSES
 
-    def timing(self) -> BaselineTiming:
-        return BaselineTiming(self.median_ms, self.samples_ms, self.process_medians_ms, self.timer)
+    def time_values(self) -> tuple[float, ...]:
+        """The calibration's process medians (an uncalibrated case: its one median)."""
+        return self.process_medians_ms or (self.median_ms,)
+
+    def speedup_values(self) -> tuple[float, ...]:
+        """The calibration's process speedups as reciprocals (lower is better, like time); () without one."""
+        return tuple(1.0 / s for s in self.process_speedups)
 
 
 @dataclass(frozen=True)
@@ -173,10 +183,14 @@ def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
     optional = {k: _finite(path, where, k, c[k], positive=False)
                 for k in ("noise_pct", "threshold_pct", "speedup_noise_pct", "speedup_threshold_pct")
                 if c.get(k) is not None}
+    autotuned = {k: _finite(path, where, k, c[k], positive=True)
+                 for k in ("autotune_process_median_ms", "autotune_process_speedup") if c.get(k) is not None}
     return BaselineCase(case_id, Timer(timer_raw), median, samples, _metrics(path, where, c.get("metrics", [])),
                         procs, optional.get("noise_pct"), optional.get("threshold_pct"),
                         _autotune(path, where, c.get("autotune", {})), _gpu_state(path, where, c.get("gpu_state")),
-                        speedups, optional.get("speedup_noise_pct"), optional.get("speedup_threshold_pct"))
+                        speedups, optional.get("speedup_noise_pct"), optional.get("speedup_threshold_pct"),
+                        autotuned.get("autotune_process_median_ms"), autotuned.get("autotune_process_speedup"),
+                        _host_state(path, where, c.get("host_state")))
 
 
 def _metrics(path: Path, where: str, raw: Any) -> tuple[Metric, ...]:
@@ -223,6 +237,24 @@ def _gpu_state(path: Path, where: str, raw: Any) -> GpuState | None:
     if not isinstance(raw.get("clocks_locked", False), bool):
         raise BaselineError(path, f"{here}: \"clocks_locked\" must be true or false")
     return GpuState(clocks_locked=raw.get("clocks_locked", False), **values)
+
+
+def _host_state(path: Path, where: str, raw: Any) -> HostState | None:
+    if raw is None:
+        return None
+    here = f"{where} host_state"
+    if not isinstance(raw, dict):
+        raise BaselineError(path, f'{where}: "host_state" must be an object')
+    cpus, threads = raw.get("cpus"), raw.get("threads")
+    for key, v in (("cpus", cpus), ("threads", threads)):
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 1_000_000:
+            raise BaselineError(path, f'{here}: "{key}" must be an integer >= 0')
+    assert isinstance(cpus, int) and isinstance(threads, int)
+    steal = raw.get("steal_pct")
+    return HostState(load_avg_1m=_finite(path, here, "load_avg_1m", raw.get("load_avg_1m"), positive=False),
+                     cpus=cpus, threads=threads,
+                     cpu_mhz=_finite(path, here, "cpu_mhz", raw["cpu_mhz"], True) if raw.get("cpu_mhz") else None,
+                     steal_pct=_finite(path, here, "steal_pct", steal, False) if steal is not None else None)
 
 
 def _update(path: Path, i: int, u: Any) -> Update:

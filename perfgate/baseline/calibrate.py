@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate.baseline.write import updated_baseline, write_baseline
@@ -23,22 +23,32 @@ from perfgate.measure.processes import ChildRun, ChildRunner
 from perfgate.model import Run
 
 
-def calibrate(settings: Settings, runs: int, pytest_args: list[str]) -> list[Run]:
-    """N fresh measuring processes -> N runs (one environment); PerfgateError if any process failed."""
+@dataclass(frozen=True)
+class Calibration:
+    runs: tuple[Run, ...]
+    autotuned_first: bool  # process 1 ran the autotuners and pinned the others: a warm-up for those cases
+
+
+def calibrate(settings: Settings, runs: int, pytest_args: list[str]) -> Calibration:
+    """N fresh measuring processes (N + 1 when the first autotunes: it pins the others and is a warm-up for
+    its autotuned cases) -> their runs (one environment); PerfgateError if any process failed."""
     runner = ChildRunner(settings.rootdir, settings, settings.baseline_file)
     out: list[Run] = []
+    total, autotuned = runs, False
     with tempfile.TemporaryDirectory(prefix="perfgate-calibrate-") as tmp:
-        for i in range(1, runs + 1):
+        while len(out) < total:
+            i = len(out) + 1
             started, started_at = time.monotonic(), utc_now()
             child = runner.run(pytest_args)
             _check_child(i, child, out)
             run = _as_run(child, settings.rootdir, started_at)
             out.append(run)
-            print(f"perfgate: calibration process {i}/{runs}: {len(run.results)} case(s) in "
-                  f"{time.monotonic() - started:.1f} s", file=sys.stderr)
             if i == 1 and settings.pin_autotune and any(r.autotune for r in run.results):
                 runner = _pinned_runner(settings, run, Path(tmp))
-    return out
+                total, autotuned = runs + 1, True
+            print(f"perfgate: calibration process {i}/{total}: {len(run.results)} case(s) in "
+                  f"{time.monotonic() - started:.1f} s", file=sys.stderr)
+    return Calibration(tuple(out), autotuned)
 
 
 def _check_child(i: int, child: ChildRun, earlier: list[Run]) -> None:

@@ -13,13 +13,26 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from perfgate.atomic import LockTimeout, atomic_write_text, exclusive_lock
-from perfgate.baseline import FORMAT, MAX_UPDATES_KEPT, VERSION, Baseline, BaselineCase, Update, load_baseline
+from perfgate.baseline import (
+    FORMAT,
+    MAX_UPDATES_KEPT,
+    MIN_CALIBRATION_PROCESSES,
+    VERSION,
+    Baseline,
+    BaselineCase,
+    Update,
+    load_baseline,
+)
+from perfgate.config.settings import Settings
 from perfgate.errors import BaselineError
-from perfgate.gate.decision import DecisionSettings, decide_time, noise_pct
 from perfgate.metrics import spec_for
-from perfgate.model import CaseResult, Environment, GpuState, Run
+from perfgate.model import CaseResult, Environment, GpuState, HostState, Run
+
+if TYPE_CHECKING:
+    from perfgate.gate.decision import Decision
 
 LOCK_TIMEOUT_S = 600.0
 
@@ -28,7 +41,8 @@ def case_from_result(res: CaseResult, process_medians_ms: tuple[float, ...] = ()
     # only catalogue metrics: the gate compares those, and a full ncu set (thousands) would drown review
     kept = tuple(m for m in res.metrics if m.source != "timing" and spec_for(m.name) is not None)
     return BaselineCase(res.case_id, res.timing.timer, res.timing.median_ms, res.samples_ms, kept,
-                        process_medians_ms, autotune=res.autotune, gpu_state=res.gpu_state)
+                        process_medians_ms, autotune=res.autotune, gpu_state=res.gpu_state,
+                        host_state=res.host_state)
 
 
 def updated_baseline(old: Baseline | None, run: Run, path: Path, who: str, reason: str) -> Baseline:
@@ -42,55 +56,73 @@ def updated_baseline(old: Baseline | None, run: Run, path: Path, who: str, reaso
 
 
 def calibrated_baseline(old: Baseline | None, runs: Sequence[Run], path: Path, who: str, reason: str,
-                        decision: DecisionSettings) -> Baseline:
+                        settings: Settings, autotuned_first: bool = False) -> Baseline:
     """One baseline from several fresh processes: per case the median of the process medians, the samples
-    and metrics of the median process, the between-process noise and what the case can detect."""
+    and metrics of the median process, the between-process noise and what the case detects."""
     by_case: dict[str, list[CaseResult]] = {}
     for run in runs:
         for res in run.results:
             by_case.setdefault(res.case_id, []).append(res)
     cases = dict(old.cases) if old else {}
     for case_id, results in sorted(by_case.items()):
-        cases[case_id] = _calibrated_case(results, decision)
+        cases[case_id] = _calibrated_case(results, settings, len(by_case), autotuned_first)
     last = runs[-1]
     update = Update(at=last.info.finished_at, by=who, commit=last.info.git_commit, reason=reason,
                     cases=len(by_case), calibrated_runs=len(runs))
     return _with_update(old, path, last.environment, cases, update)
 
 
-def _calibrated_case(results: list[CaseResult], decision: DecisionSettings) -> BaselineCase:
-    case = _calibrated_time(results, decision)
-    speedups = tuple(r.speedup.median for r in results if r.speedup is not None)
-    if len(speedups) < 3 or len(speedups) != len(results):
-        return case
-    from perfgate.gate.compare import speedup_decision
+def autotune_warmup(results: Sequence[CaseResult], autotuned_first: bool) -> bool:
+    """Whether the first process ran the Triton autotuner for this case and pinned the others: such a
+    process is a warm-up, not a draw of what a (pinned) gate process measures (on the H100 it was the
+    calibration process most often far from the others)."""
+    return autotuned_first and len(results) > MIN_CALIBRATION_PROCESSES and bool(results[0].autotune)
 
-    first = results[0]
-    assert first.speedup is not None
-    # what one fresh process could detect: a run at the calibration's centre, before confirmation
-    probe = replace(first, speedup=replace(first.speedup, median=statistics.median(speedups)), confirmation_speedups=())
-    d = speedup_decision(probe, speedups, decision)
-    return replace(case, process_speedups=speedups, speedup_noise_pct=_round(d.noise_pct),
-                   speedup_threshold_pct=_round(d.threshold_pct))
+
+def _calibrated_case(results: list[CaseResult], settings: Settings, cases: int, autotuned_first: bool
+                     ) -> BaselineCase:
+    warmup = results[0] if autotune_warmup(results, autotuned_first) else None
+    kept = results[1:] if warmup is not None else results
+    case = _calibrated_time(kept, settings, cases)
+    if warmup is not None:
+        case = replace(case, autotune_process_median_ms=warmup.timing.median_ms,
+                       autotune_process_speedup=warmup.speedup.median if warmup.speedup else None)
+    speedups = tuple(r.speedup.median for r in kept if r.speedup is not None)
+    if len(speedups) < MIN_CALIBRATION_PROCESSES or len(speedups) != len(kept):
+        return case
+    values = tuple(1.0 / s for s in speedups)
+    d = _review_decision(values, kept[0], settings, cases)
+    return replace(case, process_speedups=speedups, speedup_noise_pct=_round(d.noise.noise_pct if d.noise else None),
+                   speedup_threshold_pct=_round(d.detects_pct))
+
+
+def _review_decision(values: Sequence[float], res: CaseResult, settings: Settings, cases: int) -> Decision:
+    """The rule applied to a process at the calibration's centre: what the case detects (80% power) in a
+    gate of this many cases, before any history joins its noise."""
+    from perfgate.gate.decision import Rule, decide, per_test_alpha
+    from perfgate.gate.noise import estimate_noise, noise_floor
+
+    noise = estimate_noise(values, (), noise_floor(res.timing.timer, settings.noise_floor_pct))
+    t = res.thresholds
+    rule = Rule(alpha=per_test_alpha(settings.false_alarm_pct, cases), stages=1 + settings.confirm_runs,
+                floor_pct=t.time_pct if t.time_pct_explicit else t.min_effect_pct)
+    return decide(values, [sum(values) / len(values)], noise, rule)
 
 
 def _round(x: float | None) -> float | None:
     return round(x, 4) if x is not None else None
 
 
-def _calibrated_time(results: list[CaseResult], decision: DecisionSettings) -> BaselineCase:
+def _calibrated_time(results: Sequence[CaseResult], settings: Settings, cases: int) -> BaselineCase:
     medians = tuple(r.timing.median_ms for r in results)
     centre = statistics.median(medians)
     representative = min(results, key=lambda r: abs(r.timing.median_ms - centre))
-    case = case_from_result(representative, medians if len(medians) >= 3 else ())
+    case = case_from_result(representative, medians if len(medians) >= MIN_CALIBRATION_PROCESSES else ())
     case = replace(case, median_ms=centre)
     if not case.calibrated:
         return case
-    timer = representative.timing.timer
-    noise = noise_pct(medians, timer, decision.noise_floor_pct)
-    detect = decide_time(case.timing(), (centre,), representative.samples_ms,
-                         representative.thresholds, decision).threshold_pct
-    return replace(case, noise_pct=round(noise, 4) if noise is not None else None, threshold_pct=round(detect, 4))
+    d = _review_decision(medians, representative, settings, cases)
+    return replace(case, noise_pct=_round(d.noise.noise_pct if d.noise else None), threshold_pct=_round(d.detects_pct))
 
 
 def _with_update(old: Baseline | None, path: Path, env: Environment, cases: dict[str, BaselineCase],
@@ -124,7 +156,9 @@ def _render_case(c: BaselineCase, last: bool) -> list[str]:
         fields.append(f'"threshold_pct": {_short(c.threshold_pct)}')
     if c.process_speedups:
         fields.append(f'"process_speedups": [{", ".join(_short(v) for v in c.process_speedups)}]')
-    for key, value in (("speedup_noise_pct", c.speedup_noise_pct), ("speedup_threshold_pct", c.speedup_threshold_pct)):
+    for key, value in (("speedup_noise_pct", c.speedup_noise_pct), ("speedup_threshold_pct", c.speedup_threshold_pct),
+                       ("autotune_process_median_ms", c.autotune_process_median_ms),
+                       ("autotune_process_speedup", c.autotune_process_speedup)):
         if value is not None:
             fields.append(f'"{key}": {_short(value)}')
     fields.append(f'"samples_ms": [{", ".join(_short(v) for v in c.samples_ms)}]')
@@ -132,6 +166,8 @@ def _render_case(c: BaselineCase, last: bool) -> list[str]:
         fields.append(f'"autotune": {json.dumps(dict(c.autotune), sort_keys=True)}')
     if c.gpu_state is not None:
         fields.append(f'"gpu_state": {json.dumps(_gpu_dict(c.gpu_state), sort_keys=True)}')
+    if c.host_state is not None:
+        fields.append(f'"host_state": {json.dumps(_gpu_dict(c.host_state), sort_keys=True)}')
     metric_rows = [json.dumps({"source": m.source, "kernel": m.kernel, "name": m.name, "value": m.value,
                                "unit": m.unit}, sort_keys=True)
                    for m in sorted(c.metrics, key=lambda m: (m.source, m.kernel, m.name))]
@@ -141,7 +177,7 @@ def _render_case(c: BaselineCase, last: bool) -> list[str]:
     return out
 
 
-def _gpu_dict(state: GpuState) -> dict[str, object]:
+def _gpu_dict(state: GpuState | HostState) -> dict[str, object]:
     return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in asdict(state).items() if v is not None}
 
 

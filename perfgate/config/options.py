@@ -105,10 +105,17 @@ OPTIONS: tuple[Option, ...] = (
            "override) it also floors a calibrated case", v.THRESHOLD, key="threshold_pct", marker=True),
     Option("min_effect_pct", "a change smaller than this (%) never regresses, however certain", v.MIN_EFFECT,
            key="min_effect_pct"),
-    Option("alpha", "false-alarm rate of one test on one process", v.ALPHA, key="alpha"),
-    Option("confirm_alpha", "false-alarm rate once confirmation processes joined", v.ALPHA, key="confirm_alpha"),
-    Option("confirm_runs", "fresh processes that may re-measure a suspect case", v.integer(0, 20),
-           key="confirm_runs", flag="--perfgate-confirm-runs", arg=Arg.INT, metavar="N"),
+    Option("false_alarm_pct", "the false-alarm budget of a whole run (%): an unchanged suite fails at most this "
+           "often, whatever its size (divided over its gated tests)", v.FALSE_ALARM, key="false_alarm_pct"),
+    Option("confirm_runs", "fresh processes a suspect case must also fail in before the gate fails (0: decide on "
+           "one process, at a stricter threshold)", v.integer(0, 5), key="confirm_runs",
+           flag="--perfgate-confirm-runs", arg=Arg.INT, metavar="N"),
+    Option("noise_window", "recent passing runs on noise_branch whose process values join the calibration's in "
+           "the noise (0: the calibration alone)", v.integer(0, 1000), key="noise_window"),
+    Option("noise_branch", "the branch whose passing runs feed the noise window (\"*\": any branch)",
+           v.nonempty_text, key="noise_branch"),
+    Option("gate_time_with_reference", "gate a case's time as well as its speedup when it has a reference",
+           v.boolean, key="gate_time_with_reference"),
     Option("noise_floor_pct", "the smallest between-process noise (%) a case is credited with (default 0.1 for "
            "CUDA events, 0.5 for the host clock)", v.number(0.0, 50.0), key="noise_floor_pct"),
     Option("min_speedup", "fail a case with a reference when its speedup's upper bound is below this",

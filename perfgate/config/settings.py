@@ -19,7 +19,12 @@ from perfgate.config import validate as cs
 from perfgate.errors import ConfigError
 from perfgate.metrics import CATALOGUE
 
-DB_ENV = "PERFGATE_DB"  # a runner-local history outside the checkout (CI deletes the checkout)
+DB_ENV = "PERFGATE_DB"
+# keys of earlier versions whose meaning changed: one line naming the replacement, not a silent reinterpretation
+REPLACED_KEYS = {
+    "alpha": "false_alarm_pct (the false-alarm budget of a whole run, 1% by default)",
+    "confirm_alpha": "false_alarm_pct (a confirmation is charged to the run's budget)",
+}  # a runner-local history outside the checkout (CI deletes the checkout)
 
 
 @dataclass(frozen=True)
@@ -66,9 +71,11 @@ class Settings:
     strict: bool = False
     threshold_pct: float = 3.0
     min_effect_pct: float = 1.0
-    alpha: float = 0.01
-    confirm_alpha: float = 0.001
-    confirm_runs: int = 2
+    false_alarm_pct: float = 1.0  # per run, divided over its gated tests (gate/decision.py)
+    confirm_runs: int = 1  # fresh processes a suspect must also fail in
+    noise_window: int = 30  # recent passing runs on noise_branch whose process values join the noise
+    noise_branch: str = "main"  # "*": every branch
+    gate_time_with_reference: bool = False  # a case with a reference is gated on its speedup only
     noise_floor_pct: float | None = None  # None: 0.1% for CUDA events, 0.5% for the host clock
     measure: MeasureOptions = MeasureOptions()
     metric_thresholds: tuple[tuple[str, float], ...] = ()
@@ -109,7 +116,7 @@ def settings_from_config(table: dict[str, Any], where: str = "[tool.perfgate]", 
     """Validate the pyproject table, then apply command-line values (by Settings attribute; options.py)."""
     if not isinstance(table, dict):
         raise ConfigError(f"perfgate: {where}: must be a table")
-    cs.check_keys(table, opts.pyproject_keys(), where)
+    _check_keys(table, where)
     values: dict[str, Any] = {}
     measure: dict[str, Any] = {}
     for opt in opts.OPTIONS:
@@ -137,6 +144,13 @@ def settings_from_config(table: dict[str, Any], where: str = "[tool.perfgate]", 
     except ConfigError as err:
         raise ConfigError(f"{err} ({where})") from err
     return replace(settings, **opts.check_overrides(overrides or {}))
+
+
+def _check_keys(table: dict[str, Any], where: str) -> None:
+    for old, new in REPLACED_KEYS.items():
+        if old in table:
+            raise ConfigError(f"perfgate: {where}: {old!r} was replaced by {new}: remove it")
+    cs.check_keys(table, opts.pyproject_keys(), where)
 
 
 def _overrides(raw: Any, where: str, known: Any) -> tuple[Override, ...]:

@@ -99,11 +99,11 @@ def text_list(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-# Bounds that keep a gate a gate: a threshold of 1e300%, an alpha of 1e-17 or a floor of 1e12% would pass
-# a 10x slower case while every value "validates".
+# Bounds that keep a gate a gate: a threshold of 1e300%, a false-alarm budget of 1e-17 or a floor of 1e12%
+# would pass a 10x slower case while every value "validates".
 THRESHOLD = number(0.0, 100.0)
 MIN_EFFECT = number(0.0, 50.0)
-ALPHA = number(1e-6, 0.2)
+FALSE_ALARM = number(0.01, 5.0)
 SPEEDUP = number(0.0, 1000.0, low_open=True)
 POSITIVE = number(0.0, 1e9, low_open=True)
 

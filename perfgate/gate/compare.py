@@ -1,25 +1,34 @@
 """Results + baseline -> per-metric comparisons (pure). Each case is gated on the thresholds stored with
-it (resolved when it was measured), so the same stored run always gets the same verdicts."""
+it (resolved when it was measured, noise included), so the same stored run always gets the same verdicts.
+
+One gated test per case: its speedup when it has a reference (clocks and process state cancel in the
+ratio; its time is then reported, not gated, unless `gate_time_with_reference`), else its time. The run's
+false-alarm budget is divided over these tests (gate/decision.py). Memory and profiler counters are
+compared with tolerances; a memory regression, a speedup below its target and an improvement follow the
+same confirmation as a time regression: every process must show it.
+"""
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
-from dataclasses import replace
 
 from perfgate.baseline import Baseline, BaselineCase
 from perfgate.config.settings import Settings
-from perfgate.gate.decision import (
-    MIN_CALIBRATION_PROCESSES,
-    BaselineTiming,
-    DecisionSettings,
-    TimeDecision,
-    decide_time,
-    pooled,
-)
+from perfgate.gate.decision import Decision, Rule, decide, per_test_alpha
+from perfgate.gate.noise import estimate_noise, noise_floor
 from perfgate.gate.thresholds import metric_threshold_pct
-from perfgate.metrics import SPEEDUP_METRIC, TIME_METRIC, spec_for
-from perfgate.model import CaseResult, Comparison, Direction, Environment, GateResult, Metric, MetricKind, Verdict
+from perfgate.metrics import PEAK_ALLOCATED, PEAK_HOST, SPEEDUP_METRIC, TIME_METRIC, spec_for
+from perfgate.model import (
+    CaseResult,
+    Comparison,
+    Direction,
+    Environment,
+    GateResult,
+    Metric,
+    MetricKind,
+    NoiseEstimate,
+    Verdict,
+)
 from perfgate.stats import median_change_ci_pct, percent_change
 
 # Metrics named in an explanation even when they did not move: "DRAM bytes unchanged" rules causes out.
@@ -29,11 +38,7 @@ EXPLAIN_ALWAYS = ("launch__registers_per_thread", "sm__warps_active.avg.pct_of_p
 # runs; near zero that is a huge relative change (0.0% -> 0.01% is "+inf%"). Below this many points the
 # change is noise whatever its ratio.
 PERCENT_POINTS_FLOOR = 1.0
-
-
-def decision_settings(settings: Settings) -> DecisionSettings:
-    return DecisionSettings(alpha=settings.alpha, confirm_alpha=settings.confirm_alpha,
-                            noise_floor_pct=settings.noise_floor_pct)
+MEMORY_METRICS = (PEAK_ALLOCATED, PEAK_HOST)  # re-measured by confirmation processes
 
 
 def comparable(baseline: Baseline | None, current_env: Environment, settings: Settings) -> bool:
@@ -41,12 +46,23 @@ def comparable(baseline: Baseline | None, current_env: Environment, settings: Se
         baseline.environment.comparability_key() == current_env.comparability_key()
 
 
+def gated_tests(results: Sequence[CaseResult], baseline: Baseline | None, settings: Settings) -> int:
+    """How many tests the run's false-alarm budget is divided over: one per compared case, two where a
+    case with a reference also has its time gated."""
+    if baseline is None:
+        return 0
+    per_case = 2 if settings.gate_time_with_reference else 1
+    return sum(per_case if _speedup_values(r, baseline.cases[r.case_id]) else 1
+               for r in results if r.case_id in baseline.cases)
+
+
 def compare_run(results: Sequence[CaseResult], baseline: Baseline | None, current_env: Environment,
                 settings: Settings, intervals: bool = True) -> GateResult:
-    """`intervals=False` skips the change intervals (display only) where only verdicts are needed."""
+    """`intervals=False` skips the within-run change intervals (display only) where only verdicts matter."""
     env_ok = comparable(baseline, current_env, settings)
     rows: list[Comparison] = []
     explanations: dict[str, tuple[Comparison, ...]] = {}
+    alpha = per_test_alpha(settings.false_alarm_pct, gated_tests(results, baseline, settings))
     for res in sorted(results, key=lambda r: r.case_id):
         base = baseline.cases.get(res.case_id) if baseline else None
         if base is None:
@@ -58,17 +74,19 @@ def compare_run(results: Sequence[CaseResult], baseline: Baseline | None, curren
                                   current=res.timing.median_ms, note=_env_note(baseline.environment, current_env,
                                                                                base, res)))
         else:
-            time_row = compare_time(res, base, settings, intervals)
-            speedup_row = compare_speedup(res, base, settings)
-            metric_rows = compare_metrics(res, base, skip=(SPEEDUP_METRIC,) if speedup_row else ())
+            speedup_row = compare_speedup(res, base, settings, alpha)
+            time_gated = speedup_row is None or settings.gate_time_with_reference
+            time_row = compare_time(res, base, settings, alpha, intervals, gated=time_gated)
+            metric_rows = compare_metrics(res, base, skip=(SPEEDUP_METRIC,), stages=1 + settings.confirm_runs)
             rows.append(time_row)
             if speedup_row is not None:
                 rows.append(speedup_row)
             rows += [r for r in metric_rows if r.threshold_pct is not None]  # derived ones only explain
-            why = explain(metric_rows) if time_row.verdict is Verdict.REGRESSED else ()
+            regressed = any(r.verdict is Verdict.REGRESSED and r.gated for r in (time_row, speedup_row) if r)
+            why = explain(metric_rows) if regressed or time_row.verdict is Verdict.REGRESSED else ()
             if why:  # nothing moved and nothing always-shown: no "why" line at all rather than an empty one
                 explanations[res.case_id] = why
-        rows += _speedup_target(res)
+        rows += _speedup_target(res, stages=1 + settings.confirm_runs)
         rows += [_unpaired(res.case_id, Verdict.PROFILE_FAILED, note=e, metric="profile") for e in res.profile_errors]
     if baseline is not None:
         seen = {r.case_id for r in results}
@@ -95,48 +113,98 @@ def _env_note(base_env: Environment, cur: Environment, base: BaselineCase, res: 
             f"({cur.device_kind}); pass --perfgate-allow-env-mismatch to compare anyway")
 
 
-def compare_time(res: CaseResult, base: BaselineCase, settings: Settings, intervals: bool = True) -> Comparison:
-    """The time verdict (gate/decision.py) with the interval of this run's change for the summary."""
-    d = decide_time(base.timing(), res.process_medians_ms, res.samples_ms, res.thresholds,
-                    decision_settings(settings))
-    ci = median_change_ci_pct(base.samples_ms, res.samples_ms) if intervals else None
-    lo, hi = ci if ci is not None else (None, None)
-    current = pooled(res.process_medians_ms)
-    note = "calibrated" if d.calibrated else "uncalibrated baseline"
+def _rule(res: CaseResult, settings: Settings, alpha: float, explicit_pct: float | None) -> Rule:
+    floor = explicit_pct if explicit_pct is not None else res.thresholds.min_effect_pct
+    return Rule(alpha=alpha, stages=1 + settings.confirm_runs, floor_pct=floor)
+
+
+def _noise(resolved: NoiseEstimate | None, calibration: Sequence[float], res: CaseResult,
+           settings: Settings) -> NoiseEstimate | None:
+    """The noise resolved when the case was measured (calibration + history window), else the calibration's."""
+    if resolved is not None:
+        return resolved
+    return estimate_noise(calibration, (), noise_floor(res.timing.timer, settings.noise_floor_pct))
+
+
+def time_decision(res: CaseResult, base: BaselineCase, settings: Settings, alpha: float) -> Decision:
+    t = res.thresholds
+    calibration = base.time_values()
+    noise = _noise(t.time_noise, calibration if base.calibrated else (), res, settings)
+    return decide(calibration, res.process_medians_ms, noise,
+                  _rule(res, settings, alpha, t.time_pct if t.time_pct_explicit else None),
+                  threshold_pct=t.time_pct, baseline_samples=base.samples_ms, current_samples=res.samples_ms)
+
+
+def compare_time(res: CaseResult, base: BaselineCase, settings: Settings, alpha: float, intervals: bool = True,
+                 gated: bool = True) -> Comparison:
+    """The time verdict with its interval: between-process when calibrated, else the within-run one."""
+    d = time_decision(res, base, settings, alpha)
+    lo, hi = d.ci_low_pct, d.ci_high_pct
+    if d.noise is None and intervals:
+        lo, hi = median_change_ci_pct(base.samples_ms, res.samples_ms) or (None, None)
+    centre = sum(base.time_values()) / len(base.time_values())
+    current = sum(res.process_medians_ms) / len(res.process_medians_ms)
     return Comparison(case_id=res.case_id, metric=TIME_METRIC, unit="ms", direction=Direction.LOWER,
-                      verdict=d.verdict, baseline=base.median_ms, current=current, change_pct=d.change_pct,
-                      ci_low_pct=lo, ci_high_pct=hi, p_value=d.p_value, threshold_pct=d.threshold_pct,
-                      noise_pct=d.noise_pct, score=d.score, processes=d.processes, note=note)
+                      verdict=d.verdict, baseline=centre, current=current, change_pct=d.change_pct, ci_low_pct=lo,
+                      ci_high_pct=hi, p_value=d.p_value, threshold_pct=d.threshold_pct,
+                      noise_pct=d.noise.noise_pct if d.noise else None, score=d.score, processes=d.processes,
+                      note=_note(d, gated), detects_pct=d.detects_pct, gated=gated, suspect=d.suspect and gated)
 
 
-def speedup_decision(res: CaseResult, base_speedups: Sequence[float], decision: DecisionSettings) -> TimeDecision:
-    """The speedup judged like time: its reciprocal (candidate time / reference time, measured side by side)
-    against the calibration processes' reciprocals. Clocks and power state cancel out of the ratio, so it
-    is the steadier signal for compute-bound kernels (docs/decision-rule.md)."""
-    inverse = tuple(1.0 / s for s in base_speedups)
-    explicit = res.thresholds.metric_pct(SPEEDUP_METRIC)
-    thresholds = replace(res.thresholds, time_pct=explicit if explicit is not None else res.thresholds.time_pct,
-                         time_pct_explicit=explicit is not None)
-    timing = BaselineTiming(statistics.median(inverse), (), inverse, res.timing.timer)
-    return decide_time(timing, [1.0 / s for s in res.process_speedups], (), thresholds, decision)
+def _note(d: Decision, gated: bool) -> str:
+    if d.noise is None:
+        source = "no between-process noise yet: calibrate"
+    else:
+        source = f"noise from {d.noise.df + 1} processes ({d.noise.window_runs} from the history)"
+    return source if gated else f"{source}; reported, not gated (the speedup is)"
 
 
-def compare_speedup(res: CaseResult, base: BaselineCase, settings: Settings) -> Comparison | None:
-    """A calibrated speedup comparison, when both the run and the calibrated baseline have one."""
-    if res.speedup is None or len(base.process_speedups) < MIN_CALIBRATION_PROCESSES:
+def _speedup_values(res: CaseResult, base: BaselineCase) -> tuple[float, ...]:
+    """The baseline's speedup process values (reciprocals), when the run has a speedup to compare."""
+    if res.speedup is None:
+        return ()
+    if base.process_speedups:
+        return base.speedup_values()
+    old = next((m.value for m in base.metrics if m.name == SPEEDUP_METRIC and m.value > 0), None)
+    return (1.0 / old,) if old is not None else ()
+
+
+def speedup_decision(res: CaseResult, base: BaselineCase, settings: Settings, alpha: float) -> Decision | None:
+    """The speedup judged like time, on its reciprocal (candidate time / reference time, measured side by
+    side): lower is better for both. Clocks and power state cancel out of the ratio, so it is the steadier
+    signal for compute-bound kernels (docs/decision-rule.md)."""
+    calibration = _speedup_values(res, base)
+    if not calibration:
         return None
-    d = speedup_decision(res, base.process_speedups, decision_settings(settings))
-    centre = statistics.median(base.process_speedups)
-    current = 1.0 / pooled([1.0 / s for s in res.process_speedups])
+    noise = _noise(res.thresholds.speedup_noise, calibration if base.calibrated else (), res, settings)
+    explicit = res.thresholds.metric_pct(SPEEDUP_METRIC)
+    return decide(calibration, [1.0 / s for s in res.process_speedups], noise,
+                  _rule(res, settings, alpha, explicit),
+                  threshold_pct=explicit if explicit is not None else res.thresholds.time_pct)
+
+
+def compare_speedup(res: CaseResult, base: BaselineCase, settings: Settings, alpha: float) -> Comparison | None:
+    """The gated speedup comparison, when the run and the baseline both have a speedup."""
+    d = speedup_decision(res, base, settings, alpha)
+    if d is None or res.speedup is None:
+        return None
+    calibration = _speedup_values(res, base)
+    centre = len(calibration) / sum(calibration)  # the speedup whose reciprocal is the calibration's mean
+    current = len(res.process_speedups) / sum(1.0 / s for s in res.process_speedups)
+    flip = None if d.ci_low_pct is None or d.ci_high_pct is None else (-d.ci_high_pct, -d.ci_low_pct)
+    change = percent_change(centre, current)
     return Comparison(case_id=res.case_id, metric=SPEEDUP_METRIC, unit="x", direction=Direction.HIGHER,
                       verdict=d.verdict, kernel=res.speedup.reference, baseline=centre, current=current,
-                      change_pct=percent_change(centre, current), threshold_pct=d.threshold_pct,
-                      noise_pct=d.noise_pct, score=d.score, processes=d.processes, note="calibrated")
+                      change_pct=change, ci_low_pct=flip[0] if flip else None, ci_high_pct=flip[1] if flip else None,
+                      threshold_pct=d.threshold_pct, noise_pct=d.noise.noise_pct if d.noise else None,
+                      score=d.score, processes=d.processes, note=_note(d, True),
+                      detects_pct=d.detects_pct, suspect=d.suspect)
 
 
-def compare_metrics(res: CaseResult, base: BaselineCase, skip: tuple[str, ...] = ()) -> list[Comparison]:
-    """Profiler, memory and (uncalibrated) speedup metrics, matched by (source, kernel, name); ungated ones
-    are compared for explanations."""
+def compare_metrics(res: CaseResult, base: BaselineCase, skip: tuple[str, ...] = (), stages: int = 1
+                    ) -> list[Comparison]:
+    """Profiler and memory metrics, matched by (source, kernel, name); ungated ones are compared for
+    explanations. Memory is re-measured by confirmation processes and regresses only when all show it."""
     before = {(m.source, m.kernel, m.name): m for m in base.metrics}
     rows = []
     for m in res.metrics:
@@ -144,28 +212,42 @@ def compare_metrics(res: CaseResult, base: BaselineCase, skip: tuple[str, ...] =
         spec = spec_for(m.name)
         if old is None or spec is None or m.source == "timing" or m.name in skip:
             continue
+        again = res.confirmation_memory if m.name in MEMORY_METRICS else ()
         rows.append(_metric_row(res.case_id, old, m, spec.direction, spec.kind,
-                                metric_threshold_pct(res.thresholds, m.name)))
+                                metric_threshold_pct(res.thresholds, m.name), again,
+                                stages if m.name in MEMORY_METRICS else 1))
     return rows
 
 
 def _metric_row(case_id: str, old: Metric, new: Metric, direction: Direction, kind: MetricKind,
-                threshold_pct: float) -> Comparison:
+                threshold_pct: float, again: Sequence[float] = (), stages: int = 1) -> Comparison:
     change = percent_change(old.value, new.value)
-    worse = _worse_by(old.value, new.value, change, direction)
-    spec = spec_for(new.name)
-    floor = PERCENT_POINTS_FLOOR if new.unit == "%" else (spec.floor if spec else 0.0)
-    if abs(new.value - old.value) < floor:
-        worse = 0.0
-    verdict = Verdict.UNCHANGED
-    if kind is not MetricKind.DERIVED:
-        if worse is not None and worse > threshold_pct + 1e-9:
-            verdict = Verdict.REGRESSED
-        elif worse is not None and -worse > threshold_pct + 1e-9:
-            verdict = Verdict.IMPROVED
+    verdicts = [_tolerance_verdict(old, value, new.unit, direction, kind, threshold_pct)
+                for value in (new.value, *again)]
+    first = verdicts[0]
+    agreed = all(v is first for v in verdicts)
+    verdict = first if agreed and first is not Verdict.UNCHANGED else Verdict.UNCHANGED
+    suspect = first is not Verdict.UNCHANGED and agreed and len(verdicts) < stages
     return Comparison(case_id=case_id, metric=new.name, unit=new.unit, direction=direction, verdict=verdict,
                       kernel=new.kernel, baseline=old.value, current=new.value, change_pct=change,
-                      threshold_pct=threshold_pct if kind is not MetricKind.DERIVED else None, note=new.source)
+                      threshold_pct=threshold_pct if kind is not MetricKind.DERIVED else None, note=new.source,
+                      processes=len(verdicts), suspect=suspect)
+
+
+def _tolerance_verdict(old: Metric, value: float, unit: str, direction: Direction, kind: MetricKind,
+                       threshold_pct: float) -> Verdict:
+    if kind is MetricKind.DERIVED:
+        return Verdict.UNCHANGED
+    worse = _worse_by(old.value, value, percent_change(old.value, value), direction)
+    spec = spec_for(old.name)
+    floor = PERCENT_POINTS_FLOOR if unit == "%" else (spec.floor if spec else 0.0)
+    if abs(value - old.value) < floor or worse is None:
+        return Verdict.UNCHANGED
+    if worse > threshold_pct + 1e-9:
+        return Verdict.REGRESSED
+    if -worse > threshold_pct + 1e-9:
+        return Verdict.IMPROVED
+    return Verdict.UNCHANGED
 
 
 def _worse_by(old: float, new: float, change: float | None, direction: Direction) -> float | None:
@@ -179,21 +261,24 @@ def _worse_by(old: float, new: float, change: float | None, direction: Direction
     return change if direction is Direction.LOWER else -change
 
 
-def _speedup_target(res: CaseResult) -> list[Comparison]:
-    """The absolute target: the speedup's upper confidence bound must reach min_speedup."""
+def _speedup_target(res: CaseResult, stages: int = 1) -> list[Comparison]:
+    """The absolute target: the speedup's upper confidence bound must reach min_speedup, and every
+    confirmation process must fall short of it too before the case fails."""
     target = res.thresholds.min_speedup
     s = res.speedup
     if target is None or s is None:
         return []
-    verdict = Verdict.BELOW_TARGET if s.ci_high < target else Verdict.UNCHANGED
+    below = [s.ci_high < target, *(v < target for v in res.confirmation_speedups)]
+    verdict = Verdict.BELOW_TARGET if all(below) else Verdict.UNCHANGED
+    suspect = all(below) and len(below) < stages
     return [Comparison(case_id=res.case_id, metric="min_speedup", unit="x", direction=Direction.HIGHER,
-                       verdict=verdict, kernel=s.reference, baseline=target, current=s.median,
-                       note=f"{s.median:.2f}x vs {s.reference} (CI {s.ci_low:.2f}-{s.ci_high:.2f}), "
-                            f"needs >= {target:g}x")]
+                       verdict=verdict, kernel=s.reference, baseline=target, current=s.median, processes=len(below),
+                       suspect=suspect, note=f"{s.median:.2f}x vs {s.reference} (CI {s.ci_low:.2f}-{s.ci_high:.2f}), "
+                                             f"needs >= {target:g}x")]
 
 
 def explain(metric_rows: Sequence[Comparison]) -> tuple[Comparison, ...]:
-    """What moved with a time regression: counters that changed first (registers, spills, theoretical
+    """What moved with a regression: counters that changed first (registers, spills, theoretical
     occupancy: the usual causes), then measured metrics that regressed, then the always-shown ones
     that held still ("DRAM bytes unchanged" rules a cause out)."""
     def rank(c: Comparison) -> tuple[bool, int, float]:
@@ -204,5 +289,5 @@ def explain(metric_rows: Sequence[Comparison]) -> tuple[Comparison, ...]:
 
     moved = [r for r in metric_rows if r.verdict is not Verdict.UNCHANGED]
     moved.sort(key=rank)
-    steady = [r for r in metric_rows if r not in moved and r.metric in EXPLAIN_ALWAYS]
+    steady = [r for r in metric_rows if r.verdict is Verdict.UNCHANGED and r.metric in EXPLAIN_ALWAYS]
     return tuple(moved[:8] + steady[:4])

@@ -1,172 +1,123 @@
-"""The time verdict: the current process medians against the baseline's between-process noise.
+"""The verdict for one gated metric of one case: this run's process values against the baseline's centre and
+the case's between-process noise (gate/noise.py), at a false-alarm rate charged to the whole run.
 
-Within-run samples understate how much a median moves from one process to the next (power state,
-autotuning, allocation), so a calibrated baseline keeps one median per calibration process and the
-rule asks: is this run's median outside what another process of the unchanged code would give?
+Within a run, samples are tight; the median moves between processes (power state, allocation, library
+state). So the unit of evidence is a process value (a time median, or the reciprocal of a speedup: lower
+is better for both), and:
 
-With N baseline process medians (centre M, relative standard deviation s, floored) and the pooled centre c
-of k current process medians (this run, then any confirmation runs), the change d = 100 (c - M) / M has
-standard error se = s * sqrt(1/k + 1/N) and, for unchanged code, d / se follows Student's t with N-1
-degrees of freedom (a prediction interval for new process medians). The pooled centre is robust to one
-odd process: for k = 2 the smaller of the two (a regression must show in both processes), for k >= 3
-their median. The case calls
+- the centre M is the mean of the baseline's calibration process values (n_c of them);
+- the noise s is their relative spread together with the noise window's (gate/noise.py), on df degrees of
+  freedom; a new process value's change d = 100 (x - M) / M has standard deviation s * a, a = sqrt(1 + 1/n_c);
+- the run's false-alarm budget (`false_alarm_pct`, 1% by default) is divided over its m gated tests:
+  alpha = budget / m per test, so an unchanged suite fails at most that often whatever its size;
+- a case fails only when every one of its k processes (the run's, then k - 1 fresh confirmation processes;
+  k = 1 + confirm_runs) lies beyond T = max(floor, c_k * s * a), where c_k makes that event's probability
+  alpha for unchanged code (stats.critical_value: the processes share M and s, so c_k is computed for the
+  joint event, not as if they were independent). The confirmation is charged to alpha, not an extra look.
 
-    REGRESSED     d >  T,  T = max(floor, t(1 - a, N-1) * se)
-    IMPROVED      d < -T
-    INCONCLUSIVE  d >  b and d + b > T,  b = t(0.95, N-1) * se
-                  (above the noise, and a regression of T cannot be ruled out)
+    REGRESSED     all k changes > T          (fewer than k processes measured: all > T_j of j stages)
+    IMPROVED      all k changes < -T         (likewise)
+    INCONCLUSIVE  the mean change is above the noise band b = t(0.95, df) * s * sqrt(1/j + 1/n_c),
+                  and the mean + b reaches T: a regression of T cannot be ruled out
     UNCHANGED     otherwise
 
-where a is `alpha` for one process and `confirm_alpha` once confirmation runs joined, and floor is the
-minimum effect (`min_effect_pct`, or an explicit per-case `threshold_pct`). T is what the case can
-detect ("detects >= T%"). docs/decision-rule.md has the derivation and the measured rates.
+A case whose processes so far all lie beyond T but number fewer than k is a *suspect*: the gate measures
+it again in a fresh process (gate/run.py). "Detects >= X%" is the shift the rule catches with 80% power:
+X = T + s * a * z(0.8^(1/k)). The interval shown is the mean change +- t(0.975, df) * s * sqrt(1/j + 1/n_c),
+between-process noise included.
 
-An uncalibrated baseline (fewer than 3 process medians) keeps the first rule: Mann-Whitney p < alpha
-on the samples and the change beyond `threshold_pct`.
+With fewer than three reference processes there is no noise to judge by (an uncalibrated baseline and no
+history yet): the case never fails; a change beyond `threshold_pct` that the within-run rank test also
+sees is INCONCLUSIVE, with a finding that asks for calibration.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
-from perfgate.model import CaseThresholds, Timer, Verdict
-from perfgate.stats import mann_whitney_p, percent_change, relative_sd_pct, t_quantile
+from perfgate.model import NoiseEstimate, Verdict
+from perfgate.stats import critical_value, mann_whitney_p, t_quantile
 
-MIN_CALIBRATION_PROCESSES = 3
-DEFAULT_NOISE_FLOOR_PCT = {Timer.CUDA_EVENT: 0.1, Timer.HOST: 0.5}
-INCONCLUSIVE_CONFIDENCE = 0.95
-OUTLIER_MADS = 5.0
-
-
-@dataclass(frozen=True)
-class DecisionSettings:
-    alpha: float = 0.01
-    confirm_alpha: float = 0.001
-    noise_floor_pct: float | None = None
+POWER = 0.8  # "detects >= X%": the change caught this often
+BAND_CONFIDENCE = 0.95
+INTERVAL_CONFIDENCE = 0.95
 
 
 @dataclass(frozen=True)
-class BaselineTiming:
-    """What the rule needs of a baseline case."""
+class Rule:
+    """What one decision needs beyond the data: the per-test alpha (the run's budget over its tests), the
+    processes a failure needs, and the smallest change that matters."""
 
-    median_ms: float
-    samples_ms: tuple[float, ...]
-    process_medians_ms: tuple[float, ...] = ()
-    timer: Timer = Timer.CUDA_EVENT
+    alpha: float
+    stages: int = 3
+    floor_pct: float = 1.0
 
 
 @dataclass(frozen=True)
-class TimeDecision:
+class Decision:
     verdict: Verdict
-    change_pct: float | None
-    threshold_pct: float
-    calibrated: bool
+    change_pct: float | None  # mean over the processes
+    threshold_pct: float  # T: what each process must exceed
+    detects_pct: float | None  # the change caught with POWER (calibrated only)
     processes: int
-    noise_pct: float | None = None
-    score: float | None = None
-    p_value: float | None = None
+    noise: NoiseEstimate | None = None
+    ci_low_pct: float | None = None
+    ci_high_pct: float | None = None
+    score: float | None = None  # the mean change in units of its standard error
+    suspect: bool = False  # beyond T on every process so far, fewer than `stages`: measure again
+    p_value: float | None = None  # uncalibrated only: the within-run rank test
 
 
-def noise_pct(process_medians_ms: Sequence[float], timer: Timer, floor_pct: float | None = None) -> float | None:
-    """Relative between-process standard deviation (%), floored (five quiet processes do not prove a case
-    is quieter than the clock can resolve), of the processes that are not wild outliers (`outliers`)."""
-    values = [v for i, v in enumerate(process_medians_ms)
-              if i not in outliers(process_medians_ms, timer, floor_pct)]
-    sd = relative_sd_pct(values)
-    if sd is None:
-        return None
-    return max(sd, _floor(timer, floor_pct))
+def decide(centre_values: Sequence[float], current: Sequence[float], noise: NoiseEstimate | None, rule: Rule,
+           threshold_pct: float = 3.0, baseline_samples: Sequence[float] = (),
+           current_samples: Sequence[float] = ()) -> Decision:
+    """The verdict for one metric (lower is better): `centre_values` are the baseline's calibration process
+    values, `current` this run's process values (the run's first, then its confirmations)."""
+    if not current or not centre_values:
+        raise ValueError("need current and baseline process values")
+    centre = math.fsum(centre_values) / len(centre_values)
+    changes = [100.0 * (x - centre) / centre for x in current]
+    mean_change = math.fsum(changes) / len(changes)
+    if noise is None:
+        return _without_noise(mean_change, len(current), threshold_pct, rule, baseline_samples, current_samples)
+    n_c, j, k = len(centre_values), len(current), rule.stages
+    a = math.sqrt(1.0 + 1.0 / n_c)
+    unit = noise.noise_pct * a
 
+    def threshold(stages: int) -> float:
+        return max(rule.floor_pct, critical_value(stages, rule.alpha, n_c, noise.df) * unit)
 
-def outliers(process_medians_ms: Sequence[float], timer: Timer, floor_pct: float | None = None) -> frozenset[int]:
-    """Indexes of process medians more than OUTLIER_MADS robust deviations (1.4826 MAD, at least the noise
-    floor) from the median, kept only while three or more processes remain.
-
-    One wild calibration process (measured on the H100: a 12 us add at 23 us in 1 process of 6) would
-    otherwise widen the case's threshold tenfold for good. Leaving it out of the noise is safe because a
-    wild process at gate time is what confirmation is for: a regression must show in fresh processes.
-    Spread that is real (cuBLAS switching between two speeds) has a large MAD and is kept.
-    """
-    if len(process_medians_ms) <= MIN_CALIBRATION_PROCESSES:
-        return frozenset()
-    centre = statistics.median(process_medians_ms)
-    mad = statistics.median(abs(v - centre) for v in process_medians_ms)
-    scale = 1.4826 * max(mad, _floor(timer, floor_pct) / 100.0 * abs(centre))
-    out = frozenset(i for i, v in enumerate(process_medians_ms) if abs(v - centre) > OUTLIER_MADS * scale)
-    return out if len(process_medians_ms) - len(out) >= MIN_CALIBRATION_PROCESSES else frozenset()
-
-
-def _floor(timer: Timer, floor_pct: float | None) -> float:
-    return DEFAULT_NOISE_FLOOR_PCT[timer] if floor_pct is None else floor_pct
-
-
-def is_calibrated(base: BaselineTiming) -> bool:
-    return len(base.process_medians_ms) >= MIN_CALIBRATION_PROCESSES
-
-
-def decide_time(base: BaselineTiming, current_medians_ms: Sequence[float], current_samples_ms: Sequence[float],
-                thresholds: CaseThresholds, settings: DecisionSettings) -> TimeDecision:
-    """The verdict for one case's time (see the module docstring)."""
-    if not current_medians_ms:
-        raise ValueError("no current process medians")
-    if is_calibrated(base):
-        return _calibrated(base, current_medians_ms, thresholds, settings)
-    return _uncalibrated(base, current_medians_ms, current_samples_ms, thresholds, settings)
-
-
-def _calibrated(base: BaselineTiming, medians: Sequence[float], thresholds: CaseThresholds,
-                settings: DecisionSettings) -> TimeDecision:
-    procs = sorted(base.process_medians_ms)
-    n, k = len(procs), len(medians)
-    centre = _median(procs)
-    s = noise_pct(procs, base.timer, settings.noise_floor_pct)
-    assert s is not None  # n >= 3
-    change = percent_change(centre, pooled(medians))
-    se = s * math.sqrt(1.0 / k + 1.0 / n)
-    alpha = settings.alpha if k == 1 else settings.confirm_alpha
-    floor = thresholds.time_pct if thresholds.time_pct_explicit else thresholds.min_effect_pct
-    threshold = max(floor, t_quantile(1.0 - alpha, n - 1) * se)
-    band = t_quantile(INCONCLUSIVE_CONFIDENCE, n - 1) * se  # the 95% noise band of the change
+    t_k = threshold(k)
+    t_now = t_k if j >= k else threshold(j)  # confirmation cut short: charge what was measured
+    se = noise.noise_pct * math.sqrt(1.0 / j + 1.0 / n_c)
     verdict = Verdict.UNCHANGED
-    if change is not None:
-        if change > threshold:
-            verdict = Verdict.REGRESSED
-        elif change < -threshold:
-            verdict = Verdict.IMPROVED
-        elif change > band and change + band > threshold:
-            verdict = Verdict.INCONCLUSIVE  # above the noise, and a regression of T cannot be ruled out
-    score = change / se if change is not None and se > 0 else None
-    return TimeDecision(verdict, change, threshold, True, k, noise_pct=s, score=score)
+    if all(d > t_now for d in changes):
+        verdict = Verdict.REGRESSED
+    elif all(d < -t_now for d in changes):
+        verdict = Verdict.IMPROVED
+    else:
+        band = t_quantile(BAND_CONFIDENCE, noise.df) * se
+        if mean_change > band and mean_change + band > t_k:
+            verdict = Verdict.INCONCLUSIVE
+    suspect = j < k and (all(d > t_k for d in changes) or all(d < -t_k for d in changes))
+    half = t_quantile(0.5 + INTERVAL_CONFIDENCE / 2, noise.df) * se
+    detects = t_k + unit * NormalDist().inv_cdf(POWER ** (1.0 / k))
+    return Decision(verdict, mean_change, t_k, detects, j, noise, mean_change - half, mean_change + half,
+                    mean_change / se if se > 0 else None, suspect)
 
 
-def _uncalibrated(base: BaselineTiming, medians: Sequence[float], samples: Sequence[float],
-                  thresholds: CaseThresholds, settings: DecisionSettings) -> TimeDecision:
-    p = mann_whitney_p(base.samples_ms, samples)
-    change = percent_change(base.median_ms, pooled(medians))
-    threshold = thresholds.time_pct
-    verdict = Verdict.UNCHANGED
-    if change is not None and p < settings.alpha:
-        if change > threshold:
-            verdict = Verdict.REGRESSED
-        elif change < -threshold:
-            verdict = Verdict.IMPROVED
-    return TimeDecision(verdict, change, threshold, False, len(medians), p_value=p)
+def _without_noise(change: float, processes: int, threshold_pct: float, rule: Rule,
+                   baseline_samples: Sequence[float], current_samples: Sequence[float]) -> Decision:
+    """No between-process noise to judge by: never a failure on a within-run test alone."""
+    p = mann_whitney_p(baseline_samples, current_samples)
+    verdict = Verdict.INCONCLUSIVE if abs(change) > threshold_pct and p < rule.alpha else Verdict.UNCHANGED
+    return Decision(verdict, change, threshold_pct, None, processes, p_value=p)
 
 
-def pooled(medians: Sequence[float]) -> float:
-    """The current time from k process medians: one odd process (a noisy neighbour, a lucky boost) must
-    not decide, so two must agree (the smaller) and three or more vote (the median)."""
-    if len(medians) == 1:
-        return float(medians[0])
-    if len(medians) == 2:
-        return float(min(medians))
-    return _median(sorted(medians))
-
-
-def _median(sorted_values: Sequence[float]) -> float:
-    n = len(sorted_values)
-    mid = n // 2
-    return float(sorted_values[mid]) if n % 2 else (sorted_values[mid - 1] + sorted_values[mid]) / 2.0
+def per_test_alpha(false_alarm_pct: float, gated_tests: int) -> float:
+    """The run's false-alarm budget divided over its gated tests (Bonferroni: holds whatever their
+    dependence)."""
+    return false_alarm_pct / 100.0 / max(1, gated_tests)

@@ -11,10 +11,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from perfgate.baseline import Baseline
-from perfgate.metrics import TIME_METRIC
-from perfgate.model import Finding, FindingKind, GateResult, Run, TestOutcome, Timer, Verdict
+from perfgate.metrics import SPEEDUP_METRIC, TIME_METRIC
+from perfgate.model import Comparison, Finding, FindingKind, GateResult, HostState, Run, TestOutcome, Timer, Verdict
 
 THROTTLED_FRACTION = 0.5  # a case sampled mostly under a power/thermal cap is flagged
+LOAD_RISE_PER_CPU = 0.5  # and at least twice the calibration's: a load change worth naming
+CPU_CLOCK_DROP = 0.1
+STEAL_PCT = 5.0
 STALE_IMPROVEMENT_PCT = 20.0  # a bigger "improvement" than this suggests the baseline, not the code
 
 
@@ -27,7 +30,54 @@ class GateFacts:
 
 
 def findings_for(run: Run, baseline: Baseline | None, gate: GateResult, facts: GateFacts) -> tuple[Finding, ...]:
-    return (*_run_level(run, baseline, facts), *_unmeasured(run, baseline), *_per_case(run, baseline, gate))
+    return (*_run_level(run, baseline, facts), *_unmeasured(run, baseline), *_per_case(run, baseline, gate),
+            *_host_drift(run, baseline))
+
+
+def _inconclusive(c: Comparison) -> str:
+    what = "speedup" if c.metric == SPEEDUP_METRIC else "time"
+    change = f"{c.case_id}: {what} {c.change_pct:+.2f}%" if c.change_pct is not None else f"{c.case_id}: {what}"
+    if c.noise_pct is None:
+        return (f"{change} is beyond {c.threshold_pct:.1f}%, but with no between-process noise to judge by it "
+                "cannot fail the gate: run perfgate calibrate")
+    return (f"{change} is above the noise but a regression of {c.threshold_pct:.2f}% per process is neither shown "
+            f"nor ruled out after {c.processes} process(es)")
+
+
+def _host_drift(run: Run, baseline: Baseline | None) -> Iterator[Finding]:
+    """On the host clock the machine is part of the measurement: name the cases measured under clearly
+    more load, a lower CPU clock or stolen CPU time than at calibration (one line per kind, worst first)."""
+    if baseline is None:
+        return
+    drifts: dict[str, list[tuple[float, str]]] = {}
+    for r in run.results:
+        base = baseline.cases.get(r.case_id)
+        if r.timing.timer is not Timer.HOST or base is None or base.host_state is None or r.host_state is None:
+            continue
+        for kind, size, text in host_changes(base.host_state, r.host_state):
+            drifts.setdefault(kind, []).append((size, f"{r.case_id}: {text}"))
+    for kind, items in sorted(drifts.items()):
+        items.sort(reverse=True)
+        more = f" (and {len(items) - 1} more case(s))" if len(items) > 1 else ""
+        yield Finding(FindingKind.HOST_DRIFT, f"{items[0][1]}{more}: timings on the host clock include the "
+                                              f"machine; a verdict may be the {kind}'s, not the code's")
+
+
+def host_changes(before: HostState, now: HostState) -> list[tuple[str, float, str]]:
+    """(kind, size, description) of each clear change in the host's state."""
+    out = []
+    cpus = max(1, now.cpus)
+    if now.load_avg_1m > max(2.0 * before.load_avg_1m, before.load_avg_1m + LOAD_RISE_PER_CPU * cpus):
+        out.append(("load", now.load_avg_1m - before.load_avg_1m,
+                    f"load average {now.load_avg_1m:.1f} now vs {before.load_avg_1m:.1f} at calibration on {cpus} "
+                    "CPU(s)"))
+    if now.cpu_mhz and before.cpu_mhz and now.cpu_mhz < (1 - CPU_CLOCK_DROP) * before.cpu_mhz:
+        out.append(("CPU clock", before.cpu_mhz - now.cpu_mhz,
+                    f"CPU clock {now.cpu_mhz:.0f} MHz now vs {before.cpu_mhz:.0f} MHz at calibration"))
+    if now.steal_pct is not None and now.steal_pct > STEAL_PCT + (before.steal_pct or 0.0):
+        out.append(("hypervisor", now.steal_pct, f"{now.steal_pct:.0f}% of CPU time stolen by the hypervisor "
+                                                 f"(calibration: {before.steal_pct or 0.0:.0f}%)"))
+    return out
 
 
 def _run_level(run: Run, baseline: Baseline | None, facts: GateFacts) -> Iterator[Finding]:
@@ -74,10 +124,8 @@ def _per_case(run: Run, baseline: Baseline | None, gate: GateResult) -> Iterator
             yield Finding(FindingKind.NOT_COMPARABLE, f"{c.case_id}: {c.note}", c.case_id)
         elif c.verdict is Verdict.PROFILE_FAILED:
             yield Finding(FindingKind.PROFILE_FAILED, f"{c.case_id}: {c.note}", c.case_id)
-        elif c.metric == TIME_METRIC and c.verdict is Verdict.INCONCLUSIVE:
-            yield Finding(FindingKind.INCONCLUSIVE, f"{c.case_id}: {c.change_pct:+.2f}% is above the noise but below "
-                                                    f"what it can call ({c.threshold_pct:.2f}%) after {c.processes} "
-                                                    f"process(es)", c.case_id)
+        elif c.gated and c.metric in (TIME_METRIC, SPEEDUP_METRIC) and c.verdict is Verdict.INCONCLUSIVE:
+            yield Finding(FindingKind.INCONCLUSIVE, _inconclusive(c), c.case_id)
         elif c.metric == TIME_METRIC and c.change_pct is not None and c.threshold_pct is not None and \
                 c.change_pct < -max(STALE_IMPROVEMENT_PCT, 3 * c.threshold_pct):
             yield Finding(FindingKind.STALE_BASELINE, f"{c.case_id}: {c.change_pct:+.1f}% faster than the baseline: "

@@ -6,26 +6,21 @@ a verdict alone, `evaluate`); nothing else decides a verdict.
 from __future__ import annotations
 
 import logging
-import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate.baseline import Baseline, baseline_path, load_baseline
 from perfgate.config.settings import Settings
-from perfgate.errors import BaselineError, PerfgateError
+from perfgate.errors import BaselineError
 from perfgate.gate.compare import compare_run
+from perfgate.gate.confirm import Confirmer, confirm_suspects
 from perfgate.gate.findings import GateFacts, findings_for
-from perfgate.metrics import SPEEDUP_METRIC, TIME_METRIC
-from perfgate.model import CaseResult, Environment, GateResult, Run, RunInfo, UnmeasuredTest, Verdict
+from perfgate.model import CaseResult, Environment, GateResult, Run, RunInfo, UnmeasuredTest
 
 log = logging.getLogger("perfgate")
 
-# case ids -> each case as one fresh process measured it (PerfgateError when that process fails)
-Confirmer = Callable[[Sequence[str]], Mapping[str, CaseResult]]
-SUSPECT = (Verdict.REGRESSED, Verdict.INCONCLUSIVE)
-CONFIRMED_METRICS = (TIME_METRIC, SPEEDUP_METRIC)  # the metrics a fresh process re-measures
 
 
 def build_run(results: Iterable[CaseResult], unmeasured: Iterable[UnmeasuredTest], environment: Environment,
@@ -64,43 +59,6 @@ def evaluate(run: Run, baseline: Baseline | None, settings: Settings, facts: Gat
     """The verdicts and findings for a run: pure, and the same for the plugin and `perfgate compare`."""
     gate = compare_run(run.results, baseline, run.environment, settings)
     return replace(gate, findings=findings_for(run, baseline, gate, facts), strict=settings.strict)
-
-
-def suspects(gate: GateResult) -> list[str]:
-    """Cases whose time (or speedup) verdict needs another process: inconclusive, or regressed on one
-    process only."""
-    return sorted({c.case_id for c in gate.comparisons if c.metric in CONFIRMED_METRICS and c.verdict in SUSPECT
-                   and c.processes >= 1 and not (c.verdict is Verdict.REGRESSED and c.processes > 1)})
-
-
-def confirm_suspects(run: Run, baseline: Baseline | None, settings: Settings, confirmer: Confirmer,
-                     messages: list[str]) -> Run:
-    """Re-measure suspect cases in fresh processes, round by round, until each is confirmed, cleared or
-    the budget (`confirm_runs`) is spent. Only a regression that survives this fails the gate."""
-    for round_no in range(1, settings.confirm_runs + 1):
-        todo = suspects(compare_run(run.results, baseline, run.environment, settings, intervals=False))
-        if not todo:
-            break
-        started = time.monotonic()
-        try:
-            fresh = confirmer(todo)
-        except PerfgateError as err:
-            messages.append(f"perfgate: confirmation run failed, keeping the unconfirmed verdicts: {err}")
-            break
-        # the cost of a confirmation is part of the gate's wall time: shown so it can be budgeted
-        messages.append(f"perfgate: confirmed {len(todo)} suspect case(s) in a fresh process "
-                        f"(round {round_no} of {settings.confirm_runs}): {time.monotonic() - started:.1f} s")
-        run = replace(run, results=tuple(_confirmed(r, fresh[r.case_id]) if r.case_id in fresh else r
-                                         for r in run.results))
-    return run
-
-
-def _confirmed(r: CaseResult, again: CaseResult) -> CaseResult:
-    speedups = r.confirmation_speedups
-    if r.speedup is not None and again.speedup is not None:
-        speedups += (again.speedup.median,)
-    return replace(r, confirmation_medians_ms=r.confirmation_medians_ms + (again.timing.median_ms,),
-                   confirmation_speedups=speedups)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from perfgate.config.settings import MeasureOptions
 from perfgate.measure.autotune import AutotuneWatch
 from perfgate.measure.check import check_outputs
 from perfgate.measure.gpu_state import NvmlDevice
+from perfgate.measure.host_state import HostSampler
 from perfgate.measure.memory import peak_memory
 from perfgate.measure.timer import cuda_available, measure_calls
 from perfgate.metrics import SPEEDUP_METRIC
@@ -68,7 +69,9 @@ def measure_case(spec: CaseSpec, device: NvmlDevice | None = None) -> CaseResult
     try:
         _first_calls(call, ref_call if spec.reference else None, spec, timer, watch)
         calls = [ref_call, call] if spec.reference is not None else [call]
+        host = HostSampler().start()
         m = measure_calls(calls, spec.options, timer, device, spec.prepare)
+        host_state = host.stop()
         samples = tuple(v / spec.calls_per_sample for v in m.samples_ms[-1])
         metrics: list[Metric] = []
         if spec.options.memory:
@@ -86,7 +89,8 @@ def measure_case(spec: CaseSpec, device: NvmlDevice | None = None) -> CaseResult
         watch.release()
     return CaseResult(case_id=spec.case_id, timing=summarize(samples, m.timer, spec.bytes_moved, spec.flops),
                       samples_ms=samples, metrics=tuple(metrics), bytes_moved=spec.bytes_moved, flops=spec.flops,
-                      thresholds=spec.thresholds, gpu_state=m.gpu_state, autotune=watch.choices(), speedup=speedup,
+                      thresholds=spec.thresholds, gpu_state=m.gpu_state, host_state=host_state,
+                      autotune=watch.choices(), speedup=speedup,
                       nodeid=spec.nodeid, location=spec.location,
                       profile_notes=tuple(f"autotune: {p}" for p in watch.problems))
 

@@ -51,12 +51,23 @@ def fmt_ci(c: Comparison) -> str:
 
 
 def fmt_detects(c: Comparison) -> str:
-    """The change a comparison could call: `>= 1.3%` for time (what the case detects), `> 10%` otherwise."""
+    """The change a comparison catches: `≥ 1.3%` where the decision rule states it (caught with 80% power),
+    `> 10%` for a tolerance."""
+    if c.detects_pct is not None:
+        return f"≥ {fmt_pct(c.detects_pct)}%"
     if c.threshold_pct is None:
         return "-"
-    if c.metric == "median_ms" or c.note == "calibrated":
-        return f"≥ {fmt_pct(c.threshold_pct)}%"
     return "any" if c.threshold_pct == 0 else f"> {fmt_pct(c.threshold_pct)}%"
+
+
+def fmt_verdict(c: Comparison, loud: bool = False) -> str:
+    """`regressed (2 processes)`, `unchanged (not gated)`: the verdict as the rule reached it."""
+    text = c.verdict.value.upper() if loud else c.verdict.value
+    if c.processes > 1:
+        text += f" ({c.processes} processes)"
+    if not c.gated:
+        text += " (not gated)"
+    return text
 
 
 def fmt_pct(pct: float) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from perfgate.metrics import TIME_METRIC
 from perfgate.model import Comparison, Environment, Finding, GateResult, Run, Verdict
 from perfgate.report.format import (
     case_label,
@@ -13,6 +12,7 @@ from perfgate.report.format import (
     fmt_ci,
     fmt_detects,
     fmt_value,
+    fmt_verdict,
     kernel_label,
     metric_title,
     movement,
@@ -87,9 +87,7 @@ def _table(rows: Sequence[Comparison], top_n: int) -> list[str]:
              "|---|---|---:|---:|---:|---:|---|"]
     for c in rows[:top_n]:
         change = f"{fmt_change(c.change_pct)} {fmt_ci(c)}".strip()
-        verdict = f"{ICON[c.verdict]} {c.verdict.value}"
-        if c.metric == TIME_METRIC and c.processes > 1:
-            verdict += f" ({c.processes} processes)"
+        verdict = f"{ICON[c.verdict]} {fmt_verdict(c)}"
         lines.append(f"| `{_code(shorten(c.case_id, 70))}` | {_escape(metric_title(c))} | "
                      f"{fmt_value(c.baseline, c.unit)} | {fmt_value(c.current, c.unit)} | {change} | "
                      f"{fmt_detects(c)} | {verdict} |")

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from perfgate.metrics import TIME_METRIC
 from perfgate.model import Comparison, GateResult, Verdict
-from perfgate.report.format import fmt_change, fmt_detects, fmt_value, metric_title, movement, shorten
+from perfgate.report.format import fmt_change, fmt_detects, fmt_value, fmt_verdict, metric_title, movement, shorten
 
 HEADERS = ("case", "metric", "baseline", "current", "change", "detects", "verdict")
 LOUD = (Verdict.REGRESSED, Verdict.BELOW_TARGET)
@@ -20,10 +20,7 @@ def table_rows(gate: GateResult) -> list[tuple[str, ...]]:
 
 
 def _verdict_cell(c: Comparison) -> str:
-    text = c.verdict.value.upper() if c.verdict in LOUD else c.verdict.value
-    if c.metric == TIME_METRIC and c.processes > 1:
-        text += f" ({c.processes} processes)"
-    return text
+    return fmt_verdict(c, loud=c.verdict in LOUD and c.gated)
 
 
 def render_table(rows: Sequence[tuple[str, ...]], headers: tuple[str, ...] = HEADERS) -> list[str]:

@@ -147,9 +147,9 @@ def _thresholds(text: str | None) -> CaseThresholds:
     """Stored thresholds; a run stored before version 2 had none and gets today's defaults."""
     if not text:
         return CaseThresholds()
-    raw = json.loads(text)
-    raw["metrics"] = tuple((str(k), float(v)) for k, v in raw.get("metrics", ()))
-    return CaseThresholds(**raw)
+    from perfgate.codec import thresholds_from_dict
+
+    return thresholds_from_dict(json.loads(text))
 
 
 def gpu_from_row(row: dict[str, Any]) -> GpuState:

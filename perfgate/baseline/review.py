@@ -1,0 +1,69 @@
+"""What a reviewer of a new calibration must know: cases that cannot detect a change worth gating, and why,
+and the processes left out of the noise as an autotuning warm-up."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from perfgate.baseline import Baseline
+from perfgate.baseline.write import autotune_warmup
+from perfgate.model import CaseResult, HostState, Run, Timer
+from perfgate.report.format import fmt_value
+
+USEFUL_DETECT_PCT = 10.0  # a case that cannot see a change this large gates nothing worth gating
+TINY_CALL_MS = {Timer.CUDA_EVENT: 0.005, Timer.HOST: 0.001}  # launch/timer overhead dominates below this
+BUSY_LOAD_PER_CPU = 0.5
+STEAL_PCT = 2.0
+
+
+def calibration_notes(baseline: Baseline, runs: Sequence[Run], autotuned_first: bool) -> list[str]:
+    """One line per case that detects only changes above USEFUL_DETECT_PCT (with the likely reasons), and one
+    per case whose autotuning process was left out."""
+    by_case: dict[str, list[CaseResult]] = {}
+    for run in runs:
+        for res in run.results:
+            by_case.setdefault(res.case_id, []).append(res)
+    lines = []
+    for case_id, results in sorted(by_case.items()):
+        case = baseline.cases.get(case_id)
+        if case is None:
+            continue
+        if autotune_warmup(results, autotuned_first):
+            lines.append(f"perfgate note: {case_id}: process 1 ran the autotuner "
+                         f"({fmt_value(results[0].timing.median_ms, 'ms')}); it is a warm-up, left out of the noise")
+        detects = [d for d in (case.threshold_pct, case.speedup_threshold_pct) if d is not None]
+        if detects and min(detects) > USEFUL_DETECT_PCT:
+            why = "; ".join(reasons(results)) or "its process medians differ this much from one process to the next"
+            lines.append(f"perfgate warning: {case_id} detects only changes >= {min(detects):.1f}%: {why}")
+    return lines
+
+
+def reasons(results: Sequence[CaseResult]) -> list[str]:
+    """Why a case's processes disagree, from what was recorded with them."""
+    out = []
+    medians = sorted(r.timing.median_ms for r in results)
+    timer = results[0].timing.timer
+    if medians[len(medians) // 2] < TINY_CALL_MS[timer]:
+        out.append(f"one call takes {fmt_value(medians[len(medians) // 2], 'ms')}, where timer and launch overhead "
+                   "set the spread: time more work per call")
+    hosts = [r.host_state for r in results if r.host_state is not None]
+    if hosts:
+        out += _host_reasons(hosts)
+    if timer is Timer.CUDA_EVENT and results[0].speedup is None:
+        out.append(f"process medians spread {fmt_value(medians[0], 'ms')}-{fmt_value(medians[-1], 'ms')} (machine "
+                   "state common to the process): a reference or a probe cancels it (docs/accuracy.md)")
+    return out
+
+
+def _host_reasons(hosts: Sequence[HostState]) -> list[str]:
+    out = []
+    busiest = max(hosts, key=lambda h: h.load_avg_1m / max(1, h.cpus))
+    if busiest.load_avg_1m > BUSY_LOAD_PER_CPU * busiest.cpus:
+        out.append(f"the host was busy (load average {busiest.load_avg_1m:.1f} on {busiest.cpus} CPU(s))")
+    threads = max(h.threads for h in hosts)
+    if threads > 1:
+        out.append(f"{threads} threads ran in the measuring process, sharing its CPUs")
+    steal = max((h.steal_pct for h in hosts if h.steal_pct is not None), default=0.0)
+    if steal > STEAL_PCT:
+        out.append(f"the hypervisor took {steal:.0f}% of the CPU time (steal)")
+    return out

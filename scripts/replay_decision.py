@@ -1,0 +1,172 @@
+"""Replay perfgate's shipped decision rule on every recorded unchanged and injected H100 process value.
+
+    python scripts/replay_decision.py [--draws 400] [--window 12] [--stages 3] [--budget 1.0] [--json OUT]
+
+Data: docs/data/h100/accuracy_{b,c}_process_medians.json (two sessions on two H100s; per case type the
+time median and, for cases with a reference, the speedup of every calibration, A/A and injected process).
+
+One draw, per session and case type: shuffle the unchanged processes; the first 6 are a calibration,
+the next `--window` the history window of passing runs, the rest are held out. The case's gated signal is
+its speedup (cases with a reference: time is then reported, not gated) or its time. The decision code
+(perfgate.gate.decision.decide, perfgate.gate.noise.estimate_noise) gives the threshold T every process
+must exceed; a run fails the case when the run's process and its `stages - 1` confirmation processes all
+exceed T. Over a draw, the false-alarm probability is the share of ordered k-tuples of held-out processes
+that all exceed T, and the detection probability at an injected level the share of k-tuples of that
+level's processes (all exact counts, no sampling). Every draw is an independent calibration; the rates
+are their averages. A sample of tuples is also run through `decide` itself and must agree with the count.
+
+Per run: a suite of m cases cycles through the case types; each test gets alpha = budget / m, so T grows
+with m; the per-run false-alarm rate is 1 - prod(1 - p_case) (cases independent: common-mode noise
+makes failures coincide, which only lowers the per-run rate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfgate.gate.decision import Rule, decide, per_test_alpha
+from perfgate.gate.noise import estimate_noise
+from perfgate.model import Verdict
+
+DATA = Path(__file__).resolve().parents[1] / "docs" / "data" / "h100"
+SESSIONS = ("b", "c")
+CALIBRATION = 6
+LEVELS = (2, 3, 5, 10)
+SUITES = (1, 10, 100, 1000)
+NOISE_FLOOR_PCT = 0.1  # CUDA events
+
+
+@dataclass(frozen=True)
+class CaseData:
+    name: str  # session/case
+    metric: str  # "time" or "speedup"
+    unchanged: tuple[float, ...]  # lower is better (speedups as reciprocals)
+    injected: dict[int, tuple[float, ...]]
+
+
+def load_cases() -> list[CaseData]:
+    cases = []
+    for session in SESSIONS:
+        doc = json.loads((DATA / f"accuracy_{session}_process_medians.json").read_text())
+        unchanged = doc["calibration"] + doc["aa"]
+        names = sorted({k.rsplit("-", 1)[0] for p in unchanged for k in p})
+        for name in names:
+            first = next(p[f"{name}-0"] for p in unchanged if f"{name}-0" in p)
+            metric, idx = ("speedup", 1) if first[1] is not None else ("time", 0)
+
+            def value(entry: list[float | None], idx: int = idx) -> float:
+                v = entry[idx]
+                assert v is not None
+                return 1.0 / v if idx == 1 else v
+
+            base = tuple(value(p[f"{name}-0"]) for p in unchanged if f"{name}-0" in p)
+            injected = {lvl: tuple(value(p[f"{name}-{lvl}"]) for p in doc["injected"] if f"{name}-{lvl}" in p)
+                        for lvl in LEVELS}
+            cases.append(CaseData(f"{session}/{name}", metric, base, {k: v for k, v in injected.items() if v}))
+    return cases
+
+
+def _all_exceed_share(exceed: list[bool], k: int) -> float:
+    """Share of ordered k-tuples of distinct processes that all exceed."""
+    n, e = len(exceed), sum(exceed)
+    if n < k:
+        return math.nan
+    return math.prod(e - i for i in range(k)) / math.prod(n - i for i in range(k))
+
+
+def replay_case(case: CaseData, m: int, args: argparse.Namespace, rng: random.Random) -> dict[str, float]:
+    rule = Rule(alpha=per_test_alpha(args.budget, m), stages=args.stages, floor_pct=args.min_effect)
+    fa, det = [], {lvl: [] for lvl in case.injected}
+    for _ in range(args.draws):
+        pool = list(case.unchanged)
+        rng.shuffle(pool)
+        calib, window, held = pool[:CALIBRATION], pool[CALIBRATION:CALIBRATION + args.window], \
+            pool[CALIBRATION + args.window:]
+        noise = estimate_noise(calib, window, NOISE_FLOOR_PCT)
+        probe = decide(calib, [held[0]], noise, rule)
+        t = probe.threshold_pct
+        centre = sum(calib) / len(calib)
+
+        def exceeds(x: float, t: float = t, centre: float = centre) -> bool:
+            return 100.0 * (x - centre) / centre > t
+
+        fa.append(_all_exceed_share([exceeds(x) for x in held], args.stages))
+        for lvl, values in case.injected.items():
+            det[lvl].append(_all_exceed_share([exceeds(x) for x in values], args.stages))
+        _check_agreement(calib, held, noise, rule, exceeds, rng)
+    out = {"false_alarm": sum(fa) / len(fa)}
+    out.update({f"caught_{lvl}": sum(v) / len(v) for lvl, v in det.items() if not any(map(math.isnan, v))})
+    return out
+
+
+def _check_agreement(calib: list[float], held: list[float], noise: object, rule: Rule, exceeds: object,
+                     rng: random.Random) -> None:
+    """`decide` on a few whole k-tuples must call REGRESSED exactly when every process exceeds T."""
+    for _ in range(3):
+        tup = rng.sample(held, rule.stages)
+        d = decide(calib, tup, noise, rule)  # type: ignore[arg-type]
+        expected = all(exceeds(x) for x in tup)  # type: ignore[operator]
+        if (d.verdict is Verdict.REGRESSED) != expected:
+            raise SystemExit(f"replay: decide() and the exceedance count disagree on {tup}")
+
+
+def run(args: argparse.Namespace) -> dict[str, object]:
+    cases = load_cases()
+    rng = random.Random(args.seed)
+    per_suite: dict[int, dict[str, dict[str, float]]] = {}
+    for m in SUITES:
+        per_suite[m] = {c.name: replay_case(c, m, args, rng) for c in cases}
+    per_run = {}
+    for m in SUITES:
+        rates = [per_suite[m][cases[i % len(cases)].name]["false_alarm"] for i in range(m)]
+        per_run[m] = 1.0 - math.prod(1.0 - p for p in rates)
+    return {"settings": vars(args), "cases": {c.name: c.metric for c in cases},
+            "per_case": {str(m): v for m, v in per_suite.items()}, "per_run_false_alarm": per_run}
+
+
+def report(result: dict[str, object]) -> str:
+    per_case = result["per_case"]
+    assert isinstance(per_case, dict)
+    single = per_case["1"]
+    lines = ["case                          gated    A/A (m=1)  A/A (m=100)  A/A (m=1000)  "
+             + "  ".join(f"{lvl}% caught" for lvl in LEVELS)]
+    metrics = result["cases"]
+    assert isinstance(metrics, dict)
+    for name, r in single.items():
+        caught = "  ".join(f"{100 * r[f'caught_{lvl}']:8.1f}%" if f"caught_{lvl}" in r else "        -"
+                           for lvl in LEVELS)
+        lines.append(f"{name:29s} {metrics[name]:8s} {100 * r['false_alarm']:8.3f}%  "
+                     f"{100 * per_case['100'][name]['false_alarm']:9.4f}%  "
+                     f"{100 * per_case['1000'][name]['false_alarm']:10.5f}%  {caught}")
+    per_run = result["per_run_false_alarm"]
+    assert isinstance(per_run, dict)
+    lines.append("per-run false alarms (unchanged suite fails): " +
+                 ", ".join(f"{m} case(s) {100 * p:.2f}%" for m, p in per_run.items()))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--draws", type=int, default=400, help="independent calibrations per case and suite size")
+    p.add_argument("--window", type=int, default=12, help="history window (passing runs) beside the calibration")
+    p.add_argument("--stages", type=int, default=2, help="processes a failure needs (1 + confirm_runs)")
+    p.add_argument("--budget", type=float, default=1.0, help="per-run false-alarm budget (%%)")
+    p.add_argument("--min-effect", type=float, default=1.0, help="min_effect_pct")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--json", type=Path, help="write the full result here")
+    args = p.parse_args(argv)
+    result = run(args)
+    print(report(result))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
