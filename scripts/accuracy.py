@@ -1,22 +1,23 @@
-"""How often does the gate raise a false alarm, and how often does it catch a slowdown? Measured, per case.
+"""How often does the gate raise a false alarm, and how often does it catch a slowdown? Measured per case and
+per run, over several independent calibrations.
 
-    python scripts/accuracy.py run gpu  OUT [--calibration-runs 6] [--aa-runs 25] [--inject-runs 8] [--levels 2,3,5,10]
-    python scripts/accuracy.py run host OUT [--calibration-runs 6] [--aa-runs 20] [--inject-runs 10] [--levels 20]
+    python scripts/accuracy.py run gpu  OUT [--calibration-runs 24] [--aa-runs 20] [--inject-runs 6] [--levels 3,5]
+    python scripts/accuracy.py run host OUT [--calibration-runs 12] [--aa-runs 20] [--inject-runs 10] [--levels 20]
     python scripts/accuracy.py report OUT          # the tables again, from the saved measurements
 
 Every process is a fresh `pytest --perfgate` measuring scripts/accuracy/test_accuracy_cases.py (perfgate's
-measurement children, measure/children.py): first the calibration processes (the baseline), then the
-A/A processes (nothing injected), then processes that measure every case at every injected level (a
-spin after the work for L% of its time). The verdicts come from perfgate's own gate code: for each
-trial (one process, one case, one level) `compare_run` against the baseline, with `confirm_suspects`
-drawing its confirmation medians from the next fresh processes of the same level, exactly as the gate
-would re-measure in new processes. A trial is caught when its time or (for cases with a reference) its
-speedup ends regressed.
+measurement children, measure/processes.py): first the calibration processes, then processes that
+measure every case at every injected level (a spin after the work for L% of its time), then the A/A
+processes (nothing injected). Scoring uses perfgate's own gate code (`with_noise`, `compare_run`,
+`confirm_suspects`) with its shipped settings:
 
-Two rules are scored on the same measurements:
-- now: the calibrated baseline (all calibration processes), between-process noise, confirmation;
-- before: the first version's rule: one baseline process, Mann-Whitney p < 0.01 and the change beyond
-  3% (10% for matmul, 8% for attention: its hand-set overrides), no confirmation.
+- the calibration processes are split into independent calibrations of --calibration-size (6) processes,
+  each a calibrated baseline of its own;
+- a gate run is one A/A process with every case in it (the run's false-alarm budget divided over them);
+  its noise window is the A/A processes before it (up to `noise_window`), its confirmation process the
+  next one: a run fails when any gated case fails, exactly as the gate decides;
+- an injected trial is one injected process at one level, against each calibration, with the next
+  injected process at that level as its confirmation and every A/A process as its window.
 """
 
 from __future__ import annotations
@@ -33,16 +34,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from perfgate.baseline import Baseline  # noqa: E402
-from perfgate.baseline.write import calibrated_baseline, updated_baseline  # noqa: E402
+from perfgate.baseline.write import calibrated_baseline  # noqa: E402
 from perfgate.codec import case_from_dict, case_to_dict  # noqa: E402
 from perfgate.config.settings import Settings  # noqa: E402
-from perfgate.gate.compare import compare_run, decision_settings  # noqa: E402
-from perfgate.gate.run import confirm_suspects  # noqa: E402
-from perfgate.model import CaseThresholds, Run, RunInfo, Verdict  # noqa: E402
+from perfgate.errors import PerfgateError  # noqa: E402
+from perfgate.gate.compare import compare_run  # noqa: E402
+from perfgate.gate.confirm import confirm_suspects  # noqa: E402
+from perfgate.gate.window import WindowValues, with_noise  # noqa: E402
+from perfgate.model import CaseResult, GateResult, Run, RunInfo  # noqa: E402
+
+SETTINGS = Settings()  # the shipped defaults
 
 CASES_FILE = "scripts/accuracy/test_accuracy_cases.py"
 CASE_ID = re.compile(r"^(?P<test>.*test_case\[)(?P<case>.+)-(?P<level>[0-9.]+)\]$")
-OLD_THRESHOLDS = {"matmul": 10.0, "attention": 8.0}
 
 
 def run_children(kind_dir: Path, runs: int, levels: str, label: str, deadline: float | None = None) -> None:
@@ -85,87 +89,89 @@ def split(case_id: str) -> tuple[str, str, float]:
     return m["case"], f"{m['test']}{m['case']}-0]", float(m["level"])
 
 
-def baselines(calibration: list[Run]) -> tuple[Baseline, Baseline]:
-    """now: calibrated from every calibration process; before: the first process alone, uncalibrated."""
-    path = Path("baseline.json")
-    now = calibrated_baseline(None, calibration, path, "accuracy", "accuracy", decision_settings(Settings()))
-    before = updated_baseline(None, calibration[0], path, "accuracy", "accuracy")
-    return now, before
+def at_level(run: Run, level: float) -> Run:
+    """The run's results at one injected level, relabelled as the level-0 case they slow down."""
+    kept = tuple(replace(r, case_id=split(r.case_id)[1]) for r in run.results if split(r.case_id)[2] == level)
+    return replace(run, results=kept)
 
 
-def trials(runs: list[Run], level: float) -> dict[str, list[list[float] | object]]:
-    """Per base case id: the results at `level`, one per process, in process order."""
-    out: dict[str, list[object]] = defaultdict(list)
-    for run in runs:
-        for r in run.results:
-            case, base_id, lvl = split(r.case_id)
-            if lvl == level:
-                out[base_id].append(replace(r, case_id=base_id))
-    return out  # type: ignore[return-value]
+def calibrations(calibration: list[Run], size: int) -> list[Baseline]:
+    groups = [calibration[i:i + size] for i in range(0, len(calibration) - size + 1, size)]
+    return [calibrated_baseline(None, g, Path("baseline.json"), "accuracy", "accuracy", SETTINGS) for g in groups]
 
 
-def verdict(result: object, baseline: Baseline, env: object, settings: Settings, others: list[object]) -> Verdict:
-    run = Run(RunInfo("", ""), env, (result,))  # type: ignore[arg-type]
-    queue = iter(others)
+def gate(run: Run, baseline: Baseline, window: list[Run], confirmations: list[Run]) -> GateResult:
+    """The gate's verdicts for `run`: noise from the baseline and the window, suspects confirmed by the
+    given processes in order."""
+    windows = {r.case_id: WindowValues(tuple(w_r.timing.median_ms for w in window for w_r in w.results
+                                             if w_r.case_id == r.case_id),
+                                       tuple(w_r.speedup.median for w in window for w_r in w.results
+                                             if w_r.case_id == r.case_id and w_r.speedup is not None))
+               for r in run.results}
+    run = replace(run, results=with_noise(run.results, baseline, SETTINGS, windows))
+    queue = iter(confirmations)
 
-    def confirmer(ids: object) -> dict[str, object]:
-        nxt = next(queue)
-        return {nxt.case_id: nxt}  # type: ignore[attr-defined]
+    def confirmer(ids: object) -> dict[str, CaseResult]:
+        nxt = next(queue, None)
+        if nxt is None:
+            raise PerfgateError("no more processes to confirm with")
+        return {r.case_id: r for r in nxt.results}
 
-    if settings.confirm_runs:
-        run = confirm_suspects(run, baseline, settings, confirmer, [])
-    gate = compare_run(run.results, baseline, run.environment, settings, intervals=False)
-    verdicts = [c.verdict for c in gate.comparisons if c.metric in ("median_ms", "speedup")]
-    return Verdict.REGRESSED if Verdict.REGRESSED in verdicts else verdicts[0]
+    run = confirm_suspects(run, baseline, SETTINGS, confirmer, [])
+    return compare_run(run.results, baseline, run.environment, SETTINGS, intervals=False)
 
 
-def score(out: Path) -> dict[str, dict[str, dict[float, tuple[int, int]]]]:
-    """{rule: {case: {level: (flagged, trials)}}}; flagged = REGRESSED after the rule's confirmation."""
-    calibration = load_runs(out, "calibration")
-    now, before = baselines(calibration)
-    env = calibration[0].environment
-    table: dict[str, dict[str, dict[float, tuple[int, int]]]] = {"now": defaultdict(dict), "before": defaultdict(dict)}
-    groups = {0.0: load_runs(out, "aa")}
+def failed_cases(result: GateResult) -> set[str]:
+    return {c.case_id for c in result.comparisons if c.gated and c.verdict in result.fail_on}
+
+
+def score(out: Path, size: int) -> dict[str, object]:
+    """Per calibration: gate runs on A/A processes and how many failed; per case and level: caught/trials."""
+    baselines = calibrations(load_runs(out, "calibration"), size)
+    aa = [at_level(r, 0.0) for r in load_runs(out, "aa")]
     injected = load_runs(out, "injected")
     levels = sorted({split(r.case_id)[2] for run in injected for r in run.results} - {0.0})
-    for level in levels:
-        groups[level] = injected
-    for level, runs in groups.items():
-        for base_id, results in trials(runs, level).items():
-            case = split(base_id)[0]
-            old_pct = next((v for k, v in OLD_THRESHOLDS.items() if k in case), 3.0)
-            for rule, baseline, settings in (("now", now, Settings()), ("before", before, Settings(confirm_runs=0))):
-                flagged = 0
-                for t, measured in enumerate(results):
-                    result = measured if rule == "now" else \
-                        replace(measured, thresholds=CaseThresholds(time_pct=old_pct))  # type: ignore[type-var]
-                    others = results[t + 1:] + results[:t]
-                    flagged += verdict(result, baseline, env, settings, others) is Verdict.REGRESSED
-                table[rule][case][level] = (flagged, len(results))
-    return table
+    per_run, per_case = [], defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    for k, baseline in enumerate(baselines):
+        failures = 0
+        for t, run in enumerate(aa):
+            bad = failed_cases(gate(run, baseline, aa[max(0, t - SETTINGS.noise_window):t], aa[t + 1:] + aa[:t]))
+            failures += bool(bad)
+            for r in run.results:
+                counts = per_case[split(r.case_id)[0]][0.0]
+                counts[0] += r.case_id in bad
+                counts[1] += 1
+        per_run.append((k, failures, len(aa)))
+        for level in levels:
+            trials = [at_level(r, level) for r in injected]
+            for t, run in enumerate(trials):
+                bad = failed_cases(gate(run, baseline, aa, trials[t + 1:] + trials[:t]))
+                for r in run.results:
+                    counts = per_case[split(r.case_id)[0]][level]
+                    counts[0] += r.case_id in bad
+                    counts[1] += 1
+    return {"per_run": per_run, "per_case": per_case, "levels": [0.0, *levels]}
 
 
-def render(table: dict[str, dict[str, dict[float, tuple[int, int]]]], out: Path) -> str:
-    now = table["now"]
-    levels = sorted({lvl for case in now.values() for lvl in case})
-    head = "| case | " + " | ".join("A/A false alarms" if lvl == 0 else f"{lvl:g}% caught" for lvl in levels) + " |"
-    lines = [f"Measurements: {out}", "", "Each cell: now (calibrated, confirmed) / before (first rule).", "", head,
-             "|---|" + "---:|" * len(levels)]
-    totals: dict[str, dict[float, list[int]]] = {r: defaultdict(lambda: [0, 0]) for r in table}
-    for case in sorted(now):
+def render(table: dict[str, object], out: Path) -> str:
+    per_run = table["per_run"]
+    per_case = table["per_case"]
+    levels = table["levels"]
+    assert isinstance(per_run, list) and isinstance(per_case, dict) and isinstance(levels, list)
+    lines = [f"Measurements: {out}", "", "| calibration | unchanged gate runs | failed runs |", "|---|---:|---:|"]
+    lines += [f"| {k + 1} | {n} | {f} |" for k, f, n in per_run]
+    lines += ["", "| case | " + " | ".join("A/A false alarms" if lvl == 0 else f"{lvl:g}% caught" for lvl in levels)
+              + " |", "|---|" + "---:|" * len(levels)]
+    totals = defaultdict(lambda: [0, 0])
+    for case in sorted(per_case):
         cells = []
         for lvl in levels:
-            parts = []
-            for rule in ("now", "before"):
-                flagged, n = table[rule][case].get(lvl, (0, 0))
-                totals[rule][lvl][0] += flagged
-                totals[rule][lvl][1] += n
-                parts.append(f"{flagged}/{n}")
-            cells.append(" / ".join(parts))
+            flagged, n = per_case[case].get(lvl, (0, 0))
+            totals[lvl][0] += flagged
+            totals[lvl][1] += n
+            cells.append(f"{flagged}/{n}")
         lines.append(f"| {case} | " + " | ".join(cells) + " |")
-    lines.append("| **all** | " + " | ".join(" / ".join(f"{totals[r][lvl][0]}/{totals[r][lvl][1]}" for r in ("now",
-                                                                                                             "before"))
-                                           for lvl in levels) + " |")
+    lines.append("| **all** | " + " | ".join(f"{totals[lvl][0]}/{totals[lvl][1]}" for lvl in levels) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -175,13 +181,15 @@ def main() -> int:
     run = sub.add_parser("run")
     run.add_argument("where", choices=("gpu", "host"))
     run.add_argument("out", type=Path)
-    run.add_argument("--calibration-runs", type=int, default=6)
-    run.add_argument("--aa-runs", type=int, default=25)
-    run.add_argument("--inject-runs", type=int, default=8)
-    run.add_argument("--levels", default="2,3,5,10")
+    run.add_argument("--calibration-runs", type=int, default=24, help="split into calibrations of --calibration-size")
+    run.add_argument("--aa-runs", type=int, default=20)
+    run.add_argument("--inject-runs", type=int, default=6)
+    run.add_argument("--levels", default="3,5")
     run.add_argument("--deadline-s", type=float, help="start no A/A process after this many seconds")
     rep = sub.add_parser("report")
     rep.add_argument("out", type=Path)
+    for p in (run, rep):
+        p.add_argument("--calibration-size", type=int, default=6, help="processes per independent calibration")
     args = parser.parse_args()
     if args.command == "run":
         import time
@@ -190,7 +198,7 @@ def main() -> int:
         run_children(args.out, args.calibration_runs, "0", "calibration")
         run_children(args.out, args.inject_runs, args.levels, "injected")
         run_children(args.out, args.aa_runs, "0", "aa", deadline)
-    text = render(score(args.out), args.out)
+    text = render(score(args.out, args.calibration_size), args.out)
     print(text)
     (args.out / "accuracy.md").write_text(text)
     return 0

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from perfgate.baseline import Baseline
+from perfgate.baseline import MIN_CALIBRATION_PROCESSES, Baseline, BaselineCase
 from perfgate.baseline.write import autotune_warmup
+from perfgate.gate.noise import EXCLUSION_MIN_PROCESSES, without_isolated
 from perfgate.model import CaseResult, HostState, Run, Timer
 from perfgate.report.format import fmt_value
 
@@ -31,11 +32,34 @@ def calibration_notes(baseline: Baseline, runs: Sequence[Run], autotuned_first: 
         if autotune_warmup(results, autotuned_first):
             lines.append(f"perfgate note: {case_id}: process 1 ran the autotuner "
                          f"({fmt_value(results[0].timing.median_ms, 'ms')}); it is a warm-up, left out of the noise")
+        lines += _isolated_notes(case_id, case)
         detects = [d for d in (case.threshold_pct, case.speedup_threshold_pct) if d is not None]
         if detects and min(detects) > USEFUL_DETECT_PCT:
             why = "; ".join(reasons(results)) or "its process medians differ this much from one process to the next"
             lines.append(f"perfgate warning: {case_id} detects only changes >= {min(detects):.1f}%: {why}")
     return lines
+
+
+def _isolated_notes(case_id: str, case: BaselineCase) -> list[str]:
+    """A calibration process far from all the others is kept in the noise until the history holds enough
+    processes to tell an outlier from a mode (gate/noise.py): say what it costs meanwhile."""
+    out = []
+    for what, values in (("time", case.process_medians_ms), ("speedup", case.process_speedups)):
+        if len(values) <= MIN_CALIBRATION_PROCESSES:
+            continue
+        kept = without_isolated(values, min_processes=0)
+        if len(kept) == len(values):
+            continue
+        odd = next(v for v in values if v not in kept)
+        centre = sum(kept) / len(kept)
+        out.append(f"perfgate note: {case_id}: one calibration process's {what} ({odd:.4g}) lies {_rel(odd, centre)} "
+                   f"from all the others; it counts in the noise until the history holds "
+                   f"{EXCLUSION_MIN_PROCESSES} processes: recalibrate if it was a fluke")
+    return out
+
+
+def _rel(value: float, centre: float) -> str:
+    return f"{100 * (value - centre) / centre:+.1f}%"
 
 
 def reasons(results: Sequence[CaseResult]) -> list[str]:

@@ -26,7 +26,8 @@ def compare(args: argparse.Namespace) -> int:
     if baseline is None:
         print(f"perfgate: no baseline at {path}; every case is new", file=sys.stderr)
     outcome = run_gate(GateRequest(run=run, settings=settings, baseline=baseline, baseline_path=path, facts=facts,
-                                   confirmer=None, store=False, may_write_baseline=False))
+                                   confirmer=None, resolve_noise=False, store=False,
+                                   may_write_baseline=False))
     print(f"perfgate: run {run.run_id} ({run.info.started_at}, commit {run.info.git_commit[:12] or '-'}) vs {path}")
     print("\n".join([*outcome.messages, *render_terminal(outcome.gate)]))
     return outcome.exit_code

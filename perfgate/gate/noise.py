@@ -41,13 +41,13 @@ def estimate_noise(calibration: Sequence[float], window: Sequence[float], floor_
     return NoiseEstimate(max(100.0 * sd / mean, floor_pct), len(kept) - 1, len(window), len(values) - len(kept))
 
 
-def without_isolated(values: Sequence[float]) -> list[float]:
+def without_isolated(values: Sequence[float], min_processes: int = EXCLUSION_MIN_PROCESSES) -> list[float]:
     """`values` without the processes that stand apart from all others (module docstring); none below
-    EXCLUSION_MIN_PROCESSES, at most one in EXCLUSION_SHARE."""
+    `min_processes`, at most one in EXCLUSION_SHARE (one, when asked about fewer than that)."""
     kept = sorted(values)
-    if len(kept) < EXCLUSION_MIN_PROCESSES:
+    if len(kept) < max(min_processes, MIN_REFERENCE_PROCESSES + 1):
         return kept
-    for _ in range(len(values) // EXCLUSION_SHARE):
+    for _ in range(max(1, len(values) // EXCLUSION_SHARE)):
         low_gap, high_gap = kept[1] - kept[0], kept[-1] - kept[-2]
         if high_gap >= low_gap and high_gap > kept[-2] - kept[0]:
             kept.pop()

@@ -17,6 +17,7 @@ from perfgate.errors import BaselineError
 from perfgate.gate.compare import compare_run
 from perfgate.gate.confirm import Confirmer, confirm_suspects
 from perfgate.gate.findings import GateFacts, findings_for
+from perfgate.gate.window import WindowValues, with_noise
 from perfgate.model import CaseResult, Environment, GateResult, Run, RunInfo, UnmeasuredTest
 
 log = logging.getLogger("perfgate")
@@ -69,6 +70,7 @@ class GateRequest:
     baseline_path: Path
     facts: GateFacts
     confirmer: Confirmer | None = None  # the plugin re-measures; a stored run already carries its confirmations
+    resolve_noise: bool = True  # read the noise window now (a stored run carries the noise it was gated with)
     store: bool = True
     may_write_baseline: bool = True  # never from a run whose tests failed, never from `perfgate compare`
 
@@ -87,6 +89,8 @@ def run_gate(req: GateRequest) -> GateOutcome:
 
     s, messages = req.settings, list[str]()
     run = req.run
+    if req.resolve_noise and run.results:
+        run = replace(run, results=with_noise(run.results, req.baseline, s, noise_windows(run, req.baseline, s)))
     if req.confirmer is not None and s.confirm_runs and run.results:
         run = confirm_suspects(run, req.baseline, s, req.confirmer, messages)
     if req.store and s.store and run.results:
@@ -104,6 +108,24 @@ def run_gate(req: GateRequest) -> GateOutcome:
             messages.append(line)
     failed = gate.failed and not s.update_baseline
     return GateOutcome(run, gate, tuple(messages), 1 if failed else 0)
+
+
+def noise_windows(run: Run, baseline: Baseline | None, settings: Settings) -> dict[str, WindowValues]:
+    """Each compared case's noise window from the history: its last `noise_window` passing gate runs on
+    `noise_branch` on this GPU model (none without a history, a baseline or a window)."""
+    if baseline is None or settings.noise_window <= 0 or not settings.store or not settings.db_path.exists():
+        return {}
+    from perfgate.store import open_store
+    from perfgate.store.window import recent_passing_gate_medians
+
+    ids = [r.case_id for r in run.results if r.case_id in baseline.cases]
+    branch = None if settings.noise_branch == "*" else settings.noise_branch
+    with open_store(settings.db_path, readonly=True) as store:
+        found = recent_passing_gate_medians(store, run.environment.comparability_key(), branch,
+                                            settings.noise_window, ids)
+    return {cid: WindowValues(tuple(p.median_ms for p in points),
+                              tuple(p.speedup for p in points if p.speedup is not None))
+            for cid, points in found.items()}
 
 
 def _store(run: Run, db_path: Path) -> Run:
