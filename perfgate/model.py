@@ -79,10 +79,6 @@ class TimingStats:
     def iqr_ms(self) -> float:
         return self.q3_ms - self.q1_ms
 
-    @property
-    def cv_pct(self) -> float:
-        return 100.0 * self.stdev_ms / self.mean_ms if self.mean_ms else 0.0
-
 
 @dataclass(frozen=True)
 class Metric:
@@ -229,11 +225,6 @@ class Environment:
     def comparability_key(self) -> tuple[str, str, str]:
         """Runs on another device model (or another timer) are not comparable."""
         return (self.device_kind, self.device_name, self.compute_capability)
-
-    def drift_from(self, other: Environment) -> dict[str, tuple[str, str]]:
-        """Fields that differ (comparable, but worth showing next to a verdict)."""
-        names = ("driver_version", "cuda_version", "torch_version", "triton_version", "python_version")
-        return {n: (getattr(other, n), getattr(self, n)) for n in names if getattr(other, n) != getattr(self, n)}
 
 
 @dataclass(frozen=True)

@@ -209,7 +209,8 @@ def t_cdf(t: float, dof: float) -> float:
 
 @functools.lru_cache(maxsize=4096)
 def t_quantile(p: float, dof: float) -> float:
-    """The t value with P(T <= t) = p (bisection on the CDF; exact to ~1e-10)."""
+    """The t value with P(T <= t) = p (bisection on the CDF; exact to ~1e-10). Cached: ~80 CDF evaluations
+    (1-2 ms) each, and a gate asks for the same few (p, dof) pairs for every case."""
     if not 0.0 < p < 1.0 or dof <= 0:
         raise ValueError("need 0 < p < 1 and dof > 0")
     if p < 0.5:

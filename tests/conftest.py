@@ -2,27 +2,34 @@
 
 import gzip
 import importlib
+import pkgutil
 import shutil
 from pathlib import Path
 
 import pytest
 
 # pytester's in-process runs drop the modules a run imported when it ends; native extensions (torch,
-# numpy) cannot be imported twice in one process, so they are imported once here, before any run.
-# perfgate's own modules are imported lazily by the plugin; importing them once here also spares every
+# numpy) cannot be imported twice in one process, so they are imported once, before any run.
+# perfgate's own modules are imported lazily by the plugin; importing them once also spares every
 # in-process run their assertion rewriting (pytest rewrites a pytest11 plugin's whole package).
 _PRELOAD = ("numpy", "pandas", "torch", "matplotlib.figure", "matplotlib.backends.backend_agg", "yaml",
             "hypothesis", "_hypothesis_pytestplugin", "xdist", "xdist.plugin", "pytest_benchmark.plugin")
-for _module in _PRELOAD:
-    try:
-        importlib.import_module(_module)
-    except ImportError:
-        pass
-import perfgate  # noqa: E402
 
-for _info in __import__("pkgutil").walk_packages(perfgate.__path__, "perfgate."):
-    if not _info.name.endswith("__main__"):
-        importlib.import_module(_info.name)
+
+def pytest_configure(config):
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        return  # the -n controller runs no test: only its workers need the modules (~5 s of CPU)
+    for module in _PRELOAD:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+    import perfgate
+
+    for info in pkgutil.walk_packages(perfgate.__path__, "perfgate."):
+        if not info.name.endswith("__main__"):
+            importlib.import_module(info.name)
+
 
 DATA = Path(__file__).parent / "data"
 H100 = DATA / "h100"

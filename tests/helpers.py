@@ -52,14 +52,41 @@ def calibrated(base: Baseline, process_medians: dict[str, list[float]]) -> Basel
 
 CI_ENV = ("GITHUB_STEP_SUMMARY", "PERFGATE_DB")  # set on a CI runner; would redirect a test's outputs
 
+# Plugins the generated projects never use, kept out of every pytest they run, in-process or as a child
+# (confirmation, calibration, xdist workers, the action's gate): hypothesis's costs ~0.8 s of CPU a process.
+LEAN_PYTEST_ADDOPTS = "-p no:hypothesispytest"
+
+# The project's conftest.py: perfgate measures on a manual clock (tests/manual_clock.py), on which a perf
+# test's callable takes exactly the time it declares (`clock.current().sleep(0.002)` is 2 ms, however busy
+# the machine is) and one that declares nothing takes a tick per reading. The gate's child processes
+# (confirmation, calibration) load the same conftest, so they keep the same time. Restored when the run
+# ends: in-process runs share this process's perfgate modules.
+MANUAL_CLOCK_CONFTEST = Path(__file__).with_name("manual_clock.py").read_text() + """
+
+from perfgate.measure import clock
+
+_replaced = []
+
+
+def pytest_configure(config):
+    _replaced.append(clock.install(ManualClock(tick_ns=1000)))
+
+
+def pytest_unconfigure(config):
+    clock.install(_replaced.pop())
+"""
+
 
 def perf_project(pytester: Any, monkeypatch: Any, test_source: str, pyproject: str, clear: tuple[str, ...] = (),
                  test_name: str = "test_perf", **env: str) -> Any:
-    """The project with CI's variables and `clear` unset and `env` set, so each test starts the same."""
+    """The project, measured on a manual clock, with CI's variables and `clear` unset and `env` set, so
+    each test starts the same."""
     for var in (*CI_ENV, *clear):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PYTEST_ADDOPTS", LEAN_PYTEST_ADDOPTS)  # after pytester, which clears it
     for var, value in env.items():
         monkeypatch.setenv(var, value)
+    pytester.makeconftest(MANUAL_CLOCK_CONFTEST)
     pytester.makepyfile(**{test_name: test_source})
     pytester.makefile(".toml", pyproject=pyproject)
     return pytester

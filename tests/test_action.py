@@ -1,7 +1,8 @@
 """The composite action (action.yml) run step by step on this machine: a passing gate, a regression that
 fails the job with an annotation at the test, results and history kept outside the checkout, a PR run
-that stores nothing shared and reads a seeded copy of the cache. Host clock: the action's wiring is under
-test here, not the GPU (docs/github-actions.md has the runs on the H100)."""
+that stores nothing shared and reads a seeded copy of the cache. Host timer on a manual clock (the test
+takes exactly SLEEP_MS): the action's wiring is under test here, not the GPU (docs/github-actions.md has
+the runs on the H100)."""
 
 import json
 import re
@@ -13,12 +14,13 @@ import pytest
 import yaml
 
 from tests.action_runner import ROOT, evaluate, run_action
+from tests.helpers import LEAN_PYTEST_ADDOPTS, MANUAL_CLOCK_CONFTEST
 
-SUITE = '''
-import os, time
+SUITE = '''import os
+from perfgate.measure import clock
 
 def test_sleep(perfgate):
-    perfgate(time.sleep, float(os.environ.get("SLEEP_MS", "2")) / 1e3)
+    perfgate(clock.current().sleep, float(os.environ.get("SLEEP_MS", "2")) / 1e3)
 '''
 PYPROJECT = ("[tool.perfgate]\nwarmup_ms = 5\nmin_samples = 15\nmax_samples = 30\nbudget_ms = 100\n"
              "threshold_pct = 25\nconfirm_runs = 0\n")
@@ -29,6 +31,7 @@ def project(tmp_path, monkeypatch):
     work = tmp_path / "checkout"
     work.mkdir()
     (work / "test_perf.py").write_text(SUITE)
+    (work / "conftest.py").write_text(MANUAL_CLOCK_CONFTEST)
     (work / "pyproject.toml").write_text(PYPROJECT)
     runner = tmp_path / "runner"
     runner.mkdir()
@@ -41,7 +44,7 @@ def gate(project, sleep_ms="2", **inputs):
     work, runner = project
     import os
 
-    env = {**os.environ, "SLEEP_MS": sleep_ms}
+    env = {**os.environ, "SLEEP_MS": sleep_ms, "PYTEST_ADDOPTS": LEAN_PYTEST_ADDOPTS}
     github = inputs.pop("github", None)
     return run_action({"pytest-args": "test_perf.py -p no:cacheprovider", "python": sys.executable,
                        "install": "false", **inputs}, work, runner, github=github, base_env=env)

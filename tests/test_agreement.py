@@ -9,11 +9,12 @@ from perfgate.cli import main
 from tests.helpers import perf_project
 
 PERF_TEST = '''
-import os, time
+import os
 import pytest
+from perfgate.measure import clock
 
 def work():
-    time.sleep(float(os.environ.get("SLEEP_MS", "2")) / 1e3)
+    clock.current().sleep(float(os.environ.get("SLEEP_MS", "2")) / 1e3)
 
 @pytest.mark.perfgate(threshold_pct=80)
 def test_marker(perfgate):

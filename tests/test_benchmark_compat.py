@@ -20,10 +20,11 @@ def not_an_xdist_worker(monkeypatch):
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
 
 SUITE = '''
-import os, time
+import os
+from perfgate.measure import clock
 
 def slow_add(a, b):
-    time.sleep(float(os.environ.get("SLEEP_MS", "2")) / 1e3)
+    clock.current().sleep(float(os.environ.get("SLEEP_MS", "2")) / 1e3)
     return a + b
 
 def test_add(benchmark):
@@ -54,9 +55,26 @@ confirm_runs = 0
 """
 
 
+# pytest-benchmark's own runs (without --perfgate) time with the host clock plus the manual one: slow_add
+# takes its 2 ms and a few real microseconds, and a callable that declares no time is timed as usual
+# (pytest-benchmark's calibration needs a clock that moves while it runs); 50 ms per benchmark, not 1 s
+BENCHMARK_TIMER = """
+import time
+from perfgate.measure import clock
+
+
+def host_plus_manual_s():
+    return time.perf_counter() + clock.current().perf_counter_ns() / 1e9
+"""
+OWN_TIMER = ("--benchmark-timer", "bench_timer.host_plus_manual_s", "--benchmark-max-time", "0.05")
+
+
 @pytest.fixture
 def suite(pytester, monkeypatch):
-    return perf_project(pytester, monkeypatch, SUITE, PYPROJECT, test_name="test_bench", SLEEP_MS="2")
+    perf_project(pytester, monkeypatch, SUITE, PYPROJECT, test_name="test_bench", SLEEP_MS="2")
+    pytester.makepyfile(bench_timer=BENCHMARK_TIMER)
+    pytester.syspathinsert()  # pytest-benchmark imports its timer when it parses the option
+    return pytester
 
 
 def test_a_benchmark_suite_is_measured_and_gated_by_perfgate(suite, monkeypatch):
@@ -68,20 +86,20 @@ def test_a_benchmark_suite_is_measured_and_gated_by_perfgate(suite, monkeypatch)
     assert slowed.ret == 1
     doc = json.loads((suite.path / "out.json").read_text())
     regressed = {c["case_id"] for c in doc["comparisons"] if c["verdict"] == "regressed"}
-    assert "test_bench.py::test_add" in regressed  # (the host-timed sort and sum may wobble on a busy machine)
+    assert regressed == {"test_bench.py::test_add"}  # sort and sum declare no time: unchanged
     pedantic = next(c for c in doc["cases"] if c["case_id"] == "test_bench.py::test_pedantic")
     assert pedantic["timing"]["n_samples"] == 7  # rounds=7 is the sample count the suite asked for
 
 
 def test_without_perfgate_pytest_benchmark_is_untouched(suite):
-    result = suite.runpytest("-p", "no:cacheprovider", "-s", "--benchmark-disable-gc")
+    result = suite.runpytest("-p", "no:cacheprovider", "-s", "--benchmark-disable-gc", *OWN_TIMER)
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*FIXTURE BenchmarkFixture*"])
     assert not (suite.path / ".perfgate").exists()
 
 
 def test_pytest_benchmark_json_files_go_into_the_history_once(suite, monkeypatch, capsys):
-    assert suite.runpytest("-p", "no:cacheprovider", "--benchmark-json", "bench.json").ret == 0
+    assert suite.runpytest("-p", "no:cacheprovider", "--benchmark-json", "bench.json", *OWN_TIMER).ret == 0
     monkeypatch.chdir(suite.path)
     assert main(["import-benchmark", "bench.json", "--db", "h.db"]) == 0
     assert main(["import-benchmark", "bench.json", "--db", "h.db"]) == 0
@@ -108,7 +126,7 @@ def test_under_perfgate_pytest_benchmark_never_configures(pytester):
     pytester.makeconftest(
         "def pytest_sessionstart(session):\n"
         "    open('configured.txt', 'w').write(str(hasattr(session.config, '_benchmarksession')))\n")
-    pytester.makepyfile(test_bench="import time\n\ndef test_sleep(benchmark):\n    benchmark(time.sleep, 0.001)\n")
+    pytester.makepyfile(test_bench="def test_sum(benchmark):\n    benchmark(sum, [1, 2])\n")
     pytester.makefile(".toml", pyproject="[tool.perfgate]\nmin_samples = 5\nmax_samples = 10\nbudget_ms = 20\n")
     assert pytester.runpytest("--perfgate", "-p", "no:cacheprovider").ret == 0
     assert (pytester.path / "configured.txt").read_text() == "False"

@@ -6,10 +6,11 @@ import pytest
 from tests.helpers import comparisons_by_case, gate_json, perf_project, results_json
 
 PERF_TEST = '''
-import os, time
+import os
+from perfgate.measure import clock
 
 def work(ms):
-    time.sleep(ms / 1e3)
+    clock.current().sleep(ms / 1e3)
 
 def test_really_slower(perfgate):
     perfgate(work, float(os.environ.get("SLEEP_MS", "2")))

@@ -1,9 +1,9 @@
 """The CUDA and NVML code paths, run without a GPU: torch.cuda's events, allocator statistics and NVML are
-replaced by stand-ins that keep time with the host clock, so the sampling loop, interleaving, throttled
-sample exclusion, the power protocol and the peak-memory pass all execute here. (On a GPU the same paths
-run for real: tests/test_gpu.py.)"""
+replaced by stand-ins that keep time with a manual clock (tests/manual_clock.py), so the
+sampling loop, interleaving, throttled sample exclusion, the power protocol and the peak-memory pass all
+execute here, each callable taking exactly the time it declares, on an idle or a busy machine alike.
+(On a GPU the same paths run for real: tests/test_gpu.py.)"""
 
-import time
 from dataclasses import dataclass
 
 import pytest
@@ -11,9 +11,28 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from perfgate.config.settings import MeasureOptions  # noqa: E402
-from perfgate.measure import gpu_state, protocol, timer  # noqa: E402
+from perfgate.measure import clock, gpu_state, protocol, timer  # noqa: E402
 from perfgate.measure.case import CaseSpec, measure_case  # noqa: E402
 from perfgate.model import Timer  # noqa: E402
+from tests.manual_clock import ManualClock  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def manual_clock():
+    """Every test here runs on a clock that moves only when a stand-in kernel says how long it took."""
+    fake = ManualClock()
+    previous = clock.install(fake)
+    yield fake
+    clock.install(previous)
+
+
+def now_s():
+    return clock.current().perf_counter_ns() / 1e9
+
+
+def take(ms):
+    """A kernel that takes exactly `ms` milliseconds."""
+    clock.current().sleep(ms / 1e3)
 
 
 class FakeEvent:
@@ -21,7 +40,7 @@ class FakeEvent:
         self.t = None
 
     def record(self):
-        self.t = time.perf_counter()
+        self.t = now_s()
 
     def elapsed_time(self, other):
         return (other.t - self.t) * 1e3
@@ -54,21 +73,15 @@ class FakeNvml:
     clocks_locked_by_setting: bool = False
 
     def __post_init__(self):
-        self.t0 = time.perf_counter()
+        self.t0 = now_s()
         self.reads = 0
 
     def read(self):
         self.reads += 1
-        now = time.perf_counter()
+        now = now_s()
         capped = any(a <= now - self.t0 < b for a, b in self.capped_between)
         return gpu_state.Reading(now, 1410.0 if capped else 1980.0, 2619.0, 690.0 if capped else 120.0, 45.0,
                                  gpu_state.SW_POWER_CAP if capped else 0)
-
-
-def spin(ms):
-    end = time.perf_counter() + ms / 1e3
-    while time.perf_counter() < end:
-        pass
 
 
 OPTIONS = MeasureOptions(warmup_ms=2, min_samples=10, max_samples=40, budget_ms=40, cooldown_max_ms=500)
@@ -79,11 +92,11 @@ def test_cuda_sampling_interleaves_reference_and_candidate_and_reads_the_speedup
 
     def cand():
         order.append("c")
-        spin(0.5)
+        take(0.5)
 
     def ref():
         order.append("r")
-        spin(1.0)
+        take(1.0)
 
     result = measure_case(CaseSpec("t::x", cand, reference=ref, reference_name="slow ref", options=OPTIONS,
                                    timer=Timer.CUDA_EVENT), FakeNvml())
@@ -121,7 +134,7 @@ def test_samples_taken_under_a_power_cap_are_dropped_when_enough_remain(fake_cud
 
     def cand():
         calls["n"] += 1
-        spin(0.5)
+        take(0.5)
 
     options = MeasureOptions(warmup_ms=0, min_samples=10, max_samples=60, budget_ms=60, cooldown_max_ms=0)
     nvml = FakeNvml(capped_between=((0.0, 0.012),))  # capped through warm-up and the first chunks
@@ -135,19 +148,19 @@ def test_too_few_clean_samples_keeps_them_all_and_flags_the_case(fake_cuda, monk
     monkeypatch.setattr(protocol, "SETTLE_S", 0.0)
     options = MeasureOptions(warmup_ms=0, min_samples=10, max_samples=20, budget_ms=20, cooldown_max_ms=0)
     nvml = FakeNvml(capped_between=((0.0, 100.0),))  # capped all along
-    result = measure_case(CaseSpec("t::x", lambda: spin(0.5), options=options, timer=Timer.CUDA_EVENT), nvml)
+    result = measure_case(CaseSpec("t::x", lambda: take(0.5), options=options, timer=Timer.CUDA_EVENT), nvml)
     assert result.gpu_state.excluded_samples == 0 and result.timing.n_samples == 20
     assert result.gpu_state.throttled_fraction == 1.0
 
 
 def test_without_nvml_the_cuda_path_still_measures(fake_cuda):
-    result = measure_case(CaseSpec("t::x", lambda: spin(0.2), options=OPTIONS, timer=Timer.CUDA_EVENT), None)
+    result = measure_case(CaseSpec("t::x", lambda: take(0.2), options=OPTIONS, timer=Timer.CUDA_EVENT), None)
     assert result.gpu_state is None and result.timing.n_samples >= 10
 
 
 def test_a_user_who_locked_clocks_gets_it_recorded(fake_cuda):
     nvml = FakeNvml(clocks_locked_by_setting=True)
-    result = measure_case(CaseSpec("t::x", lambda: spin(0.2), options=OPTIONS, timer=Timer.CUDA_EVENT), nvml)
+    result = measure_case(CaseSpec("t::x", lambda: take(0.2), options=OPTIONS, timer=Timer.CUDA_EVENT), nvml)
     assert result.gpu_state.clocks_locked
 
 

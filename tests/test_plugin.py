@@ -1,8 +1,9 @@
-"""The plugin end to end, in-process (pytester.runpytest): generated perf tests timed with the host clock.
+"""The plugin end to end, in-process (pytester.runpytest): generated perf tests timed with the host timer,
+on a manual clock (tests/helpers.py).
 
-The callable sleeps SLEEP_MS (read from the environment at call time), so a test can slow it down or
+The callable takes SLEEP_MS (read from the environment at call time), so a test can slow it down or
 speed it up without touching the test file, exactly as a code change would. Subprocess runs are kept for
-what needs a process (tests/test_plugin_processes.py).
+what needs a process.
 """
 
 import json
@@ -10,18 +11,20 @@ import sqlite3
 
 import pytest
 
+from tests.helpers import LEAN_PYTEST_ADDOPTS, MANUAL_CLOCK_CONFTEST
+
 PERF_TEST = '''
-import os, time
-import pytest
+import os, pytest
+from perfgate.measure import clock
 
 def work():
-    time.sleep(float(os.environ.get("SLEEP_MS", "2")) / 1e3)
+    clock.current().sleep(float(os.environ.get("SLEEP_MS", "2")) / 1e3)
 
 def test_sleep(perfgate):
     stats = perfgate(work)
     assert stats.n_samples >= 5
 
-@pytest.mark.perfgate(threshold_pct=100)  # a sub-microsecond host call: noise, not signal
+@pytest.mark.perfgate(threshold_pct=100)  # declares no time: one tick of the manual clock
 def test_other(perfgate):
     perfgate.work(bytes_moved=1000)(sum, range(100))
 '''
@@ -42,6 +45,8 @@ def project(pytester, monkeypatch):
     monkeypatch.setenv("SLEEP_MS", "2")
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     monkeypatch.delenv("PERFGATE_DB", raising=False)
+    monkeypatch.setenv("PYTEST_ADDOPTS", LEAN_PYTEST_ADDOPTS)
+    pytester.makeconftest(MANUAL_CLOCK_CONFTEST)
     pytester.makepyfile(test_perf=PERF_TEST)
     pytester.makefile(".toml", pyproject=PYPROJECT.format(extra=""))
     return pytester

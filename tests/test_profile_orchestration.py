@@ -9,14 +9,16 @@ import textwrap
 
 import pytest
 
+from tests.helpers import MANUAL_CLOCK_CONFTEST
+
 pytest.importorskip("ncu_report")
 
 PERF_TESTS = '''
-import time
 import pytest
+from perfgate.measure import clock
 
 def work():
-    time.sleep(0.001)
+    clock.current().sleep(0.001)
 
 @pytest.mark.parametrize("impl", ["triton", "torch"])
 def test_vector_add(perfgate, impl):
@@ -32,7 +34,7 @@ def test_matmul(perfgate, impl):
     perfgate(work)
 '''
 
-# host sleeps stand in for kernels here: their timing is noise, so only the profiler side is gated
+# a millisecond on the manual clock stands in for each kernel: the timing is not under test here, the profilers are
 PYPROJECT = ("[tool.perfgate]\nthreshold_pct = 100\nmin_samples = 5\nmax_samples = 10\nbudget_ms = 20\nwarmup_ms = 1\n"
              "confirm_runs = 0\n")
 
@@ -88,6 +90,7 @@ def project(pytester, h100_data, tmp_path, monkeypatch):
     pytester.mkdir("kernels")
     pytester.mkdir("kernels/tests")
     (pytester.path / "kernels" / "tests" / "test_perf.py").write_text(PERF_TESTS)
+    pytester.makeconftest(MANUAL_CLOCK_CONFTEST)
     pytester.makefile(".toml", pyproject=PYPROJECT)
     pytester.log = tmp_path / "calls.log"
     return pytester

@@ -8,19 +8,20 @@ import pytest
 from tests.helpers import comparisons_by_case, gate_json, perf_project
 
 PERF_TEST = '''
-import os, time
+import os
 import pytest
+from perfgate.measure import clock
 
 CALLS = []
 
 def reference(ms):
     CALLS.append("ref")
-    time.sleep(ms / 1e3)
+    clock.current().sleep(ms / 1e3)
     return ms * 2
 
 def candidate(ms):
     CALLS.append("cand")
-    time.sleep(ms * float(os.environ.get("CAND_FACTOR", "0.5")) / 1e3)
+    clock.current().sleep(ms * float(os.environ.get("CAND_FACTOR", "0.5")) / 1e3)
     return ms * 2 + float(os.environ.get("CAND_ERROR", "0"))
 
 def test_alternates(perfgate):
@@ -42,7 +43,7 @@ def test_memory(perfgate):
     size = int(os.environ.get("ALLOC_KB", "256")) * 1024
     def work():
         buf = bytearray(size)
-        time.sleep(0.002)
+        clock.current().sleep(0.002)
         return len(buf)
     perfgate.measure(work)
 '''

@@ -8,21 +8,22 @@ import pytest
 from tests.helpers import gate_json, perf_project, results_json
 
 PERF_TEST = '''
-import os, time
+import os
 import pytest
+from perfgate.measure import clock
 
 def test_fast(perfgate):
-    perfgate(time.sleep, 0.001)
+    perfgate(clock.current().sleep, 0.001)
 
 def test_maybe_skipped(perfgate):
     if os.environ.get("SKIP_IT"):
         pytest.skip("no GPU on this runner")
-    perfgate(time.sleep, 0.001)
+    perfgate(clock.current().sleep, 0.001)
 
 def test_maybe_broken(perfgate):
     if os.environ.get("BREAK_IT"):
         raise RuntimeError("CUDA driver version is insufficient")
-    perfgate(time.sleep, 0.001)
+    perfgate(clock.current().sleep, 0.001)
 '''
 PYPROJECT = """
 [tool.perfgate]

@@ -7,27 +7,31 @@ import sqlite3
 
 import pytest
 
+from tests.helpers import LEAN_PYTEST_ADDOPTS, MANUAL_CLOCK_CONFTEST
+
 pytest.importorskip("xdist")
 
 PERF_TESTS = '''
-import time
+from perfgate.measure import clock
 
 def test_a(perfgate):
-    perfgate(time.sleep, 0.001)
+    perfgate(clock.current().sleep, 0.001)
 
 def test_b(perfgate):
-    perfgate.measure(time.sleep, (0.001,), name="one")
-    perfgate.measure(time.sleep, (0.002,), name="two")
+    perfgate.measure(clock.current().sleep, (0.001,), name="one")
+    perfgate.measure(clock.current().sleep, (0.002,), name="two")
 
 def test_c(perfgate):
-    perfgate(time.sleep, 0.001)
+    perfgate(clock.current().sleep, 0.001)
 '''
 PYPROJECT = "[tool.perfgate]\nwarmup_ms = 2\nmin_samples = 5\nmax_samples = 10\nbudget_ms = 20\nconfirm_runs = 0\n"
 
 
 def test_workers_measurements_become_one_stored_run(pytester, monkeypatch):
     monkeypatch.delenv("PERFGATE_DB", raising=False)
+    monkeypatch.setenv("PYTEST_ADDOPTS", LEAN_PYTEST_ADDOPTS)
     monkeypatch.setattr("perfgate.pytest_plugin.xdist.check_controller", lambda config: None)  # no GPUs here
+    pytester.makeconftest(MANUAL_CLOCK_CONFTEST)
     pytester.makepyfile(test_perf=PERF_TESTS)
     pytester.makefile(".toml", pyproject=PYPROJECT)
     result = pytester.runpytest("--perfgate", "-p", "no:cacheprovider", "-n", "2", "--perfgate-json", "out.json")

@@ -9,11 +9,10 @@ pynvml (package nvidia-ml-py) or a driver, everything here degrades to "no readi
 from __future__ import annotations
 
 import statistics
-import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
+from perfgate.measure import clock
 from perfgate.model import GpuState
 
 # nvmlClocksEventReason* bits
@@ -30,7 +29,7 @@ POLL_INTERVAL_S = 0.005  # three NVML queries take ~27 us on the H100: polling c
 
 @dataclass(frozen=True)
 class Reading:
-    t_s: float  # time.perf_counter() when read
+    t_s: float  # clock.current() when read, in seconds
     sm_mhz: float | None
     mem_mhz: float | None
     power_w: float | None
@@ -67,7 +66,7 @@ class NvmlDevice:
         nv, h = self._nv, self._h
         power = self._try(lambda: nv.nvmlDeviceGetPowerUsage(h))
         return Reading(
-            t_s=time.perf_counter(),
+            t_s=clock.current().perf_counter_ns() / 1e9,
             sm_mhz=self._try(lambda: float(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM))),
             mem_mhz=self._try(lambda: float(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM))),
             power_w=power / 1000.0 if power is not None else None,
@@ -91,27 +90,25 @@ def open_device(uuid: str = "", index: int = 0) -> NvmlDevice | None:
 
 
 class Sampler:
-    """Polls a device on a thread while a case is sampled (pynvml calls release the GIL)."""
+    """Polls a device every `interval_s` of the measurement clock while a case is sampled (on a thread with
+    the system clock: pynvml calls release the GIL)."""
 
     def __init__(self, device: NvmlDevice, interval_s: float = POLL_INTERVAL_S) -> None:
         self.device = device
         self.interval_s = interval_s
         self.readings: list[Reading] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="perfgate-nvml", daemon=True)
+        self._polling: clock.Periodic | None = None
 
     def __enter__(self) -> Sampler:
-        self._thread.start()
+        self._polling = clock.current().every(self.interval_s, self._poll)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=2.0)
+        if self._polling is not None:
+            self._polling.stop()
 
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self.readings.append(self.device.read())
-            self._stop.wait(self.interval_s)
+    def _poll(self) -> None:
+        self.readings.append(self.device.read())
 
 
 def limited_between(readings: list[Reading], start_s: float, end_s: float) -> bool:

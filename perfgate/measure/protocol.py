@@ -15,8 +15,7 @@ A GPU that is cool (no limiting reason, power low) is not kept waiting.
 
 from __future__ import annotations
 
-import time
-
+from perfgate.measure import clock
 from perfgate.measure.gpu_state import NvmlDevice
 
 SETTLE_S = 0.3  # after the cap clears: the power average is still falling (measured, see above)
@@ -29,15 +28,16 @@ def cool_down(device: NvmlDevice | None, max_ms: float) -> float:
     was hot. Returns the milliseconds waited (0 without NVML or when the GPU is already cool)."""
     if device is None or max_ms <= 0:
         return 0.0
-    start = time.perf_counter()
+    clk = clock.current()
+    start = clk.perf_counter_ns() / 1e9
     deadline = start + max_ms / 1e3
     first = device.read()
     hot = first.limited or (first.power_w is not None and device.power_limit_w is not None
                             and first.power_w > HOT_POWER_FRACTION * device.power_limit_w)
     reading = first
-    while reading.limited and time.perf_counter() < deadline:
-        time.sleep(POLL_S)
+    while reading.limited and clk.perf_counter_ns() / 1e9 < deadline:
+        clk.sleep(POLL_S)
         reading = device.read()
     if hot:
-        time.sleep(max(0.0, min(SETTLE_S, deadline - time.perf_counter())))
-    return (time.perf_counter() - start) * 1e3
+        clk.sleep(max(0.0, min(SETTLE_S, deadline - clk.perf_counter_ns() / 1e9)))
+    return (clk.perf_counter_ns() / 1e9 - start) * 1e3

@@ -13,13 +13,12 @@ power state.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from perfgate.config.settings import MeasureOptions
-from perfgate.measure import gpu_state
+from perfgate.measure import clock, gpu_state
 from perfgate.measure.protocol import cool_down
 from perfgate.model import GpuState, Timer
 
@@ -36,7 +35,6 @@ Call = Callable[[], Any]
 class Measurement:
     timer: Timer
     samples_ms: tuple[tuple[float, ...], ...]  # one tuple per callable, same length, interleaved order
-    warmup_calls: int
     gpu_state: GpuState | None = None
 
 
@@ -78,26 +76,26 @@ def measure_calls(calls: Sequence[Call], options: MeasureOptions, timer: Timer,
 
 
 def _measure_host(calls: Sequence[Call], options: MeasureOptions, prepare: Call | None) -> Measurement:
+    now_ns = clock.current().perf_counter_ns  # time.perf_counter_ns itself, unless a test installed a clock
     warmups = 0
-    start = time.perf_counter()
-    while warmups < MIN_WARMUP_CALLS or (time.perf_counter() - start) * 1e3 < options.warmup_ms:
+    start = now_ns()
+    while warmups < MIN_WARMUP_CALLS or (now_ns() - start) / 1e6 < options.warmup_ms:
         for call in calls:
             if prepare is not None:
                 prepare()
             call()
         warmups += 1
-    per_round_ms = (time.perf_counter() - start) * 1e3 / warmups
+    per_round_ms = (now_ns() - start) / 1e6 / warmups
     n = sample_count(per_round_ms, options)
     samples: list[list[float]] = [[] for _ in calls]
-    clock = time.perf_counter_ns
     for _ in range(n):
         for i, call in enumerate(calls):
             if prepare is not None:
                 prepare()
-            t0 = clock()
+            t0 = now_ns()
             call()
-            samples[i].append((clock() - t0) / 1e6)
-    return Measurement(Timer.HOST, _trim_cold(samples), warmups)
+            samples[i].append((now_ns() - t0) / 1e6)
+    return Measurement(Timer.HOST, _trim_cold(samples))
 
 
 def _measure_cuda(calls: Sequence[Call], options: MeasureOptions, device: gpu_state.NvmlDevice | None,
@@ -124,7 +122,7 @@ def _measure_cuda(calls: Sequence[Call], options: MeasureOptions, device: gpu_st
     if sampler is not None and device is not None:
         samples, excluded = _drop_throttled(samples, chunks, sampler.readings, options)
         state = gpu_state.summarize_state(sampler.readings, device, waited_ms, excluded)
-    return Measurement(Timer.CUDA_EVENT, _trim_cold(samples), warmups + 1, state)
+    return Measurement(Timer.CUDA_EVENT, _trim_cold(samples), state)
 
 
 def flush_buffer() -> Any:
@@ -173,16 +171,17 @@ def _cuda_chunks(calls: Sequence[Call], flush: Any, n: int, per_round_ms: float,
     import torch
 
     per_chunk = max(1, int(CHUNK_MS / per_round_ms)) if per_round_ms > 0 else n
+    now_ns = clock.current().perf_counter_ns
     samples: list[list[float]] = [[] for _ in calls]
     chunks = []
     done = 0
     while done < n:
         size = min(per_chunk, n - done)
         events = _event_pairs(len(calls), size)
-        t0 = time.perf_counter()
+        t0 = now_ns() / 1e9
         _record_rounds(calls, events, flush, prepare)
         torch.cuda.synchronize()
-        chunks.append((done, done + size, t0, time.perf_counter()))
+        chunks.append((done, done + size, t0, now_ns() / 1e9))
         for pairs in events:
             for i, (start, end) in enumerate(pairs):
                 samples[i].append(float(start.elapsed_time(end)))

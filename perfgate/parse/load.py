@@ -8,8 +8,6 @@ from pathlib import Path
 from perfgate.errors import ReportFileError
 from perfgate.inputs import check_regular_file
 
-KINDS = ("nsys-rep", "nsys-sqlite", "ncu-rep", "ncu-csv", "torch-json")
-
 
 def detect(path: Path) -> str:
     path = Path(path)

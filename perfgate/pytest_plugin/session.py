@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from perfgate.baseline import Baseline
-from perfgate.config.settings import MarkerOptions, Settings
+from perfgate.config.settings import Settings
 from perfgate.gate.findings import GateFacts
 from perfgate.model import CaseResult, Environment, GateResult, UnmeasuredTest
 
@@ -38,7 +38,6 @@ class PerfgateSession:
     facts: GateFacts = GateFacts()
     device: Any = None  # the NVML device of this process's GPU (measure.gpu_state.NvmlDevice) or None
     results: dict[str, CaseResult] = field(default_factory=dict)
-    markers: dict[str, MarkerOptions] = field(default_factory=dict)
     unmeasured: dict[str, UnmeasuredTest] = field(default_factory=dict)  # nodeid -> how it ended
     gate: GateResult | None = None
     run_id: int | None = None
