@@ -46,6 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     _baseline_parser(sub)
     _analyze_parser(sub)
     _history_parser(sub)
+    _report_parser(sub)
     _db_parser(sub)
     _import_parser(sub)
     _ci_parser(sub)
@@ -120,7 +121,24 @@ def _history_parser(sub: Any) -> None:
     h.add_argument("--case", help="shell pattern on case ids: show their trend instead of the runs")
     h.add_argument("--last", type=int, default=20, help="the last N runs (default 20)")
     h.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    h.add_argument("--changes", action="store_true",
+                   help="step changes in each case's time per device model, with commit ranges (whole history)")
+    h.add_argument("--branch", help="with --changes: only runs on this git branch (e.g. main)")
+    h.add_argument("--min-change", type=float, default=1.0, metavar="PCT",
+                   help="with --changes: the smallest step reported, in percent (default 1)")
     h.set_defaults(func=_lazy("perfgate.cli_data", "history"))
+
+
+def _report_parser(sub: Any) -> None:
+    r = sub.add_parser("report", help="write the history as a static HTML dashboard (reads only)")
+    _root_options(r)
+    r.add_argument("--html", type=Path, required=True, metavar="DIR",
+                   help="the site's directory (new, empty, or a site written before; it is replaced whole)")
+    r.add_argument("--db", type=Path)
+    r.add_argument("--baseline-dir", type=Path)
+    r.add_argument("--summaries", type=int, default=100, metavar="N",
+                   help="run pages with the gate summary: the latest N runs (default 100)")
+    r.set_defaults(func=_lazy("perfgate.cli_report", "report"))
 
 
 def _db_parser(sub: Any) -> None:

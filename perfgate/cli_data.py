@@ -15,6 +15,10 @@ from perfgate.store import open_store
 
 def history(args: argparse.Namespace) -> int:
     """Reads only: an absent history is an error, never a new empty file."""
+    if getattr(args, "changes", False):
+        from perfgate.cli_changes import history_changes
+
+        return history_changes(args)
     settings = project_settings(args.rootdir, db_path=args.db)
     with open_store(settings.db_path, readonly=True) as store:
         rows = as_dicts(case_trend(store, args.case, args.last) if args.case else list_runs(store, args.last))
