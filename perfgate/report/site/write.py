@@ -120,7 +120,8 @@ def _overview(digests: list[CaseDigest], runs: dict[int, object]) -> str:
         heading = f"{len({d.row['case'] for d in digests})} case(s) on {len(devices)} device model(s)"
         notes = [f"{len(runs)} run(s) in the history. Regressions and change points first; click a column "
                  f"to sort. Verdicts are the latest run's, re-gated against the committed baselines."]
-    data = {"devices": devices, "cases": [d.row for d in digests]}
+    ordered = sorted((d.row for d in digests), key=lambda r: (r["rank"], -abs(r["change"] or 0.0), r["case"]))
+    data = {"devices": devices, "cases": ordered}
     return pages.page("perfgate dashboard", "", pages.overview_body(heading, notes), ("overview.js",), data)
 
 
