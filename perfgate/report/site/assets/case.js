@@ -72,7 +72,7 @@
       ctx.moveTo(x, u.bbox.top);
       ctx.lineTo(x, u.bbox.top + u.bbox.height);
       ctx.stroke();
-      ctx.fillText((c.pct > 0 ? "+" : "") + c.pct.toFixed(1) + "%", x + 4 * devicePixelRatio, u.bbox.top + 12 * devicePixelRatio);
+      ctx.fillText("time " + (c.pct > 0 ? "+" : "") + c.pct.toFixed(1) + "%", x + 4 * devicePixelRatio, u.bbox.top + 12 * devicePixelRatio);
     });
     ctx.restore();
   }
