@@ -63,8 +63,9 @@ class Step:
     p_value: float  # the permutation p-value of the split when it was found
 
 
-def find_steps(values: Sequence[float], settings: ChangePointSettings = ChangePointSettings()) -> tuple[Step, ...]:
+def find_steps(values: Sequence[float], settings: ChangePointSettings | None = None) -> tuple[Step, ...]:
     """The steps in `values` (oldest first), in order. Values must be finite and positive (medians)."""
+    settings = settings or ChangePointSettings()
     x = np.asarray(values, dtype=np.float64)
     if x.ndim != 1 or not np.all(np.isfinite(x)) or np.any(x <= 0):
         raise ValueError("change points need a 1-D series of finite, positive values")
@@ -116,7 +117,8 @@ def _split_statistics(rows: FloatArray, min_segment: int) -> FloatArray:
     centred = rows - rows.mean(axis=1, keepdims=True)
     cusum = np.cumsum(centred, axis=1)[:, min_segment - 1:n - min_segment]
     tau = np.arange(min_segment, n - min_segment + 1, dtype=np.float64)
-    return np.abs(cusum) / np.sqrt(tau * (n - tau) / n)  # |S_tau| / sqrt(tau (n - tau) / n)
+    stats: FloatArray = np.abs(cusum) / np.sqrt(tau * (n - tau) / n)  # |S_tau| / sqrt(tau (n - tau) / n)
+    return stats
 
 
 def _permutation_p(y: FloatArray, observed: float, s: ChangePointSettings) -> float | None:

@@ -80,7 +80,7 @@ def series_keys(store: Store, pattern: str | None = None) -> list[tuple[str, str
 
 
 def changes_in(series: tuple[RunPoint, ...], case_id: str, device_name: str,
-               settings: ChangePointSettings = ChangePointSettings()) -> CaseChanges:
+               settings: ChangePointSettings | None = None) -> CaseChanges:
     """The steps of one series, each with its commit range (the last run before, the first after)."""
     steps = find_steps([p.median_ms for p in series], settings) if series else ()
     changes = tuple(HistoryChange(case_id, device_name, st, series[st.index - 1], series[st.index]) for st in steps)
@@ -88,7 +88,7 @@ def changes_in(series: tuple[RunPoint, ...], case_id: str, device_name: str,
 
 
 def history_change_points(store: Store, pattern: str | None = None, branch: str | None = None,
-                          settings: ChangePointSettings = ChangePointSettings()) -> Iterator[CaseChanges]:
+                          settings: ChangePointSettings | None = None) -> Iterator[CaseChanges]:
     """Per (case, device model), in order: the change points of its history (empty `changes` when none)."""
     for case_id, device in series_keys(store, pattern):
         yield changes_in(case_series(store, case_id, device, branch), case_id, device, settings)

@@ -10,6 +10,7 @@ import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from perfgate.metrics import CATALOGUE, PEAK_ALLOCATED
 from perfgate.model import MetricKind
@@ -126,10 +127,9 @@ def case_series(store: Store, case_id: str, runs: dict[int, RunMeta]) -> list[Ca
             for device, points in by_device.items()]
 
 
-def _point(r: dict[str, object]) -> CasePoint:
+def _point(r: dict[str, Any]) -> CasePoint:
     return CasePoint(
-        run_id=int(r["run_id"]),  # type: ignore[call-overload]
-        median_ms=float(r["median_ms"]),  # type: ignore[arg-type]
+        run_id=int(r["run_id"]), median_ms=float(r["median_ms"]),
         q1_ms=_number(r["q1_ms"]), q3_ms=_number(r["q3_ms"]),
         confirmation_ms=_numbers(r["confirmation_medians"]), speedup=_number(r["speedup"]),
         confirmation_speedups=_numbers(r["confirmation_speedups"]), peak_bytes=_number(r["peak_bytes"]),
@@ -150,12 +150,12 @@ def _finite(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _positive(value: object) -> bool:
-    return _finite(value) and float(value) > 0  # type: ignore[arg-type]
+def _positive(value: Any) -> bool:
+    return _finite(value) and float(value) > 0
 
 
-def _number(value: object) -> float | None:
-    return float(value) if _finite(value) else None  # type: ignore[arg-type]
+def _number(value: Any) -> float | None:
+    return float(value) if _finite(value) else None
 
 
 def _numbers(text: object) -> tuple[float, ...]:

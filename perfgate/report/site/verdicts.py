@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from perfgate.baseline import Baseline
+from perfgate.findings import GateFacts
 from perfgate.model import Comparison, GateResult, Run, Verdict
 from perfgate.settings import Settings
 from perfgate.store import Store
@@ -32,7 +33,7 @@ def gate_runs(store: Store, run_ids: Iterable[int], settings: Settings) -> dict[
     """Each stored run with its verdicts: THE source of verdicts for the site (see the module docstring)."""
     from perfgate.gate import evaluate, resolve_baseline
 
-    baselines: dict[tuple[str, str, str], tuple[Baseline | None, object]] = {}
+    baselines: dict[tuple[str, str, str], tuple[Baseline | None, GateFacts]] = {}
     out: dict[int, GatedRun] = {}
     for run_id in sorted(set(run_ids)):
         run = store.load_run(run_id)
@@ -41,7 +42,7 @@ def gate_runs(store: Store, run_ids: Iterable[int], settings: Settings) -> dict[
             _, baseline, facts = resolve_baseline(settings, run.environment)
             baselines[key] = (baseline, facts)
         baseline, facts = baselines[key]
-        out[run_id] = GatedRun(run, evaluate(run, baseline, settings, facts), baseline)  # type: ignore[arg-type]
+        out[run_id] = GatedRun(run, evaluate(run, baseline, settings, facts), baseline)
     return out
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -18,7 +18,7 @@ from perfgate.changepoints import ChangePointSettings
 from perfgate.errors import PerfgateError
 from perfgate.report.site import pages
 from perfgate.report.site.case_data import CaseDigest, case_payload
-from perfgate.report.site.history_data import case_ids, case_series, latest_runs_by_device, load_runs
+from perfgate.report.site.history_data import RunMeta, case_ids, case_series, latest_runs_by_device, load_runs
 from perfgate.report.site.links import case_page
 from perfgate.report.site.run_pages import RunPageBuilder
 from perfgate.settings import Settings
@@ -112,7 +112,7 @@ def _build(store: Store, build: Path, settings: Settings, options: SiteOptions) 
     return digests
 
 
-def _overview(digests: list[CaseDigest], runs: dict[int, object]) -> str:
+def _overview(digests: list[CaseDigest], runs: Mapping[int, RunMeta]) -> str:
     devices = sorted({d.row["device"] for d in digests})
     if not runs:
         heading, notes = "No runs in the history yet", ["Run the gate (pytest --perfgate) to store one."]
