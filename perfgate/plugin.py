@@ -41,6 +41,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--perfgate-publish-host", action="store_true", default=None,
                 help="keep the hostname and absolute paths in published outputs")
     g.addoption("--perfgate-chart-url", help="base URL the charts are published at (links in a job summary)")
+    g.addoption("--perfgate-site-url", help="base URL of the published dashboard (links to the case pages)")
 
 
 @pytest.hookimpl(tryfirst=True)

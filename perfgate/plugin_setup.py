@@ -75,7 +75,8 @@ def load_settings(config: pytest.Config, rootdir: Path) -> Settings:
         report_dir=path("--perfgate-report-dir"), benchmark_json_path=path("--perfgate-benchmark-json"),
         profile=opt("--perfgate-profile"), allow_env_mismatch=opt("--perfgate-allow-env-mismatch"), store=store,
         pin_autotune=opt("--perfgate-pin-autotune"), confirm_runs=opt("--perfgate-confirm-runs"),
-        publish_host=opt("--perfgate-publish-host"), chart_url=opt("--perfgate-chart-url"))
+        publish_host=opt("--perfgate-publish-host"), chart_url=opt("--perfgate-chart-url"),
+        site_url=opt("--perfgate-site-url"))
     from dataclasses import replace
 
     return replace(settings, pyproject=pyproject if pyproject.is_file() else None)

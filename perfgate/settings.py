@@ -102,6 +102,7 @@ class Settings:
     pin_autotune: bool = False
     publish_host: bool = False  # hostname and absolute paths in published outputs (opt-in)
     chart_url: str = ""  # where the charts are published (links in a job summary need absolute URLs)
+    site_url: str = ""  # where `perfgate report --html` is published: the summary links to the case pages
     rootdir: Path = Path(".")
     pyproject: Path | None = None  # where the table came from, for messages
 
@@ -114,7 +115,7 @@ _SCALAR_PARSERS: dict[str, cs.Parser] = {
     "min_speedup": cs.POSITIVE, "fail_on_profile_error": cs.boolean,
     "ncu_set": cs.text, "profile_timeout_s": cs.number(1.0, 86_400.0),
     "peak_tflops": cs.POSITIVE, "peak_gbps": cs.POSITIVE, "pin_autotune": cs.boolean,
-    "publish_host": cs.boolean, "chart_url": cs.text,
+    "publish_host": cs.boolean, "chart_url": cs.text, "site_url": cs.text,
 }
 _LIST_KEYS = {"ncu_sections", "ncu_metrics"}
 _PATH_KEYS = {"baseline_dir": "baseline_dir", "db": "db_path"}
@@ -185,7 +186,7 @@ _OPTION_PARSERS: dict[str, cs.Parser] = {
     "baseline_file": cs.path, "update_baseline": cs.boolean, "reason": cs.text, "summary_path": cs.path,
     "json_path": cs.path, "report_dir": cs.path, "benchmark_json_path": cs.path, "allow_env_mismatch": cs.boolean,
     "store": cs.boolean, "pin_autotune": cs.boolean, "publish_host": cs.boolean, "chart_url": cs.text,
-    "confirm_runs": cs.integer(0, 20),
+    "site_url": cs.text, "confirm_runs": cs.integer(0, 20),
 }
 
 

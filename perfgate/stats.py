@@ -207,6 +207,7 @@ def t_cdf(t: float, dof: float) -> float:
     return 1.0 - tail if t >= 0 else tail
 
 
+@functools.lru_cache(maxsize=1024)  # a gate asks for the same few (p, dof) once per case and metric
 def t_quantile(p: float, dof: float) -> float:
     """The t value with P(T <= t) = p (bisection on the CDF; exact to ~1e-10)."""
     if not 0.0 < p < 1.0 or dof <= 0:

@@ -83,3 +83,51 @@ def recorded_h100_history(db: Path, baseline_dir: Path) -> tuple[Path, Path]:
     path = baseline_dir / "nvidia-h100-80gb-hbm3.json"
     path.write_text(json.dumps(baseline, indent=1))
     return db, baseline_dir
+
+
+def synthetic_history(db: Path, baseline_dir: Path, cases: int, runs: int, seed: int = 0) -> tuple[Path, Path]:
+    """`cases` x `runs` on one H100: log-uniform medians with 0.5% process noise, a tenth bimodal (a third of
+    the processes 2% slower), one in twenty a +3% step somewhere after run 300 (or a third of the way), half
+    with a speedup against a reference, all with peak memory and GPU state, every tenth with an autotune
+    choice. The first six runs are calibration processes and make the calibrated baseline."""
+    import numpy as np
+
+    from perfgate.baseline_write import calibrated_baseline, write_baseline
+    from perfgate.decision import DecisionSettings
+    from perfgate.metrics import PEAK_ALLOCATED
+    from perfgate.model import GpuState, Metric
+    from perfgate.stats import summarize
+
+    rng = np.random.default_rng(seed)
+    env = Environment(device_kind="cuda", device_name="NVIDIA H100 80GB HBM3", compute_capability="9.0")
+    ids = [f"suite/test_ops_{i // 100:02d}.py::test_op[{i:05d}]" for i in range(cases)]
+    centre = np.exp(rng.uniform(np.log(0.01), np.log(1.0), cases))
+    bimodal = rng.random(cases) < 0.1
+    step_at = np.where(rng.random(cases) < 0.05, rng.integers(max(6, runs // 3), max(7, runs), cases), runs + 1)
+    calibration: list[Run] = []
+    with open_store(db) as store:
+        for r in range(runs):
+            noise = 1 + 0.005 * rng.standard_normal(cases) + 0.02 * (bimodal & (rng.random(cases) < 1 / 3))
+            medians = centre * noise * np.where(r >= step_at, 1.03, 1.0)
+            results = []
+            for i, cid in enumerate(ids):
+                m = float(medians[i])
+                samples = [m * 0.999, m, m * 1.002]
+                speedup = Speedup("torch.op", (), 2.0 * centre[i] / m, 1.9 * centre[i] / m,
+                                  2.1 * centre[i] / m) if i % 2 == 0 else None
+                results.append(CaseResult(
+                    cid, summarize(samples, Timer.CUDA_EVENT), tuple(samples), speedup=speedup, nodeid=cid,
+                    metrics=(Metric(PEAK_ALLOCATED, float(1 << (20 + i % 10)), "byte", "memory"),),
+                    gpu_state=GpuState(polls=10, sm_clock_mhz=1980.0, power_median_w=300.0, temperature_max_c=45.0),
+                    autotune=(("matmul_kernel", "BLOCK_M: 128, BLOCK_N: 64, num_warps: 4"),) if i % 10 == 0 else ()))
+            argv = "perfgate calibrate --runs 6" if r < 6 else "pytest --perfgate"
+            info = RunInfo(f"2026-{1 + r // 700:02d}-{1 + r // 25 % 28:02d}T{r % 24:02d}:00:00+00:00", "",
+                           git_commit=f"{r:08x}" + "0" * 32, git_branch="main", argv=argv, run_uid=f"synthetic-{r}")
+            run = Run(info, env, tuple(results))
+            store.save_run(run)
+            if r < 6:
+                calibration.append(run)
+    baseline_dir.mkdir(parents=True, exist_ok=True)
+    path = baseline_dir / "nvidia-h100-80gb-hbm3.json"
+    write_baseline(calibrated_baseline(None, calibration, path, "site_bench", "synthetic", DecisionSettings()))
+    return db, baseline_dir

@@ -177,3 +177,15 @@ def test_case_verdict_is_the_most_severe() -> None:
             (("median_ms", Verdict.UNCHANGED), ("speedup", Verdict.REGRESSED))]
     assert case_verdict(rows) is Verdict.REGRESSED
     assert case_verdict([]) is None
+
+
+def test_summary_links_to_the_changed_cases_pages() -> None:
+    from perfgate.model import Comparison, Direction, GateResult
+    from perfgate.report.site.links import summary_links
+
+    gate = GateResult(comparisons=tuple(Comparison(cid, "median_ms", "ms", Direction.LOWER, v) for cid, v in (
+        ("t.py::slow", Verdict.REGRESSED), ("t.py::same", Verdict.UNCHANGED), ("t.py::fresh", Verdict.NEW))))
+    links = summary_links(gate, "https://o.github.io/r/")
+    assert [(c.name, c.href) for c in links] == [
+        ("dashboard", "https://o.github.io/r/index.html"),
+        ("t.py::slow: history", "https://o.github.io/r/" + case_page("t.py::slow"))]

@@ -15,7 +15,7 @@ from perfgate.metrics import PEAK_ALLOCATED, SPEEDUP_METRIC, TIME_METRIC, defaul
 from perfgate.model import Comparison, Verdict
 from perfgate.report.site.history_data import CasePoint, CaseSeries, RunMeta
 from perfgate.report.site.links import case_page, run_page
-from perfgate.report.site.verdicts import GatedRun, case_verdict
+from perfgate.report.site.verdicts import case_verdict
 
 BaselineLookup = Callable[[str, str], BaselineCase | None]  # (device model, case id) -> its baseline case
 MAX_COUNTER_KERNELS = 8
@@ -32,12 +32,13 @@ def num(value: float | None) -> float | None:
 
 
 def case_payload(case_id: str, series: Sequence[CaseSeries], runs: Mapping[int, RunMeta],
-                 gated: Mapping[int, GatedRun], latest: Mapping[tuple[str, str], int], baseline_case: BaselineLookup,
+                 latest_rows: Mapping[tuple[str, str], list[Comparison]], latest: Mapping[tuple[str, str], int],
+                 baseline_case: BaselineLookup,
                  cp_settings: ChangePointSettings, spark_points: int) -> tuple[dict[str, Any], list[CaseDigest]]:
     devices, digests = [], []
     for s in series:
         run_id = latest.get((case_id, s.device_name), s.points[-1].run_id)
-        rows = [c for c in gated[run_id].gate.comparisons if c.case_id == case_id] if run_id in gated else []
+        rows = latest_rows.get((case_id, s.device_name), [])
         changes = changes_in(tuple(_run_point(p, runs[p.run_id]) for p in s.points), case_id, s.device_name,
                              cp_settings)
         base = baseline_case(s.device_name, case_id)

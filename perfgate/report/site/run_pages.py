@@ -3,16 +3,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from perfgate.baseline import Baseline, BaselineCase
-from perfgate.model import Environment, GateResult, Run
+from perfgate.baseline import BaselineCase
+from perfgate.model import Comparison, Environment, GateResult, Run
 from perfgate.report.site import pages
 from perfgate.report.site.history_data import RunMeta
 from perfgate.report.site.links import case_page, run_page
-from perfgate.report.site.verdicts import GatedRun, case_verdict, gate_runs
+from perfgate.report.site.verdicts import RunVerdicts, case_verdict
 from perfgate.settings import Settings
 from perfgate.store import Store
 
@@ -20,37 +20,39 @@ MAX_CASE_LINKS = 50
 
 
 class RunPageBuilder:
-    """Re-gates the runs the site needs once each, and resolves each device model's baseline once."""
+    """Run pages and the verdicts the overview needs, from one RunVerdicts (each baseline read once)."""
 
     def __init__(self, store: Store, runs: dict[int, RunMeta], settings: Settings, summaries: int) -> None:
-        self.store, self.runs, self.settings = store, runs, settings
+        self.runs = runs
+        self.verdicts = RunVerdicts(store, settings)
         self.summarized = set(sorted(runs)[-summaries:]) if summaries > 0 else set()
-        self._gated: dict[int, GatedRun] = {}
-        self._baselines: dict[tuple[str, str], Baseline | None] = {}
+        self._kinds = {m.device_name: m.device_kind for m in runs.values()}
 
-    def gated(self, run_ids: Iterable[int]) -> dict[int, GatedRun]:
-        todo = [r for r in run_ids if r not in self._gated]
-        self._gated.update(gate_runs(self.store, todo, self.settings))
-        return self._gated
+    def latest_rows(self, latest: Mapping[tuple[str, str], int]) -> dict[tuple[str, str], list[Comparison]]:
+        """Per (case, device model): the comparisons of the latest run that measured the case."""
+        wanted: dict[int, set[str]] = {}
+        for (case_id, _), run_id in latest.items():
+            wanted.setdefault(run_id, set()).add(case_id)
+        rows: dict[tuple[str, str], list[Comparison]] = {}
+        for run_id, cases in sorted(wanted.items()):
+            device = self.runs[run_id].device_name
+            for c in self.verdicts.gated(run_id).gate.comparisons:
+                if c.case_id in cases:
+                    rows.setdefault((c.case_id, device), []).append(c)
+        return rows
 
     def baseline_case(self, device_name: str, case_id: str) -> BaselineCase | None:
-        meta = next((m for m in self.runs.values() if m.device_name == device_name), None)
-        if meta is None:
+        if device_name not in self._kinds:
             return None
-        key = (meta.device_kind, device_name)
-        if key not in self._baselines:
-            from perfgate.gate import resolve_baseline
-
-            _, self._baselines[key], _ = resolve_baseline(
-                self.settings, Environment(device_kind=meta.device_kind or "cuda", device_name=device_name))
-        baseline = self._baselines[key]
+        env = Environment(device_kind=self._kinds[device_name] or "cuda", device_name=device_name)
+        baseline, _ = self.verdicts.baseline(env)
         return baseline.cases.get(case_id) if baseline is not None else None
 
     def write(self, build: Path, run_id: int) -> None:
         meta = self.runs[run_id]
         summary, note = "", ""
         if run_id in self.summarized:
-            g = self.gated([run_id])[run_id]
+            g = self.verdicts.gated(run_id)
             summary = summary_html(g.gate, g.run)
         else:
             note = (f"The gate summary is on the pages of the latest {len(self.summarized)} runs; for this one run "

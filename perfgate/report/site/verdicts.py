@@ -3,7 +3,7 @@
 Today every verdict is reached by re-gating the stored run with the library (`gate.evaluate` against the
 committed baseline of its device model), exactly as `perfgate compare --run ID` does: the thresholds
 stored with each case and its confirmation medians give the plugin's verdicts back. Once the history
-stores each case's verdict, `gate_runs` reads them instead; nothing else in the site changes.
+stores each case's verdict, `RunVerdicts.gated` reads them instead; nothing else in the site changes.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from perfgate.baseline import Baseline
 from perfgate.findings import GateFacts
-from perfgate.model import Comparison, GateResult, Run, Verdict
+from perfgate.model import Comparison, Environment, GateResult, Run, Verdict
 from perfgate.settings import Settings
 from perfgate.store import Store
 
@@ -29,21 +29,35 @@ class GatedRun:
     baseline: Baseline | None
 
 
-def gate_runs(store: Store, run_ids: Iterable[int], settings: Settings) -> dict[int, GatedRun]:
-    """Each stored run with its verdicts: THE source of verdicts for the site (see the module docstring)."""
-    from perfgate.gate import evaluate, resolve_baseline
+class RunVerdicts:
+    """THE source of the site's verdicts (see the module docstring). Each device model's baseline is read
+    once; runs are gated on request and not kept (a run with its samples can be large)."""
 
-    baselines: dict[tuple[str, str, str], tuple[Baseline | None, GateFacts]] = {}
-    out: dict[int, GatedRun] = {}
-    for run_id in sorted(set(run_ids)):
-        run = store.load_run(run_id)
-        key = run.environment.comparability_key()
-        if key not in baselines:
-            _, baseline, facts = resolve_baseline(settings, run.environment)
-            baselines[key] = (baseline, facts)
-        baseline, facts = baselines[key]
-        out[run_id] = GatedRun(run, evaluate(run, baseline, settings, facts), baseline)
-    return out
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.store, self.settings = store, settings
+        self._baselines: dict[tuple[str, str, str], tuple[Baseline | None, GateFacts]] = {}
+
+    def baseline(self, env: Environment) -> tuple[Baseline | None, GateFacts]:
+        from perfgate.gate import resolve_baseline
+
+        key = env.comparability_key()
+        if key not in self._baselines:
+            _, baseline, facts = resolve_baseline(self.settings, env)
+            self._baselines[key] = (baseline, facts)
+        return self._baselines[key]
+
+    def gated(self, run_id: int) -> GatedRun:
+        from perfgate.gate import evaluate
+
+        run = self.store.load_run(run_id)
+        baseline, facts = self.baseline(run.environment)
+        return GatedRun(run, evaluate(run, baseline, self.settings, facts), baseline)
+
+
+def gate_runs(store: Store, run_ids: Iterable[int], settings: Settings) -> dict[int, GatedRun]:
+    """Several runs with their verdicts, through RunVerdicts."""
+    verdicts = RunVerdicts(store, settings)
+    return {run_id: verdicts.gated(run_id) for run_id in sorted(set(run_ids))}
 
 
 def case_verdict(rows: Iterable[Comparison]) -> Verdict | None:

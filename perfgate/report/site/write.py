@@ -92,14 +92,14 @@ def _build(store: Store, build: Path, settings: Settings, options: SiteOptions) 
                                 encoding="utf-8")
     _copy_assets(build / "assets")
     run_pages = RunPageBuilder(store, runs, settings, options.summaries)
-    latest = dict(((cid, runs[rid].device_name), rid) for cid, rid in latest_runs_by_device(store))
-    gated = run_pages.gated(set(latest.values()))
+    latest = {(cid, runs[rid].device_name): rid for cid, rid in latest_runs_by_device(store)}
+    latest_rows = run_pages.latest_rows(latest)
     digests: list[CaseDigest] = []
     for cid in case_ids(store):
         series = case_series(store, cid, runs)
         if not series:
             continue
-        payload, case_digests = case_payload(cid, series, runs, gated, latest, run_pages.baseline_case,
+        payload, case_digests = case_payload(cid, series, runs, latest_rows, latest, run_pages.baseline_case,
                                              options.changepoints, options.spark_points)
         body = pages.case_body(cid, [s.device_name for s in series])
         _write(build / case_page(cid), pages.page(f"{cid}: perfgate", "../", body, ("vendor/uPlot.iife.min.js",
