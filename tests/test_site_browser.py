@@ -228,3 +228,16 @@ def test_empty_history_site_loads(browser: Browser, tmp_path: Path) -> None:
     page = browser.open(tmp_path / "site" / "index.html")
     assert page.text_content("h1") == "No runs in the history yet"
     assert table_rows(page) == []
+
+
+def test_a_large_overview_shows_rows_in_pages(browser: Browser, tmp_path: Path) -> None:
+    """300 cases: the first 250 rows are built at load, the rest on request; filters see every case."""
+    db = one_run_db(tmp_path, {f"t.py::case_{i:03d}": [1.0, 1.01, 0.99] for i in range(300)})
+    out = tmp_path / "site"
+    assert main(["report", "--html", str(out), "--db", str(db), "--rootdir", str(tmp_path), "--summaries", "0"]) == 0
+    page = browser.open(out / "index.html")
+    assert len(table_rows(page)) == 250 and page.text_content("#shown") == "300 of 300 shown"
+    page.click("#more")
+    assert len(table_rows(page)) == 300 and page.is_hidden("#more")
+    page.fill("#filter-name", "case_29")
+    assert [r[0] for r in table_rows(page)] == [f"t.py::case_29{i}" for i in range(10)]
