@@ -12,7 +12,7 @@ from perfgate.model import Comparison, Environment, GateResult, Run
 from perfgate.report.site import pages
 from perfgate.report.site.history_data import RunMeta
 from perfgate.report.site.links import case_page, run_page
-from perfgate.report.site.verdicts import RunVerdicts, case_verdict
+from perfgate.report.site.verdicts import GatedRun, RunVerdicts, case_verdict
 from perfgate.settings import Settings
 from perfgate.store import Store
 
@@ -27,6 +27,7 @@ class RunPageBuilder:
         self.verdicts = RunVerdicts(store, settings)
         self.summarized = set(sorted(runs)[-summaries:]) if summaries > 0 else set()
         self._kinds = {m.device_name: m.device_kind for m in runs.values()}
+        self._kept: dict[int, GatedRun] = {}  # gated for the overview and summarized later: gated once
 
     def latest_rows(self, latest: Mapping[tuple[str, str], int]) -> dict[tuple[str, str], list[Comparison]]:
         """Per (case, device model): the comparisons of the latest run that measured the case."""
@@ -36,7 +37,10 @@ class RunPageBuilder:
         rows: dict[tuple[str, str], list[Comparison]] = {}
         for run_id, cases in sorted(wanted.items()):
             device = self.runs[run_id].device_name
-            for c in self.verdicts.gated(run_id).gate.comparisons:
+            gated = self.verdicts.gated(run_id)
+            if run_id in self.summarized:
+                self._kept[run_id] = gated
+            for c in gated.gate.comparisons:
                 if c.case_id in cases:
                     rows.setdefault((c.case_id, device), []).append(c)
         return rows
@@ -52,7 +56,7 @@ class RunPageBuilder:
         meta = self.runs[run_id]
         summary, note = "", ""
         if run_id in self.summarized:
-            g = self.verdicts.gated(run_id)
+            g = self._kept.pop(run_id, None) or self.verdicts.gated(run_id)
             summary = summary_html(g.gate, g.run)
         else:
             note = (f"The gate summary is on the pages of the latest {len(self.summarized)} runs; for this one run "

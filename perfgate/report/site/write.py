@@ -56,13 +56,13 @@ def write_site(store: Store, out_dir: Path, settings: Settings, options: SiteOpt
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     build = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
-        digests = _build(store, build, settings, options)
+        digests, runs = _build(store, build, settings, options)
         _replace(build, out_dir)
     except BaseException:
         shutil.rmtree(build, ignore_errors=True)
         raise
     files = [p for p in out_dir.rglob("*") if p.is_file()]
-    return SiteReport(out_dir, len(digests), len(load_runs(store)), len(files), sum(p.stat().st_size for p in files),
+    return SiteReport(out_dir, len(digests), runs, len(files), sum(p.stat().st_size for p in files),
                       sum(d.change_points for d in digests), clock() - started)
 
 
@@ -84,7 +84,7 @@ def _replace(build: Path, out_dir: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _build(store: Store, build: Path, settings: Settings, options: SiteOptions) -> list[CaseDigest]:
+def _build(store: Store, build: Path, settings: Settings, options: SiteOptions) -> tuple[list[CaseDigest], int]:
     runs = load_runs(store)
     (build / "case").mkdir()
     (build / "run").mkdir()
@@ -109,7 +109,7 @@ def _build(store: Store, build: Path, settings: Settings, options: SiteOptions) 
     for run_id in runs:
         run_pages.write(build, run_id)
     _write(build / "index.html", _overview(digests, runs))
-    return digests
+    return digests, len(runs)
 
 
 def _overview(digests: list[CaseDigest], runs: Mapping[int, RunMeta]) -> str:
