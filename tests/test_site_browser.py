@@ -161,8 +161,10 @@ def test_case_page_draws_its_charts(site: Path, browser: Browser) -> None:
     kernel = {c["metric"]: c for c in charts(browser.open(site / case_page(
         "kernels/tests/test_perf.py::test_softmax[bf16]")))}
     assert kernel["time (run median)"]["points"] == 9 and kernel["peak memory"]["points"] == 9
-    counters = [c for m, c in kernel.items() if "(" in m and m != "time (run median)"]
-    assert counters and all(c["painted"] > 0 for c in counters)  # the profiled run's counters
+    assert set(kernel) == {"time (run median)", "speedup vs torch.softmax", "peak memory"}
+    # one profiled run: its counters are a table, not one-point charts
+    rows = browser.page.eval_on_selector_all("table.once tr", "trs => trs.length")
+    assert rows > 10 and "registers/thread" in browser.page.text_content("table.once")
 
 
 def test_links_resolve(site: Path, browser: Browser) -> None:

@@ -12,7 +12,7 @@ from perfgate.model import Comparison, Environment, GateResult, Run
 from perfgate.report.site import pages
 from perfgate.report.site.history_data import RunMeta
 from perfgate.report.site.links import case_page, run_page
-from perfgate.report.site.verdicts import GatedRun, RunVerdicts, case_verdict
+from perfgate.report.site.verdicts import GatedRun, RunVerdicts
 from perfgate.settings import Settings
 from perfgate.store import Store
 
@@ -79,10 +79,9 @@ def summary_html(gate: GateResult, run: Run) -> str:
     scrubber = Scrubber(None, publish_host=False)
     changed = sorted({c.case_id for c in gate.comparisons if c.verdict in CHANGED})
     links = [ChartLink(f"{cid}: charts", f"../{case_page(cid)}") for cid in changed[:MAX_CASE_LINKS]]
-    if not links:
-        worst = sorted({c.case_id for c in gate.comparisons if case_verdict([c]) is not None})
-        links = [ChartLink(f"{cid}: charts", f"../{case_page(cid)}") for cid in worst[:MAX_CASE_LINKS]
-                 if any(r.case_id == cid for r in run.results)]
+    if not links:  # nothing changed: the first cases it measured
+        measured = sorted(r.case_id for r in run.results)
+        links = [ChartLink(f"{cid}: charts", f"../{case_page(cid)}") for cid in measured[:MAX_CASE_LINKS]]
     return markdown_to_html(render_markdown(scrubber.gate(gate), links, run=scrubber.run(run)))
 
 

@@ -26,7 +26,7 @@
       while (Math.abs(v) >= 1024 && i < units.length - 1) { v /= 1024; i += 1; }
       return (i ? v.toFixed(1) : String(v)) + " " + units[i];
     }
-    return Number(v.toPrecision(4)) + (unit ? " " + unit : "");
+    return (Math.abs(v) >= 1e6 ? v.toPrecision(4) : String(Number(v.toPrecision(4)))) + (unit ? " " + unit : "");
   }
 
   function details(d, i) {
@@ -221,10 +221,42 @@
         { confirmations: d.speedup.confirmations, band: b.speedup });
     }
     if (d.memory) chart(section, d, "peak memory", "byte", d.memory, { band: b.memory });
-    d.counters.forEach((c) => {
-      const lines = c.kernels.map((k) => ({ label: k.kernel || "(case)", values: k.values }));
-      chart(section, d, c.label + " (" + c.metric + ")", c.unit, lines[0].values, { lines: lines });
+    // counters with a trend get a chart; those measured in one run only (one profiled run) a table row
+    const once = [];
+    const trends = d.counters.filter((c) => {
+      const runs = new Set();
+      c.kernels.forEach((k) => k.values.forEach((v, i) => { if (v !== null) runs.add(i); }));
+      if (runs.size > 1) return true;
+      c.kernels.forEach((k) => k.values.forEach((v, i) => { if (v !== null) once.push([c, k.kernel, v, i]); }));
+      return false;
     });
+    if (trends.length || once.length) {
+      const box = el("details", null, "counters");
+      box.open = true;
+      box.appendChild(el("summary", "Gated profiler counters (" + d.counters.length + ")"));
+      section.appendChild(box);
+      trends.forEach((c) => {
+        const lines = c.kernels.map((k) => ({ label: k.kernel || "(case)", values: k.values }));
+        chart(box, d, c.label + " (" + c.metric + ")", c.unit, lines[0].values, { lines: lines });
+      });
+      if (once.length) {
+        const t = el("table", null, "once");
+        const head = el("tr");
+        ["counter (measured in one run)", "kernel", "value", "run"].forEach((h) => head.appendChild(el("th", h)));
+        t.appendChild(head);
+        once.forEach(([c, kernel, v, i]) => {
+          const tr = el("tr");
+          tr.appendChild(el("td", c.label));
+          tr.appendChild(el("td", kernel || "(case)"));
+          tr.appendChild(el("td", fmt(v, c.unit), "num"));
+          const td = el("td");
+          td.appendChild(runLink(d, d.runs.id[i], d.runs.commit[i]));
+          tr.appendChild(td);
+          t.appendChild(tr);
+        });
+        box.appendChild(t);
+      }
+    }
     section.appendChild(runsTable(d));
   });
   document.body.dataset.ready = "true";
