@@ -101,24 +101,25 @@ _POINTS_SQL = (
     "SELECT c.run_id, coalesce(r.device_name, '') AS device_name, c.median_ms, c.q1_ms, c.q3_ms, "
     "c.confirmation_medians, c.confirmation_speedups, s.median AS speedup, s.reference, g.throttled_fraction, "
     "g.sm_clock_mhz, g.power_median_w, g.temperature_max_c, "
-    "(SELECT m.value FROM metrics m WHERE m.run_id = c.run_id AND m.case_id = c.case_id AND m.name = ? "
-    " AND m.kernel = '') AS peak_bytes, "
     "(SELECT group_concat(a.kernel || ': ' || a.config, '; ') FROM autotune a WHERE a.run_id = c.run_id "
     " AND a.case_id = c.case_id) AS autotune "
     "FROM cases c JOIN runs r ON r.id = c.run_id "
     "LEFT JOIN speedups s ON s.run_id = c.run_id AND s.case_id = c.case_id "
     "LEFT JOIN gpu_state g ON g.run_id = c.run_id AND g.case_id = c.case_id "
     "WHERE c.case_id = ? ORDER BY 2, c.run_id")
+# on its own: as a subquery above, SQLite picks the (case_id, name) index and reads every run's row per run
+_PEAK_SQL = "SELECT run_id, value FROM metrics WHERE case_id = ? AND name = ? AND kernel = ''"
 
 
 def case_series(store: Store, case_id: str, runs: dict[int, RunMeta]) -> list[CaseSeries]:
     """The case's points and gated counters, one series per device model; unusable medians are skipped."""
     by_device: dict[str, list[CasePoint]] = {}
     references: dict[str, str] = {}
-    for r in store.query(_POINTS_SQL, (PEAK_ALLOCATED, case_id)):
+    peaks = {int(r["run_id"]): r["value"] for r in store.query(_PEAK_SQL, (case_id, PEAK_ALLOCATED))}
+    for r in store.query(_POINTS_SQL, (case_id,)):
         if not _positive(r["median_ms"]):
             continue
-        by_device.setdefault(r["device_name"], []).append(_point(r))
+        by_device.setdefault(r["device_name"], []).append(_point(r, peaks.get(int(r["run_id"]))))
         if r["reference"]:
             references[r["device_name"]] = r["reference"]
     counters = _counters(store, case_id, runs)
@@ -127,12 +128,12 @@ def case_series(store: Store, case_id: str, runs: dict[int, RunMeta]) -> list[Ca
             for device, points in by_device.items()]
 
 
-def _point(r: dict[str, Any]) -> CasePoint:
+def _point(r: dict[str, Any], peak_bytes: Any) -> CasePoint:
     return CasePoint(
         run_id=int(r["run_id"]), median_ms=float(r["median_ms"]),
         q1_ms=_number(r["q1_ms"]), q3_ms=_number(r["q3_ms"]),
         confirmation_ms=_numbers(r["confirmation_medians"]), speedup=_number(r["speedup"]),
-        confirmation_speedups=_numbers(r["confirmation_speedups"]), peak_bytes=_number(r["peak_bytes"]),
+        confirmation_speedups=_numbers(r["confirmation_speedups"]), peak_bytes=_number(peak_bytes),
         throttled_fraction=_number(r["throttled_fraction"]), sm_clock_mhz=_number(r["sm_clock_mhz"]),
         power_w=_number(r["power_median_w"]), temperature_c=_number(r["temperature_max_c"]),
         autotune=str(r["autotune"] or ""))
