@@ -59,21 +59,19 @@ def _device_payload(s: CaseSeries, runs: Mapping[int, RunMeta], rows: list[Compa
     by_metric = {c.metric: c for c in rows}
     return {
         "device": s.device_name, "reference": s.reference,
-        "runs": {"id": [p.run_id for p in pts], "href": [run_page(p.run_id) for p in pts],
-                 "commit": [runs[p.run_id].git_commit[:12] for p in pts],
-                 "date": [runs[p.run_id].started_at for p in pts],
+        "runs": {"id": [p.run_id for p in pts], "commit": [runs[p.run_id].git_commit[:12] for p in pts],
+                 "date": [runs[p.run_id].started_at[:16].replace("T", " ") for p in pts],
                  "branch": [runs[p.run_id].git_branch for p in pts],
                  "calibration": [runs[p.run_id].calibration for p in pts]},
-        "time": {"median": [num(p.median_ms) for p in pts], "q1": [num(p.q1_ms) for p in pts],
-                 "q3": [num(p.q3_ms) for p in pts], "confirmations": [[num(v) for v in p.confirmation_ms]
-                                                                       for p in pts]},
+        "time": {"median": [num(p.median_ms) for p in pts],
+                 "confirmations": [[num(v) for v in p.confirmation_ms] for p in pts]},
         "speedup": ({"value": [num(p.speedup) for p in pts],
                      "confirmations": [[num(v) for v in p.confirmation_speedups] for p in pts]}
                     if any(p.speedup is not None for p in pts) else None),
         "memory": [num(p.peak_bytes) for p in pts] if any(p.peak_bytes is not None for p in pts) else None,
         "gpu": {"throttled": [num(p.throttled_fraction) for p in pts], "clock": [num(p.sm_clock_mhz) for p in pts],
                 "power": [num(p.power_w) for p in pts], "temperature": [num(p.temperature_c) for p in pts]},
-        "autotune": [p.autotune for p in pts],
+        "autotune": _interned([p.autotune for p in pts]),
         "baseline": _bands(base, by_metric),
         "counters": _counters(s, index),
         "changes": [{"index": index[c.first_after.run_id], "pct": round(c.change_pct, 2),
@@ -83,6 +81,13 @@ def _device_payload(s: CaseSeries, runs: Mapping[int, RunMeta], rows: list[Compa
         "latest": [{"metric": label(c.metric) + (f" [{c.kernel}]" if c.kernel else ""), "verdict": c.verdict.value,
                     "change": num(c.change_pct), "detects": num(c.threshold_pct)} for c in rows],
     }
+
+
+def _interned(texts: list[str]) -> dict[str, list[Any]]:
+    """Distinct strings once, and per point an index into them (-1: none): autotune configs repeat."""
+    values: dict[str, int] = {}
+    index = [values.setdefault(t, len(values)) if t else -1 for t in texts]
+    return {"values": list(values), "index": index}
 
 
 def _bands(base: BaselineCase | None, by_metric: Mapping[str, Comparison]) -> dict[str, Any]:

@@ -29,6 +29,16 @@
     return (Math.abs(v) >= 1e6 ? v.toPrecision(4) : String(Number(v.toPrecision(4)))) + (unit ? " " + unit : "");
   }
 
+  function runHref(runId) {
+    return "../run/" + Number(runId) + ".html";
+  }
+
+  // autotune choices are interned: a list of distinct strings and, per run, an index (-1: none)
+  function autotune(d, i) {
+    const k = d.autotune.index[i];
+    return k >= 0 ? d.autotune.values[k] : "";
+  }
+
   function details(d, i) {
     const r = d.runs;
     const lines = ["run #" + r.id[i] + (r.calibration[i] ? " (calibration process)" : ""),
@@ -44,7 +54,8 @@
       lines.push("GPU: " + fmt(g.clock[i], "MHz") + ", " + fmt(g.power[i], "W") + ", " + fmt(g.temperature[i], "C")
         + ", throttled " + (g.throttled[i] === null ? "-" : (100 * g.throttled[i]).toFixed(0) + "%"));
     }
-    if (d.autotune[i]) lines.push("autotune: " + d.autotune[i]);
+    const tuned = autotune(d, i);
+    if (tuned) lines.push("autotune: " + tuned);
     return lines;
   }
 
@@ -135,7 +146,7 @@
     const u = new uPlot(opts, cols, box);
     u.over.addEventListener("click", () => {
       const i = u.cursor.idx;
-      if (i !== null && i !== undefined) window.location.href = "../" + d.runs.href[i];
+      if (i !== null && i !== undefined) window.location.href = runHref(d.runs.id[i]);
     });
     u.over.addEventListener("mouseleave", () => { tooltip.hidden = true; });
     const plotted = (extra.lines || [{ values: values }]).reduce((s, l) => s + l.values.filter((v) => v !== null).length, 0);
@@ -161,7 +172,7 @@
 
   function runLink(d, runId, commit) {
     const a = el("a", "#" + runId + (commit ? " (" + commit + ")" : ""));
-    a.href = "../run/" + Number(runId) + ".html";
+    a.href = runHref(runId);
     return a;
   }
 
@@ -190,7 +201,7 @@
       const tr = el("tr");
       const first = el("td");
       const a = el("a", "#" + id);
-      a.href = "../" + d.runs.href[i];
+      a.href = runHref(id);
       first.appendChild(a);
       tr.appendChild(first);
       tr.appendChild(el("td", d.runs.commit[i] || "-"));
@@ -203,7 +214,7 @@
       tr.appendChild(el("td", d.memory ? fmt(d.memory[i], "byte") : "-", "num"));
       const th = d.gpu.throttled[i];
       tr.appendChild(el("td", th === null ? "-" : (100 * th).toFixed(0) + "%", "num"));
-      tr.appendChild(el("td", d.autotune[i] || "-"));
+      tr.appendChild(el("td", autotune(d, i) || "-"));
       t.appendChild(tr);
     });
     box.appendChild(t);
