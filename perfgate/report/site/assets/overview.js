@@ -23,7 +23,8 @@
   }
 
   function pct(v) {
-    return v === null || v === undefined ? "-" : (v > 0 ? "+" : "") + v.toFixed(1) + "%";
+    if (v === null || v === undefined) return "-";
+    return Math.abs(v) < 0.05 ? "0.0%" : (v > 0 ? "+" : "") + v.toFixed(1) + "%";
   }
 
   function bytes(v) {
