@@ -5,11 +5,12 @@ as a user would, over several independent calibrations.
 
 Each fresh process lands each case in a slower mode (+GAP_PCT) a third of the time, as GPU kernels do when
 a process draws another power state, allocation or autotune outcome; within a process the calls jitter
-by 0.3%. Time is perfgate's manual clock (perfgate/measure/clock.py), so a call takes exactly the time it
-declares, on an idle or a busy machine, and every process draws its modes from its own seed (a counter
-in the project), so the run is the same every time. Per calibration: `perfgate calibrate --runs 6`, then
-`--gates` unchanged `pytest --perfgate` runs (each stored in the project's history: passing runs feed the
-noise window), then one run with SLOWED cases 30% slower, which must fail naming exactly those.
+by 0.3%. Time is a manual clock (tests/manual_clock.py, installed through perfgate/measure/clock.py), so
+a call takes exactly the time it declares, on an idle or a busy machine, and every process draws its
+modes from its own seed (a counter in the project), so the run is the same every time. Per calibration:
+`perfgate calibrate --runs 6`, then `--gates` unchanged `pytest --perfgate` runs (each stored in the
+project's history: passing runs feed the noise window), then one run with SLOWED cases 30% slower, which
+must fail naming exactly those.
 
 Exit status 1 when more than one unchanged run in 12 failed, or a slowdown was missed or misnamed.
 """
@@ -30,7 +31,9 @@ SLOWED = ("c03", "c07", "c11", "c15")
 SLOWDOWN = 1.30
 TIMEOUT_S = 600.0
 
-CONFTEST = '''
+# the project's conftest: the manual clock (tests/manual_clock.py, as perfgate's own tests use it), modes
+# drawn per process
+CONFTEST = (Path(__file__).resolve().parents[1] / "tests" / "manual_clock.py").read_text() + '''
 import fcntl, os, random
 from pathlib import Path
 
@@ -53,7 +56,7 @@ def _process_index():
 
 
 def pytest_configure(config):
-    _replaced.append(clock.install(clock.ManualClock(tick_ns=1000)))
+    _replaced.append(clock.install(ManualClock(tick_ns=1000)))
     rng = random.Random(int(os.environ["E2E_SEED"]) * 100_000 + _process_index())
     config.e2e_slow = {f"c{i:02d}": rng.random() < 1 / 3 for i in range(int(os.environ["E2E_CASES"]))}
     config.e2e_rng = rng

@@ -133,3 +133,16 @@ def test_the_expression_subset_behaves_like_github():
     assert evaluate("inputs.comment == 'auto' && startsWith(github.event_name, 'pull_request')", ctx)
     assert evaluate("steps.gate.outputs.exit-code != ''", ctx) is False
     assert evaluate("github.event_name == 'push' && 'none' || ''", ctx) == ""
+
+
+def test_pages_publishes_the_dashboard_and_the_summary_links_to_it(project):
+    gate(project, strict="false")
+    run = gate(project, pages="true", **{"site-url": "https://o.github.io/r"})
+    assert not run.failed, [s.stdout for s in run.steps]
+    uploads = {s.uses.split("@")[0]: s for s in run.steps if s.kind == "uses"}
+    site = Path(uploads["actions/upload-pages-artifact"].with_["path"])
+    assert (site / "index.html").is_file() and (site / "assets" / "vendor" / "uPlot.iife.min.js").is_file()
+    summary = (Path(uploads["actions/upload-artifact"].with_["path"]) / "perfgate-summary.md").read_text()
+    assert "[dashboard](https://o.github.io/r/index.html)" in summary
+    quiet = gate(project)
+    assert not any(s.uses.startswith("actions/upload-pages-artifact") for s in quiet.steps if s.kind == "uses")

@@ -14,8 +14,8 @@ from perfgate.baseline.write import (
     updated_baseline,
     write_baseline,
 )
-from perfgate.errors import BaselineError
 from perfgate.config.settings import Settings
+from perfgate.errors import BaselineError
 from perfgate.model import Environment, Metric
 from tests.helpers import ENV, make_run, noisy
 

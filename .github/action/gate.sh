@@ -8,6 +8,7 @@ flags=(--perfgate --perfgate-json "$RESULTS/perfgate.json" --perfgate-summary "$
        --perfgate-report-dir "$RESULTS/charts")
 [ "${STRICT:-true}" = "true" ] && flags+=(--perfgate-strict)
 [ -n "${PROFILE:-}" ] && flags+=(--perfgate-profile "$PROFILE")
+[ -n "${SITE_URL:-}" ] && flags+=(--perfgate-site-url "$SITE_URL")
 [ -z "${PERFGATE_DB:-}" ] && flags+=(--perfgate-no-store)
 "${PYTHON:-python3}" -m pytest "${args[@]}" "${flags[@]}"
 code=$?

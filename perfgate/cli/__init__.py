@@ -49,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     _baseline_parser(sub)
     _analyze_parser(sub)
     _history_parser(sub)
+    _report_parser(sub)
     _db_parser(sub)
     _import_parser(sub)
     _ci_parser(sub)
@@ -133,13 +134,30 @@ def _analyze_parser(sub: Any) -> None:
 
 
 def _history_parser(sub: Any) -> None:
-    h = _command(sub, "history", "list stored runs, or a case's trend (reads only)",
-                 ("perfgate history --last 10", "perfgate history --case '*softmax*' --format csv"))
+    h = _command(sub, "history", "list stored runs, a case's trend, or the step changes in every case's history "
+                 "(reads only)", ("perfgate history --last 10", "perfgate history --case '*softmax*' --format csv",
+                                  "perfgate history --changes --branch main"))
     _settings_options(h, "db_path")
     h.add_argument("--case", help="shell pattern on case ids: show their trend instead of the runs")
     h.add_argument("--last", type=int, default=20, help="the last N runs (default 20)")
     h.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
+    h.add_argument("--changes", action="store_true",
+                   help="step changes in each case's time per device model, with commit ranges (whole history)")
+    h.add_argument("--branch", help="with --changes: only runs on this git branch (e.g. main)")
+    h.add_argument("--min-change", type=float, default=1.0, metavar="PCT",
+                   help="with --changes: the smallest step reported, in percent (default 1)")
     h.set_defaults(func=_lazy("perfgate.cli.data", "history"))
+
+
+def _report_parser(sub: Any) -> None:
+    r = _command(sub, "report", "write the history as a static HTML dashboard (reads only)",
+                 ("perfgate report --html site/", "perfgate report --html site/ --db runner.db --summaries 20"))
+    _settings_options(r, "db_path", "baseline_dir")
+    r.add_argument("--html", type=Path, required=True, metavar="DIR",
+                   help="the site's directory (new, empty, or a site written before; it is replaced whole)")
+    r.add_argument("--summaries", type=int, default=100, metavar="N",
+                   help="run pages with the gate summary: the latest N runs (default 100)")
+    r.set_defaults(func=_lazy("perfgate.cli.report", "report"))
 
 
 def _db_parser(sub: Any) -> None:

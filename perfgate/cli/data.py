@@ -15,6 +15,10 @@ from perfgate.store.query import as_dicts, case_trend, list_runs
 
 def history(args: argparse.Namespace) -> int:
     """Reads only: an absent history is an error, never a new empty file."""
+    if args.changes:
+        from perfgate.cli.changes import history_changes
+
+        return history_changes(args)
     settings = command_settings(args)
     with open_store(settings.db_path, readonly=True) as store:
         rows = as_dicts(case_trend(store, args.case, args.last) if args.case else list_runs(store, args.last))

@@ -100,6 +100,8 @@ OPTIONS: tuple[Option, ...] = (
            key="publish_host", flag="--perfgate-publish-host", arg=Arg.FLAG),
     Option("chart_url", "base URL the charts are published at (links in a job summary)", v.text, key="chart_url",
            flag="--perfgate-chart-url", metavar="URL"),
+    Option("site_url", "base URL of the published dashboard (perfgate report --html): the summary links to the "
+           "changed cases' pages", v.text, key="site_url", flag="--perfgate-site-url", metavar="URL"),
     # --- the decision -----------------------------------------------------------------------------------
     Option("threshold_pct", "time threshold (%) for cases of an uncalibrated baseline; set per case (marker, "
            "override) it also floors a calibrated case", v.THRESHOLD, key="threshold_pct", marker=True),

@@ -103,6 +103,7 @@ class Settings:
     pin_autotune: bool = False
     publish_host: bool = False  # hostname and absolute paths in published outputs (opt-in)
     chart_url: str = ""  # where the charts are published (links in a job summary need absolute URLs)
+    site_url: str = ""  # where `perfgate report --html` is published: the summary links to the case pages
     rootdir: Path = Path(".")
     pyproject: Path | None = None  # where the table came from, for messages
 

@@ -24,16 +24,17 @@ def publish(gate: GateResult, run: Run, settings: Settings, baseline: Baseline |
     scrubber = Scrubber(settings.rootdir, settings.publish_host)
     g, r = scrubber.gate(gate), scrubber.run(run)
     charts = _charts(gate, run, settings, baseline, messages)
+    site = _site_links(gate, settings.site_url)
     if settings.summary_path is not None:
         base = settings.summary_path.parent.resolve()
         links = [ChartLink(p.name, os.path.relpath(p.resolve(), base)) for p in charts]
-        write_text(settings.summary_path, render_markdown(g, links, run=r))
+        write_text(settings.summary_path, render_markdown(g, links + site, run=r))
     step_summary = os.environ.get(STEP_SUMMARY_ENV, "")
     if step_summary:
         # a job summary is shown on github.com, where a relative link leads nowhere: absolute URLs only
         url = settings.chart_url.rstrip("/")
         links = [ChartLink(p.name, f"{url}/{p.name}" if url else "") for p in charts]
-        _append(Path(step_summary), render_markdown(g, links, run=r))
+        _append(Path(step_summary), render_markdown(g, links + site, run=r))
     if settings.json_path is not None:
         from perfgate.report.json_out import render_json
 
@@ -43,6 +44,14 @@ def publish(gate: GateResult, run: Run, settings: Settings, baseline: Baseline |
 
         write_text(settings.benchmark_json_path, render_benchmark_action(r))
     return messages
+
+
+def _site_links(gate: GateResult, site_url: str) -> list[ChartLink]:
+    if not site_url:
+        return []
+    from perfgate.report.site.links import summary_links
+
+    return summary_links(gate, site_url)
 
 
 def write_text(path: Path, text: str) -> None:

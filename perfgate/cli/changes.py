@@ -1,0 +1,67 @@
+"""`perfgate history --changes`: the step changes in each case's history, per device model, with commit ranges."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from perfgate.cli.settings import command_settings
+from perfgate.errors import ConfigError
+from perfgate.store import open_store
+from perfgate.trends.changepoints import ChangePointSettings
+from perfgate.trends.history import CaseChanges, HistoryChange, history_change_points
+
+
+def history_changes(args: argparse.Namespace) -> int:
+    if not (args.min_change >= 0 and args.min_change < float("inf")):
+        raise ConfigError(f"perfgate: --min-change must be a finite percentage >= 0, got {args.min_change}")
+    settings = command_settings(args)
+    with open_store(settings.db_path, readonly=True) as store:
+        found = list(history_change_points(store, args.case, args.branch,
+                                           ChangePointSettings(min_change_pct=args.min_change)))
+    print(render_changes(found, args.format), end="")
+    return 0
+
+
+def change_row(c: HistoryChange) -> dict[str, Any]:
+    return {"case_id": c.case_id, "device_name": c.device_name, "change_pct": round(c.change_pct, 3),
+            "before_ms": c.step.before_median, "after_ms": c.step.after_median, "p_value": c.step.p_value,
+            "last_before_run": c.last_before.run_id, "last_before_commit": c.last_before.git_commit,
+            "first_after_run": c.first_after.run_id, "first_after_commit": c.first_after.git_commit,
+            "first_after_at": c.first_after.started_at}
+
+
+def render_changes(found: list[CaseChanges], fmt: str) -> str:
+    rows = [change_row(c) for case in found for c in case.changes]
+    if fmt == "json":
+        return json.dumps(rows, indent=2, allow_nan=False) + "\n"
+    if fmt == "csv":
+        import csv
+        import io
+
+        buf = io.StringIO()
+        if rows:
+            writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
+        return buf.getvalue()
+    return _table(found)
+
+
+def _table(found: list[CaseChanges]) -> str:
+    from perfgate.report.format import fmt_value
+    from perfgate.report.terminal import render_table
+
+    changes = [c for case in found for c in case.changes]
+    devices = {case.device_name for case in found}
+    head = (f"perfgate: {len(changes)} change point(s) in {len(found)} case series on {len(devices)} device "
+            f"model(s)")
+    if not changes:
+        return head + "\n"
+    table = [(c.case_id, c.device_name or "-", f"{c.change_pct:+.1f}%",
+              f"{fmt_value(c.step.before_median, 'ms')} -> {fmt_value(c.step.after_median, 'ms')}",
+              f"{c.last_before.git_commit[:12] or '-'}..{c.first_after.git_commit[:12] or '-'}",
+              f"{c.last_before.run_id}..{c.first_after.run_id}", f"{c.step.p_value:.3g}") for c in changes]
+    header = ("case", "device", "step", "time", "commits (last before..first after)", "runs", "p")
+    return head + "\n" + "\n".join(render_table(table, header)) + "\n"

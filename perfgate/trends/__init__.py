@@ -1,0 +1,1 @@
+"""Trends in the history: step changes (change points) in each case's series of process values, per device."""
