@@ -23,7 +23,7 @@ from perfgate.compare import decision_settings
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.measure.children import ChildRun, ChildRunner
 from perfgate.measure.environment import command_line, git_info, who
-from perfgate.model import Run, RunInfo
+from perfgate.model import Run, RunInfo, RunKind
 from perfgate.project import project_settings
 from perfgate.settings import Settings
 
@@ -100,7 +100,7 @@ def _as_run(child: ChildRun) -> Run:
     now = utc_now()
     info = RunInfo(started_at=now, finished_at=now, git_commit=commit, git_branch=branch, git_dirty=dirty,
                    hostname=child.environment.hostname, argv=command_line(), run_uid=uuid.uuid4().hex,
-                   unmeasured=child.unmeasured)
+                   unmeasured=child.unmeasured, kind=RunKind.CALIBRATION)
     return Run(info=info, environment=child.environment, results=child.results)
 
 

@@ -117,7 +117,10 @@ def _history_parser(sub: Any) -> None:
     h = sub.add_parser("history", help="list stored runs, or a case's trend (reads only)")
     _root_options(h)
     h.add_argument("--db", type=Path)
-    h.add_argument("--case", help="shell pattern on case ids: show their trend instead of the runs")
+    h.add_argument("--case", help="case ids to trend instead of listing runs: '*' and '?' are wildcards, "
+                                  "everything else (brackets too) matches itself, e.g. '*enum[BaseConverter]*'")
+    h.add_argument("--case-regex", help="or a Python regular expression searched in the case ids, e.g. "
+                                        "'softmax\\[(1024|2048)\\]'")
     h.add_argument("--last", type=int, default=20, help="the last N runs (default 20)")
     h.add_argument("--format", choices=("table", "csv", "json"), default="table")
     h.set_defaults(func=_lazy("perfgate.cli_data", "history"))
@@ -130,6 +133,42 @@ def _db_parser(sub: Any) -> None:
     merge.add_argument("out", type=Path)
     merge.add_argument("inputs", type=Path, nargs="+")
     merge.set_defaults(func=_lazy("perfgate.cli_data", "db_merge"))
+    _db_data_parsers(dsub)
+
+
+def _db_data_parsers(dsub: Any) -> None:
+    export = dsub.add_parser("export", help="copy only the named runs into OUT (what one CI job uploads)",
+                             epilog="example: perfgate db export job.db --results results/perfgate.json")
+    _root_options(export)
+    export.add_argument("out", type=Path, help="the history to write (created, or merged into)")
+    export.add_argument("--db", type=Path, help="the history to read (default: the project's)")
+    export.add_argument("--run-uid", action="append", help="a run's identity (repeatable)")
+    export.add_argument("--results", type=Path, help="the run a results file (perfgate.json) describes")
+    export.set_defaults(func=_lazy("perfgate.cli_data", "db_export"))
+    prune = dsub.add_parser("prune", help="remove old runs (never pinned ones or those a baseline refers to), "
+                                          "then compact the file",
+                            epilog="example: perfgate db prune --keep-runs 1000 --older-than 90")
+    _root_options(prune)
+    prune.add_argument("--db", type=Path, help="the history (default: the project's)")
+    prune.add_argument("--keep-runs", type=int, help="always keep the newest N runs")
+    prune.add_argument("--older-than", type=float, metavar="DAYS", help="only remove runs started more than "
+                                                                        "DAYS days ago")
+    prune.add_argument("--baseline-dir", type=Path, help="baselines whose runs are kept (default: the project's)")
+    prune.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
+    prune.add_argument("--no-vacuum", action="store_true", help="skip the compaction (VACUUM)")
+    prune.set_defaults(func=_lazy("perfgate.cli_data", "db_prune"))
+    pin = dsub.add_parser("pin", help="keep runs whatever prune is asked",
+                          epilog='example: perfgate db pin 812 --reason "change point: softmax +12%%"')
+    _root_options(pin)
+    pin.add_argument("runs", type=int, nargs="+", help="run ids")
+    pin.add_argument("--reason", required=True, help="why the run must stay")
+    pin.add_argument("--db", type=Path, help="the history (default: the project's)")
+    pin.set_defaults(func=_lazy("perfgate.cli_data", "db_pin"))
+    meta = dsub.add_parser("metadata", help="print Datasette metadata describing the history's tables",
+                           epilog="example: perfgate db metadata > metadata.json && "
+                                  "datasette .perfgate/history.db --metadata metadata.json")
+    meta.add_argument("--db", type=Path, help="the history it is for (its file name is Datasette's database name)")
+    meta.set_defaults(func=_lazy("perfgate.cli_data", "db_metadata"))
 
 
 def _import_parser(sub: Any) -> None:

@@ -108,21 +108,22 @@ class GateOutcome:
 
 
 def run_gate(req: GateRequest) -> GateOutcome:
-    """Confirm -> store -> gate -> publish -> baseline. PerfgateError on bad input or a failed store."""
+    """Confirm -> gate -> store (with the verdicts) -> publish -> baseline. PerfgateError on bad input or a
+    failed store."""
     from perfgate.publish import publish
 
     s, messages = req.settings, list[str]()
     run = req.run
     if req.confirmer is not None and s.confirm_runs and run.results:
         run = confirm_suspects(run, req.baseline, s, req.confirmer, messages)
-    if req.store and s.store and run.results:
-        run = _store(run, s.db_path)
+    gate = evaluate(run, req.baseline, s, req.facts)
+    if req.store and s.store and run.results:  # stored with its verdicts, in one transaction
+        run = _store(run, s.db_path, gate)
         messages.append(f"perfgate: stored run {run.run_id} in {s.db_path}")
         if run.run_id == 1:  # the history's first run
             from perfgate.vcs import history_hint
 
             messages += filter(None, [history_hint(s.db_path)])
-    gate = evaluate(run, req.baseline, s, req.facts)
     messages += publish(gate, run, s, req.baseline)
     if req.may_write_baseline:
         line = _baseline_step(run, req.baseline_path, s)
@@ -132,11 +133,12 @@ def run_gate(req: GateRequest) -> GateOutcome:
     return GateOutcome(run, gate, tuple(messages), 1 if failed else 0)
 
 
-def _store(run: Run, db_path: Path) -> Run:
+def _store(run: Run, db_path: Path, gate: GateResult) -> Run:
     from perfgate.store import open_store
+    from perfgate.store.verdicts import verdicts_of
 
     with open_store(db_path) as store:
-        return replace(run, run_id=store.save_run(run))
+        return replace(run, run_id=store.save_run(run, verdicts_of(gate)))
 
 
 def _baseline_step(run: Run, path: Path, s: Settings) -> str:

@@ -1,8 +1,8 @@
 import hashlib
 import multiprocessing
 import shutil
-import struct
 import sqlite3
+import struct
 from dataclasses import replace
 from pathlib import Path
 

@@ -41,6 +41,15 @@ class HistoryPoint:
     q3_ms: float
 
 
+@dataclass(frozen=True)
+class PinnedRun:
+    """A run `db prune` never removes, and why (a change point writes one)."""
+
+    run_id: int
+    reason: str
+    pinned_at: str  # ISO 8601 UTC
+
+
 class Store:
     """The run history. Open with `open_store(path)`; use as a context manager or call close()."""
 
@@ -137,9 +146,9 @@ class Store:
             self.con.execute("INSERT OR REPLACE INTO pinned_runs (run_id, reason, pinned_at) VALUES (?, ?, ?)",
                              (run_id, reason, pinned_at))
 
-    def pinned_runs(self) -> dict[int, str]:
-        """Pinned run id -> reason."""
-        return {int(r["run_id"]): str(r["reason"]) for r in self.query("SELECT run_id, reason FROM pinned_runs")}
+    def pinned_runs(self) -> tuple[PinnedRun, ...]:
+        return tuple(PinnedRun(int(r["run_id"]), str(r["reason"]), str(r["pinned_at"]))
+                     for r in self.query("SELECT run_id, reason, pinned_at FROM pinned_runs ORDER BY run_id"))
 
     # --- reading ------------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ adds the file).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from typing import Any
@@ -125,7 +126,7 @@ def thresholds(raw: Any, where: str) -> CaseThresholds:
 def ordered(stats: dict[str, float], where: str) -> None:
     """min <= q1 <= median <= q3 <= max, and the mean within [min, max]."""
     chain = ("min_ms", "q1_ms", "median_ms", "q3_ms", "max_ms")
-    for low, high in zip(chain, chain[1:]):
+    for low, high in itertools.pairwise(chain):
         if stats[low] > stats[high] * (1 + ORDER_SLACK):
             raise StoredValueError(f"{where}: {low} {stats[low]!r} above {high} {stats[high]!r}")
     if not stats["min_ms"] * (1 - ORDER_SLACK) <= stats["mean_ms"] <= stats["max_ms"] * (1 + ORDER_SLACK):

@@ -106,7 +106,7 @@ def migrate(con: sqlite3.Connection, path: Path, target: int = SCHEMA_VERSION) -
 def _install_functions(con: sqlite3.Connection) -> _Refusal:
     refusal = _Refusal()
     pack = type("PackF64", (_PackF64,), {"refusal": refusal})
-    con.create_aggregate("perfgate_pack_f64", 3, pack)  # type: ignore[arg-type]
+    con.create_aggregate("perfgate_pack_f64", 3, pack)
     con.create_function("perfgate_refuse", 1, refusal.refuse)
     return refusal
 

@@ -10,7 +10,6 @@ from typing import Any
 
 from perfgate.model import (
     CaseResult,
-    Verdict,
     Environment,
     GpuState,
     Metric,
@@ -22,6 +21,7 @@ from perfgate.model import (
     Timer,
     TimingStats,
     UnmeasuredTest,
+    Verdict,
 )
 from perfgate.store import checks
 from perfgate.store.checks import StoredValueError
