@@ -62,6 +62,29 @@ def test_a_passing_gate_keeps_history_and_caches_outside_the_checkout(project):
     assert "perfgate: gate passed" in (runner / "summary").read_text()  # the job summary
 
 
+def test_the_artifact_carries_only_this_runs_rows_and_merges_incrementally(project, tmp_path):
+    work, runner = project
+    artifacts = []
+    for _ in range(3):  # each job's artifact, as the upload step saw it
+        job = gate(project, strict="false")
+        results = Path(next(s for s in job.steps if s.kind == "uses").with_["path"])
+        uid = json.loads((results / "perfgate.json").read_text())["run"]["run_uid"]
+        con = sqlite3.connect(results / "history.db")
+        assert con.execute("select run_uid, kind from runs").fetchall() == [(uid, "gate")]  # this run only
+        con.close()
+        copy = tmp_path / f"job{len(artifacts)}.db"
+        copy.write_bytes((results / "history.db").read_bytes())
+        artifacts.append(copy)
+    history = runner / "tool-cache" / "perfgate" / "o" / "r" / "history.db"
+    assert sqlite3.connect(history).execute("select count(*) from runs").fetchone()[0] == 3
+    from perfgate.store.merge import merge_histories
+
+    central = tmp_path / "central.db"
+    assert [c.added for c in merge_histories(central, artifacts[:2])] == [1, 1]
+    assert [c.added for c in merge_histories(central, artifacts)] == [0, 0, 1]  # incremental: only the new job
+    assert sqlite3.connect(central).execute("select count(*) from runs").fetchone()[0] == 3
+
+
 def test_a_regression_fails_the_job_with_an_annotation_at_the_test(project):
     gate(project, strict="false")
     slow = gate(project, sleep_ms="6")
