@@ -15,6 +15,7 @@ from typing import Any
 
 from perfgate.errors import PerfgateError
 from perfgate.store import Store, open_store
+from perfgate.store import rows as stored_rows
 
 
 @dataclass(frozen=True)
@@ -91,14 +92,23 @@ def case_trend(store: Store, pattern: str | None, last: int, regex: str | None =
     store.con.create_function("perfgate_case_matches", 1, lambda cid: bool(matches(cid)) if isinstance(cid, str)
                               else False, deterministic=True)
     rows = store.query(
-        "SELECT r.id, r.kind, r.started_at, r.git_commit, r.git_dirty, r.device_name, c.case_id, c.verdict, c.timer, "
-        "c.median_ms, c.q1_ms, c.q3_ms, c.n_samples FROM (SELECT id FROM runs ORDER BY id DESC LIMIT ?) last_runs "
+        "SELECT r.kind, r.started_at, r.git_commit, r.git_dirty, r.device_name, c.* "
+        "FROM (SELECT id FROM runs ORDER BY id DESC LIMIT ?) last_runs "
         "JOIN runs r ON r.id = last_runs.id JOIN cases c ON c.run_id = r.id "
         "WHERE perfgate_case_matches(c.case_id) ORDER BY c.case_id, r.id", (max(last, 0),))
-    return [TrendRow(int(r["id"]), r["kind"] or "", r["started_at"] or "", r["git_commit"] or "", bool(r["git_dirty"]),
-                     r["device_name"] or "", r["case_id"], r["verdict"] or "", r["timer"] or "", r["median_ms"],
-                     r["q1_ms"], r["q3_ms"], int(r["n_samples"]))
-            for r in rows]
+    return [_trend_row(store, r) for r in rows]
+
+
+def _trend_row(store: Store, r: dict[str, Any]) -> TrendRow:
+    with store._errors(f"read run {r['run_id']}"):  # every row shown is re-validated, like a run the gate reads
+        case = stored_rows.case_from_row(r, (), None, (), None)
+        kind = stored_rows.run_kind(r["kind"], f"run {r['run_id']}")
+        verdict = stored_rows.case_verdict(r["verdict"], f"run {r['run_id']} case {case.case_id!r}")
+    t = case.timing
+    return TrendRow(int(r["run_id"]), kind.value if kind else "", r["started_at"] or "", r["git_commit"] or "",
+                    bool(r["git_dirty"]), r["device_name"] or "", case.case_id, verdict.value if verdict else "",
+                    t.timer.value,
+                    t.median_ms, t.q1_ms, t.q3_ms, t.n_samples)
 
 
 def as_dicts(rows: list[Any]) -> list[dict[str, Any]]:

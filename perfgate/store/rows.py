@@ -127,6 +127,15 @@ def run_kind(value: Any, where: str) -> RunKind | None:
         raise StoredValueError(f"{where} kind: {value!r} is not a run kind") from None
 
 
+def case_verdict(value: Any, where: str) -> Verdict | None:
+    if value is None:
+        return None
+    try:
+        return Verdict(value)
+    except ValueError:
+        raise StoredValueError(f"{where} verdict: {value!r} is not a verdict") from None
+
+
 def unmeasured_from_row(row: dict[str, Any]) -> UnmeasuredTest:
     where = f"run {row['run_id']} unmeasured test {row['nodeid']!r}"
     try:
