@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from perfgate.atomic import LockTimeout, atomic_write_text, exclusive_lock
+from perfgate.atomic import LockTimeout, atomic_write_text, exclusive_lock, remove_stale_temporaries
 from perfgate.baseline import FORMAT, MAX_UPDATES_KEPT, VERSION, Baseline, BaselineCase, Update, load_baseline
 from perfgate.decision import DecisionSettings, decide_time, noise_pct
 from perfgate.errors import BaselineError
@@ -163,9 +163,10 @@ def update_baseline_file(path: Path, change: Callable[[Baseline | None], Baselin
     """Re-read the file under an exclusive lock, apply `change`, write the result (None: leave it).
 
     Concurrent updates serialize here; one that cannot get the lock fails loudly rather than
-    overwrite another's cases."""
+    overwrite another's cases. Holding the lock, it removes the temporaries a killed writer left."""
     try:
         with exclusive_lock(path, timeout_s):
+            remove_stale_temporaries(path)
             new = change(load_baseline(path))
             if new is not None:
                 write_baseline(new)
