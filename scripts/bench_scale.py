@@ -4,6 +4,8 @@ peak RSS for analyze, and the scaling exponent (log time / log size) per input k
 
     python scripts/bench_scale.py [--sizes 100000,1000000,5000000] [--ncu-report R.ncu-rep] [--out results.md]
     python scripts/bench_scale.py --perfgate-src /path/to/old/checkout     # the same rows for another version
+    python scripts/bench_scale.py --skip nsys,torch,compare,store,history --history-runs 1000,10000
+        # only the history at scale (scripts/bench_history.py): bytes per case-run, prune, post-step, window
 
 Results and how to read them: docs/performance.md.
 
@@ -350,7 +352,8 @@ def main() -> int:
     parser.add_argument("--sizes", default="100000,1000000,5000000")
     parser.add_argument("--torch-sizes", default="100000,1000000")
     parser.add_argument("--perfgate-src", type=Path, default=ROOT)
-    parser.add_argument("--skip", default="", help="comma list of: nsys,torch,compare,store,history")
+    parser.add_argument("--skip", default="", help="comma list of: nsys,torch,compare,store,history,history-scale")
+    parser.add_argument("--history-runs", default="1000,10000", help="stored runs for the post-step and prune rows")
     parser.add_argument("--ncu-report", type=Path, help="an .ncu-rep to time reading (e.g. one with 1,000 launches)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
@@ -370,7 +373,13 @@ def main() -> int:
             rows += history_rows(args.perfgate_src, t)
         if args.ncu_report:
             rows += ncu_rows(args.ncu_report, args.perfgate_src)
-    text = render(rows)
+        if "history-scale" not in skip:
+            from bench_history import history_scale_rows
+            from bench_history import render as render_history
+
+            history_text = render_history(history_scale_rows(args.perfgate_src, t,
+                                                             [int(s) for s in args.history_runs.split(",")]))
+    text = render(rows) + ("\n" + history_text if "history-scale" not in skip else "")
     print(text)
     if args.out:
         args.out.write_text(text)
