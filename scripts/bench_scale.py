@@ -156,15 +156,17 @@ t = time.process_time()
 store.save_run(run)
 ours = time.process_time() - t
 store.close()
-# the reference: the same rows with plain executemany into the same tables, one transaction
+# the reference: the same rows with plain executemany into the same tables, one transaction (samples
+# packed as the store packs them, one array per case)
+import struct
 con = sqlite3.connect(DB, isolation_level=None)
-cases = [(2, r.case_id, "cuda_event", r.timing.n_samples, r.timing.median_ms) for r in run.results]
-samples = [(2, r.case_id, i, v) for r in run.results for i, v in enumerate(r.samples_ms)]
 t = time.process_time()
+cases = [(2, r.case_id, "cuda_event", r.timing.n_samples, r.timing.median_ms,
+          struct.pack(f"<{len(r.samples_ms)}d", *r.samples_ms)) for r in run.results]
 con.execute("begin")
 con.execute("insert into runs (id) values (2)")
-con.executemany("insert into cases (run_id, case_id, timer, n_samples, median_ms) values (?, ?, ?, ?, ?)", cases)
-con.executemany("insert into samples (run_id, case_id, idx, time_ms) values (?, ?, ?, ?)", samples)
+con.executemany("insert into cases (run_id, case_id, timer, n_samples, median_ms, samples_f64) "
+                "values (?, ?, ?, ?, ?, ?)", cases)
 con.execute("commit")
 print(ours, time.process_time() - t)
 """

@@ -99,3 +99,51 @@ def test_an_undamaged_history_still_gates(damaged_project, capsys):
     db = damaged_project("SELECT 1")
     code, out, _ = _cli(capsys, "compare", "--db", str(db))
     assert code == 1 and "REGRESSED" in out
+
+
+def _stored_value_strategy():
+    from hypothesis import strategies as st
+
+    return st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True), st.integers(-2**63, 2**63 - 1),
+                     st.text(max_size=8), st.binary(max_size=16))
+
+
+def test_any_stored_value_reads_back_true_or_is_one_clear_line(tmp_path_factory):
+    """Property: whatever a hand or a fuzzer writes into a case row's columns, reading the run gives a
+    record whose numbers are finite and ordered, or a StoreError naming the file."""
+    import math
+    import shutil
+    import sqlite3
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from perfgate.errors import StoreError
+
+    clean = tmp_path_factory.mktemp("clean") / "h.db"
+    with open_store(clean) as store:
+        store.save_run(make_run({"t::a": noisy(1.0, n=10)}))
+    columns = ("median_ms", "min_ms", "q3_ms", "n_samples", "thresholds", "samples_f64", "confirmation_medians",
+               "timer", "profile_errors", "gbps", "verdict")
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(column=st.sampled_from(columns), value=_stored_value_strategy())
+    def check(column, value):
+        path = tmp_path_factory.mktemp("h") / "h.db"
+        shutil.copy(clean, path)
+        con = sqlite3.connect(path)
+        con.execute(f"UPDATE cases SET {column} = ?", (value,))
+        con.commit()
+        con.close()
+        try:
+            with open_store(path, readonly=True) as store:
+                (case,) = store.load_run(1).results
+        except StoreError as err:
+            assert str(err).startswith(f"perfgate: history {path}") and "\n" not in str(err)
+            return
+        t = case.timing
+        values = (t.median_ms, t.min_ms, t.max_ms, t.q1_ms, t.q3_ms, t.mean_ms, *case.samples_ms)
+        assert all(math.isfinite(v) and v >= 0 for v in values)
+        assert t.min_ms <= t.median_ms * (1 + 1e-9) and t.median_ms <= t.max_ms * (1 + 1e-9)
+
+    check()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from perfgate.baseline import Baseline
 from perfgate.errors import StoreError
-from perfgate.store import Store
+from perfgate.store import PAGE_SIZE, Store
 
 # child tables first: each references runs(id)
 RUN_TABLES = ("verdicts", "cases", "metrics", "gpu_state", "autotune", "speedups", "unmeasured_tests", "runs")
@@ -105,9 +105,17 @@ def remove_runs(store: Store, run_ids: Sequence[int]) -> None:
 
 
 def compact(store: Store) -> None:
-    """Give the space of removed rows back to the file system (VACUUM rewrites the file)."""
-    with store._errors("compact it"):
-        store.con.execute("VACUUM")
+    """Give the space of removed rows back to the file system (VACUUM rewrites the file), moving a history
+    made with small pages to PAGE_SIZE on the way (SQLite changes the page size only outside WAL mode, so
+    this needs the file to itself for that moment)."""
+    with store._errors("compact it (it needs the history to itself: is a gate writing to it?)"):
+        if store.con.execute("PRAGMA page_size").fetchone()[0] != PAGE_SIZE:
+            store.con.execute("PRAGMA journal_mode=DELETE")
+            store.con.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+            store.con.execute("VACUUM")
+            store.con.execute("PRAGMA journal_mode=WAL")
+        else:
+            store.con.execute("VACUUM")
         store.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
