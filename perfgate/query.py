@@ -100,7 +100,7 @@ def case_trend(store: Store, pattern: str | None, last: int, regex: str | None =
 
 
 def _trend_row(store: Store, r: dict[str, Any]) -> TrendRow:
-    with store._errors(f"read run {r['run_id']}"):  # every row shown is re-validated, like a run the gate reads
+    with store.errors(f"read run {r['run_id']}"):  # every row shown is re-validated, like a run the gate reads
         case = stored_rows.case_from_row(r, (), None, (), None)
         kind = stored_rows.run_kind(r["kind"], f"run {r['run_id']}")
         verdict = stored_rows.case_verdict(r["verdict"], f"run {r['run_id']} case {case.case_id!r}")

@@ -22,7 +22,7 @@ from urllib.parse import quote
 from perfgate.errors import StoreError
 from perfgate.inputs import check_regular_file
 from perfgate.model import CaseResult, Metric, Run, Verdict
-from perfgate.store import rows
+from perfgate.store import checks, rows
 from perfgate.store.migrate import migrate, schema_version
 from perfgate.store.schema import SCHEMA_VERSION
 from perfgate.store.verdicts import RunVerdicts
@@ -69,7 +69,9 @@ class Store:
         self.con.close()
 
     @contextlib.contextmanager
-    def _errors(self, doing: str) -> Iterator[None]:
+    def errors(self, doing: str) -> Iterator[None]:
+        """Every SQLite problem, and every stored value that fails its check, as one StoreError line naming
+        the file and what was being done."""
         try:
             yield
         except sqlite3.OperationalError as err:
@@ -80,7 +82,7 @@ class Store:
             raise StoreError(f"perfgate: history {self.path}: cannot {doing}: {err}") from err
 
     def query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[dict[str, Any]]:
-        with self._errors("read it"):
+        with self.errors("read it"):
             cur = self.con.execute(sql, params)
             names = [d[0] for d in cur.description]
             return [dict(zip(names, r)) for r in cur.fetchall()]
@@ -96,7 +98,7 @@ class Store:
         """Several runs in one transaction (a merge): all stored, or none."""
         if self.readonly:
             raise StoreError(f"perfgate: history {self.path} is open read-only")
-        with self._errors("store the run"):
+        with self.errors("store the run"):
             self.con.execute("BEGIN IMMEDIATE")
             try:
                 ids = [self._insert(run, verdicts) for run, verdicts in runs]
@@ -141,7 +143,7 @@ class Store:
             raise StoreError(f"perfgate: history {self.path} is open read-only")
         if not reason.strip():
             raise StoreError(f"perfgate: history {self.path}: a pinned run needs a reason")
-        with self._errors(f"pin run {run_id}"):
+        with self.errors(f"pin run {run_id}"):
             if not self.query("SELECT 1 FROM runs WHERE id = ?", (run_id,)):
                 raise StoreError(f"perfgate: history {self.path} has no run {run_id} to pin")
             self.con.execute("INSERT OR REPLACE INTO pinned_runs (run_id, reason, pinned_at) VALUES (?, ?, ?)",
@@ -171,7 +173,7 @@ class Store:
             span = self.query("SELECT min(id) AS lo, max(id) AS hi FROM runs")[0]
             have = f"runs {span['lo']}..{span['hi']}" if span["lo"] is not None else "no runs"
             raise StoreError(f"perfgate: history {self.path} has no run {run_id} ({have})")
-        with self._errors(f"read run {run_id}"):
+        with self.errors(f"read run {run_id}"):
             unmeasured = tuple(rows.unmeasured_from_row(r) for r in self.query(
                 "SELECT * FROM unmeasured_tests WHERE run_id = ? ORDER BY nodeid", (run_id,)))
             return rows.run_from_row(found[0], tuple(self._cases(run_id)), unmeasured)
@@ -198,7 +200,7 @@ class Store:
         found = self.query("SELECT gate_failed FROM runs WHERE id = ?", (run_id,))
         if not found or found[0]["gate_failed"] is None:
             return None
-        with self._errors(f"read the verdicts of run {run_id}"):
+        with self.errors(f"read the verdicts of run {run_id}"):
             metrics = tuple(rows.verdict_from_row(r) for r in self.query(
                 "SELECT * FROM verdicts WHERE run_id = ? ORDER BY case_id, metric, kernel", (run_id,)))
         return RunVerdicts(gate_failed=bool(found[0]["gate_failed"]), metrics=metrics)
@@ -218,8 +220,12 @@ class Store:
             params.append(up_to_run)
         sql += " ORDER BY r.id DESC LIMIT ?"
         params.append(limit)
-        found = [HistoryPoint(int(r["run_id"]), r["started_at"] or "", r["git_commit"] or "", r["median_ms"],
-                              r["q1_ms"], r["q3_ms"]) for r in self.query(sql, params)]
+        with self.errors(f"read the history of {case_id!r}"):
+            found = [HistoryPoint(int(r["run_id"]), checks.text(r["started_at"], f"run {r['run_id']} started_at"),
+                                  checks.text(r["git_commit"], f"run {r['run_id']} git_commit"),
+                                  *(checks.number(r[c], f"run {r['run_id']} case {case_id!r} {c}")
+                                    for c in ("median_ms", "q1_ms", "q3_ms")))
+                     for r in self.query(sql, params)]
         return list(reversed(found))
 
 
@@ -239,7 +245,7 @@ def open_store(path: Path, readonly: bool = False) -> Store:
     con = _connect(path, f"file:{quote(str(path))}?mode=rwc")
     store = Store(con, path, readonly=False)
     try:
-        with store._errors("open it"):
+        with store.errors("open it"):
             precheck(con, path)
             # a new file gets large pages: a case row (~2 KB with 200 samples) then never wastes most of a
             # 4 KB page when it grows past half of one (set before anything is written, or it is ignored)
@@ -275,7 +281,7 @@ def _open_readonly(path: Path) -> Store:
     con = _connect(path, f"file:{quote(str(path))}?mode=ro")
     store = Store(con, path, readonly=True)
     try:
-        with store._errors("open it"):
+        with store.errors("open it"):
             precheck(con, path)
             version = schema_version(con, path)
             if version < SCHEMA_VERSION:  # read an old history without touching the file

@@ -85,7 +85,7 @@ def remove_runs(store: Store, run_ids: Sequence[int]) -> None:
     """Delete the runs and every row of theirs, in one transaction (all or nothing)."""
     if store.readonly:
         raise StoreError(f"perfgate: history {store.path} is open read-only")
-    with store._errors("prune it"):
+    with store.errors("prune it"):
         store.con.execute("BEGIN IMMEDIATE")
         try:
             store.con.execute("CREATE TEMP TABLE IF NOT EXISTS prune_ids (id INTEGER PRIMARY KEY)")
@@ -108,7 +108,7 @@ def compact(store: Store) -> None:
     """Give the space of removed rows back to the file system (VACUUM rewrites the file), moving a history
     made with small pages to PAGE_SIZE on the way (SQLite changes the page size only outside WAL mode, so
     this needs the file to itself for that moment)."""
-    with store._errors("compact it (it needs the history to itself: is a gate writing to it?)"):
+    with store.errors("compact it (it needs the history to itself: is a gate writing to it?)"):
         if store.con.execute("PRAGMA page_size").fetchone()[0] != PAGE_SIZE:
             store.con.execute("PRAGMA journal_mode=DELETE")
             store.con.execute(f"PRAGMA page_size = {PAGE_SIZE}")

@@ -64,7 +64,7 @@ def recent_passing_gate_medians(store: Store, device_key: tuple[str, str, str], 
     rows = store.query(_SQL.format(failing=failing),
                        (json.dumps(wanted), from_run_id or 0, RunKind.GATE.value, branch, kind, name, capability,
                         window))
-    with store._errors("read the noise window"):
+    with store.errors("read the noise window"):
         for r in rows:
             where = f"run {r['id']} case {r['case_id']!r}"
             out[r["case_id"]].append(PassingGateMedian(
