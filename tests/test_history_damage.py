@@ -83,6 +83,9 @@ def test_a_damaged_history_is_refused_with_one_line(damaged_project, tmp_path, c
     assert re.search(problem, err), err
     assert "REGRESSED" not in out and "passed" not in out
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before  # refused, not repaired or half-migrated
+    if command == "db merge" and "JSON" not in damage and "stored" not in damage and "median" not in damage \
+            and "samples" not in damage:
+        assert not (tmp_path / "merged.db").exists()  # a schema problem is found before OUT is created
 
 
 def test_an_endless_view_in_place_of_a_table_never_hangs_a_command(damaged_project, tmp_path):

@@ -36,6 +36,7 @@ def merge_histories(out: Path, inputs: Sequence[Path], run_uids: Sequence[str] |
     for source in inputs:
         if Path(source).resolve() == Path(out).resolve():
             raise StoreError(f"perfgate: cannot merge {source} into itself")
+        open_store(source, readonly=True).close()  # every input verified before OUT is created or written
     with open_store(out) as dst:
         for source in inputs:
             with open_store(source, readonly=True) as src:

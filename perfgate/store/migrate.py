@@ -16,14 +16,14 @@ from perfgate.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 
 class _Refusal:
-    """What a migration's SQL refused, kept so the error names it (SQLite only says "function raised")."""
+    """What a migration's SQL refused: recorded (not raised inside SQLite, which would only say "function
+    raised"), and checked after each statement, which then rolls the migration back."""
 
     def __init__(self) -> None:
         self.reason = ""
 
     def refuse(self, reason: object) -> None:
-        self.reason = str(reason)
-        raise ValueError(self.reason)
+        self.reason = self.reason or str(reason)
 
 
 class _PackF64:
@@ -50,11 +50,13 @@ class _PackF64:
     def finalize(self) -> bytes | None:
         if self.bad:
             self.refusal.refuse(f"{self.where}: a sample that cannot be packed ({self.bad})")
+            return None
         if not self.values:
             return None
         n = len(self.values)
         if min(self.values) != 0 or max(self.values) != n - 1:
             self.refusal.refuse(f"{self.where}: samples are not numbered 0..{n - 1}")
+            return None
         from perfgate.store.packed import pack_f64
 
         return pack_f64([self.values[i] for i in range(n)])
@@ -89,14 +91,11 @@ def migrate(con: sqlite3.Connection, path: Path, target: int = SCHEMA_VERSION) -
         for number in range(version, target):
             for statement in statements(MIGRATIONS[number]):
                 con.execute(statement).fetchall()
+                if refusal.reason:
+                    raise StoreError(f"perfgate: history {path}: not migrated (nothing changed): {refusal.reason}")
             con.execute("INSERT OR REPLACE INTO perfgate_meta (key, value) VALUES ('schema_version', ?)",
                         (str(number + 1),))
         con.execute("COMMIT")
-    except sqlite3.OperationalError as err:
-        con.execute("ROLLBACK")
-        if refusal.reason:
-            raise StoreError(f"perfgate: history {path}: not migrated (nothing changed): {refusal.reason}") from err
-        raise
     except BaseException:
         con.execute("ROLLBACK")
         raise
