@@ -61,16 +61,14 @@ def recent_passing_gate_medians(store: Store, device_key: tuple[str, str, str], 
         return {cid: () for cid in wanted}
     failing = ", ".join(f"'{v.value}'" for v in sorted(FAILING, key=lambda v: v.value))
     kind, name, capability = device_key
-    rows = store.query(_SQL.format(failing=failing),
-                       (json.dumps(wanted), from_run_id or 0, RunKind.GATE.value, branch, kind, name, capability,
-                        window))
+    params = (json.dumps(wanted), from_run_id or 0, RunKind.GATE.value, branch, kind, name, capability, window)
     with store.errors("read the noise window"):
-        for r in rows:
-            where = f"run {r['id']} case {r['case_id']!r}"
-            out[r["case_id"]].append(PassingGateMedian(
-                run_id=int(r["id"]), git_commit=checks.text(r["git_commit"], where),
-                started_at=checks.text(r["started_at"], where),
-                median_ms=checks.number(r["median_ms"], f"{where} median_ms", low_open=True),
-                speedup=checks.optional_number(r["speedup"], f"{where} speedup", high=checks.MAX_SPEEDUP,
-                                               low_open=True)))
+        for case_id, run_id, commit, started_at, median_ms, speedup in store.con.execute(
+                _SQL.format(failing=failing), params):
+            where = f"run {run_id} case {case_id!r}"
+            out[case_id].append(PassingGateMedian(
+                run_id=int(run_id), git_commit=checks.text(commit, where), started_at=checks.text(started_at, where),
+                median_ms=checks.number(median_ms, f"{where} median_ms", low_open=True),
+                speedup=None if speedup is None else checks.number(speedup, f"{where} speedup",
+                                                                   high=checks.MAX_SPEEDUP, low_open=True)))
     return {cid: tuple(v) for cid, v in out.items()}
