@@ -7,6 +7,7 @@ tables to start from (docs/history.md).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -89,13 +90,17 @@ def case_matcher(pattern: str | None = None, regex: str | None = None) -> Callab
 def case_trend(store: Store, pattern: str | None, last: int, regex: str | None = None) -> list[TrendRow]:
     """Cases whose id matches the pattern (and/or the regex), over the last `last` runs, oldest first."""
     matches = case_matcher(pattern, regex)
-    store.con.create_function("perfgate_case_matches", 1, lambda cid: bool(matches(cid)) if isinstance(cid, str)
-                              else False, deterministic=True)
+    # the ids first (one pass over the (case_id, run_id) index, no row read), then only their rows
+    ids = [cid for (cid,) in store.con.execute("SELECT DISTINCT case_id FROM cases")
+           if isinstance(cid, str) and matches(cid)]
+    first = store.query("SELECT min(id) AS id FROM (SELECT id FROM runs ORDER BY id DESC LIMIT ?)", (max(last, 0),))
+    if not ids or first[0]["id"] is None:
+        return []
     rows = store.query(
         "SELECT r.kind, r.started_at, r.git_commit, r.git_dirty, r.device_name, c.* "
-        "FROM (SELECT id FROM runs ORDER BY id DESC LIMIT ?) last_runs "
-        "JOIN runs r ON r.id = last_runs.id JOIN cases c ON c.run_id = r.id "
-        "WHERE perfgate_case_matches(c.case_id) ORDER BY c.case_id, r.id", (max(last, 0),))
+        "FROM cases c JOIN runs r ON r.id = c.run_id "
+        "WHERE c.case_id IN (SELECT value FROM json_each(?)) AND c.run_id >= ? ORDER BY c.case_id, c.run_id",
+        (json.dumps(ids), first[0]["id"]))
     return [_trend_row(store, r) for r in rows]
 
 
