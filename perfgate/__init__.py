@@ -30,9 +30,11 @@ def __getattr__(name: str) -> Any:
 
 
 def history(db: str | Path | None = None, case: str | None = None, last: int | None = None,
-            rootdir: str | Path | None = None) -> Any:
-    """The history as a pandas DataFrame: one row per run, or with `case` (a shell pattern on case ids)
-    one row per run and matching case, oldest first. `db` defaults to the project's configured history.
+            rootdir: str | Path | None = None, case_regex: str | None = None) -> Any:
+    """The history as a pandas DataFrame: one row per run, or with `case` (a pattern on case ids where `*`
+    and `?` are wildcards and brackets match themselves) or `case_regex` (a regular expression) one row
+    per run and matching case, oldest first. Columns include the run's kind, git_dirty and, per case,
+    its verdict. `db` defaults to the project's configured history.
 
     >>> import perfgate
     >>> perfgate.history(case="*softmax*", last=30).pivot(index="started_at", columns="case_id", values="median_ms")
@@ -41,4 +43,4 @@ def history(db: str | Path | None = None, case: str | None = None, last: int | N
     from perfgate.store.query import history_frame
 
     path = Path(db) if db is not None else project_settings(Path(rootdir) if rootdir else None).db_path
-    return history_frame(path, case, last)
+    return history_frame(path, case, last, case_regex)

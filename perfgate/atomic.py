@@ -3,7 +3,8 @@
 Every file perfgate writes (baselines, summaries, JSON, charts) goes through a unique temporary file in
 the same directory, fsync and rename, so a reader never sees half a file and two writers never share a
 temporary name. Baseline updates also hold a lock, so concurrent updates serialize instead of losing
-each other's cases.
+each other's cases; holding it, a writer removes the temporaries a killed writer (`kill -9`, a power
+cut) left beside the file, so they never pile up in `baselines/`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import sys
 import tempfile
 import time
@@ -18,12 +20,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 LOCK_DIR_ENV = "PERFGATE_LOCK_DIR"
+TMP_SUFFIX = ".tmp"
+_MKSTEMP_PART = re.compile(r"[a-z0-9_]{8}")  # what tempfile.mkstemp puts between prefix and suffix
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(path), suffix=TMP_SUFFIX, dir=path.parent)
     try:
         if hasattr(os, "fchmod"):  # POSIX
             os.fchmod(fd, _mode_for(path))
@@ -37,6 +41,32 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             os.unlink(tmp)
         raise
     _fsync_dir(path.parent)
+
+
+def _tmp_prefix(path: Path) -> str:
+    return f".{path.name}."
+
+
+def stale_temporaries(path: Path) -> list[Path]:
+    """Temporary files of `atomic_write_bytes(path)` in path's directory (only ever names it made)."""
+    prefix = _tmp_prefix(Path(path))
+    try:
+        names = os.listdir(Path(path).parent)
+    except OSError:
+        return []
+    return sorted(Path(path).parent / n for n in names if n.startswith(prefix) and n.endswith(TMP_SUFFIX)
+                  and _MKSTEMP_PART.fullmatch(n[len(prefix):-len(TMP_SUFFIX)]))
+
+
+def remove_stale_temporaries(path: Path) -> int:
+    """Remove what killed writers of `path` left; call only while holding `exclusive_lock(path)`, when no
+    other writer of it can be running. Returns how many were removed."""
+    removed = 0
+    for tmp in stale_temporaries(path):
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+            removed += 1
+    return removed
 
 
 def _mode_for(path: Path) -> int:

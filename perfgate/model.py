@@ -236,6 +236,16 @@ class UnmeasuredTest:
     reason: str = ""
 
 
+class RunKind(str, enum.Enum):
+    """Why a run was made (stored with it: the noise of a case is read from gate runs only)."""
+
+    GATE = "gate"  # pytest --perfgate
+    CALIBRATION = "calibration"  # one of perfgate calibrate's fresh processes
+    CONFIRMATION = "confirmation"  # a fresh process re-measuring suspects (not stored today)
+    IMPORT = "import"  # perfgate import-benchmark
+    AB = "ab"  # reserved: base and head measured side by side
+
+
 @dataclass(frozen=True)
 class RunInfo:
     started_at: str  # ISO 8601 UTC
@@ -248,6 +258,7 @@ class RunInfo:
     profile_settings: str = ""  # e.g. ncu clock/cache control, recorded with results
     run_uid: str = ""  # stable identity across machines: merging histories twice adds nothing
     unmeasured: tuple[UnmeasuredTest, ...] = ()
+    kind: RunKind | None = RunKind.GATE  # None: stored before run kinds were recorded
 
 
 @dataclass(frozen=True)

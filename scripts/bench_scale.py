@@ -4,6 +4,8 @@ peak RSS for analyze, and the scaling exponent (log time / log size) per input k
 
     python scripts/bench_scale.py [--sizes 100000,1000000,5000000] [--ncu-report R.ncu-rep] [--out results.md]
     python scripts/bench_scale.py --perfgate-src /path/to/old/checkout     # the same rows for another version
+    python scripts/bench_scale.py --skip nsys,torch,compare,store,history --history-runs 1000,10000
+        # only the history at scale (scripts/bench_history.py): bytes per case-run, prune, post-step, window
 
 Results and how to read them: docs/performance.md.
 
@@ -154,15 +156,17 @@ t = time.process_time()
 store.save_run(run)
 ours = time.process_time() - t
 store.close()
-# the reference: the same rows with plain executemany into the same tables, one transaction
+# the reference: the same rows with plain executemany into the same tables, one transaction (samples
+# packed as the store packs them, one array per case)
+import struct
 con = sqlite3.connect(DB, isolation_level=None)
-cases = [(2, r.case_id, "cuda_event", r.timing.n_samples, r.timing.median_ms) for r in run.results]
-samples = [(2, r.case_id, i, v) for r in run.results for i, v in enumerate(r.samples_ms)]
 t = time.process_time()
+cases = [(2, r.case_id, "cuda_event", r.timing.n_samples, r.timing.median_ms,
+          struct.pack(f"<{len(r.samples_ms)}d", *r.samples_ms)) for r in run.results]
 con.execute("begin")
 con.execute("insert into runs (id) values (2)")
-con.executemany("insert into cases (run_id, case_id, timer, n_samples, median_ms) values (?, ?, ?, ?, ?)", cases)
-con.executemany("insert into samples (run_id, case_id, idx, time_ms) values (?, ?, ?, ?)", samples)
+con.executemany("insert into cases (run_id, case_id, timer, n_samples, median_ms, samples_f64) "
+                "values (?, ?, ?, ?, ?, ?)", cases)
 con.execute("commit")
 print(ours, time.process_time() - t)
 """
@@ -350,7 +354,8 @@ def main() -> int:
     parser.add_argument("--sizes", default="100000,1000000,5000000")
     parser.add_argument("--torch-sizes", default="100000,1000000")
     parser.add_argument("--perfgate-src", type=Path, default=ROOT)
-    parser.add_argument("--skip", default="", help="comma list of: nsys,torch,compare,store,history")
+    parser.add_argument("--skip", default="", help="comma list of: nsys,torch,compare,store,history,history-scale")
+    parser.add_argument("--history-runs", default="1000,10000", help="stored runs for the post-step and prune rows")
     parser.add_argument("--ncu-report", type=Path, help="an .ncu-rep to time reading (e.g. one with 1,000 launches)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
@@ -370,7 +375,13 @@ def main() -> int:
             rows += history_rows(args.perfgate_src, t)
         if args.ncu_report:
             rows += ncu_rows(args.ncu_report, args.perfgate_src)
-    text = render(rows)
+        if "history-scale" not in skip:
+            from bench_history import history_scale_rows
+            from bench_history import render as render_history
+
+            history_text = render_history(history_scale_rows(args.perfgate_src, t,
+                                                             [int(s) for s in args.history_runs.split(",")]))
+    text = render(rows) + ("\n" + history_text if "history-scale" not in skip else "")
     print(text)
     if args.out:
         args.out.write_text(text)

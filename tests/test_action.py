@@ -50,10 +50,23 @@ def gate(project, sleep_ms="2", **inputs):
                        "install": "false", **inputs}, work, runner, github=github, base_env=env)
 
 
-def test_a_passing_gate_keeps_history_and_caches_outside_the_checkout(project):
+def _artifact_runs(job):
+    """The uploaded results directory, and the (run_uid, kind) rows of the history.db in it."""
+    results = Path(next(s for s in job.steps if s.kind == "uses").with_["path"])
+    con = sqlite3.connect(results / "history.db")
+    try:
+        return results, con.execute("select run_uid, kind from runs").fetchall()
+    finally:
+        con.close()
+
+
+def test_a_passing_gate_keeps_history_and_caches_outside_the_checkout(project, tmp_path):
     work, runner = project
     first = gate(project, strict="false")  # no baseline yet: written, nothing compared
     assert not first.failed, [s.stdout for s in first.steps]
+    results, rows = _artifact_runs(first)
+    first_artifact = tmp_path / "job1.db"  # as the upload step saw it (the next job reuses the directory)
+    first_artifact.write_bytes((results / "history.db").read_bytes())
     second = gate(project)
     assert not second.failed, [s.stdout for s in second.steps]
     history = runner / "tool-cache" / "perfgate" / "o" / "r" / "history.db"
@@ -63,6 +76,14 @@ def test_a_passing_gate_keeps_history_and_caches_outside_the_checkout(project):
     assert {"perfgate.json", "perfgate-summary.md", "history.db"} <= {p.name for p in results.iterdir()}
     assert json.loads((results / "perfgate.json").read_text())["gate"]["failed"] is False
     assert "perfgate: gate passed" in (runner / "summary").read_text()  # the job summary
+    # the artifact carries this run's rows only, and artifacts merge incrementally into a central history
+    uid = json.loads((results / "perfgate.json").read_text())["run"]["run_uid"]
+    assert _artifact_runs(second)[1] == [(uid, "gate")] and len(rows) == 1 and rows[0][0] != uid
+    from perfgate.store.merge import merge_histories
+
+    central = tmp_path / "central.db"
+    assert [c.added for c in merge_histories(central, [first_artifact])] == [1]
+    assert [c.added for c in merge_histories(central, [first_artifact, results / "history.db"])] == [0, 1]
 
 
 def test_a_regression_fails_the_job_with_an_annotation_at_the_test(project):

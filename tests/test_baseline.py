@@ -201,3 +201,40 @@ def test_an_update_that_cannot_get_the_lock_fails_loudly(tmp_path, monkeypatch):
             update_baseline_file(path, lambda old: updated_baseline(old, make_run({"a": [1.0, 2.0]}), path, "x", "r"),
                                  timeout_s=0.2)
     assert not path.exists()
+
+
+KILLED_WRITER = """
+import os, signal, sys
+from pathlib import Path
+import perfgate.atomic
+from perfgate.baseline.write import update_baseline_file, updated_baseline
+from tests.helpers import make_run
+
+def killed(*args):  # kill -9 after the temporary is written, before the rename
+    os.kill(os.getpid(), signal.SIGKILL)
+
+perfgate.atomic.os.replace = killed
+path = Path(sys.argv[1])
+update_baseline_file(path, lambda old: updated_baseline(old, make_run({"k": [1.0, 2.0]}), path, "w", "killed"))
+"""
+
+
+def test_a_writer_killed_mid_write_leaves_no_temporaries_that_pile_up(tmp_path, monkeypatch):
+    import signal
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("PERFGATE_LOCK_DIR", str(tmp_path / "locks"))
+    baselines = tmp_path / "baselines"
+    path = baselines / "b.json"
+    root = Path(__file__).resolve().parents[1]
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(path)], cwd=root, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True)
+        assert done.returncode == -signal.SIGKILL, done.stderr
+        # each writer removed what the one before it left: one temporary at most, never a pile
+        assert len([p for p in baselines.iterdir() if p.name.endswith(".tmp")]) == 1
+    (baselines / ".b.json.notmine.tmp").write_text("a user's file")  # not a name perfgate makes
+    update_baseline_file(path, lambda old: updated_baseline(old, make_run({"a": [1.0, 2.0]}), path, "x", "r"))
+    assert sorted(p.name for p in baselines.iterdir()) == [".b.json.notmine.tmp", "b.json"]
+    assert sorted(load_baseline(path).cases) == ["a"]

@@ -2,6 +2,7 @@ import hashlib
 import multiprocessing
 import shutil
 import sqlite3
+import struct
 from dataclasses import replace
 from pathlib import Path
 
@@ -57,17 +58,17 @@ def test_an_interrupt_mid_write_leaves_no_half_run(tmp_path, monkeypatch):
     with open_store(tmp_path / "h.db") as store:
         store.save_run(make_run({"a": [1.0, 2.0]}))
 
-        def interrupted_samples(run_id, results):
-            yield (run_id, results[0].case_id, 0, 1.0)
+        def interrupted_metrics(run_id, results):
+            yield (run_id, results[0].case_id, "ncu", "k", "m", 1.0, "")
             raise KeyboardInterrupt  # Ctrl-C in the middle of storing
 
-        monkeypatch.setattr(rows, "sample_rows", interrupted_samples)
+        monkeypatch.setattr(rows, "metric_rows", interrupted_metrics)
         with pytest.raises(KeyboardInterrupt):
             store.save_run(make_run({"b": [1.0, 2.0], "c": [3.0, 4.0]}))
     con = sqlite3.connect(tmp_path / "h.db")
     assert con.execute("select count(*) from runs").fetchone()[0] == 1
     assert con.execute("select count(*) from cases").fetchone()[0] == 1
-    assert con.execute("select count(*) from samples where case_id = 'b'").fetchone()[0] == 0
+    assert con.execute("select count(*) from metrics").fetchone()[0] == 0
     assert con.execute("pragma integrity_check").fetchone()[0] == "ok"
 
 
@@ -190,3 +191,113 @@ def test_merging_a_history_into_itself_is_refused(tmp_path):
     open_store(a).close()
     with pytest.raises(StoreError, match="into itself"):
         merge_histories(a, [a])
+
+
+V2_HISTORY = Path(__file__).parent / "data" / "history_v2.db"  # written by the store of commit f9869e9 (schema 2)
+
+
+def _digest_rows(rows_):
+    h = hashlib.sha256()
+    for key, values in sorted(rows_):
+        h.update(repr(key).encode())
+        h.update(struct.pack(f"<{len(values)}d", *values))
+    return h.hexdigest(), sum(len(v) for _, v in rows_)
+
+
+def _row_samples(path, table, key_table):
+    """Every sample of a schema 1/2 history, read with plain SQL: ((run uid, case id), values in idx order)."""
+    con = sqlite3.connect(path)
+    uid = "r.run_uid" if key_table == "v2" else "r.id"
+    got = {}
+    for run, case_id, value in con.execute(f"select {uid}, s.case_id, s.time_ms from {table} s join runs r "
+                                           f"on r.id = s.run_id order by s.run_id, s.case_id, s.idx"):
+        got.setdefault((run, case_id), []).append(value)
+    con.close()
+    return list(got.items())
+
+
+def _stored_samples(store, key):
+    out = []
+    for rid in store.run_ids():
+        run = store.load_run(rid)
+        for r in run.results:
+            out.append(((run.info.run_uid if key == "v2" else rid, r.case_id), list(r.samples_ms)))
+    return out
+
+
+def _stored_reference_samples(store):
+    return [((store.load_run(rid).info.run_uid, r.case_id), list(r.speedup.reference_samples_ms))
+            for rid in store.run_ids() for r in store.load_run(rid).results if r.speedup is not None]
+
+
+@pytest.mark.parametrize("source, key", [(V1_HISTORY, "v1"), (V2_HISTORY, "v2")], ids=["schema1", "schema2"])
+def test_migrating_an_old_history_keeps_every_sample_bit_for_bit(tmp_path, source, key):
+    path = tmp_path / "h.db"
+    shutil.copy(source, path)
+    before = _digest_rows(_row_samples(source, "samples", key))
+    with open_store(path) as store:
+        assert _digest_rows(_stored_samples(store, key)) == before
+    if key == "v2":
+        refs = _digest_rows(_row_samples(source, "reference_samples", key))
+        with open_store(path, readonly=True) as store:
+            assert _digest_rows(_stored_reference_samples(store)) == refs
+            assert refs[1] == 600
+    assert before[1] > 0
+
+
+def test_a_schema_2_history_opens_read_only_and_gives_the_same_runs(tmp_path):
+    path = tmp_path / "h.db"
+    shutil.copy(V2_HISTORY, path)
+    with open_store(path, readonly=True) as old:
+        runs = [old.load_run(rid) for rid in old.run_ids()]
+    with open_store(path) as migrated:
+        assert [migrated.load_run(rid) for rid in migrated.run_ids()] == runs
+    softmax = {r.case_id: r for r in runs[0].results}["kernels/tests/test_softmax.py::test_softmax[1024]"]
+    assert softmax.speedup is not None and softmax.autotune and softmax.gpu_state is not None
+    assert {r.case_id for r in runs[0].results} >= {"tests/test_x.py::test_x[enum[BaseConverter]]"}
+    assert runs[0].info.kind is None and runs[0].info.unmeasured  # stored before kinds were recorded
+    con = sqlite3.connect(V2_HISTORY)  # what the file says, read with plain SQL
+    plain = {(uid, cid): (med, q1, q3, n) for uid, cid, med, q1, q3, n in con.execute(
+        "select r.run_uid, c.case_id, c.median_ms, c.q1_ms, c.q3_ms, "
+        "(select count(*) from metrics m where m.run_id = c.run_id and m.case_id = c.case_id) "
+        "from cases c join runs r on r.id = c.run_id")}
+    con.close()
+    assert plain == {(run.info.run_uid, r.case_id): (r.timing.median_ms, r.timing.q1_ms, r.timing.q3_ms,
+                                                     len(r.metrics)) for run in runs for r in run.results}
+
+
+def test_samples_table_and_redundant_indexes_are_gone_after_migration(tmp_path):
+    path = tmp_path / "h.db"
+    shutil.copy(V2_HISTORY, path)
+    open_store(path).close()
+    names = {r[0] for r in sqlite3.connect(path).execute("select name from sqlite_master")}
+    assert not names & {"samples", "reference_samples", "idx_cases_case_id", "idx_metrics_case_id_name"}
+    assert {"verdicts", "pinned_runs", "idx_cases_case_id_run_id"} <= names
+
+
+def test_a_sample_without_its_case_refuses_the_migration_and_changes_nothing(tmp_path):
+    path = tmp_path / "h.db"
+    shutil.copy(V2_HISTORY, path)
+    con = sqlite3.connect(path)
+    con.execute("insert into samples values (1, 'lost::case', 0, 1.5)")
+    con.commit()
+    con.close()
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(StoreError, match=r"not migrated \(nothing changed\): run 1 has samples of case 'lost::case'"):
+        open_store(path)
+    assert sqlite3.connect(path).execute("select value from perfgate_meta").fetchone()[0] == "2"
+    con = sqlite3.connect(path)
+    assert con.execute("select count(*) from samples").fetchone()[0] == 1141
+    con.close()
+    del before
+
+
+def test_samples_with_a_gap_refuse_the_migration(tmp_path):
+    path = tmp_path / "h.db"
+    shutil.copy(V2_HISTORY, path)
+    con = sqlite3.connect(path)
+    con.execute("delete from samples where run_id = 2 and idx = 7 and case_id like '%softmax%'")
+    con.commit()
+    con.close()
+    with pytest.raises(StoreError, match=r"run 2 case '.*softmax.*': samples are not numbered 0..198"):
+        open_store(path)

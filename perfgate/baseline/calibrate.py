@@ -20,7 +20,7 @@ from perfgate.config.settings import Settings
 from perfgate.errors import PerfgateError
 from perfgate.measure.environment import utc_now, who
 from perfgate.measure.processes import ChildRun, ChildRunner
-from perfgate.model import Run
+from perfgate.model import Run, RunKind
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,8 @@ def _as_run(child: ChildRun, rootdir: Path, started_at: str) -> Run:
     from perfgate.gate.run import build_run
 
     assert child.environment is not None
-    return build_run(child.results, child.unmeasured, child.environment, rootdir, started_at)
+    return build_run(child.results, child.unmeasured, child.environment, rootdir, started_at,
+                     kind=RunKind.CALIBRATION)
 
 
 def _pinned_runner(settings: Settings, first: Run, tmp: Path) -> ChildRunner:

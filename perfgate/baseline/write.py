@@ -15,7 +15,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfgate.atomic import LockTimeout, atomic_write_text, exclusive_lock
+from perfgate.atomic import LockTimeout, atomic_write_text, exclusive_lock, remove_stale_temporaries
 from perfgate.baseline import (
     FORMAT,
     MAX_UPDATES_KEPT,
@@ -199,9 +199,10 @@ def update_baseline_file(path: Path, change: Callable[[Baseline | None], Baselin
     """Re-read the file under an exclusive lock, apply `change`, write the result (None: leave it).
 
     Concurrent updates serialize here; one that cannot get the lock fails loudly rather than
-    overwrite another's cases."""
+    overwrite another's cases. Holding the lock, it removes the temporaries a killed writer left."""
     try:
         with exclusive_lock(path, timeout_s):
+            remove_stale_temporaries(path)
             new = change(load_baseline(path))
             if new is not None:
                 write_baseline(new)

@@ -138,7 +138,10 @@ def _history_parser(sub: Any) -> None:
                  "(reads only)", ("perfgate history --last 10", "perfgate history --case '*softmax*' --format csv",
                                   "perfgate history --changes --branch main"))
     _settings_options(h, "db_path")
-    h.add_argument("--case", help="shell pattern on case ids: show their trend instead of the runs")
+    h.add_argument("--case", help="case ids to trend instead of listing runs: '*' and '?' are wildcards, "
+                                  "everything else (brackets too) matches itself, e.g. '*enum[BaseConverter]*'")
+    h.add_argument("--case-regex", help="or a Python regular expression searched in the case ids, e.g. "
+                                        "'softmax\\[(1024|2048)\\]'")
     h.add_argument("--last", type=int, default=20, help="the last N runs (default 20)")
     h.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
     h.add_argument("--changes", action="store_true",
@@ -161,13 +164,42 @@ def _report_parser(sub: Any) -> None:
 
 
 def _db_parser(sub: Any) -> None:
-    d = _command(sub, "db", "history databases", ("perfgate db merge all.db runner1.db runner2.db",))
+    d = _command(sub, "db", "history databases: merge, export, prune, pin, metadata",
+                 ("perfgate db merge all.db runner1.db runner2.db", "perfgate db prune --keep-runs 1000"))
     dsub = d.add_subparsers(required=True, metavar="ACTION")
     merge = _command(dsub, "merge", "merge histories from several runners into OUT (idempotent)",
                      ("perfgate db merge all.db runner1.db runner2.db",))
     merge.add_argument("out", type=Path, help="the history to merge into (created when missing)")
     merge.add_argument("inputs", type=Path, nargs="+", help="histories to read (read only)")
     merge.set_defaults(func=_lazy("perfgate.cli.data", "db_merge"))
+    export = _command(dsub, "export", "copy only the named runs into OUT (what one CI job uploads)",
+                      ("perfgate db export job.db --results results/perfgate.json",))
+    _settings_options(export, "db_path")
+    export.add_argument("out", type=Path, help="the history to write (created, or merged into)")
+    export.add_argument("--run-uid", action="append", help="a run's identity (repeatable)")
+    export.add_argument("--results", type=Path, help="the run a results file (perfgate.json) describes")
+    export.set_defaults(func=_lazy("perfgate.cli.data", "db_export"))
+    prune = _command(dsub, "prune", "remove old runs (never pinned ones or those a baseline refers to), then "
+                                    "compact the file", ("perfgate db prune --keep-runs 1000 --older-than 90",))
+    _settings_options(prune, "db_path", "baseline_dir")
+    prune.add_argument("--keep-runs", type=int, help="always keep the newest N runs")
+    prune.add_argument("--older-than", type=float, metavar="DAYS",
+                       help="only remove runs started more than DAYS days ago")
+    prune.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
+    prune.add_argument("--no-vacuum", action="store_true", help="skip the compaction (VACUUM)")
+    prune.set_defaults(func=_lazy("perfgate.cli.data", "db_prune"))
+    pin = _command(dsub, "pin", "keep runs whatever prune is asked",
+                   ('perfgate db pin 812 --reason "change point: softmax +12%%"',))
+    _settings_options(pin, "db_path")
+    pin.add_argument("runs", type=int, nargs="+", help="run ids")
+    pin.add_argument("--reason", required=True, help="why the run must stay")
+    pin.set_defaults(func=_lazy("perfgate.cli.data", "db_pin"))
+    meta = _command(dsub, "metadata", "print Datasette metadata describing the history's tables",
+                    ("perfgate db metadata > metadata.json && "
+                     "datasette .perfgate/history.db --metadata metadata.json",))
+    meta.add_argument("--db", type=Path,
+                      help="the history it is for (its file name is Datasette's database name)")
+    meta.set_defaults(func=_lazy("perfgate.cli.data", "db_metadata"))
 
 
 def _import_parser(sub: Any) -> None:

@@ -1,4 +1,5 @@
-"""`perfgate history`, `perfgate db merge`, `perfgate import-benchmark`: the history as data."""
+"""`perfgate history`, `perfgate db merge|export|prune|pin|metadata`, `perfgate import-benchmark`: the
+history as data."""
 
 from __future__ import annotations
 
@@ -6,9 +7,15 @@ import argparse
 import csv
 import io
 import json
+import re
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from perfgate.cli.settings import command_settings
+from perfgate.errors import PerfgateError, ReportFileError
+from perfgate.inputs import load_json_file
+from perfgate.model import RunKind
 from perfgate.store import open_store
 from perfgate.store.query import as_dicts, case_trend, list_runs
 
@@ -21,7 +28,9 @@ def history(args: argparse.Namespace) -> int:
         return history_changes(args)
     settings = command_settings(args)
     with open_store(settings.db_path, readonly=True) as store:
-        rows = as_dicts(case_trend(store, args.case, args.last) if args.case else list_runs(store, args.last))
+        by_case = args.case is not None or args.case_regex is not None
+        rows = as_dicts(case_trend(store, args.case, args.last, args.case_regex) if by_case
+                        else list_runs(store, args.last))
     print(_render(rows, args.format), end="")
     return 0
 
@@ -47,7 +56,7 @@ def _render(rows: list[dict[str, Any]], fmt: str) -> str:
             return str(value)[:12] or "-"
         return str(value) if value != "" else "-"
 
-    keys = [k for k in rows[0] if k not in ("argv", "hostname")]
+    keys = [k for k in rows[0] if k not in ("argv", "hostname", "git_dirty")]
     table = [tuple(cell(k, r[k]) for k in keys) for r in rows]
     return "\n".join(render_table(table, tuple(keys))) + "\n"
 
@@ -60,10 +69,80 @@ def db_merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def db_export(args: argparse.Namespace) -> int:
+    """Only the named runs into OUT (created, or merged into): what one CI job uploads."""
+    from perfgate.store.merge import merge_histories
+
+    uids = list(args.run_uid or [])
+    if args.results is not None:
+        uids.append(_results_run_uid(args.results))
+    if not uids:
+        raise PerfgateError("perfgate db export: name the runs: --run-uid UID or --results perfgate.json")
+    settings = command_settings(args)
+    (count,) = merge_histories(args.out, [settings.db_path], run_uids=uids)
+    print(f"perfgate: exported {count.added} run(s) of {settings.db_path} to {args.out}"
+          + (f" ({count.already_there} already there)" if count.already_there else ""))
+    return 0
+
+
+def _results_run_uid(path: Path) -> str:
+    """The stored run a results file (perfgate.json) describes."""
+    doc = load_json_file(path, ReportFileError)
+    run = doc.get("run") if isinstance(doc, dict) else None
+    uid = run.get("run_uid") if isinstance(run, dict) else None
+    if not isinstance(uid, str) or not re.fullmatch(r"[\w.-]{1,200}", uid):
+        raise ReportFileError(path, "no run.run_uid (a results file written by pytest --perfgate --perfgate-json)")
+    return uid
+
+
+def db_prune(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    from perfgate.baseline import load_baseline
+    from perfgate.store.prune import BaselineRefs, compact, file_bytes, plan_prune, remove_runs
+
+    settings = command_settings(args)
+    baselines = [b for f in sorted(settings.baseline_dir.glob("*.json")) if (b := load_baseline(f)) is not None] \
+        if settings.baseline_dir.is_dir() else []
+    now = dt.datetime.now(dt.timezone.utc)
+    with open_store(settings.db_path) as store:
+        plan = plan_prune(store, now, args.keep_runs, args.older_than, BaselineRefs.of(baselines))
+        before = file_bytes(settings.db_path)
+        if not args.dry_run:
+            remove_runs(store, plan.remove)
+            if not args.no_vacuum:
+                compact(store)
+    after = file_bytes(settings.db_path)
+    verb = "would remove" if args.dry_run else "removed"
+    print(f"perfgate: {settings.db_path}: {verb} {len(plan.remove)} of {plan.runs_before} run(s); kept "
+          f"{plan.kept_pinned} pinned and {plan.kept_by_baseline} a baseline refers to; "
+          f"{before:,} -> {after:,} bytes")
+    return 0
+
+
+def db_pin(args: argparse.Namespace) -> int:
+    from perfgate.measure.environment import utc_now
+
+    settings = command_settings(args)
+    with open_store(settings.db_path) as store:
+        for run_id in args.runs:
+            store.pin_run(run_id, args.reason, utc_now())
+    print(f"perfgate: pinned run(s) {', '.join(map(str, args.runs))} in {settings.db_path}: {args.reason}")
+    return 0
+
+
+def db_metadata(args: argparse.Namespace) -> int:
+    from perfgate.store.metadata import datasette_metadata
+
+    print(json.dumps(datasette_metadata(args.db.stem if args.db else "history"), indent=2))
+    return 0
+
+
 def import_benchmark(args: argparse.Namespace) -> int:
     from perfgate.parse.pytest_benchmark import read_pytest_benchmark
 
-    runs = [read_pytest_benchmark(f) for f in args.files]  # all read and checked before anything is stored
+    # all read and checked before anything is stored
+    runs = [replace(run, info=replace(run.info, kind=RunKind.IMPORT)) for run in map(read_pytest_benchmark, args.files)]
     settings = command_settings(args)
     with open_store(settings.db_path) as store:
         for path, run in zip(args.files, runs):

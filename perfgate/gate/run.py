@@ -18,14 +18,14 @@ from perfgate.gate.compare import compare_run
 from perfgate.gate.confirm import Confirmer, confirm_suspects
 from perfgate.gate.findings import GateFacts, findings_for
 from perfgate.gate.window import WindowValues, with_noise
-from perfgate.model import CaseResult, Environment, GateResult, Run, RunInfo, UnmeasuredTest
+from perfgate.model import CaseResult, Environment, GateResult, Run, RunInfo, RunKind, UnmeasuredTest
 
 log = logging.getLogger("perfgate")
 
 
 
 def build_run(results: Iterable[CaseResult], unmeasured: Iterable[UnmeasuredTest], environment: Environment,
-              rootdir: Path, started_at: str, profile_settings: str = "") -> Run:
+              rootdir: Path, started_at: str, profile_settings: str = "", kind: RunKind = RunKind.GATE) -> Run:
     """What one process measured, as one Run record: a fresh identity, the git state of `rootdir`, the
     command line, cases and unmeasured tests in a stable order."""
     from perfgate.measure.environment import command_line, utc_now
@@ -35,7 +35,7 @@ def build_run(results: Iterable[CaseResult], unmeasured: Iterable[UnmeasuredTest
     info = RunInfo(started_at=started_at, finished_at=utc_now(), git_commit=commit, git_branch=branch,
                    git_dirty=dirty, hostname=environment.hostname, argv=command_line(),
                    profile_settings=profile_settings, run_uid=uuid.uuid4().hex,
-                   unmeasured=tuple(sorted(unmeasured, key=lambda u: u.nodeid)))
+                   unmeasured=tuple(sorted(unmeasured, key=lambda u: u.nodeid)), kind=kind)
     return Run(info=info, environment=environment, results=tuple(sorted(results, key=lambda r: r.case_id)))
 
 
@@ -84,7 +84,8 @@ class GateOutcome:
 
 
 def run_gate(req: GateRequest) -> GateOutcome:
-    """Confirm -> store -> gate -> publish -> baseline. PerfgateError on bad input or a failed store."""
+    """Noise -> confirm -> gate -> store (with the verdicts) -> publish -> baseline. PerfgateError on bad
+    input or a failed store."""
     from perfgate.report.publish import publish
 
     s, messages = req.settings, list[str]()
@@ -93,14 +94,14 @@ def run_gate(req: GateRequest) -> GateOutcome:
         run = replace(run, results=with_noise(run.results, req.baseline, s, noise_windows(run, req.baseline, s)))
     if req.confirmer is not None and s.confirm_runs and run.results:
         run = confirm_suspects(run, req.baseline, s, req.confirmer, messages)
-    if req.store and s.store and run.results:
-        run = _store(run, s.db_path)
+    gate = evaluate(run, req.baseline, s, req.facts)
+    if req.store and s.store and run.results:  # stored with its verdicts, in one transaction
+        run = _store(run, s.db_path, gate)
         messages.append(f"perfgate: stored run {run.run_id} in {s.db_path}")
         if run.run_id == 1:  # the history's first run
             from perfgate.measure.git import history_hint
 
             messages += filter(None, [history_hint(s.db_path)])
-    gate = evaluate(run, req.baseline, s, req.facts)
     messages += publish(gate, run, s, req.baseline)
     if req.may_write_baseline:
         line = _baseline_step(run, req.baseline_path, s)
@@ -128,11 +129,12 @@ def noise_windows(run: Run, baseline: Baseline | None, settings: Settings) -> di
             for cid, points in found.items()}
 
 
-def _store(run: Run, db_path: Path) -> Run:
+def _store(run: Run, db_path: Path, gate: GateResult) -> Run:
     from perfgate.store import open_store
+    from perfgate.store.verdicts import verdicts_of
 
     with open_store(db_path) as store:
-        return replace(run, run_id=store.save_run(run))
+        return replace(run, run_id=store.save_run(run, verdicts_of(gate)))
 
 
 def _baseline_step(run: Run, path: Path, s: Settings) -> str:

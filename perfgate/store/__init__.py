@@ -10,6 +10,7 @@ reaches the user as one StoreError line naming the file.
 from __future__ import annotations
 
 import contextlib
+import math
 import sqlite3
 import uuid
 from collections.abc import Iterator
@@ -20,11 +21,15 @@ from urllib.parse import quote
 
 from perfgate.errors import StoreError
 from perfgate.inputs import check_regular_file
-from perfgate.model import CaseResult, Metric, Run, Speedup
-from perfgate.store import rows
-from perfgate.store.schema import MIGRATIONS, REQUIRED_COLUMNS, SCHEMA_VERSION
+from perfgate.model import CaseResult, Metric, Run, Verdict
+from perfgate.store import checks, rows
+from perfgate.store.migrate import migrate, schema_version
+from perfgate.store.schema import SCHEMA_VERSION
+from perfgate.store.verdicts import RunVerdicts
+from perfgate.store.verify import precheck, verify_schema
 
 BUSY_TIMEOUT_S = 120.0
+PAGE_SIZE = 16384  # new histories; `db prune` moves older ones to it as it compacts them
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,15 @@ class HistoryPoint:
     median_ms: float
     q1_ms: float
     q3_ms: float
+
+
+@dataclass(frozen=True)
+class PinnedRun:
+    """A run `db prune` never removes, and why (a change point writes one)."""
+
+    run_id: int
+    reason: str
+    pinned_at: str  # ISO 8601 UTC
 
 
 class Store:
@@ -55,7 +69,9 @@ class Store:
         self.con.close()
 
     @contextlib.contextmanager
-    def _errors(self, doing: str) -> Iterator[None]:
+    def errors(self, doing: str) -> Iterator[None]:
+        """Every SQLite problem, and every stored value that fails its check, as one StoreError line naming
+        the file and what was being done."""
         try:
             yield
         except sqlite3.OperationalError as err:
@@ -66,50 +82,76 @@ class Store:
             raise StoreError(f"perfgate: history {self.path}: cannot {doing}: {err}") from err
 
     def query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[dict[str, Any]]:
-        with self._errors("read it"):
+        with self.errors("read it"):
             cur = self.con.execute(sql, params)
             names = [d[0] for d in cur.description]
             return [dict(zip(names, r)) for r in cur.fetchall()]
 
     # --- writing ------------------------------------------------------------------------------------
 
-    def save_run(self, run: Run) -> int:
-        """Write the run and all its cases in one transaction; returns the new run id."""
+    def save_run(self, run: Run, verdicts: RunVerdicts | None = None) -> int:
+        """Write the run, all its cases and (when gated) its verdicts in one transaction; returns the new
+        run id."""
+        return self.save_runs([(run, verdicts)])[0]
+
+    def save_runs(self, runs: list[tuple[Run, RunVerdicts | None]]) -> list[int]:
+        """Several runs in one transaction (a merge): all stored, or none."""
         if self.readonly:
             raise StoreError(f"perfgate: history {self.path} is open read-only")
-        if not run.info.run_uid:  # every stored run gets an identity, so merging it twice adds nothing
-            run = replace(run, info=replace(run.info, run_uid=uuid.uuid4().hex))
-        with self._errors("store the run"):
+        with self.errors("store the run"):
             self.con.execute("BEGIN IMMEDIATE")
             try:
-                run_id = self._insert(run)
+                ids = [self._insert(run, verdicts) for run, verdicts in runs]
                 self.con.execute("COMMIT")
             except BaseException:
                 self.con.execute("ROLLBACK")
                 raise
-        return run_id
+        return ids
 
-    def _insert(self, run: Run) -> int:
-        cur = self.con.execute(rows.insert_sql("runs", rows.RUN_COLUMNS), rows.run_row(run))
+    def _insert(self, run: Run, verdicts: RunVerdicts | None) -> int:
+        if not run.info.run_uid:  # every stored run gets an identity, so merging it twice adds nothing
+            run = replace(run, info=replace(run.info, run_uid=uuid.uuid4().hex))
+        c = self.con
+        cur = c.execute(rows.insert_sql("runs", (*rows.RUN_COLUMNS, "gate_failed")),
+                        (*rows.run_row(run), None if verdicts is None else int(verdicts.gate_failed)))
         run_id = int(cur.lastrowid or 0)
         res = run.results
-        c = self.con
-        c.executemany(rows.insert_sql("cases", rows.CASE_COLUMNS), (rows.case_row(run_id, r) for r in res))
-        c.executemany("INSERT INTO samples (run_id, case_id, idx, time_ms) VALUES (?, ?, ?, ?)",
-                      rows.sample_rows(run_id, res))
+        by_case = verdicts.by_case() if verdicts is not None else {}
+        case_rows = [rows.case_row(run_id, r, _value(by_case.get(r.case_id))) for r in res]
+        for row in case_rows:  # what is stored must read back: nothing non-finite, nothing out of range
+            rows.check_case_row(dict(zip(rows.CASE_COLUMNS, row)))
+        c.executemany(rows.insert_sql("cases", rows.CASE_COLUMNS), case_rows)
         c.executemany(rows.insert_sql("metrics", ("run_id", "case_id", "source", "kernel", "name", "value", "unit")),
                       rows.metric_rows(run_id, res))
         c.executemany(rows.insert_sql("gpu_state", ("run_id", "case_id", *rows.GPU_COLUMNS)), rows.gpu_rows(run_id,
                                                                                                             res))
         c.executemany("INSERT INTO autotune (run_id, case_id, kernel, config) VALUES (?, ?, ?, ?)",
                       rows.autotune_rows(run_id, res))
-        c.executemany(rows.insert_sql("speedups", ("run_id", "case_id", "reference", "median", "ci_low", "ci_high")),
-                      rows.speedup_rows(run_id, res))
-        c.executemany("INSERT INTO reference_samples (run_id, case_id, idx, time_ms) VALUES (?, ?, ?, ?)",
-                      rows.reference_sample_rows(run_id, res))
+        c.executemany(rows.insert_sql("speedups", rows.SPEEDUP_COLUMNS), rows.speedup_rows(run_id, res))
         c.executemany("INSERT INTO unmeasured_tests (run_id, nodeid, outcome, reason) VALUES (?, ?, ?, ?)",
                       rows.unmeasured_rows(run_id, run.info))
+        if verdicts is not None:
+            c.executemany(rows.insert_sql("verdicts", rows.VERDICT_COLUMNS),
+                          ((run_id, m.case_id, m.metric, m.kernel, m.verdict.value, _finite(m.change_pct),
+                            _finite(m.threshold_pct)) for m in verdicts.metrics))
         return run_id
+
+    def pin_run(self, run_id: int, reason: str, pinned_at: str) -> None:
+        """Keep a run whatever `db prune` is asked (a change point, an incident); re-pinning replaces the
+        reason."""
+        if self.readonly:
+            raise StoreError(f"perfgate: history {self.path} is open read-only")
+        if not reason.strip():
+            raise StoreError(f"perfgate: history {self.path}: a pinned run needs a reason")
+        with self.errors(f"pin run {run_id}"):
+            if not self.query("SELECT 1 FROM runs WHERE id = ?", (run_id,)):
+                raise StoreError(f"perfgate: history {self.path} has no run {run_id} to pin")
+            self.con.execute("INSERT OR REPLACE INTO pinned_runs (run_id, reason, pinned_at) VALUES (?, ?, ?)",
+                             (run_id, reason, pinned_at))
+
+    def pinned_runs(self) -> tuple[PinnedRun, ...]:
+        return tuple(PinnedRun(int(r["run_id"]), str(r["reason"]), str(r["pinned_at"]))
+                     for r in self.query("SELECT run_id, reason, pinned_at FROM pinned_runs ORDER BY run_id"))
 
     # --- reading ------------------------------------------------------------------------------------
 
@@ -120,7 +162,7 @@ class Store:
         return bool(self.query("SELECT 1 FROM runs WHERE run_uid = ?", (run_uid,)))
 
     def load_run(self, run_id: int | None = None) -> Run:
-        """One stored run (the latest when run_id is None)."""
+        """One stored run (the latest when run_id is None), every value re-validated."""
         if run_id is None:
             latest = self.query("SELECT max(id) AS id FROM runs")
             if not latest or latest[0]["id"] is None:
@@ -131,39 +173,37 @@ class Store:
             span = self.query("SELECT min(id) AS lo, max(id) AS hi FROM runs")[0]
             have = f"runs {span['lo']}..{span['hi']}" if span["lo"] is not None else "no runs"
             raise StoreError(f"perfgate: history {self.path} has no run {run_id} ({have})")
-        with self._errors(f"read run {run_id}"):
+        with self.errors(f"read run {run_id}"):
             unmeasured = tuple(rows.unmeasured_from_row(r) for r in self.query(
                 "SELECT * FROM unmeasured_tests WHERE run_id = ? ORDER BY nodeid", (run_id,)))
             return rows.run_from_row(found[0], tuple(self._cases(run_id)), unmeasured)
 
     def _cases(self, run_id: int) -> Iterator[CaseResult]:
-        samples = self._grouped("SELECT case_id, time_ms FROM samples WHERE run_id = ? ORDER BY case_id, idx", run_id)
-        refs = self._grouped("SELECT case_id, time_ms FROM reference_samples WHERE run_id = ? ORDER BY case_id, idx",
-                             run_id)
         metrics: dict[str, list[Metric]] = {}
         for r in self.query("SELECT * FROM metrics WHERE run_id = ? ORDER BY case_id, source, kernel, name", (run_id,)):
-            metrics.setdefault(r["case_id"], []).append(
-                Metric(name=r["name"], value=r["value"], unit=r["unit"] or "", source=r["source"] or "",
-                       kernel=r["kernel"] or ""))
+            metrics.setdefault(r["case_id"], []).append(rows.metric_from_row(r))
         gpu = {r["case_id"]: rows.gpu_from_row(r) for r in self.query("SELECT * FROM gpu_state WHERE run_id = ?",
                                                                       (run_id,))}
         autotune: dict[str, list[tuple[str, str]]] = {}
         for r in self.query("SELECT * FROM autotune WHERE run_id = ? ORDER BY case_id, kernel", (run_id,)):
-            autotune.setdefault(r["case_id"], []).append((r["kernel"], r["config"]))
-        speedups = {r["case_id"]: Speedup(r["reference"], tuple(refs.get(r["case_id"], ())), r["median"], r["ci_low"],
-                                          r["ci_high"])
+            autotune.setdefault(r["case_id"], []).append((str(r["kernel"]), str(r["config"])))
+        speedups = {r["case_id"]: rows.speedup_from_row(r)
                     for r in self.query("SELECT * FROM speedups WHERE run_id = ?", (run_id,))}
         for r in self.query("SELECT * FROM cases WHERE run_id = ? ORDER BY case_id", (run_id,)):
             cid = r["case_id"]
-            yield rows.case_from_row(r, tuple(samples.get(cid, ())), tuple(metrics.get(cid, ())), gpu.get(cid),
-                                     tuple(autotune.get(cid, ())), speedups.get(cid))
+            yield rows.case_from_row(r, tuple(metrics.get(cid, ())), gpu.get(cid), tuple(autotune.get(cid, ())),
+                                     speedups.get(cid))
 
-    def _grouped(self, sql: str, run_id: int) -> dict[str, list[float]]:
-        out: dict[str, list[float]] = {}
-        with self._errors("read samples"):
-            for case_id, value in self.con.execute(sql, (run_id,)):
-                out.setdefault(case_id, []).append(value)
-        return out
+    def load_verdicts(self, run_id: int) -> RunVerdicts | None:
+        """What the gate said when the run was stored; None for a run that was not gated (a calibration,
+        an import, or one stored before verdicts were)."""
+        found = self.query("SELECT gate_failed FROM runs WHERE id = ?", (run_id,))
+        if not found or found[0]["gate_failed"] is None:
+            return None
+        with self.errors(f"read the verdicts of run {run_id}"):
+            metrics = tuple(rows.verdict_from_row(r) for r in self.query(
+                "SELECT * FROM verdicts WHERE run_id = ? ORDER BY case_id, metric, kernel", (run_id,)))
+        return RunVerdicts(gate_failed=bool(found[0]["gate_failed"]), metrics=metrics)
 
     def history(self, case_id: str, device_name: str | None = None, limit: int = 50,
                 up_to_run: int | None = None) -> list[HistoryPoint]:
@@ -180,8 +220,12 @@ class Store:
             params.append(up_to_run)
         sql += " ORDER BY r.id DESC LIMIT ?"
         params.append(limit)
-        found = [HistoryPoint(int(r["run_id"]), r["started_at"] or "", r["git_commit"] or "", r["median_ms"],
-                              r["q1_ms"], r["q3_ms"]) for r in self.query(sql, params)]
+        with self.errors(f"read the history of {case_id!r}"):
+            found = [HistoryPoint(int(r["run_id"]), checks.text(r["started_at"], f"run {r['run_id']} started_at"),
+                                  checks.text(r["git_commit"], f"run {r['run_id']} git_commit"),
+                                  *(checks.number(r[c], f"run {r['run_id']} case {case_id!r} {c}")
+                                    for c in ("median_ms", "q1_ms", "q3_ms")))
+                     for r in self.query(sql, params)]
         return list(reversed(found))
 
 
@@ -201,11 +245,15 @@ def open_store(path: Path, readonly: bool = False) -> Store:
     con = _connect(path, f"file:{quote(str(path))}?mode=rwc")
     store = Store(con, path, readonly=False)
     try:
-        with store._errors("open it"):
+        with store.errors("open it"):
+            precheck(con, path)
+            # a new file gets large pages: a case row (~2 KB with 200 samples) then never wastes most of a
+            # 4 KB page when it grows past half of one (set before anything is written, or it is ignored)
+            con.execute(f"PRAGMA page_size = {PAGE_SIZE}")
             con.execute("PRAGMA journal_mode=WAL")
             con.execute("PRAGMA synchronous=NORMAL")
-            _migrate(con, path)
-            check_schema(con, path)
+            migrate(con, path)
+            verify_schema(con, path)
     except BaseException:
         con.close()
         raise
@@ -233,75 +281,25 @@ def _open_readonly(path: Path) -> Store:
     con = _connect(path, f"file:{quote(str(path))}?mode=ro")
     store = Store(con, path, readonly=True)
     try:
-        with store._errors("open it"):
-            version = _schema_version(con, path)
+        with store.errors("open it"):
+            precheck(con, path)
+            version = schema_version(con, path)
             if version < SCHEMA_VERSION:  # read an old history without touching the file
                 memory = sqlite3.connect(":memory:", isolation_level=None)
                 con.backup(memory)
                 con.close()
                 con = store.con = memory
-                _migrate(con, path)
-            check_schema(con, path)
+                migrate(con, path)
+            verify_schema(con, path)
     except BaseException:
         store.con.close()
         raise
     return store
 
 
-def _schema_version(con: sqlite3.Connection, path: Path) -> int:
-    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if "perfgate_meta" not in tables:
-        if tables:
-            raise StoreError(f"perfgate: history {path}: not a perfgate history (it has other tables and no "
-                             f"perfgate_meta); refusing to touch it")
-        return 0
-    row = con.execute("SELECT value FROM perfgate_meta WHERE key = 'schema_version'").fetchone()
-    try:
-        version = int(row[0]) if row else 0
-    except (TypeError, ValueError):
-        raise StoreError(f"perfgate: history {path}: unreadable schema version {row[0]!r}") from None
-    if version > SCHEMA_VERSION:
-        raise StoreError(f"perfgate: history {path} has schema version {version}, newer than this perfgate "
-                         f"understands ({SCHEMA_VERSION}); upgrade perfgate")
-    if version < 0:
-        raise StoreError(f"perfgate: history {path}: invalid schema version {version}")
-    return version
+def _value(verdict: Verdict | None) -> str | None:
+    return verdict.value if verdict is not None else None
 
 
-def _migrate(con: sqlite3.Connection, path: Path) -> None:
-    """Bring the schema to SCHEMA_VERSION in one IMMEDIATE transaction (concurrent openers queue, and the
-    second finds the work done)."""
-    con.execute("BEGIN IMMEDIATE")
-    try:
-        version = _schema_version(con, path)
-        for number in range(version, SCHEMA_VERSION):
-            for statement in _statements(MIGRATIONS[number]):
-                con.execute(statement)
-            con.execute("INSERT OR REPLACE INTO perfgate_meta (key, value) VALUES ('schema_version', ?)",
-                        (str(number + 1),))
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-
-
-def _statements(script: str) -> Iterator[str]:
-    buffer = ""
-    for line in script.splitlines(keepends=True):
-        buffer += line
-        if sqlite3.complete_statement(buffer):
-            yield buffer.strip()
-            buffer = ""
-    if buffer.strip():
-        raise ValueError("incomplete SQL statement in a migration")
-
-
-def check_schema(con: sqlite3.Connection, path: Path) -> None:
-    """Refuse a history whose tables lack what this version reads (renamed or dropped columns)."""
-    for table, needed in REQUIRED_COLUMNS.items():
-        have = {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
-        if not have:
-            raise StoreError(f"perfgate: history {path}: table {table!r} is missing; not a usable perfgate history")
-        missing = [c for c in needed if c not in have]
-        if missing:
-            raise StoreError(f"perfgate: history {path}: table {table!r} lacks column(s) {missing}")
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None

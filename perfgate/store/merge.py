@@ -1,16 +1,26 @@
-"""`perfgate db merge OUT IN...`: histories from several runners in one database.
+"""`perfgate db merge OUT IN...` and `perfgate db export OUT --db DB --run-uid UID`: runs from one history
+into another.
 
-Idempotent: runs are matched by their identity (run_uid), so merging the same inputs twice, or an output
-into itself through another input, adds nothing. Each input run is copied whole, in one transaction.
+Idempotent and linear: runs are matched by their identity (run_uid, looked up through its unique index),
+so merging the same inputs twice adds nothing, and each input costs what its own runs cost, whatever OUT
+holds. A run stored without an identity (a history edited by hand) gets one derived from its content, so
+it too is merged once. Every copied run is read through the store (every value re-validated) and the
+runs of one input land in one transaction, with their verdicts, kind and pins.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate.errors import StoreError
-from perfgate.store import open_store
+from perfgate.model import Run
+from perfgate.store import Store, open_store
+from perfgate.store.verdicts import RunVerdicts
+
+BATCH_RUNS = 200  # runs held in memory and written per transaction
 
 
 @dataclass(frozen=True)
@@ -20,19 +30,73 @@ class MergeCount:
     already_there: int
 
 
-def merge_histories(out: Path, inputs: list[Path]) -> list[MergeCount]:
+def merge_histories(out: Path, inputs: Sequence[Path], run_uids: Sequence[str] | None = None) -> list[MergeCount]:
+    """Copy the runs of each input that OUT lacks (only those named in `run_uids` when given)."""
     counts = []
+    for source in inputs:
+        if Path(source).resolve() == Path(out).resolve():
+            raise StoreError(f"perfgate: cannot merge {source} into itself")
+        open_store(source, readonly=True).close()  # every input verified before OUT is created or written
     with open_store(out) as dst:
         for source in inputs:
-            if source.resolve() == Path(out).resolve():
-                raise StoreError(f"perfgate: cannot merge {source} into itself")
-            added = skipped = 0
             with open_store(source, readonly=True) as src:
-                for row in src.query("SELECT id, run_uid FROM runs ORDER BY id"):
-                    if row["run_uid"] and dst.has_run_uid(row["run_uid"]):
-                        skipped += 1
-                        continue
-                    dst.save_run(src.load_run(int(row["id"])))
-                    added += 1
-            counts.append(MergeCount(source, added, skipped))
+                counts.append(_merge_one(src, dst, run_uids))
     return counts
+
+
+def _merge_one(src: Store, dst: Store, run_uids: Sequence[str] | None) -> MergeCount:
+    added = skipped = 0
+    pins = {p.run_id: p for p in src.pinned_runs()}
+    seen: set[str] = set()
+    for batch in _batches(_source_runs(src, run_uids)):
+        todo: list[tuple[Run, RunVerdicts | None]] = []
+        pinned: list[int] = []
+        for run_id, uid in batch:
+            if uid in seen or dst.has_run_uid(uid):
+                skipped += 1
+                continue
+            seen.add(uid)
+            run = src.load_run(run_id)
+            todo.append((replace(run, info=replace(run.info, run_uid=uid)), src.load_verdicts(run_id)))
+            pinned.append(run_id)
+        for src_id, new_id in zip(pinned, dst.save_runs(todo)):
+            if src_id in pins:
+                dst.pin_run(new_id, pins[src_id].reason, pins[src_id].pinned_at)
+        added += len(todo)
+    return MergeCount(src.path, added, skipped)
+
+
+def _source_runs(src: Store, run_uids: Sequence[str] | None) -> Iterator[tuple[int, str]]:
+    """(run id, identity) of the runs to copy, in storage order."""
+    if run_uids is None:
+        rows = src.query("SELECT id, run_uid FROM runs ORDER BY id")
+    else:
+        found = {r["run_uid"]: r for r in src.query(
+            f"SELECT id, run_uid FROM runs WHERE run_uid IN ({', '.join('?' * len(run_uids))}) ORDER BY id",
+            list(run_uids))} if run_uids else {}
+        missing = [u for u in run_uids if u not in found]
+        if missing:
+            raise StoreError(f"perfgate: history {src.path} has no run with uid {missing[0]!r}")
+        rows = list(found.values())
+    for row in rows:
+        run_id = int(row["id"])
+        yield run_id, row["run_uid"] or _derived_uid(src, run_id)
+
+
+def _derived_uid(src: Store, run_id: int) -> str:
+    """An identity for a run stored without one: the same content always gives the same uid."""
+    run = src.load_run(run_id)
+    digest = hashlib.sha256(repr((run.info.started_at, run.info.finished_at, run.info.git_commit, run.info.argv,
+                                  run.environment, [(r.case_id, r.samples_ms) for r in run.results])).encode())
+    return "derived-" + digest.hexdigest()[:32]
+
+
+def _batches(items: Iterator[tuple[int, str]]) -> Iterator[list[tuple[int, str]]]:
+    batch: list[tuple[int, str]] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == BATCH_RUNS:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

@@ -7,32 +7,43 @@ tables to start from (docs/history.md).
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate.errors import PerfgateError
 from perfgate.store import Store, open_store
+from perfgate.store import rows as stored_rows
 
 
 @dataclass(frozen=True)
 class RunRow:
     run_id: int
+    kind: str  # gate, calibration, import ("" for a run stored before kinds were recorded)
     started_at: str
     git_commit: str
     git_branch: str
+    git_dirty: bool
     device_name: str
     hostname: str
     cases: int
+    gate: str  # passed, failed, or "" when not gated
     argv: str
 
 
 @dataclass(frozen=True)
 class TrendRow:
     run_id: int
+    kind: str
     started_at: str
     git_commit: str
+    git_dirty: bool
     device_name: str
     case_id: str
+    verdict: str  # the case's most severe verdict when it was gated, "" otherwise
     timer: str
     median_ms: float
     q1_ms: float
@@ -42,38 +53,82 @@ class TrendRow:
 
 def list_runs(store: Store, last: int) -> list[RunRow]:
     rows = store.query(
-        "SELECT r.id, r.started_at, r.git_commit, r.git_branch, r.device_name, r.hostname, r.argv, "
-        "(SELECT count(*) FROM cases c WHERE c.run_id = r.id) AS cases FROM runs r ORDER BY r.id DESC LIMIT ?",
-        (max(last, 0),))
-    return [RunRow(int(r["id"]), r["started_at"] or "", r["git_commit"] or "", r["git_branch"] or "",
-                   r["device_name"] or "", r["hostname"] or "", int(r["cases"]), r["argv"] or "")
+        "SELECT r.id, r.kind, r.started_at, r.git_commit, r.git_branch, r.git_dirty, r.device_name, r.hostname, "
+        "r.gate_failed, r.argv, (SELECT count(*) FROM cases c WHERE c.run_id = r.id) AS cases "
+        "FROM runs r ORDER BY r.id DESC LIMIT ?", (max(last, 0),))
+    return [RunRow(int(r["id"]), r["kind"] or "", r["started_at"] or "", r["git_commit"] or "", r["git_branch"] or "",
+                   bool(r["git_dirty"]), r["device_name"] or "", r["hostname"] or "", int(r["cases"]),
+                   _gate(r["gate_failed"]), r["argv"] or "")
             for r in reversed(rows)]
 
 
-def case_trend(store: Store, pattern: str, last: int) -> list[TrendRow]:
-    """Cases whose id matches the shell pattern, over the last `last` runs, oldest first."""
+def _gate(failed: object) -> str:
+    return "" if failed is None else ("failed" if failed else "passed")
+
+
+class CasePatternError(PerfgateError):
+    """A --case-regex that is not a regular expression."""
+
+
+def case_matcher(pattern: str | None = None, regex: str | None = None) -> Callable[[str], bool]:
+    """`pattern`: a shell-style pattern where only `*` and `?` are wildcards, so brackets in parametrized
+    ids match themselves (`test_x[enum[BaseConverter]]`); `regex`: a Python regular expression searched
+    in the id. Both: a case must match both."""
+    tests: list[Callable[[str], object]] = []
+    if pattern is not None:
+        glob = re.compile("".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in pattern),
+                          re.S)
+        tests.append(glob.fullmatch)
+    if regex is not None:
+        try:
+            tests.append(re.compile(regex).search)
+        except re.error as err:
+            raise CasePatternError(f"perfgate: --case-regex {regex!r} is not a regular expression: {err}") from None
+    return lambda case_id: all(t(case_id) for t in tests)
+
+
+def case_trend(store: Store, pattern: str | None, last: int, regex: str | None = None) -> list[TrendRow]:
+    """Cases whose id matches the pattern (and/or the regex), over the last `last` runs, oldest first."""
+    matches = case_matcher(pattern, regex)
+    # the ids first (one pass over the (case_id, run_id) index, no row read), then only their rows
+    ids = [cid for (cid,) in store.con.execute("SELECT DISTINCT case_id FROM cases")
+           if isinstance(cid, str) and matches(cid)]
+    first = store.query("SELECT min(id) AS id FROM (SELECT id FROM runs ORDER BY id DESC LIMIT ?)", (max(last, 0),))
+    if not ids or first[0]["id"] is None:
+        return []
     rows = store.query(
-        "SELECT r.id, r.started_at, r.git_commit, r.device_name, c.case_id, c.timer, c.median_ms, c.q1_ms, "
-        "c.q3_ms, c.n_samples FROM cases c JOIN runs r ON r.id = c.run_id "
-        "WHERE c.case_id GLOB ? AND r.id IN (SELECT id FROM runs ORDER BY id DESC LIMIT ?) "
-        "ORDER BY c.case_id, r.id", (pattern, max(last, 0)))
-    return [TrendRow(int(r["id"]), r["started_at"] or "", r["git_commit"] or "", r["device_name"] or "",
-                     r["case_id"], r["timer"] or "", r["median_ms"], r["q1_ms"], r["q3_ms"], int(r["n_samples"]))
-            for r in rows]
+        "SELECT r.kind, r.started_at, r.git_commit, r.git_dirty, r.device_name, c.* "
+        "FROM cases c JOIN runs r ON r.id = c.run_id "
+        "WHERE c.case_id IN (SELECT value FROM json_each(?)) AND c.run_id >= ? ORDER BY c.case_id, c.run_id",
+        (json.dumps(ids), first[0]["id"]))
+    return [_trend_row(store, r) for r in rows]
+
+
+def _trend_row(store: Store, r: dict[str, Any]) -> TrendRow:
+    with store.errors(f"read run {r['run_id']}"):  # every row shown is re-validated, like a run the gate reads
+        case = stored_rows.case_from_row(r, (), None, (), None)
+        kind = stored_rows.run_kind(r["kind"], f"run {r['run_id']}")
+        verdict = stored_rows.case_verdict(r["verdict"], f"run {r['run_id']} case {case.case_id!r}")
+    t = case.timing
+    return TrendRow(int(r["run_id"]), kind.value if kind else "", r["started_at"] or "", r["git_commit"] or "",
+                    bool(r["git_dirty"]), r["device_name"] or "", case.case_id, verdict.value if verdict else "",
+                    t.timer.value,
+                    t.median_ms, t.q1_ms, t.q3_ms, t.n_samples)
 
 
 def as_dicts(rows: list[Any]) -> list[dict[str, Any]]:
     return [asdict(r) for r in rows]
 
 
-def history_frame(db: Path, case: str | None = None, last: int | None = None) -> Any:
+def history_frame(db: Path, case: str | None = None, last: int | None = None, case_regex: str | None = None) -> Any:
     """A DataFrame: one row per run (no `case`) or per run and matching case, oldest first."""
     from perfgate.errors import require
 
     pd: Any = require("pandas", "data", "perfgate.history")
     with open_store(db, readonly=True) as store:
         n = last if last is not None else 1_000_000_000
-        rows = as_dicts(case_trend(store, case, n) if case else list_runs(store, n))
+        by_case = case is not None or case_regex is not None
+        rows = as_dicts(case_trend(store, case, n, case_regex) if by_case else list_runs(store, n))
     frame = pd.DataFrame(rows)
     if "started_at" in frame:
         frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True, errors="coerce")

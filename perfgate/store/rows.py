@@ -10,28 +10,36 @@ from typing import Any
 
 from perfgate.model import (
     CaseResult,
-    CaseThresholds,
     Environment,
     GpuState,
     Metric,
     Run,
     RunInfo,
+    RunKind,
     Speedup,
     TestOutcome,
     Timer,
     TimingStats,
     UnmeasuredTest,
+    Verdict,
 )
+from perfgate.store import checks
+from perfgate.store.checks import StoredValueError
+from perfgate.store.packed import pack_f64, unpack_f64
+from perfgate.store.verdicts import MetricVerdict
 
 ENV_COLUMNS = ("device_kind", "device_name", "device_uuid", "compute_capability", "driver_version", "cuda_version",
                "torch_version", "triton_version", "python_version", "perfgate_version", "hostname", "platform")
 RUN_COLUMNS = ("run_uid", "started_at", "finished_at", "git_commit", "git_branch", "git_dirty", "argv",
-               "profile_settings", *ENV_COLUMNS)
+               "profile_settings", *ENV_COLUMNS, "kind")
 STAT_COLUMNS = ("timer", "n_samples", "median_ms", "mean_ms", "stdev_ms", "min_ms", "max_ms", "q1_ms", "q3_ms",
                 "gbps", "tflops")
 CASE_COLUMNS = ("run_id", "case_id", *STAT_COLUMNS, "bytes_moved", "flops", "profile_errors", "nodeid",
                 "location_file", "location_line", "device_uuid", "thresholds", "confirmation_medians",
-                "confirmation_speedups", "profile_notes")
+                "confirmation_speedups", "profile_notes", "samples_f64", "verdict", "host_state",
+                "confirmation_memory")
+SPEEDUP_COLUMNS = ("run_id", "case_id", "reference", "median", "ci_low", "ci_high", "reference_samples_f64")
+VERDICT_COLUMNS = ("run_id", "case_id", "metric", "kernel", "verdict", "change_pct", "threshold_pct")
 GPU_COLUMNS = ("polls", "sm_clock_mhz", "sm_clock_min_mhz", "mem_clock_mhz", "temperature_max_c", "power_median_w",
                "power_limit_w", "throttle_reasons", "throttled_fraction", "clocks_locked", "cooldown_ms",
                "excluded_samples")
@@ -47,29 +55,19 @@ def run_row(run: Run) -> tuple[Any, ...]:
                               "git_commit": i.git_commit, "git_branch": i.git_branch, "git_dirty": int(i.git_dirty),
                               "argv": i.argv, "profile_settings": i.profile_settings}
     values.update({c: getattr(e, c) for c in ENV_COLUMNS})
+    values["kind"] = i.kind.value if i.kind is not None else None
     return tuple(values[c] for c in RUN_COLUMNS)
 
 
-def case_row(run_id: int, r: CaseResult) -> tuple[Any, ...]:
+def case_row(run_id: int, r: CaseResult, verdict: str | None = None) -> tuple[Any, ...]:
     t = r.timing
     return (run_id, r.case_id, t.timer.value, t.n_samples, t.median_ms, t.mean_ms, t.stdev_ms, t.min_ms, t.max_ms,
             t.q1_ms, t.q3_ms, t.gbps, t.tflops, r.bytes_moved, r.flops, json.dumps(list(r.profile_errors)),
             r.nodeid, r.location[0] if r.location else None, r.location[1] if r.location else None,
             r.device_uuid, json.dumps(asdict(r.thresholds)), json.dumps(list(r.confirmation_medians_ms)),
-            json.dumps(list(r.confirmation_speedups)), json.dumps(list(r.profile_notes)))
-
-
-def sample_rows(run_id: int, results: Sequence[CaseResult]) -> Iterator[tuple[Any, ...]]:
-    for r in results:
-        for i, v in enumerate(r.samples_ms):
-            yield (run_id, r.case_id, i, v)
-
-
-def reference_sample_rows(run_id: int, results: Sequence[CaseResult]) -> Iterator[tuple[Any, ...]]:
-    for r in results:
-        if r.speedup is not None:
-            for i, v in enumerate(r.speedup.reference_samples_ms):
-                yield (run_id, r.case_id, i, v)
+            json.dumps(list(r.confirmation_speedups)), json.dumps(list(r.profile_notes)), pack_f64(r.samples_ms),
+            verdict, json.dumps(asdict(r.host_state)) if r.host_state else None,
+            json.dumps(list(r.confirmation_memory)))
 
 
 def metric_rows(run_id: int, results: Sequence[CaseResult]) -> Iterator[tuple[Any, ...]]:
@@ -96,7 +94,7 @@ def speedup_rows(run_id: int, results: Sequence[CaseResult]) -> Iterator[tuple[A
     for r in results:
         if r.speedup is not None:
             s = r.speedup
-            yield (run_id, r.case_id, s.reference, s.median, s.ci_low, s.ci_high)
+            yield (run_id, r.case_id, s.reference, s.median, s.ci_low, s.ci_high, pack_f64(s.reference_samples_ms))
 
 
 def unmeasured_rows(run_id: int, info: RunInfo) -> Iterator[tuple[Any, ...]]:
@@ -104,55 +102,134 @@ def unmeasured_rows(run_id: int, info: RunInfo) -> Iterator[tuple[Any, ...]]:
         yield (run_id, u.nodeid, u.outcome.value, u.reason)
 
 
-# --- reading back ---------------------------------------------------------------------------------
+# --- reading back: every value re-validated (store/checks.py) -------------------------------------------
 
 def run_from_row(row: dict[str, Any], results: tuple[CaseResult, ...],
                  unmeasured: tuple[UnmeasuredTest, ...]) -> Run:
-    env = Environment(**{c: row[c] or "" for c in ENV_COLUMNS})
-    info = RunInfo(started_at=row["started_at"] or "", finished_at=row["finished_at"] or "",
-                   git_commit=row["git_commit"] or "", git_branch=row["git_branch"] or "",
-                   git_dirty=bool(row["git_dirty"]), hostname=row["hostname"] or "", argv=row["argv"] or "",
-                   profile_settings=row["profile_settings"] or "", run_uid=row["run_uid"] or "",
-                   unmeasured=unmeasured)
+    where = f"run {row['id']}"
+    env = Environment(**{c: checks.text(row[c], f"{where} {c}") for c in ENV_COLUMNS})
+    info = RunInfo(started_at=checks.text(row["started_at"], f"{where} started_at"),
+                   finished_at=checks.text(row["finished_at"], f"{where} finished_at"),
+                   git_commit=checks.text(row["git_commit"], f"{where} git_commit"),
+                   git_branch=checks.text(row["git_branch"], f"{where} git_branch"),
+                   git_dirty=bool(row["git_dirty"]), hostname=env.hostname,
+                   argv=checks.text(row["argv"], f"{where} argv"),
+                   profile_settings=checks.text(row["profile_settings"], f"{where} profile_settings"),
+                   run_uid=checks.text(row["run_uid"], f"{where} run_uid"), unmeasured=unmeasured,
+                   kind=run_kind(row["kind"], where))
     return Run(info=info, environment=env, results=results, run_id=int(row["id"]))
 
 
+def run_kind(value: Any, where: str) -> RunKind | None:
+    if value is None:
+        return None
+    try:
+        return RunKind(value)
+    except ValueError:
+        raise StoredValueError(f"{where} kind: {value!r} is not a run kind") from None
+
+
+def case_verdict(value: Any, where: str) -> Verdict | None:
+    if value is None:
+        return None
+    try:
+        return Verdict(value)
+    except ValueError:
+        raise StoredValueError(f"{where} verdict: {value!r} is not a verdict") from None
+
+
 def unmeasured_from_row(row: dict[str, Any]) -> UnmeasuredTest:
-    return UnmeasuredTest(row["nodeid"], TestOutcome(row["outcome"]), row["reason"] or "")
+    where = f"run {row['run_id']} unmeasured test {row['nodeid']!r}"
+    try:
+        outcome = TestOutcome(row["outcome"])
+    except ValueError:
+        raise StoredValueError(f"{where}: outcome {row['outcome']!r} is not a test outcome") from None
+    return UnmeasuredTest(checks.text(row["nodeid"], where), outcome, checks.text(row["reason"], where))
 
 
-def case_from_row(row: dict[str, Any], samples: tuple[float, ...], metrics: tuple[Metric, ...],
-                  gpu: GpuState | None, autotune: tuple[tuple[str, str], ...], speedup: Speedup | None) -> CaseResult:
-    stats = {c: row[c] for c in STAT_COLUMNS}
-    stats["timer"] = Timer(stats["timer"])
-    location = (row["location_file"], int(row["location_line"])) if row["location_file"] else None
+def case_from_row(row: dict[str, Any], metrics: tuple[Metric, ...], gpu: GpuState | None,
+                  autotune: tuple[tuple[str, str], ...], speedup: Speedup | None) -> CaseResult:
+    where = f"run {row['run_id']} case {row['case_id']!r}"
+    samples = checks.samples(unpack_f64(row["samples_f64"]), f"{where} samples_f64")
     return CaseResult(
-        case_id=row["case_id"], timing=TimingStats(**stats), samples_ms=samples, metrics=metrics,
-        bytes_moved=row["bytes_moved"], flops=row["flops"], profile_errors=tuple(_json_list(row["profile_errors"])),
-        profile_notes=tuple(_json_list(row["profile_notes"])), thresholds=_thresholds(row["thresholds"]),
+        case_id=checks.text(row["case_id"], where), timing=timing_from_row(row, where), samples_ms=samples,
+        metrics=metrics, bytes_moved=checks.count(row["bytes_moved"], f"{where} bytes_moved", optional=True),
+        flops=checks.count(row["flops"], f"{where} flops", optional=True),
+        profile_errors=checks.text_list(row["profile_errors"], f"{where} profile_errors"),
+        profile_notes=checks.text_list(row["profile_notes"], f"{where} profile_notes"),
+        thresholds=checks.thresholds(row["thresholds"], f"{where} thresholds"),
         gpu_state=gpu, autotune=autotune, speedup=speedup,
-        confirmation_medians_ms=tuple(float(v) for v in _json_list(row["confirmation_medians"])),
-        confirmation_speedups=tuple(float(v) for v in _json_list(row["confirmation_speedups"])),
-        nodeid=row["nodeid"] or "", location=location, device_uuid=row["device_uuid"] or "")
+        confirmation_medians_ms=checks.positive_list(row["confirmation_medians"], f"{where} confirmation_medians"),
+        confirmation_speedups=checks.positive_list(row["confirmation_speedups"], f"{where} confirmation_speedups",
+                                                   high=checks.MAX_SPEEDUP),
+        confirmation_memory=checks.positive_list(row["confirmation_memory"], f"{where} confirmation_memory"),
+        host_state=checks.host_state(row["host_state"], f"{where} host_state"),
+        nodeid=checks.text(row["nodeid"], f"{where} nodeid"), location=_location(row, where),
+        device_uuid=checks.text(row["device_uuid"], f"{where} device_uuid"))
 
 
-def _json_list(text: str | None) -> list[Any]:
-    value = json.loads(text) if text else []
-    if not isinstance(value, list):
-        raise ValueError("expected a JSON list")
-    return value
+def timing_from_row(row: dict[str, Any], where: str) -> TimingStats:
+    try:
+        timer = Timer(row["timer"])
+    except ValueError:
+        raise StoredValueError(f"{where} timer: {row['timer']!r} is not a timer") from None
+    stats = {c: checks.number(row[c], f"{where} {c}") for c in STAT_COLUMNS[2:-2]}
+    checks.ordered(stats, where)
+    return TimingStats(timer=timer, n_samples=checks.count(row["n_samples"], f"{where} n_samples") or 0, **stats,
+                       gbps=checks.optional_number(row["gbps"], f"{where} gbps"),
+                       tflops=checks.optional_number(row["tflops"], f"{where} tflops"))
 
 
-def _thresholds(text: str | None) -> CaseThresholds:
-    """Stored thresholds; a run stored before version 2 had none and gets today's defaults."""
-    if not text:
-        return CaseThresholds()
-    from perfgate.codec import thresholds_from_dict
+def _location(row: dict[str, Any], where: str) -> tuple[str, int] | None:
+    if not row["location_file"]:
+        return None
+    line = checks.count(row["location_line"], f"{where} location_line")
+    return (checks.text(row["location_file"], f"{where} location_file"), line or 0)
 
-    return thresholds_from_dict(json.loads(text))
+
+def metric_from_row(row: dict[str, Any]) -> Metric:
+    where = f"run {row['run_id']} case {row['case_id']!r} metric {row['name']!r}"
+    return Metric(name=checks.text(row["name"], where), value=checks.number(row["value"], where, low=None),
+                  unit=checks.text(row["unit"], where), source=checks.text(row["source"], where),
+                  kernel=checks.text(row["kernel"], where))
+
+
+def speedup_from_row(row: dict[str, Any]) -> Speedup:
+    where = f"run {row['run_id']} case {row['case_id']!r} speedup"
+    low, median, high = (checks.number(row[c], f"{where} {c}", high=checks.MAX_SPEEDUP, low_open=True)
+                         for c in ("ci_low", "median", "ci_high"))
+    if low > high:
+        raise StoredValueError(f"{where}: ci_low {low!r} above ci_high {high!r}")
+    refs = checks.samples(unpack_f64(row["reference_samples_f64"]), f"{where} reference_samples_f64")
+    return Speedup(checks.text(row["reference"], where), refs, median, low, high)
 
 
 def gpu_from_row(row: dict[str, Any]) -> GpuState:
-    values = {c: row[c] for c in GPU_COLUMNS}
-    values["clocks_locked"] = bool(values["clocks_locked"])
+    where = f"run {row['run_id']} case {row['case_id']!r} gpu_state"
+    values: dict[str, Any] = {c: checks.optional_number(row[c], f"{where} {c}") for c in GPU_COLUMNS}
+    for c in ("polls", "throttle_reasons", "excluded_samples"):
+        values[c] = checks.count(row[c], f"{where} {c}")
+    values["throttled_fraction"] = checks.number(row["throttled_fraction"], f"{where} throttled_fraction", high=1.0)
+    values["cooldown_ms"] = checks.number(row["cooldown_ms"], f"{where} cooldown_ms")
+    values["clocks_locked"] = bool(row["clocks_locked"])
     return GpuState(**values)
+
+
+def check_case_row(row: dict[str, Any]) -> None:
+    """The checks a case row meets on read, applied before it is written."""
+    where = f"case {row['case_id']!r}"
+    timing_from_row(row, where)
+    checks.thresholds(row["thresholds"], f"{where} thresholds")
+    checks.samples(unpack_f64(row["samples_f64"]), f"{where} samples")
+
+
+def verdict_from_row(row: dict[str, Any]) -> MetricVerdict:
+    where = f"run {row['run_id']} case {row['case_id']!r} verdict of {row['metric']!r}"
+    try:
+        verdict = Verdict(row["verdict"])
+    except ValueError:
+        raise StoredValueError(f"{where}: {row['verdict']!r} is not a verdict") from None
+    return MetricVerdict(checks.text(row["case_id"], where), checks.text(row["metric"], where),
+                         checks.text(row["kernel"], where), verdict,
+                         checks.optional_number(row["change_pct"], f"{where} change_pct", low=None),
+                         checks.optional_number(row["threshold_pct"], f"{where} threshold_pct"))

@@ -2,12 +2,18 @@
 
 Append only. A released migration is never edited: version 1 is the exact SQL the first perfgate
 produced (it derived its columns from the dataclasses of the day, which is why that approach broke
-every existing history when a field was added). Later migrations only add.
+every existing history when a field was added). Later migrations add, or move data without losing any
+(version 3 packs every sample into one array per case; store/migrate.py holds the two SQL functions
+the migrations call, frozen like the SQL).
+
+The schema a history must have is the one these migrations produce (store/verify.py builds it in memory
+and compares): an extra or missing column, a foreign view or trigger, or a table replaced by a view is
+refused before anything is read.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 5
 
 # Version 1, as written by perfgate 0.1.0 through sqlite-utils (read back from a database it created).
 MIGRATION_1 = """
@@ -153,25 +159,75 @@ WHERE h.run_id = (SELECT max(c2.run_id) FROM cases c2 JOIN runs r2 ON r2.id = c2
                   WHERE c2.case_id = h.case_id AND r2.device_name IS h.device_name);
 """
 
-MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_2)
+# Version 3: bounded, compact history. The samples of a case (and its reference's) become one packed
+# array per (run, case): little-endian IEEE 754 float64 in measurement order (numpy.frombuffer(blob,
+# "<f8")), instead of one 106-byte row per 8-byte sample. Nothing is lost: the arrays are built from
+# every row, numbered 0..n-1, and a sample without its case row refuses the migration. The index on
+# cases.case_id alone (covered by case_id, run_id) and the metrics index no query uses are dropped.
+MIGRATION_3 = """
+ALTER TABLE cases ADD COLUMN samples_f64 BLOB;
+ALTER TABLE speedups ADD COLUMN reference_samples_f64 BLOB;
+SELECT perfgate_refuse('run ' || s.run_id || ' has samples of case ' || quote(s.case_id) || ', which it does not store')
+FROM samples s WHERE NOT EXISTS (SELECT 1 FROM cases c WHERE c.run_id = s.run_id AND c.case_id = s.case_id) LIMIT 1;
+SELECT perfgate_refuse('run ' || s.run_id || ' has reference samples of case ' || quote(s.case_id) ||
+                       ', which has no speedup row')
+FROM reference_samples s
+WHERE NOT EXISTS (SELECT 1 FROM speedups p WHERE p.run_id = s.run_id AND p.case_id = s.case_id) LIMIT 1;
+UPDATE cases SET samples_f64 = coalesce(
+    (SELECT perfgate_pack_f64(s.idx, s.time_ms, 'run ' || s.run_id || ' case ' || quote(s.case_id)) FROM samples s
+     WHERE s.run_id = cases.run_id AND s.case_id = cases.case_id), x'');
+UPDATE speedups SET reference_samples_f64 = coalesce(
+    (SELECT perfgate_pack_f64(s.idx, s.time_ms, 'run ' || s.run_id || ' case ' || quote(s.case_id))
+     FROM reference_samples s WHERE s.run_id = speedups.run_id AND s.case_id = speedups.case_id), x'');
+DROP TABLE samples;
+DROP TABLE reference_samples;
+DROP INDEX idx_cases_case_id;
+DROP INDEX idx_metrics_case_id_name;
+"""
 
-# What this version reads and writes; a database that lacks any of these is refused on open.
-REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
-    "runs": ("id", "run_uid", "started_at", "finished_at", "git_commit", "git_branch", "git_dirty", "argv",
-             "profile_settings", "device_kind", "device_name", "device_uuid", "compute_capability",
-             "driver_version", "cuda_version", "torch_version", "triton_version", "python_version",
-             "perfgate_version", "hostname", "platform"),
-    "cases": ("run_id", "case_id", "timer", "n_samples", "median_ms", "mean_ms", "stdev_ms", "min_ms", "max_ms",
-              "q1_ms", "q3_ms", "gbps", "tflops", "bytes_moved", "flops", "profile_errors", "nodeid",
-              "location_file", "location_line", "device_uuid", "thresholds", "confirmation_medians",
-              "confirmation_speedups", "profile_notes"),
-    "samples": ("run_id", "case_id", "idx", "time_ms"),
-    "metrics": ("run_id", "case_id", "source", "kernel", "name", "value", "unit"),
-    "gpu_state": ("run_id", "case_id", "polls", "sm_clock_mhz", "sm_clock_min_mhz", "mem_clock_mhz",
-                  "temperature_max_c", "power_median_w", "power_limit_w", "throttle_reasons",
-                  "throttled_fraction", "clocks_locked", "cooldown_ms", "excluded_samples"),
-    "autotune": ("run_id", "case_id", "kernel", "config"),
-    "speedups": ("run_id", "case_id", "reference", "median", "ci_low", "ci_high"),
-    "reference_samples": ("run_id", "case_id", "idx", "time_ms"),
-    "unmeasured_tests": ("run_id", "nodeid", "outcome", "reason"),
-}
+# Version 4: the history as data. What kind of run it was (calibration, gate, import; "ab" reserved for a
+# base-vs-head mode; NULL: stored before kinds were recorded, except pytest-benchmark imports, which
+# their run_uid names), whether its gate passed (NULL: not gated), each case's verdict (its most severe
+# one) and every metric's verdict, and the runs nobody may prune (a change point, a reason).
+MIGRATION_4 = """
+ALTER TABLE runs ADD COLUMN kind TEXT;
+UPDATE runs SET kind = 'import' WHERE run_uid LIKE 'pytest-benchmark-%';
+ALTER TABLE runs ADD COLUMN gate_failed INTEGER;
+ALTER TABLE cases ADD COLUMN verdict TEXT;
+CREATE TABLE verdicts (
+   run_id INTEGER NOT NULL REFERENCES runs (id),
+   case_id TEXT NOT NULL,
+   metric TEXT NOT NULL,
+   kernel TEXT NOT NULL,
+   verdict TEXT NOT NULL,
+   change_pct REAL,
+   threshold_pct REAL,
+   PRIMARY KEY (run_id, case_id, metric, kernel)
+) WITHOUT ROWID;
+CREATE TABLE pinned_runs (
+   run_id INTEGER PRIMARY KEY REFERENCES runs (id),
+   reason TEXT NOT NULL,
+   pinned_at TEXT NOT NULL
+);
+DROP VIEW latest_case_results;
+DROP VIEW case_history;
+CREATE VIEW case_history AS
+SELECT r.id AS run_id, r.run_uid, r.kind, r.started_at, r.git_commit, r.git_branch, r.git_dirty, r.device_name,
+       r.hostname, c.case_id, c.verdict, c.timer, c.n_samples, c.median_ms, c.q1_ms, c.q3_ms, c.min_ms, c.max_ms,
+       c.gbps, c.tflops
+FROM cases c JOIN runs r ON r.id = c.run_id;
+CREATE VIEW latest_case_results AS
+SELECT h.* FROM case_history h
+WHERE h.run_id = (SELECT max(c2.run_id) FROM cases c2 JOIN runs r2 ON r2.id = c2.run_id
+                  WHERE c2.case_id = h.case_id AND r2.device_name IS h.device_name);
+"""
+
+# Version 5: the machine around each case (load, CPUs, threads, CPU clock, stolen time: JSON, NULL when not
+# recorded) and the peak memory each confirmation process measured (a JSON list, like the confirmation
+# medians), so a memory regression is confirmed like a time regression.
+MIGRATION_5 = """
+ALTER TABLE cases ADD COLUMN host_state TEXT;
+ALTER TABLE cases ADD COLUMN confirmation_memory TEXT;
+"""
+
+MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4, MIGRATION_5)

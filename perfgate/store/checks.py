@@ -1,0 +1,181 @@
+"""Stored rows are re-validated on read: a history is a file anyone can edit, and the gate trusts what it
+reads. A stored threshold of 1e12 or a median of -1 must not turn a +5,000 % run into a green gate, so
+each value read is checked for type, finiteness and range (the bounds a measurement or a configuration
+could produce) and a bad one is one line naming the run, the case and the column (ValueError; the store
+adds the file).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from typing import Any
+
+from perfgate.model import CaseThresholds, HostState, NoiseEstimate
+
+# What a stored threshold may be: percentages up to a 10x change, alpha a real significance level.
+MAX_THRESHOLD_PCT = 1000.0
+ALPHA_RANGE = (1e-9, 0.5)  # `alpha`, stored by versions before the run-wide false-alarm budget
+FALSE_ALARM_RANGE = (0.01, 5.0)
+RETIRED_THRESHOLD_KEYS = frozenset({"alpha"})
+MAX_NOISE_PCT = 1000.0
+MAX_NOISE_PROCESSES = 1_000_000
+MAX_SPEEDUP = 1e6
+# Relative slack when checking that stored quantiles are ordered (they are computed in floating point).
+ORDER_SLACK = 1e-9
+
+
+class StoredValueError(ValueError):
+    """A stored value that no measurement or configuration could have produced."""
+
+
+def number(value: Any, where: str, low: float | None = 0.0, high: float | None = None,
+           low_open: bool = False) -> float:
+    """A finite number within bounds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise StoredValueError(f"{where}: {_shown(value)} is not a finite number")
+    v = float(value)
+    if low is not None and (v < low or (low_open and v == low)):
+        raise StoredValueError(f"{where}: {v!r} is below {low:g}")
+    if high is not None and v > high:
+        raise StoredValueError(f"{where}: {v!r} is above {high:g}")
+    return v
+
+
+def optional_number(value: Any, where: str, low: float | None = 0.0, high: float | None = None,
+                    low_open: bool = False) -> float | None:
+    return None if value is None else number(value, where, low, high, low_open)
+
+
+def count(value: Any, where: str, optional: bool = False) -> int | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise StoredValueError(f"{where}: {_shown(value)} is not a count")
+    return value
+
+
+def text(value: Any, where: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise StoredValueError(f"{where}: {_shown(value)} is not text")
+    return value
+
+
+def json_value(raw: Any, where: str, kind: type) -> Any:
+    """A JSON column: NULL or empty is the kind's empty value; anything but the kind is refused."""
+    if raw is None or raw == "":
+        return kind()
+    if not isinstance(raw, str):
+        raise StoredValueError(f"{where}: {_shown(raw)} is not JSON text")
+    try:
+        value = json.loads(raw)
+    except ValueError as err:  # JSONDecodeError, and integers past the conversion limit
+        raise StoredValueError(f"{where}: not JSON ({err})") from None
+    if not isinstance(value, kind):
+        raise StoredValueError(f"{where}: JSON {type(value).__name__} where a {kind.__name__} belongs")
+    return value
+
+
+def text_list(raw: Any, where: str) -> tuple[str, ...]:
+    values = json_value(raw, where, list)
+    if not all(isinstance(v, str) for v in values):
+        raise StoredValueError(f"{where}: a list holding something other than text")
+    return tuple(values)
+
+
+def positive_list(raw: Any, where: str, high: float | None = None) -> tuple[float, ...]:
+    return tuple(number(v, where, low=0.0, high=high, low_open=True) for v in json_value(raw, where, list))
+
+
+def samples(values: tuple[float, ...], where: str) -> tuple[float, ...]:
+    if not all(math.isfinite(v) and v >= 0 for v in values):
+        bad = next(v for v in values if not (math.isfinite(v) and v >= 0))
+        raise StoredValueError(f"{where}: sample {bad!r} is not a finite time >= 0")
+    return values
+
+
+def thresholds(raw: Any, where: str) -> CaseThresholds:
+    """The thresholds a case was gated with; a run stored before version 2 had none: today's defaults."""
+    if raw is None or raw == "":
+        return CaseThresholds()
+    doc = json_value(raw, where, dict)
+    known = set(CaseThresholds.__dataclass_fields__) | RETIRED_THRESHOLD_KEYS
+    unknown = sorted(set(doc) - known)
+    if unknown:
+        raise StoredValueError(f"{where}: unknown key(s) {unknown}")
+    out: dict[str, Any] = {}
+    for key in ("time_pct", "min_effect_pct"):
+        if key in doc:
+            out[key] = number(doc[key], f"{where}.{key}", high=MAX_THRESHOLD_PCT)
+    if "alpha" in doc:  # stored before the run-wide budget: checked, then the run is re-gated under today's rule
+        number(doc["alpha"], f"{where}.alpha", low=ALPHA_RANGE[0], high=ALPHA_RANGE[1])
+    if "false_alarm_pct" in doc:
+        out["false_alarm_pct"] = number(doc["false_alarm_pct"], f"{where}.false_alarm_pct",
+                                        low=FALSE_ALARM_RANGE[0], high=FALSE_ALARM_RANGE[1])
+    for key in ("time_noise", "speedup_noise"):
+        if doc.get(key) is not None:
+            out[key] = noise(doc[key], f"{where}.{key}")
+    if "time_pct_explicit" in doc:
+        if not isinstance(doc["time_pct_explicit"], bool):
+            raise StoredValueError(f"{where}.time_pct_explicit: {_shown(doc['time_pct_explicit'])} is not true/false")
+        out["time_pct_explicit"] = doc["time_pct_explicit"]
+    if "min_speedup" in doc:
+        out["min_speedup"] = optional_number(doc["min_speedup"], f"{where}.min_speedup", low=0.0, high=MAX_SPEEDUP,
+                                             low_open=True)
+    metrics = doc.get("metrics", [])
+    if not isinstance(metrics, list) or not all(isinstance(m, list) and len(m) == 2 and isinstance(m[0], str)
+                                                for m in metrics):
+        raise StoredValueError(f"{where}.metrics: not a list of [metric, threshold_pct] pairs")
+    out["metrics"] = tuple((m[0], number(m[1], f"{where}.metrics.{m[0]}", high=MAX_THRESHOLD_PCT)) for m in metrics)
+    return CaseThresholds(**out)
+
+
+def noise(raw: Any, where: str) -> NoiseEstimate:
+    """A case's resolved between-process noise: a percentage and whole counts."""
+    if not isinstance(raw, dict) or set(raw) - set(NoiseEstimate.__dataclass_fields__) or "noise_pct" not in raw:
+        raise StoredValueError(f"{where}: not a noise estimate")
+    counts = {}
+    for key in ("df", "window_runs", "excluded"):
+        value = raw.get(key, 1 if key == "df" else 0)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_NOISE_PROCESSES:
+            raise StoredValueError(f"{where}.{key}: {_shown(value)} is not a count")
+        counts[key] = value
+    if counts["df"] < 1:
+        raise StoredValueError(f"{where}.df: must be >= 1")
+    return NoiseEstimate(number(raw["noise_pct"], f"{where}.noise_pct", high=MAX_NOISE_PCT), **counts)
+
+
+def host_state(raw: Any, where: str) -> HostState | None:
+    """The machine around a case: a load, counts, and an optional clock and steal share."""
+    if raw is None or raw == "":
+        return None
+    doc = json_value(raw, where, dict)
+    if set(doc) - set(HostState.__dataclass_fields__):
+        raise StoredValueError(f"{where}: not a host state")
+    counts = {}
+    for key in ("cpus", "threads"):
+        value = doc.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_NOISE_PROCESSES:
+            raise StoredValueError(f"{where}.{key}: {_shown(value)} is not a count")
+        counts[key] = value
+    return HostState(load_avg_1m=number(doc.get("load_avg_1m"), f"{where}.load_avg_1m", high=1e6),
+                     cpu_mhz=optional_number(doc.get("cpu_mhz"), f"{where}.cpu_mhz", high=1e6),
+                     steal_pct=optional_number(doc.get("steal_pct"), f"{where}.steal_pct", high=100.0), **counts)
+
+
+def ordered(stats: dict[str, float], where: str) -> None:
+    """min <= q1 <= median <= q3 <= max, and the mean within [min, max]."""
+    chain = ("min_ms", "q1_ms", "median_ms", "q3_ms", "max_ms")
+    for low, high in itertools.pairwise(chain):
+        if stats[low] > stats[high] * (1 + ORDER_SLACK):
+            raise StoredValueError(f"{where}: {low} {stats[low]!r} above {high} {stats[high]!r}")
+    if not stats["min_ms"] * (1 - ORDER_SLACK) <= stats["mean_ms"] <= stats["max_ms"] * (1 + ORDER_SLACK):
+        raise StoredValueError(f"{where}: mean_ms {stats['mean_ms']!r} outside [min_ms, max_ms]")
+
+
+def _shown(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 40 else shown[:37] + "..."

@@ -1,0 +1,137 @@
+"""A history is verified before it is trusted: its schema must be the one the frozen migrations make.
+
+The expected schema is built once per process by applying store/schema.py's migrations to an empty
+in-memory database, and every opened history is compared with it: each table with its columns (names,
+types, primary key), each view with its SQL, the unique run identity index. An extra or missing column,
+a foreign view or trigger, a table replaced by a view (which could return endless rows), duplicated run
+uids: refused with one line naming the file and the problem, before any row is read or gated. Tables and
+indexes of the user's own are left alone: they cannot change what perfgate reads.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfgate.errors import StoreError
+
+Column = tuple[str, str, int, int]  # name, declared type, not null, position in the primary key
+
+
+@dataclass(frozen=True)
+class Schema:
+    tables: dict[str, tuple[Column, ...]]
+    views: dict[str, str]  # name -> CREATE VIEW text, whitespace normalised
+    unique_indexes: dict[str, tuple[str, tuple[str, ...]]]  # name -> (table, columns)
+
+
+@functools.cache
+def expected_schema() -> Schema:
+    from perfgate.store.migrate import migrate
+
+    con = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        migrate(con, Path(":memory:"))
+        return read_schema(con)
+    finally:
+        con.close()
+
+
+def read_schema(con: sqlite3.Connection) -> Schema:
+    objects = con.execute("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")
+    tables: dict[str, tuple[Column, ...]] = {}
+    views: dict[str, str] = {}
+    unique: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for kind, name, table, sql in objects.fetchall():
+        if kind == "table":
+            tables[name] = tuple((r[1], str(r[2]).upper(), int(r[3]), int(r[5]))
+                                 for r in con.execute(f"PRAGMA table_info({_quoted(name)})"))
+        elif kind == "view":
+            views[name] = _normal(sql)
+        elif kind == "index" and sql and re.match(r"\s*CREATE\s+UNIQUE", sql, re.I):
+            unique[name] = (table, tuple(r[2] for r in con.execute(f"PRAGMA index_info({_quoted(name)})")))
+        elif kind == "trigger":
+            views[f"trigger {name}"] = _normal(sql)
+    return Schema(tables, views, unique)
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _normal(sql: str | None) -> str:
+    return " ".join((sql or "").split())
+
+
+# Every table any version of the schema has: none may be a view (a recursive view returns rows without
+# end, and the migrations read these tables before the full check can run).
+TABLE_NAMES = ("runs", "cases", "samples", "metrics", "perfgate_meta", "gpu_state", "autotune", "speedups",
+               "reference_samples", "unmeasured_tests", "verdicts", "pinned_runs")
+
+
+def precheck(con: sqlite3.Connection, path: Path) -> None:
+    """What must hold before a migration or the version itself is read: perfgate's tables are tables and
+    nothing runs behind perfgate's back (no trigger)."""
+    for kind, name in con.execute("SELECT type, name FROM sqlite_master WHERE type IN ('view', 'trigger')"):
+        if kind == "trigger":
+            raise StoreError(f"perfgate: history {path}: trigger {name!r} is not perfgate's; refusing to read it")
+        if name in TABLE_NAMES:
+            raise StoreError(f"perfgate: history {path}: {name!r} is a view, not the table perfgate made; refusing "
+                             f"to read it")
+
+
+def verify_schema(con: sqlite3.Connection, path: Path) -> None:
+    """StoreError naming the file and the first difference from the frozen schema."""
+    want, have = expected_schema(), read_schema(con)
+    problem = _table_problem(want, have) or _view_problem(want, have)
+    if not problem:  # the tables are perfgate's: reading them is bounded
+        duplicate = con.execute("SELECT run_uid FROM runs WHERE run_uid IS NOT NULL GROUP BY run_uid "
+                                "HAVING count(*) > 1 LIMIT 1").fetchone()
+        problem = f"run uid {duplicate[0]!r} is stored more than once" if duplicate else _index_problem(want, have)
+    if problem:
+        raise StoreError(f"perfgate: history {path}: {problem}; not a history this perfgate wrote, refusing to "
+                         f"read it")
+
+
+def _table_problem(want: Schema, have: Schema) -> str:
+    for table, columns in want.tables.items():
+        if table not in have.tables:
+            if table in have.views:
+                return f"{table!r} is a view, not the table perfgate made"
+            return f"table {table!r} is missing"
+        found = have.tables[table]
+        if found == columns:
+            continue
+        names = [c[0] for c in columns]
+        extra = [c[0] for c in found if c[0] not in names]
+        missing = [n for n in names if n not in {c[0] for c in found}]
+        if missing:
+            return f"table {table!r} lacks column(s) {missing}"
+        if extra:
+            return f"table {table!r} has column(s) perfgate never made: {extra}"
+        changed = [f[0] for f, w in zip(found, columns) if f != w]
+        return f"table {table!r}: column(s) {changed or names} differ from perfgate's (type, order or key)"
+    return ""
+
+
+def _view_problem(want: Schema, have: Schema) -> str:
+    for name, sql in have.views.items():
+        what = name if name.startswith("trigger ") else f"view {name!r}"
+        if name not in want.views:
+            return f"{what} is not perfgate's"
+        if sql != want.views[name]:
+            return f"{what} differs from perfgate's"
+    for name in want.views:
+        if name not in have.views:
+            return f"view {name!r} is missing"
+    return ""
+
+
+def _index_problem(want: Schema, have: Schema) -> str:
+    for name, shape in want.unique_indexes.items():
+        if have.unique_indexes.get(name) != shape:
+            return f"unique index {name!r} on {shape[0]}({', '.join(shape[1])}) is missing"
+    return ""
