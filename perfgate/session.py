@@ -9,7 +9,7 @@ from typing import Any
 
 from perfgate.baseline import Baseline
 from perfgate.findings import GateFacts
-from perfgate.model import CaseResult, Environment, GateResult, UnmeasuredTest
+from perfgate.model import CaseResult, Environment, GateResult, Timer, UnmeasuredTest
 from perfgate.settings import MarkerOptions, Settings
 
 PROFILE_CHILD_ENV = "PERFGATE_PROFILE_CHILD"  # "nsys"/"ncu" in the child pytest run under a profiler
@@ -46,6 +46,13 @@ class PerfgateSession:
     exit_code: int = 0
     messages: list[str] = field(default_factory=list)  # shown in the terminal summary
     error: str = ""
+
+    @property
+    def timer(self) -> Timer:
+        """The clock every case of this session uses unless it names one: decided once, with the environment
+        (asking per case spawned gcc/ld/ldconfig through ctypes' find_library, ~17 ms a case)."""
+        return Timer.CUDA_EVENT if self.environment is not None and self.environment.device_kind == "cuda" \
+            else Timer.HOST
 
     @property
     def measuring(self) -> bool:
