@@ -31,6 +31,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--perfgate-report-dir", type=Path, help="write charts (PNG) here")
     g.addoption("--perfgate-benchmark-json", type=Path,
                 help="write github-action-benchmark customSmallerIsBetter JSON here")
+    g.addoption("--perfgate-benchmark-speedup-json", type=Path,
+                help="write the speedups as github-action-benchmark customBiggerIsBetter JSON here")
+    g.addoption("--perfgate-bencher-json", type=Path, help="write Bencher Metric Format (BMF) JSON here")
+    g.addoption("--perfgate-json-samples", action="store_true", default=None,
+                help="include every timed sample in --perfgate-json (large at many cases)")
+    g.addoption("--perfgate-full-table", action="store_true", default=None,
+                help="list every row in the terminal, not only failing and changed rows")
     g.addoption("--perfgate-profile", help="also run the cases under profilers: nsys, ncu or nsys,ncu")
     g.addoption("--perfgate-allow-env-mismatch", action="store_true", default=None,
                 help="compare even when the baseline was measured on another device model")

@@ -75,7 +75,10 @@ def load_settings(config: pytest.Config, rootdir: Path) -> Settings:
         report_dir=path("--perfgate-report-dir"), benchmark_json_path=path("--perfgate-benchmark-json"),
         profile=opt("--perfgate-profile"), allow_env_mismatch=opt("--perfgate-allow-env-mismatch"), store=store,
         pin_autotune=opt("--perfgate-pin-autotune"), confirm_runs=opt("--perfgate-confirm-runs"),
-        publish_host=opt("--perfgate-publish-host"), chart_url=opt("--perfgate-chart-url"))
+        publish_host=opt("--perfgate-publish-host"), chart_url=opt("--perfgate-chart-url"),
+        benchmark_speedup_json_path=path("--perfgate-benchmark-speedup-json"),
+        bencher_json_path=path("--perfgate-bencher-json"), json_samples=opt("--perfgate-json-samples"),
+        full_table=opt("--perfgate-full-table"))
     from dataclasses import replace
 
     return replace(settings, pyproject=pyproject if pyproject.is_file() else None)
@@ -241,5 +244,5 @@ def summary_lines(state: PerfgateSession) -> list[str]:
     if state.error:
         return lines + [state.error]
     if state.gate is not None:
-        lines += render_terminal(state.gate)
+        lines += render_terminal(state.gate, state.settings.full_table)
     return lines

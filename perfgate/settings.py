@@ -89,6 +89,10 @@ class Settings:
     json_path: Path | None = None
     report_dir: Path | None = None
     benchmark_json_path: Path | None = None  # github-action-benchmark's customSmallerIsBetter
+    benchmark_speedup_json_path: Path | None = None  # github-action-benchmark's customBiggerIsBetter (speedups)
+    bencher_json_path: Path | None = None  # Bencher Metric Format
+    json_samples: bool = False  # every timed sample in the JSON results (large)
+    full_table: bool = False  # the terminal lists every row, not failing + changed + counts
     profile: frozenset[str] = frozenset()
     allow_env_mismatch: bool = False
     fail_on_profile_error: bool = False
@@ -185,7 +189,8 @@ _OPTION_PARSERS: dict[str, cs.Parser] = {
     "baseline_file": cs.path, "update_baseline": cs.boolean, "reason": cs.text, "summary_path": cs.path,
     "json_path": cs.path, "report_dir": cs.path, "benchmark_json_path": cs.path, "allow_env_mismatch": cs.boolean,
     "store": cs.boolean, "pin_autotune": cs.boolean, "publish_host": cs.boolean, "chart_url": cs.text,
-    "confirm_runs": cs.integer(0, 20),
+    "confirm_runs": cs.integer(0, 20), "benchmark_speedup_json_path": cs.path, "bencher_json_path": cs.path,
+    "json_samples": cs.boolean, "full_table": cs.boolean,
 }
 
 
