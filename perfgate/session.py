@@ -46,6 +46,7 @@ class PerfgateSession:
     exit_code: int = 0
     messages: list[str] = field(default_factory=list)  # shown in the terminal summary
     error: str = ""
+    nodeid_prefix: str = ""  # in front of node ids when pytest's rootdir moved above the project (plugin_rootdir)
 
     @property
     def timer(self) -> Timer:
@@ -57,6 +58,11 @@ class PerfgateSession:
     @property
     def measuring(self) -> bool:
         return self.mode in (Mode.GATE, Mode.MEASURE_CHILD, Mode.XDIST_WORKER)
+
+    def case_id(self, nodeid: str) -> str:
+        """A node id (or a location's path) relative to the project, whatever pytest's rootdir."""
+        return nodeid[len(self.nodeid_prefix):] if self.nodeid_prefix and nodeid.startswith(self.nodeid_prefix) \
+            else nodeid
 
     def record(self, result: CaseResult) -> None:
         if result.case_id in self.results:
