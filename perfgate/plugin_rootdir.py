@@ -14,6 +14,7 @@ into case ids, and says so in one line naming the option and the `=` form that a
 from __future__ import annotations
 
 import inspect
+import itertools
 import os
 import shlex
 from collections.abc import Sequence
@@ -59,7 +60,7 @@ def spaced_path_values(args: Sequence[str]) -> list[tuple[str, str]]:
     """(option, value) for each perfgate path option written with a space whose value names an existing
     path: the ones pytest counted among the test paths when it chose its rootdir."""
     out = []
-    for option, value in zip(args, args[1:]):
+    for option, value in itertools.pairwise(args):
         if option in PATH_OPTIONS and not value.startswith("-") and Path(value.split("::")[0]).exists():
             out.append((option, value))
     return out
