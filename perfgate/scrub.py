@@ -63,9 +63,12 @@ class Scrubber:
     def __init__(self, root: Path | None, publish_host: bool = False) -> None:
         self.root = root
         self.publish_host = publish_host
+        self._done: dict[str, str] = {}  # the same file path or note recurs in thousands of cases
 
     def text(self, value: str) -> str:
-        return scrub_text(value, self.root, publish_paths=self.publish_host)
+        if value not in self._done:
+            self._done[value] = scrub_text(value, self.root, publish_paths=self.publish_host)
+        return self._done[value]
 
     def gate(self, gate: GateResult) -> GateResult:
         return replace(gate, comparisons=tuple(self._comparison(c) for c in gate.comparisons),
