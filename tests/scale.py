@@ -50,7 +50,8 @@ def scale_gate(n: int, regressed: int, inconclusive: int, tag: str = "h100", str
         median = base * (1 + change / 100)
         timing = TimingStats(Timer.CUDA_EVENT, 200, median, median, median / 100, median * 0.98, median * 1.05,
                              median * 0.99, median * 1.01)
-        results.append(CaseResult(cid, timing, (), nodeid=cid.split("[")[0], location=("kernels/tests/test_perf.py", 10)))
+        results.append(CaseResult(cid, timing, (), nodeid=cid.split("[")[0],
+                                  location=("kernels/tests/test_perf.py", 10)))
     run = Run(RunInfo("2026-11-21T00:00:00+00:00", "2026-11-21T00:10:00+00:00", git_commit="abc123"), env,
               tuple(results), run_id=1)
     gate = GateResult(tuple(rows), env, env, calibrated=True, strict=strict)
