@@ -58,12 +58,24 @@ class _Section:
 
 def fit_markdown(text: str, limit: int, size: Size = utf8_bytes, where: str = "") -> str:
     """`text` if it fits `limit` (as `size` counts), else its sections in order that fit, shortened runs
-    ending in "… and N more", and one line naming what was left out (`where`: where the rest is)."""
+    ending in "… and N more", and one line naming what was left out (`where`: where the rest is). Below
+    the room the closing line needs, the headline's lines that fit, without it."""
     if size(text) <= limit:
         return text
     sections = _sections(text.splitlines())
     note_room = size(_note(["x" * 60] * _NAMED, 10**6, where)) + 2
-    room = limit - note_room - 1
+    lines, left_out, shortened = _fit_sections(sections, limit - note_room - 1, size)
+    if any(line.strip() for line in lines):
+        out = "\n".join(lines).rstrip() + "\n"
+        if left_out or shortened:
+            out += "\n" + _note(left_out, len(left_out), where) + "\n"
+        return _hard_cap(out, limit, size)
+    lines = _head_lines([line for run in sections[0].runs for line in run.lines], limit - 1, size)
+    return _hard_cap("\n".join(lines).rstrip() + "\n", limit, size) if lines else ""
+
+
+def _fit_sections(sections: list[_Section], room: int, size: Size) -> tuple[list[str], list[str], bool]:
+    """(lines kept, titles of sections left out, whether a section was shortened)."""
     kept: list[str] = []
     left_out: list[str] = []
     shortened = False
@@ -74,12 +86,9 @@ def fit_markdown(text: str, limit: int, size: Size = utf8_bytes, where: str = ""
             continue
         lines, cut = fitted
         shortened |= cut
-        room -= sum(size(line) + 1 for line in lines)
+        room -= _cost(lines, size)
         kept += lines
-    out = "\n".join(kept).rstrip() + "\n"
-    if left_out or shortened:
-        out += "\n" + _note(left_out, len(left_out), where) + "\n"
-    return _hard_cap(out, limit, size)
+    return kept, left_out, shortened
 
 
 def fit_each(texts: Sequence[str], limit: int, size: Size = utf16_units, separator: str = "\n\n---\n\n",
