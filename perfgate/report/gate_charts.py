@@ -273,7 +273,9 @@ def profiler_figure(run: Run, baseline: Baseline | None, ranked: Sequence[str] =
         if any(name in src.get(k, {}) for k in keys)]
     _grouped(occ_ax, keys, series)
     occ_ax.set_ylabel("occupancy (%)")
-    occ_ax.set_title("Occupancy per kernel")
+    others = f" ({len(keys)} of {len(cur):,} case/kernel pairs, most severe cases first)" if len(cur) > len(keys) \
+        else ""
+    occ_ax.set_title(f"Occupancy per kernel{others}")
     bw = [(src, DRAM_BW, tag) for src, tag in ((base, "baseline"), (cur, "this run"))
           if any(DRAM_BW in src.get(k, {}) for k in keys)]
     _grouped(bw_ax, keys, bw, scale=1e-9)
