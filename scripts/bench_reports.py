@@ -55,7 +55,9 @@ import importlib.util, json, sys, time
 spec = importlib.util.spec_from_file_location("scale", SCALE)
 scale = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(scale)
+import perfgate
 from perfgate.report.markdown import render_markdown
+print("perfgate from", perfgate.__file__, file=sys.stderr)
 gate, run = scale.scale_gate(N, N // 100, N // 4)
 out = {}
 t = time.process_time()
@@ -155,8 +157,9 @@ def report_rows(src: Path, sizes: list[int]) -> list[RenderRow]:
     rows = []
     for n in sizes:
         code = f"N = {n}\nSCALE = {str(ROOT / 'tests' / 'scale.py')!r}\n" + textwrap.dedent(RENDER)
+        # run from a directory without a perfgate: `python -c` puts the current directory first on sys.path
         proc = subprocess.run([PY, "-c", code], env={**os.environ, "PYTHONPATH": str(src)}, capture_output=True,
-                              text=True, timeout=3600, check=False)
+                              text=True, timeout=3600, check=False, cwd=tempfile.gettempdir())
         if proc.returncode != 0:
             raise RuntimeError(f"render benchmark failed at {n} cases: {proc.stderr[-2000:]}")
         d = json.loads(proc.stdout.strip().splitlines()[-1])
