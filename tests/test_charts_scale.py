@@ -103,6 +103,6 @@ def test_the_roofline_of_thousands_of_cases_draws_one_scatter():
 
 
 def test_charts_are_written_for_a_large_gate(tmp_path):
-    gate, run = scale_gate(2_000, 40, 200)
+    gate, run = scale_gate(600, 40, 200)
     paths = gc.write_gate_charts(gate, run, Settings(report_dir=tmp_path, db_path=tmp_path / "none.db"), None)
     assert [p.name for p in paths] == ["change_per_case.png"] and Path(paths[0]).stat().st_size > 1000

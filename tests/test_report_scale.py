@@ -53,7 +53,7 @@ def test_the_comment_with_40_regressed_and_2500_inconclusive_shows_every_regress
 def test_two_gpus_each_keep_their_regressions_in_one_comment():
     h100 = render_markdown(*scale_gate(10_000, 40, 2_500, tag="h100")[:1])
     # the second GPU's summary lists everything (no caps): far over the limit on its own
-    big_gate, big_run = scale_gate(10_000, 40, 6_000, tag="a100")
+    big_gate, big_run = scale_gate(3_000, 40, 2_500, tag="a100")
     a100 = render_markdown(big_gate, run=big_run, top_n=100_000)
     assert utf16_units(a100) > 4 * COMMENT_LIMIT
     body = comment_body([h100, a100], "perfgate")
