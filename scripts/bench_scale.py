@@ -7,6 +7,9 @@ peak RSS for analyze, and the scaling exponent (log time / log size) per input k
     python scripts/bench_scale.py --skip nsys,torch,compare,store,history --history-runs 1000,10000
         # only the history at scale (scripts/bench_history.py): bytes per case-run, prune, post-step, window
 
+The gate beside plain pytest and the summary/comment rendering are in scripts/bench_reports.py
+(`--gate-sizes`, `--report-sizes`; `--skip gate,reports` leaves them out).
+
 Results and how to read them: docs/performance.md.
 
 Every row runs in a fresh process, so imports and caches are paid as a user pays them. Counts are
@@ -31,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from bench_reports import gate_overhead_rows, render_reports, report_rows  # noqa: E402
 from scale_inputs import build_nsys, build_torch, recorded_kernels  # noqa: E402
 
 PY = sys.executable
@@ -349,13 +353,20 @@ def render(rows: list[dict[str, object]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _sizes(text: str) -> list[int]:
+    return [int(s) for s in text.split(",") if s]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="100000,1000000,5000000")
     parser.add_argument("--torch-sizes", default="100000,1000000")
     parser.add_argument("--perfgate-src", type=Path, default=ROOT)
-    parser.add_argument("--skip", default="", help="comma list of: nsys,torch,compare,store,history,history-scale")
+    parser.add_argument("--skip", default="",
+                        help="comma list of: nsys,torch,compare,store,history,history-scale,gate,reports")
     parser.add_argument("--history-runs", default="1000,10000", help="stored runs for the post-step and prune rows")
+    parser.add_argument("--gate-sizes", default="1000,10000", help="host cases: the gate beside plain pytest")
+    parser.add_argument("--report-sizes", default="1000,10000,16000", help="cases: summary and comment rendering")
     parser.add_argument("--ncu-report", type=Path, help="an .ncu-rep to time reading (e.g. one with 1,000 launches)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
@@ -381,7 +392,10 @@ def main() -> int:
 
             history_text = render_history(history_scale_rows(args.perfgate_src, t,
                                                              [int(s) for s in args.history_runs.split(",")]))
-    text = render(rows) + ("\n" + history_text if "history-scale" not in skip else "")
+        gate = [] if "gate" in skip else gate_overhead_rows(args.perfgate_src, t, _sizes(args.gate_sizes))
+    reports = [] if "reports" in skip else report_rows(args.perfgate_src, _sizes(args.report_sizes))
+    text = render(rows) + ("\n" + history_text if "history-scale" not in skip else "") + "\n" + \
+        render_reports(gate, reports)
     print(text)
     if args.out:
         args.out.write_text(text)

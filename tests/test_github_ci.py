@@ -145,7 +145,7 @@ def test_comment_body_renders_with_the_marker_hidden():
     markdown_it = pytest.importorskip("markdown_it")
     html = markdown_it.MarkdownIt("commonmark").enable("table").render(GOLDEN_COMMENT.read_text())
     assert html.startswith("<!-- perfgate:perfgate -->")  # an HTML comment: GitHub shows nothing for it
-    assert html.count("<table>") == 3 and "<h2>❌ perfgate: gate FAILED" in html
+    assert html.count("<table>") == 4 and "<h2>❌ perfgate: gate FAILED" in html
 
 
 def test_an_oversized_summary_is_cut_below_githubs_limit_with_a_pointer_to_the_full_one():

@@ -83,7 +83,10 @@ def test_unchanged_rerun_passes(project):
     assert run(project).ret == 0
     result = run(project, "--perfgate-summary", "summary.md")
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["*test_perf.py::test_sleep*time*unchanged*"])
+    result.stdout.fnmatch_lines(["*not listed:*unchanged row(s) (--perfgate-full-table lists every row)*"])
+    assert "test_perf.py::test_sleep" not in result.stdout.str()  # an unchanged case is counted, not listed
+    full = run(project, "--perfgate-full-table")
+    full.stdout.fnmatch_lines(["*test_perf.py::test_sleep*time*unchanged*"])
     assert "regressed" not in (project.path / "summary.md").read_text().split("All other results")[0]
 
 
@@ -113,7 +116,7 @@ def test_per_case_threshold_override_absorbs_the_slowdown(project):
     assert run(project).ret == 0
     project.makefile(".toml", pyproject=PYPROJECT.format(
         extra='[[tool.perfgate.overrides]]\npattern = "*test_sleep*"\nthreshold_pct = 80.0'))
-    result = run(project, sleep_ms="3")
+    result = run(project, "--perfgate-full-table", sleep_ms="3")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*test_sleep*unchanged*"])
 

@@ -4,12 +4,22 @@ A baseline decides what "slower" means, so a malformed one must never be read as
 every median is a finite positive number, every sample list non-empty and finite, every field of the
 right type, or the file is refused with one line naming it and the field. Version 1 files (before
 calibration) still read; they are uncalibrated.
+
+A calibrated case's verdict reads only its process medians; its samples serve the change interval shown
+beside the verdict and the distribution chart. So a calibrated case with many samples is written as a
+summary: `samples_ms` holds SAMPLE_SUMMARY_POINTS quantiles (minimum to maximum, equally spaced
+probabilities) and `sample_count` the number of samples they summarise; reading expands them back into
+that many samples with the same quantiles (`expand_quantiles`). Files with every sample (today's and
+older ones, and uncalibrated cases, whose rank test needs them) read as before; a reader that does not
+know `sample_count` reads the points as samples.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +33,8 @@ VERSION = 2
 READABLE_VERSIONS = (1, 2)
 MAX_UPDATES_KEPT = 20
 MIN_CALIBRATION_PROCESSES = 3  # fewer process medians cannot estimate a spread
+SAMPLE_SUMMARY_POINTS = 33  # quantiles at 0, 1/32, ..., 1: minimum, quartiles, median and maximum exact
+MAX_SAMPLE_COUNT = 1_000_000  # max_samples allows no more
 _ENV_FIELDS = tuple(Environment.__dataclass_fields__)
 
 
@@ -46,6 +58,7 @@ class BaselineCase:
     autotune_process_median_ms: float | None = None
     autotune_process_speedup: float | None = None
     host_state: HostState | None = None  # the machine while the representative process measured it
+    sample_points_ms: tuple[float, ...] = ()  # the quantile summary `samples_ms` was expanded from, as read
 
     @property
     def calibrated(self) -> bool:
@@ -174,6 +187,9 @@ def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
         raise BaselineError(path, f'{where}: missing "median_ms"')
     median = _finite(path, where, "median_ms", c["median_ms"], positive=True)
     samples = _numbers(path, where, "samples_ms", _field(path, c, "samples_ms", list, where), 2, positive=False)
+    points: tuple[float, ...] = ()
+    if c.get("sample_count") is not None:
+        points, samples = samples, _expanded(path, where, samples, c["sample_count"])
     procs: tuple[float, ...] = ()
     if c.get("process_medians_ms") not in (None, []):
         procs = _numbers(path, where, "process_medians_ms", c["process_medians_ms"], MIN_CALIBRATION_PROCESSES, True)
@@ -190,7 +206,33 @@ def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
                         _autotune(path, where, c.get("autotune", {})), _gpu_state(path, where, c.get("gpu_state")),
                         speedups, optional.get("speedup_noise_pct"), optional.get("speedup_threshold_pct"),
                         autotuned.get("autotune_process_median_ms"), autotuned.get("autotune_process_speedup"),
-                        _host_state(path, where, c.get("host_state")))
+                        _host_state(path, where, c.get("host_state")), points)
+
+
+def summary_points(samples_ms: Sequence[float]) -> tuple[float, ...]:
+    """SAMPLE_SUMMARY_POINTS quantiles of the samples, at equally spaced probabilities from 0 to 1."""
+    import numpy as np
+
+    probs = np.linspace(0.0, 1.0, SAMPLE_SUMMARY_POINTS)
+    return tuple(float(v) for v in np.quantile(np.asarray(samples_ms, np.float64), probs))
+
+
+def expand_quantiles(points: Sequence[float], count: int) -> tuple[float, ...]:
+    """`count` samples whose quantiles at the points' probabilities are the points (sorted; linear between)."""
+    import numpy as np
+
+    knots = np.linspace(0.0, 1.0, len(points))
+    return tuple(float(v) for v in np.interp(np.linspace(0.0, 1.0, count), knots, np.asarray(points, np.float64)))
+
+
+def _expanded(path: Path, where: str, points: tuple[float, ...], count: Any) -> tuple[float, ...]:
+    if isinstance(count, bool) or not isinstance(count, int) or not len(points) <= count <= MAX_SAMPLE_COUNT:
+        raise BaselineError(path, f"{where}: \"sample_count\" must be an integer from {len(points)} (the points "
+                                  f"in samples_ms) to {MAX_SAMPLE_COUNT:,}, got {count!r}")
+    if any(b < a for a, b in itertools.pairwise(points)):
+        raise BaselineError(path, f"{where}: \"samples_ms\" with a \"sample_count\" are quantiles: they must not "
+                                  f"decrease")
+    return expand_quantiles(points, count)
 
 
 def _metrics(path: Path, where: str, raw: Any) -> tuple[Metric, ...]:

@@ -20,11 +20,14 @@ from perfgate.baseline import (
     FORMAT,
     MAX_UPDATES_KEPT,
     MIN_CALIBRATION_PROCESSES,
+    SAMPLE_SUMMARY_POINTS,
     VERSION,
     Baseline,
     BaselineCase,
     Update,
+    expand_quantiles,
     load_baseline,
+    summary_points,
 )
 from perfgate.config.settings import Settings
 from perfgate.errors import BaselineError
@@ -161,7 +164,10 @@ def _render_case(c: BaselineCase, last: bool) -> list[str]:
                        ("autotune_process_speedup", c.autotune_process_speedup)):
         if value is not None:
             fields.append(f'"{key}": {_short(value)}')
-    fields.append(f'"samples_ms": [{", ".join(_short(v) for v in c.samples_ms)}]')
+    points = _written_samples(c)
+    if len(points) < len(c.samples_ms):
+        fields.append(f'"sample_count": {len(c.samples_ms)}')
+    fields.append(f'"samples_ms": [{", ".join(_short(v) for v in points)}]')
     if c.autotune:
         fields.append(f'"autotune": {json.dumps(dict(c.autotune), sort_keys=True)}')
     if c.gpu_state is not None:
@@ -175,6 +181,16 @@ def _render_case(c: BaselineCase, last: bool) -> list[str]:
     out += [f"        {row}{',' if j < len(metric_rows) - 1 else ''}" for j, row in enumerate(metric_rows)]
     out += ["      ]", f"    }}{'' if last else ','}"]
     return out
+
+
+def _written_samples(c: BaselineCase) -> tuple[float, ...]:
+    """A calibrated case's quantile summary (the points it was read with, so rewriting a file changes no
+    line of a case nobody measured); every sample otherwise (an uncalibrated case's rank test needs them)."""
+    if c.sample_points_ms and expand_quantiles(c.sample_points_ms, len(c.samples_ms)) == c.samples_ms:
+        return c.sample_points_ms
+    if c.calibrated and len(c.samples_ms) > SAMPLE_SUMMARY_POINTS:
+        return summary_points(c.samples_ms)
+    return c.samples_ms
 
 
 def _gpu_dict(state: GpuState | HostState) -> dict[str, object]:

@@ -11,13 +11,16 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from perfgate.errors import PerfgateError
+from perfgate.report.markdown_fit import fit_each, utf16_units
 
-MAX_BODY = 65_000  # GitHub refuses comments over 65,536 characters
+MAX_BODY = 65_000  # GitHub refuses comments over 65,536 characters (counted here in UTF-16 units, the stricter)
+SEPARATOR = "\n\n---\n\n"  # between the summaries of several GPUs in one comment
+ELSEWHERE = "the full summary is in the job summary and the results artifact"
 TIMEOUT_S = 30.0
 
 Opener = Callable[[urllib.request.Request, float], Any]
@@ -74,15 +77,18 @@ class GitHubApi:
             page += 1
 
 
-def comment_body(summary: str, name: str) -> str:
-    body = f"{marker_line(name)}\n{summary}"
-    if len(body) > MAX_BODY:
-        body = (body[: MAX_BODY - 200]
-                + "\n\n…(truncated: the full summary is in the job summary and the results artifact)\n")
-    return body
+def comment_body(summary: str | Sequence[str], name: str) -> str:
+    """The marker, then the summary, or several (one per GPU) separated by rules: each summary gets its
+    share of GitHub's limit and is cut at its section boundaries (markdown_fit.py), so every GPU keeps what
+    failed, which its summary lists first."""
+    summaries = [summary] if isinstance(summary, str) else list(summary)
+    marker = marker_line(name)
+    room = MAX_BODY - utf16_units(marker + "\n") - 1
+    fitted = fit_each([s.strip() + "\n" for s in summaries], room, utf16_units, SEPARATOR, ELSEWHERE)
+    return f"{marker}\n" + SEPARATOR.join(f.strip() for f in fitted) + "\n"
 
 
-def upsert_comment(api: GitHubApi, pr: int, summary: str, name: str = "perfgate") -> CommentResult:
+def upsert_comment(api: GitHubApi, pr: int, summary: str | Sequence[str], name: str = "perfgate") -> CommentResult:
     """Edit the PR's perfgate comment in place, or create it; never a second one."""
     marker = marker_line(name)
     body = comment_body(summary, name)

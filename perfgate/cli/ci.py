@@ -24,9 +24,8 @@ def comment(args: argparse.Namespace) -> int:
     token = os.environ.get(args.token_env, "")
     if not token:
         raise PerfgateError(f"perfgate: ci comment needs a token in ${args.token_env} (pull-requests: write)")
-    summary = "\n\n---\n\n".join(read_bytes(path, ReportFileError).decode("utf-8", errors="replace").strip()
-                                  for path in args.summary) + "\n"
-    result = upsert_comment(GitHubApi(args.api_url, args.repo, token), args.pr, summary, args.marker)
+    summaries = [read_bytes(path, ReportFileError).decode("utf-8", errors="replace") for path in args.summary]
+    result = upsert_comment(GitHubApi(args.api_url, args.repo, token), args.pr, summaries, args.marker)
     extra = f", {result.deleted_duplicates} duplicate(s) removed" if result.deleted_duplicates else ""
     print(f"perfgate: {result.action} comment {result.comment_id} on {args.repo}#{args.pr}{extra}")
     return 0

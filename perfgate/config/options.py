@@ -90,12 +90,20 @@ OPTIONS: tuple[Option, ...] = (
     # --- outputs ----------------------------------------------------------------------------------------
     Option("summary_path", "write the Markdown summary here (also appended to $GITHUB_STEP_SUMMARY)", _P,
            flag="--perfgate-summary", cli="--summary", arg=Arg.PATH, metavar="PATH"),
-    Option("json_path", "write the JSON results here (perfgate_json_version 2)", _P, flag="--perfgate-json",
-           cli="--json", arg=Arg.PATH, metavar="PATH"),
+    Option("json_path", "write the JSON results here (perfgate_json_version 3; samples with "
+           "--perfgate-json-samples)", _P, flag="--perfgate-json", cli="--json", arg=Arg.PATH, metavar="PATH"),
     Option("report_dir", "write the charts (PNG) here", _P, flag="--perfgate-report-dir", cli="--report-dir",
            arg=Arg.PATH, metavar="DIR"),
     Option("benchmark_json_path", "write github-action-benchmark customSmallerIsBetter JSON here", _P,
            flag="--perfgate-benchmark-json", arg=Arg.PATH, metavar="PATH"),
+    Option("benchmark_speedup_json_path", "write the speedups as github-action-benchmark customBiggerIsBetter "
+           "JSON here", _P, flag="--perfgate-benchmark-speedup-json", arg=Arg.PATH, metavar="PATH"),
+    Option("bencher_json_path", "write Bencher Metric Format (BMF) JSON here", _P, flag="--perfgate-bencher-json",
+           arg=Arg.PATH, metavar="PATH"),
+    Option("json_samples", "include every timed sample in --perfgate-json (large at many cases)", v.boolean,
+           flag="--perfgate-json-samples", arg=Arg.FLAG),
+    Option("full_table", "list every row in the terminal, not only failing and changed rows and the counts",
+           v.boolean, flag="--perfgate-full-table", arg=Arg.FLAG),
     Option("publish_host", "keep the hostname and absolute paths in published outputs", v.boolean,
            key="publish_host", flag="--perfgate-publish-host", arg=Arg.FLAG),
     Option("chart_url", "base URL the charts are published at (links in a job summary)", v.text, key="chart_url",
@@ -158,6 +166,11 @@ OPTIONS: tuple[Option, ...] = (
 )
 TABLE_KEYS = ("metrics", "overrides")  # [tool.perfgate] sub-tables, read by settings.py
 MARKER_TABLE_KEYS = ("metrics",)
+
+
+def path_flags() -> tuple[str, ...]:
+    """Every pytest flag that takes a path (a value pytest may mistake for a test path: pytest_plugin/rootdir.py)."""
+    return tuple(o.flag for o in OPTIONS if o.flag and o.arg is Arg.PATH)
 
 
 def by_attr() -> dict[str, Option]:

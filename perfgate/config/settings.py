@@ -90,6 +90,10 @@ class Settings:
     json_path: Path | None = None
     report_dir: Path | None = None
     benchmark_json_path: Path | None = None  # github-action-benchmark's customSmallerIsBetter
+    benchmark_speedup_json_path: Path | None = None  # github-action-benchmark's customBiggerIsBetter (speedups)
+    bencher_json_path: Path | None = None  # Bencher Metric Format
+    json_samples: bool = False  # every timed sample in the JSON results (large)
+    full_table: bool = False  # the terminal lists every row, not failing + changed + counts
     profile: frozenset[str] = frozenset()
     allow_env_mismatch: bool = False
     fail_on_profile_error: bool = False

@@ -147,8 +147,10 @@ def _baseline_step(run: Run, path: Path, s: Settings) -> str:
     if s.update_baseline:
         update_baseline_file(path, lambda old: updated_baseline(old, run, path, who(), s.reason))
         return f"perfgate: baseline {path} updated with {len(run.results)} case(s), uncalibrated: {s.reason}"
+    if path.exists():  # nothing to bootstrap: not a second parse of a large baseline under the lock
+        return ""
     if s.strict:
-        return "" if path.exists() else f"perfgate: strict: no initial baseline written for {path}"
+        return f"perfgate: strict: no initial baseline written for {path}"
     written = update_baseline_file(
         path, lambda old: None if old is not None else updated_baseline(None, run, path, who(),
                                                                         "initial baseline (none existed)"))

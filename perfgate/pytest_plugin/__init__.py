@@ -99,6 +99,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = code
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """After pytest's own "N passed" line: a failed gate's verdict is the last line, in red."""
+    state = config.stash.get(SESSION_KEY, None)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if state is None or reporter is None or not (state.exit_code or state.error):
+        return
+    from perfgate.pytest_plugin.runtime import last_line
+
+    reporter.write_line(last_line(state), red=True, bold=True)
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = config.stash.get(SESSION_KEY, None)
     if state is None or (not state.messages and state.gate is None and not state.error):

@@ -90,7 +90,8 @@ class PerfgateFixture:
         if q.min_speedup is not None:
             thresholds = replace(thresholds, min_speedup=cs.POSITIVE(q.min_speedup, f"{case_id}: min_speedup"))
         options = rounds_options(measure_for(session.settings, self._marker), q.rounds, q.warmup_rounds)
-        spec = CaseSpec(case_id=case_id, fn=q.fn, args=q.args, kwargs=q.kwargs, options=options, timer=q.timer,
+        timer = q.timer or session.timer  # decided once per session, not per case
+        spec = CaseSpec(case_id=case_id, fn=q.fn, args=q.args, kwargs=q.kwargs, options=options, timer=timer,
                         reference=q.reference, reference_name=q.reference_name, check=q.check, rtol=q.rtol,
                         atol=q.atol, bytes_moved=q.bytes_moved, flops=q.flops, thresholds=thresholds,
                         autotune_pins=session.autotune_pins(case_id), nodeid=self._nodeid, location=self._location,
@@ -159,7 +160,9 @@ def fixture_for(request: pytest.FixtureRequest, state: PerfgateSession | None) -
         except PerfgateError as err:
             pytest.fail(str(err), pytrace=False)
     path, line = node.location[0], node.location[1]
-    return PerfgateFixture(state, node.nodeid, marker, (path, line + 1) if line is not None else None)
+    nodeid = state.case_id(node.nodeid) if state is not None else node.nodeid
+    path = state.case_id(path) if state is not None else path
+    return PerfgateFixture(state, nodeid, marker, (path, line + 1) if line is not None else None)
 
 
 def rounds_options(options: MeasureOptions, rounds: int | None, warmup_rounds: int) -> MeasureOptions:

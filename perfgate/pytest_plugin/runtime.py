@@ -29,8 +29,14 @@ def make_session(config: pytest.Config) -> PerfgateSession:
         return PerfgateSession(Settings(), rootdir, started, Mode.PROFILE_CHILD, profile_tool=profile_tool)
     if not config.getoption("--perfgate"):  # plain pytest: read nothing, check nothing
         return PerfgateSession(Settings(), rootdir, started, Mode.OFF)
-    settings = load_settings(config, rootdir)
-    state = PerfgateSession(settings, rootdir, started, _mode(config), started_monotonic=time.monotonic())
+    from perfgate.pytest_plugin.rootdir import project_root
+
+    root = project_root(config)
+    settings = load_settings(config, root.path)
+    state = PerfgateSession(settings, root.path, started, _mode(config), started_monotonic=time.monotonic(),
+                            nodeid_prefix=root.nodeid_prefix)
+    if root.warning:
+        state.messages.append(root.warning)
     if state.mode is Mode.XDIST_WORKER:
         from perfgate.pytest_plugin.xdist import select_worker_gpu
 
@@ -103,17 +109,18 @@ def _check_history(settings: Settings) -> None:
 def note_outcome(state: PerfgateSession, item: pytest.Item, report: pytest.TestReport) -> None:
     if not any(f in getattr(item, "fixturenames", ()) for f in PERF_FIXTURES):
         return
+    nodeid = state.case_id(item.nodeid)
     if report.skipped:
         longrepr = report.longrepr
         reason = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
         reason = reason.removeprefix("Skipped: ")
-        state.unmeasured[item.nodeid] = UnmeasuredTest(item.nodeid, TestOutcome.SKIPPED, one_line(reason, 200))
+        state.unmeasured[nodeid] = UnmeasuredTest(nodeid, TestOutcome.SKIPPED, one_line(reason, 200))
     elif report.failed:
         outcome = TestOutcome.FAILED if report.when == "call" else TestOutcome.ERROR
         crash = getattr(report.longrepr, "reprcrash", None)
         lines = [line for line in report.longreprtext.strip().splitlines() if line.strip()]
         reason = str(getattr(crash, "message", "")) or (lines[-1] if lines else "")
-        state.unmeasured[item.nodeid] = UnmeasuredTest(item.nodeid, outcome, one_line(reason, 200))
+        state.unmeasured[nodeid] = UnmeasuredTest(nodeid, outcome, one_line(reason, 200))
 
 
 def register_benchmark_fixture(config: pytest.Config) -> None:
@@ -167,7 +174,7 @@ def _gate(config: pytest.Config, state: PerfgateSession, tests_failed: bool) -> 
     outcome = run_gate(GateRequest(run=run, settings=state.settings, baseline=state.baseline,
                                    baseline_path=state.baseline_path, facts=state.facts,
                                    confirmer=_confirmer(state), may_write_baseline=not tests_failed))
-    state.gate, state.run_id = outcome.gate, outcome.run.run_id
+    state.gate, state.run_id, state.exit_code = outcome.gate, outcome.run.run_id, outcome.exit_code
     state.messages += outcome.messages
     return outcome.exit_code
 
@@ -201,6 +208,15 @@ def _write_child_output(state: PerfgateSession) -> None:
     write_text(state.child_output, json.dumps(doc, allow_nan=False))
 
 
+def last_line(state: PerfgateSession) -> str:
+    """What the terminal ends with when perfgate fails the run: the gate's headline, or the error."""
+    from perfgate.report.terminal import headline
+
+    if state.error or state.gate is None:
+        return state.error.splitlines()[0] if state.error else "perfgate: gate FAILED"
+    return headline(state.gate)
+
+
 def summary_lines(state: PerfgateSession) -> list[str]:
     from perfgate.report.terminal import render_terminal
 
@@ -208,5 +224,5 @@ def summary_lines(state: PerfgateSession) -> list[str]:
     if state.error:
         return lines + [state.error]
     if state.gate is not None:
-        lines += render_terminal(state.gate)
+        lines += render_terminal(state.gate, state.settings.full_table)
     return lines

@@ -12,7 +12,7 @@ import pytest
 from perfgate.baseline import Baseline
 from perfgate.config.settings import Settings
 from perfgate.gate.findings import GateFacts
-from perfgate.model import CaseResult, Environment, GateResult, UnmeasuredTest
+from perfgate.model import CaseResult, Environment, GateResult, Timer, UnmeasuredTest
 
 
 class Mode(str, enum.Enum):
@@ -44,10 +44,23 @@ class PerfgateSession:
     exit_code: int = 0
     messages: list[str] = field(default_factory=list)  # shown in the terminal summary
     error: str = ""
+    nodeid_prefix: str = ""  # before node ids when pytest's rootdir moved above the project (rootdir.py)
+
+    @property
+    def timer(self) -> Timer:
+        """The clock every case of this session uses unless it names one: decided once, with the environment
+        (asking per case spawned gcc/ld/ldconfig through ctypes' find_library, ~17 ms a case)."""
+        return Timer.CUDA_EVENT if self.environment is not None and self.environment.device_kind == "cuda" \
+            else Timer.HOST
 
     @property
     def measuring(self) -> bool:
         return self.mode in (Mode.GATE, Mode.MEASURE_CHILD, Mode.XDIST_WORKER)
+
+    def case_id(self, nodeid: str) -> str:
+        """A node id (or a location's path) relative to the project, whatever pytest's rootdir."""
+        return nodeid[len(self.nodeid_prefix):] if self.nodeid_prefix and nodeid.startswith(self.nodeid_prefix) \
+            else nodeid
 
     def record(self, result: CaseResult) -> None:
         if result.case_id in self.results:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from perfgate.metrics import label
 from perfgate.model import Comparison
@@ -82,6 +82,38 @@ def shorten(name: str, width: int = 60) -> str:
     keep = width - 1
     head = keep // 3
     return name[:head] + "…" + name[-(keep - head):]
+
+
+def distinct_short(names: Iterable[str], width: int = 60) -> dict[str, str]:
+    """Each name shortened (`shorten`), except where two would read the same: those keep the part where
+    they differ and their end (the parametrization), and the full name when even that collides. One pass
+    over the names plus one over each colliding group."""
+    unique = dict.fromkeys(names)
+    labels = {n: shorten(n, width) for n in unique}
+    groups: dict[str, list[str]] = {}
+    for n, short in labels.items():
+        groups.setdefault(short, []).append(n)
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        start = _common_prefix_len(min(group), max(group))  # the sorted extremes share what all share
+        relabelled = {n: _around(n, start, width) for n in group}
+        clash = len(set(relabelled.values())) < len(group)
+        labels.update({n: n for n in group} if clash else relabelled)
+    return labels
+
+
+def _common_prefix_len(a: str, b: str) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def _around(name: str, start: int, width: int) -> str:
+    """`…` + the name from a little before `start` (where it differs from its look-alikes), its end kept."""
+    begin = max(0, start - 4)
+    if len(name) - begin <= width - 1:
+        return ("…" if begin else "") + name[begin:]
+    tail = max(1, width // 2)
+    return f"…{name[begin:begin + max(1, width - tail - 2)]}…{name[-tail:]}"
 
 
 def metric_title(c: Comparison) -> str:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from perfgate.model import Comparison, Environment, Finding, GateResult, Run, Verdict
 from perfgate.report.format import (
     case_label,
+    distinct_short,
     fmt_change,
     fmt_ci,
     fmt_detects,
@@ -35,27 +37,38 @@ class ChartLink:
 
 
 def render_markdown(gate: GateResult, charts: Sequence[ChartLink] = (), top_n: int = 50, run: Run | None = None) -> str:
-    """Headline, what needs attention, changed cases first, explanations, speedups, profiler metrics per
-    kernel, everything else collapsed, GPU state, environments, charts."""
-    changed = [c for c in gate.comparisons if c.verdict in CHANGED]
-    changed.sort(key=lambda c: (CHANGED.index(c.verdict), -abs(c.change_pct or 0)))
-    rest = [c for c in gate.comparisons if c not in changed]
+    """Headline; what fails the gate (every row, largest change first); strict failures; why; then what
+    else needs attention, changed cases, speedups, profiler metrics, everything else collapsed, GPU state,
+    environments, charts. Every list but the failing ones stops at `top_n` with "… and N more", so the
+    size follows what failed, not the suite (markdown_fit.py cuts to a limit at these sections).
+    One pass over the comparisons per section: linear in cases."""
+    failing = sorted((c for c in gate.comparisons if c.verdict in gate.fail_on), key=_severity)
+    changed = sorted((c for c in gate.comparisons if c.verdict in CHANGED and c.verdict not in gate.fail_on),
+                     key=_severity)
+    rest = [c for c in gate.comparisons if c.verdict not in CHANGED and c.verdict not in gate.fail_on]
+    labels = distinct_short((c.case_id for c in gate.comparisons), 70)
     out = [f"## {'❌' if gate.failed else '✅'} {_escape(headline(gate))}", ""]
-    out += _attention(gate)
-    if changed:
-        out += ["### Changed", ""] + _table(changed, top_n) + [""]
+    if failing:
+        out += [f"### ❌ Failing ({len(failing)})", ""] + _table(failing, len(failing), labels) + [""]
+    strict, notes = _split_findings(gate)
+    if strict:
+        out += [f"### ❌ Strict-mode failures ({len(strict)})", ""] + [_finding_line(f, gate.strict) for f in strict]
+        out.append("")
     if gate.explanations:
         out += ["### Why (profiler metrics of the regressed cases)", ""]
         out += [f"- `{_code(shorten(cid, 80))}`: " + "; ".join(_escape(movement(r)) for r in rows)
                 for cid, rows in gate.explanations.items()] + [""]
+    out += _attention(notes, gate.strict, top_n)
+    if changed:
+        out += [f"### Changed ({len(changed)})", ""] + _table(changed, top_n, labels) + [""]
     out += _speedups(run, top_n) + _profile_table(run, top_n) + _transfers(run, top_n)
     problems = [c for c in rest if c.verdict in (Verdict.NOT_COMPARABLE, Verdict.PROFILE_FAILED) and c.note]
     if problems:
         out += ["### Could not compare", ""]
         out += [f"- {ICON[c.verdict]} `{_code(shorten(c.case_id, 80))}`: {_escape(c.note.splitlines()[0])}"
-                for c in problems[:top_n]] + [""]
+                for c in problems[:top_n]] + _more_item(len(problems) - top_n) + [""]
     if rest:
-        out += [f"<details><summary>All other results ({len(rest)})</summary>", ""] + _table(rest, top_n)
+        out += [f"<details><summary>All other results ({len(rest)})</summary>", ""] + _table(rest, top_n, labels)
         out += ["", "</details>", ""]
     out += _gpu_state(run, top_n) + _environment(gate.baseline_env, gate.current_env)
     if charts:
@@ -65,15 +78,33 @@ def render_markdown(gate: GateResult, charts: Sequence[ChartLink] = (), top_n: i
     return "\n".join(out).rstrip() + "\n"
 
 
-def _attention(gate: GateResult) -> list[str]:
-    """Strict-mode failures and warnings: what a green (or red) gate did not check."""
-    findings = list(gate.findings)
+def _severity(c: Comparison) -> tuple[int, float]:
+    """Failing verdicts first, then by how far the case moved."""
+    rank = CHANGED.index(c.verdict) if c.verdict in CHANGED else len(CHANGED)
+    return rank, -abs(c.change_pct or 0.0)
+
+
+def _split_findings(gate: GateResult) -> tuple[list[Finding], list[Finding]]:
+    """(findings that fail this strict gate, the others with strict-mode kinds first)."""
+    if gate.strict:
+        return [f for f in gate.findings if f.fails_strict], [f for f in gate.findings if not f.fails_strict]
+    return [], sorted(gate.findings, key=lambda f: not f.fails_strict)
+
+
+def _attention(findings: Sequence[Finding], strict: bool, top_n: int) -> list[str]:
+    """Warnings: what a green (or red) gate did not check; the first `top_n`, then counts by kind."""
     if not findings:
         return []
-    out = ["### Needs attention", ""]
-    for f in findings:
-        out.append(f"- {_finding_icon(f, gate.strict)} **{f.kind.value}**: {_escape(f.message)}")
+    out = [f"### Needs attention ({len(findings)})", ""] + [_finding_line(f, strict) for f in findings[:top_n]]
+    hidden = Counter(f.kind.value for f in findings[top_n:])
+    if hidden:
+        kinds = ", ".join(f"{n:,} {kind}" for kind, n in hidden.most_common())
+        out.append(f"- … and {sum(hidden.values()):,} more ({kinds})")
     return out + [""]
+
+
+def _finding_line(f: Finding, strict: bool) -> str:
+    return f"- {_finding_icon(f, strict)} **{f.kind.value}**: {_escape(f.message)}"
 
 
 def _finding_icon(f: Finding, strict: bool) -> str:
@@ -82,18 +113,24 @@ def _finding_icon(f: Finding, strict: bool) -> str:
     return "ℹ️"
 
 
-def _table(rows: Sequence[Comparison], top_n: int) -> list[str]:
+def _more_item(hidden: int) -> list[str]:
+    return [f"- … and {hidden:,} more"] if hidden > 0 else []
+
+
+def _more_row(hidden: int, columns: int) -> list[str]:
+    return [f"| … and {hidden:,} more |" + " |" * (columns - 1)] if hidden > 0 else []
+
+
+def _table(rows: Sequence[Comparison], top_n: int, labels: Mapping[str, str]) -> list[str]:
     lines = ["| case | metric | baseline | current | change (95% CI) | detects | verdict |",
              "|---|---|---:|---:|---:|---:|---|"]
     for c in rows[:top_n]:
         change = f"{fmt_change(c.change_pct)} {fmt_ci(c)}".strip()
         verdict = f"{ICON[c.verdict]} {fmt_verdict(c)}"
-        lines.append(f"| `{_code(shorten(c.case_id, 70))}` | {_escape(metric_title(c))} | "
+        lines.append(f"| `{_code(labels.get(c.case_id) or shorten(c.case_id, 70))}` | {_escape(metric_title(c))} | "
                      f"{fmt_value(c.baseline, c.unit)} | {fmt_value(c.current, c.unit)} | {change} | "
                      f"{fmt_detects(c)} | {verdict} |")
-    if len(rows) > top_n:
-        lines.append(f"| … {len(rows) - top_n} others | | | | | | |")
-    return lines
+    return lines + _more_row(len(rows) - top_n, 7)
 
 
 def _speedups(run: Run | None, top_n: int) -> list[str]:
@@ -108,7 +145,7 @@ def _speedups(run: Run | None, top_n: int) -> list[str]:
         target = f"≥ {r.thresholds.min_speedup:g}x" if r.thresholds.min_speedup else "-"
         out.append(f"| `{_code(shorten(r.case_id, 70))}` | {s.median:.2f}x vs {_escape(s.reference)} "
                    f"(CI {s.ci_low:.2f}-{s.ci_high:.2f}) | {target} |")
-    return out + [""]
+    return out + _more_row(len(cases) - top_n, 3) + [""]
 
 
 _PROFILE_COLUMNS = (("gpu__time_duration.sum", "duration", "ns"),
@@ -138,9 +175,7 @@ def _profile_table(run: Run | None, top_n: int) -> list[str]:
         cells = [fmt_value(values.get(name), unit) for name, _, unit in _PROFILE_COLUMNS]
         names = f"| `{_code(case_label(case_id, 50))}` | `{_code(kernel_label(kernel, 40))}` | "
         out.append(names + " | ".join(cells) + " |")
-    if len(rows) > top_n:
-        out.append(f"| … {len(rows) - top_n} others | | " + "| " * len(_PROFILE_COLUMNS))
-    return out + [""]
+    return out + _more_row(len(rows) - top_n, 2 + len(_PROFILE_COLUMNS)) + [""]
 
 
 _TRANSFER_COLUMNS = (("nsys.memcpy_bytes_per_call", "copied per call", "byte"),
@@ -169,9 +204,9 @@ def _transfers(run: Run | None, top_n: int) -> list[str]:
         for case_id, values in sorted(rows.items())[:top_n]:
             cells = [fmt_value(values.get(name), unit) for name, _, unit in _TRANSFER_COLUMNS]
             out.append(f"| `{_code(case_label(case_id, 60))}` | " + " | ".join(cells) + " |")
-        out.append("")
+        out += _more_row(len(rows) - top_n, 1 + len(_TRANSFER_COLUMNS)) + [""]
     out += [f"- ℹ️ `{_code(shorten(cid, 80))}`: {_escape(note)}" for cid, note in notes[:top_n]]
-    return out + [""]
+    return out + _more_item(len(notes) - top_n) + [""]
 
 
 def _gpu_state(run: Run | None, top_n: int) -> list[str]:
@@ -191,7 +226,7 @@ def _gpu_state(run: Run | None, top_n: int) -> list[str]:
                    f"{fmt_value(g.temperature_max_c, '')} °C | {100 * g.throttled_fraction:.0f}% "
                    f"(0x{g.throttle_reasons:x}) | {g.cooldown_ms:.0f} ms | {g.excluded_samples} | "
                    f"{_escape(shorten(tuned, 80))} |")
-    return out + ["", "</details>", ""]
+    return out + _more_row(len(cases) - top_n, 8) + ["", "</details>", ""]
 
 
 def _environment(base: Environment | None, cur: Environment | None) -> list[str]:

@@ -1,5 +1,6 @@
-"""Where a gate's results go: the Markdown summary, the job summary, JSON, charts and the
-github-action-benchmark file. Everything published is scrubbed first (scrub.py)."""
+"""Where a gate's results go: the Markdown summary, the job summary, JSON, charts, the
+github-action-benchmark files and Bencher's format. Everything published is scrubbed first (scrub.py);
+Markdown is cut at its section boundaries to GitHub's 1 MiB job-summary limit (markdown_fit.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from perfgate.config.settings import Settings
 from perfgate.errors import PerfgateError
 from perfgate.model import GateResult, Run
 from perfgate.report.markdown import ChartLink, render_markdown
+from perfgate.report.markdown_fit import STEP_SUMMARY_LIMIT, fit_markdown, utf8_bytes
 from perfgate.report.scrub import Scrubber
 from perfgate.store import HistoryPoint
 
@@ -28,21 +30,30 @@ def publish(gate: GateResult, run: Run, settings: Settings, baseline: Baseline |
     if settings.summary_path is not None:
         base = settings.summary_path.parent.resolve()
         links = [ChartLink(p.name, os.path.relpath(p.resolve(), base)) for p in charts]
-        write_text(settings.summary_path, render_markdown(g, links + site, run=r))
+        write_text(settings.summary_path, fit_markdown(render_markdown(g, links + site, run=r), STEP_SUMMARY_LIMIT,
+                                                       where="every case is in the JSON results"))
     step_summary = os.environ.get(STEP_SUMMARY_ENV, "")
     if step_summary:
         # a job summary is shown on github.com, where a relative link leads nowhere: absolute URLs only
         url = settings.chart_url.rstrip("/")
         links = [ChartLink(p.name, f"{url}/{p.name}" if url else "") for p in charts]
-        _append(Path(step_summary), render_markdown(g, links + site, run=r))
+        _append_summary(Path(step_summary), render_markdown(g, links + site, run=r), messages)
     if settings.json_path is not None:
         from perfgate.report.json_out import render_json
 
-        write_text(settings.json_path, render_json(g, r))
+        write_text(settings.json_path, render_json(g, r, settings.json_samples))
     if settings.benchmark_json_path is not None:
         from perfgate.report.benchmark_action import render_benchmark_action
 
         write_text(settings.benchmark_json_path, render_benchmark_action(r))
+    if settings.benchmark_speedup_json_path is not None:
+        from perfgate.report.benchmark_action import render_benchmark_action_speedups
+
+        write_text(settings.benchmark_speedup_json_path, render_benchmark_action_speedups(g, r))
+    if settings.bencher_json_path is not None:
+        from perfgate.report.bencher import render_bencher
+
+        write_text(settings.bencher_json_path, render_bencher(g, r))
     return messages
 
 
@@ -59,6 +70,21 @@ def write_text(path: Path, text: str) -> None:
         atomic_write_text(path, text)
     except OSError as err:
         raise PerfgateError(f"perfgate: cannot write {path}: {err.strerror or err}") from err
+
+
+def _append_summary(path: Path, text: str, messages: list[str]) -> None:
+    """Append within what is left of the step's 1 MiB (another step's text may already be there)."""
+    try:
+        used = path.stat().st_size
+    except OSError:
+        used = 0
+    fitted = fit_markdown(text, STEP_SUMMARY_LIMIT - used, utf8_bytes,
+                          where="the full summary is in the results artifact")
+    if not fitted.strip():
+        messages.append(f"perfgate: ${STEP_SUMMARY_ENV} is full ({used:,} of {STEP_SUMMARY_LIMIT:,} bytes); "
+                        f"no job summary written")
+        return
+    _append(path, fitted)
 
 
 def _append(path: Path, text: str) -> None:

@@ -20,39 +20,55 @@ MASK = "***"
 # a pattern for the *names* of secret-bearing variables, not a secret
 _SECRET_NAME = (r"[A-Za-z0-9_.-]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION)"  # noqa: S105
                 r"[A-Za-z0-9_.-]*")
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+_NAME_WORDS = ("key", "token", "secret", "passw", "passphrase", "credential", "auth", "cookie", "session")
+# (pattern, replacement, words one of which the lower-cased text must hold for the pattern to match at all:
+# a text without any is not searched, so scrubbing 10,000 findings costs little)
+_PATTERNS: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
     # before the name rule: "Authorization: Bearer <token>" must lose the token, not only the word
-    (re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}"), rf"\1 {MASK}"),
+    (re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}"), rf"\1 {MASK}", ("bearer", "basic", "token")),
     # NAME=value / NAME: value / --name=value where NAME looks like a secret (quoted values too)
-    (re.compile(rf"(?i)(\b{_SECRET_NAME}\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;|]+)"), rf"\1{MASK}"),
-    (re.compile(rf"(?i)(--{_SECRET_NAME}[= ])(\S+)"), rf"\1{MASK}"),
-    (re.compile(r"\bgh[opusr]_[A-Za-z0-9]{20,}\b"), MASK),  # GitHub tokens
-    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}\b"), MASK),
-    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), MASK),  # AWS access key ids
-    (re.compile(r"\bxox[baprs]-[A-Za-z0-9-]{10,}\b"), MASK),  # Slack tokens
-    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.S), MASK),
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@"), rf"\1{MASK}@"),  # user:pass@ in URLs
+    (re.compile(rf"(?i)(\b{_SECRET_NAME}\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;|]+)"), rf"\1{MASK}", _NAME_WORDS),
+    (re.compile(rf"(?i)(--{_SECRET_NAME}[= ])(\S+)"), rf"\1{MASK}", _NAME_WORDS),
+    (re.compile(r"\bgh[opusr]_[A-Za-z0-9]{20,}\b"), MASK, ("gh",)),  # GitHub tokens
+    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}\b"), MASK, ("github_pat_",)),
+    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), MASK, ("akia", "asia")),  # AWS access key ids
+    (re.compile(r"\bxox[baprs]-[A-Za-z0-9-]{10,}\b"), MASK, ("xox",)),  # Slack tokens
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.S), MASK,
+     ("-----begin",)),
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@"), rf"\1{MASK}@", ("://",)),  # user:pass@ in URLs
 )
 _HOME = re.compile(r"(?<![\w.])(?:/home|/Users)/[^/\s'\"]+|(?<![\w.])/root(?=/|\b)")
 _ABS_PATH = re.compile(r"(?<![\w.:/~])(/(?:[^/\s'\"|,;:()\[\]]+/)+)([^/\s'\"|,;:()\[\]]+)")
 
 
 def scrub_secrets(text: str) -> str:
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
+    lowered = text.lower()
+    for pattern, replacement, words in _PATTERNS:
+        if any(w in lowered for w in words):
+            text = pattern.sub(replacement, text)
+            lowered = text.lower()
     return text
 
 
 def scrub_text(text: str, root: Path | None = None, publish_paths: bool = False) -> str:
     """Mask secrets; unless paths may be published: paths under the project root become relative, home
     directories `~`, and other absolute paths keep only their last component."""
+    return _scrub(text, _root_prefix(root), publish_paths)
+
+
+def _root_prefix(root: Path | None) -> str:
+    return "" if root is None else str(Path(root).resolve()).rstrip("/") + "/"
+
+
+def _scrub(text: str, prefix: str, publish_paths: bool) -> str:
     text = scrub_secrets(text)
     if publish_paths:
         return text
-    if root is not None:
-        prefix = str(Path(root).resolve()).rstrip("/") + "/"
+    if prefix:
         text = text.replace(prefix, "")
         text = text.replace(prefix.rstrip("/"), ".")
+    if "/" not in text:  # no path to shorten
+        return text
     text = _HOME.sub("~", text)
     return _ABS_PATH.sub(lambda m: "…/" + m.group(2), text)
 
@@ -63,9 +79,13 @@ class Scrubber:
     def __init__(self, root: Path | None, publish_host: bool = False) -> None:
         self.root = root
         self.publish_host = publish_host
+        self._prefix = _root_prefix(root)
+        self._done: dict[str, str] = {}  # the same file path or note recurs in thousands of cases
 
     def text(self, value: str) -> str:
-        return scrub_text(value, self.root, publish_paths=self.publish_host)
+        if value not in self._done:
+            self._done[value] = _scrub(value, self._prefix, self.publish_host)
+        return self._done[value]
 
     def gate(self, gate: GateResult) -> GateResult:
         return replace(gate, comparisons=tuple(self._comparison(c) for c in gate.comparisons),

@@ -1,22 +1,58 @@
-"""The terminal table: case, metric, baseline, current, change, verdict; then findings and the headline."""
+"""The terminal report: the rows that fail the gate, the other changed rows (capped), counts of the rest,
+findings, and the headline. `full` lists every row instead (`--perfgate-full-table`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 
 from perfgate.metrics import TIME_METRIC
-from perfgate.model import Comparison, GateResult, Verdict
-from perfgate.report.format import fmt_change, fmt_detects, fmt_value, fmt_verdict, metric_title, movement, shorten
+from perfgate.model import Comparison, Finding, GateResult, Verdict
+from perfgate.report.format import (
+    distinct_short,
+    fmt_change,
+    fmt_detects,
+    fmt_value,
+    fmt_verdict,
+    metric_title,
+    movement,
+)
 
 HEADERS = ("case", "metric", "baseline", "current", "change", "detects", "verdict")
 LOUD = (Verdict.REGRESSED, Verdict.BELOW_TARGET)
+CHANGED = (Verdict.REGRESSED, Verdict.BELOW_TARGET, Verdict.INCONCLUSIVE, Verdict.IMPROVED,
+           Verdict.NOT_COMPARABLE, Verdict.PROFILE_FAILED)
+TOP_N = 30  # listed rows (and notes) beyond the failing ones
+ID_WIDTH = 56
 
 
-def table_rows(gate: GateResult) -> list[tuple[str, ...]]:
-    """Time rows for every case; other rows only when they moved past their threshold or missed a target."""
-    shown = [c for c in gate.comparisons if c.metric == TIME_METRIC or c.verdict is not Verdict.UNCHANGED]
-    return [(shorten(c.case_id, 56), metric_title(c), fmt_value(c.baseline, c.unit), fmt_value(c.current, c.unit),
-             fmt_change(c.change_pct), fmt_detects(c), _verdict_cell(c)) for c in shown]
+def table_rows(gate: GateResult, full: bool = False, top_n: int = TOP_N) -> list[tuple[str, ...]]:
+    """What fails the gate, then the other changed rows (the first `top_n`, largest change first); with
+    `full`, time rows for every case and other rows that moved past their threshold or missed a target."""
+    return [_cells(c, _labels(gate)) for c in _shown(gate, full, top_n)[0]]
+
+
+def _shown(gate: GateResult, full: bool, top_n: int) -> tuple[list[Comparison], int]:
+    """(rows to list, changed rows left out)."""
+    if full:
+        return [c for c in gate.comparisons if c.metric == TIME_METRIC or c.verdict is not Verdict.UNCHANGED], 0
+    failing = sorted((c for c in gate.comparisons if c.verdict in gate.fail_on), key=_severity)
+    other = sorted((c for c in gate.comparisons if c.verdict in CHANGED and c.verdict not in gate.fail_on),
+                   key=_severity)
+    return failing + other[:top_n], max(0, len(other) - top_n)
+
+
+def _severity(c: Comparison) -> tuple[int, float]:
+    return CHANGED.index(c.verdict) if c.verdict in CHANGED else len(CHANGED), -abs(c.change_pct or 0.0)
+
+
+def _labels(gate: GateResult) -> dict[str, str]:
+    return distinct_short((c.case_id for c in gate.comparisons), ID_WIDTH)
+
+
+def _cells(c: Comparison, labels: Mapping[str, str]) -> tuple[str, ...]:
+    return (labels[c.case_id], metric_title(c), fmt_value(c.baseline, c.unit), fmt_value(c.current, c.unit),
+            fmt_change(c.change_pct), fmt_detects(c), _verdict_cell(c))
 
 
 def _verdict_cell(c: Comparison) -> str:
@@ -33,24 +69,61 @@ def render_table(rows: Sequence[tuple[str, ...]], headers: tuple[str, ...] = HEA
     return [line(headers), line(tuple("-" * w for w in widths))] + [line(r) for r in rows]
 
 
-def render_terminal(gate: GateResult) -> list[str]:
-    lines = render_table(table_rows(gate)) if gate.comparisons else []
+def render_terminal(gate: GateResult, full: bool = False, top_n: int = TOP_N) -> list[str]:
+    labels = _labels(gate)
+    shown, hidden = _shown(gate, full, top_n)
+    lines = render_table([_cells(c, labels) for c in shown]) if shown else []
+    if not full:
+        lines += _counts(gate, hidden)
     for case_id, rows in gate.explanations.items():
-        lines.append(f"why {shorten(case_id, 56)}: " + "; ".join(movement(r) for r in rows))
-    for c in gate.comparisons:
-        if c.verdict in (Verdict.NOT_COMPARABLE, Verdict.PROFILE_FAILED, Verdict.BELOW_TARGET) and c.note:
-            lines.append(f"{c.verdict.value}: {shorten(c.case_id, 56)}: {c.note.splitlines()[0]}")
-    for f in gate.findings:
-        tag = "strict" if gate.strict and f.fails_strict else "warning" if f.fails_strict else "note"
-        lines.append(f"perfgate {tag}: {f.kind.value}: {f.message}")
+        lines.append(f"why {labels.get(case_id, case_id)}: " + "; ".join(movement(r) for r in rows))
+    notes = [c for c in gate.comparisons
+             if c.verdict in (Verdict.NOT_COMPARABLE, Verdict.PROFILE_FAILED, Verdict.BELOW_TARGET) and c.note]
+    notes.sort(key=lambda c: c.verdict not in gate.fail_on)
+    limit = len(notes) if full else max(top_n, sum(c.verdict in gate.fail_on for c in notes))
+    lines += [f"{c.verdict.value}: {labels.get(c.case_id, c.case_id)}: {c.note.splitlines()[0]}" for c in notes[:limit]]
+    if len(notes) > limit:
+        lines.append(f"perfgate: … and {len(notes) - limit:,} more note(s) (--perfgate-full-table lists them)")
+    lines += _findings(gate, full, top_n)
     lines.append(headline(gate))
     return lines
+
+
+def _counts(gate: GateResult, hidden: int) -> list[str]:
+    """One line for what the table leaves out: unchanged, new and missing rows, and changed rows past the cap."""
+    rest = Counter(c.verdict.value for c in gate.comparisons if c.verdict not in CHANGED
+                   and c.verdict not in gate.fail_on)
+    parts = [f"{hidden:,} more changed"] if hidden else []
+    parts += [f"{n:,} {verdict}" for verdict, n in rest.most_common()]
+    if not parts:
+        return []
+    return [f"not listed: {', '.join(parts)} row(s) (--perfgate-full-table lists every row)"]
+
+
+def _findings(gate: GateResult, full: bool, top_n: int) -> list[str]:
+    """Strict failures all; warnings and notes up to `top_n`, then counted by kind."""
+    failing = [f for f in gate.findings if gate.strict and f.fails_strict]
+    others = sorted((f for f in gate.findings if not (gate.strict and f.fails_strict)),
+                    key=lambda f: not f.fails_strict)
+    shown = failing + (others if full else others[:top_n])
+    lines = [f"perfgate {_tag(f, gate.strict)}: {f.kind.value}: {f.message}" for f in shown]
+    hidden = Counter(f.kind.value for f in others[len(shown) - len(failing):])
+    if hidden:
+        kinds = ", ".join(f"{n:,} {kind}" for kind, n in hidden.most_common())
+        lines.append(f"perfgate: … and {sum(hidden.values()):,} more finding(s): {kinds} "
+                     f"(every one is in --perfgate-json and the summary's counts)")
+    return lines
+
+
+def _tag(f: Finding, strict: bool) -> str:
+    return "strict" if strict and f.fails_strict else "warning" if f.fails_strict else "note"
 
 
 def headline(gate: GateResult) -> str:
     """One line: cases by time verdict, then metric regressions, failed profiles and strict failures."""
     time_rows = [c for c in gate.comparisons if c.metric == TIME_METRIC and c.verdict is not Verdict.PROFILE_FAILED]
-    parts = [f"{n} {v.value}" for v in Verdict if (n := sum(c.verdict is v for c in time_rows))]
+    counts = Counter(c.verdict for c in time_rows)
+    parts = [f"{counts[v]} {v.value}" for v in Verdict if counts[v]]
     metric_bad = sum(c.verdict is Verdict.REGRESSED for c in gate.comparisons if c.metric != TIME_METRIC)
     if metric_bad:
         parts.append(f"{metric_bad} other metric(s) regressed")
