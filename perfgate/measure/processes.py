@@ -47,7 +47,7 @@ class ChildRunner:
         argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", "--perfgate",
                 "--perfgate-no-store"]
         if self.baseline_file is not None and self.baseline_file.exists():
-            # the autotune pins live there; `=` so pytest never takes the path for a test path (pytest_plugin/rootdir.py)
+            # the autotune pins live there; `=` so pytest never takes the path for a test path (rootdir.py)
             argv.append(f"--perfgate-baseline-file={self.baseline_file}")
         if self.settings.pin_autotune:
             argv.append("--perfgate-pin-autotune")
