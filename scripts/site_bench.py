@@ -31,7 +31,7 @@ def build_site(db: Path, baselines: Path, out: Path) -> dict[str, float]:
     from perfgate.report.site.write import write_site
     from perfgate.store import open_store
 
-    settings = project_settings(out.parent, db_path=db, baseline_dir=baselines)
+    settings = project_settings(out.parent, {"db_path": db, "baseline_dir": baselines})
     wall, cpu = time.perf_counter(), time.process_time()
     with open_store(db, readonly=True) as store:
         report = write_site(store, out, settings)

@@ -40,6 +40,15 @@ def baseline_of(run: Run, tmp_path: Path, name: str = "b.json") -> Baseline:
     return updated_baseline(None, run, tmp_path / name, "t", "r")
 
 
+QUIET_PROCESSES = (0.997, 1.0, 1.003, 0.999, 1.001, 1.0)  # six calibration processes, ~0.2% apart
+
+
+def calibrated_of(run: Run, tmp_path: Path, spread: tuple[float, ...] = QUIET_PROCESSES) -> Baseline:
+    """A calibrated baseline of `run`: each case's process medians its median times `spread`."""
+    base = baseline_of(run, tmp_path)
+    return calibrated(base, {cid: [c.median_ms * f for f in spread] for cid, c in base.cases.items()})
+
+
 def calibrated(base: Baseline, process_medians: dict[str, list[float]]) -> Baseline:
     """The same baseline with per-case process medians (as `perfgate calibrate` would write them)."""
     cases = dict(base.cases)

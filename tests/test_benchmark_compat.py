@@ -52,6 +52,7 @@ min_samples = 10
 max_samples = 20
 budget_ms = 40
 confirm_runs = 0
+noise_branch = "*"
 """
 
 
@@ -81,6 +82,8 @@ def test_a_benchmark_suite_is_measured_and_gated_by_perfgate(suite, monkeypatch)
     first = suite.runpytest("--perfgate", "-p", "no:cacheprovider", "-s")
     assert first.ret == 0
     first.stdout.fnmatch_lines(["*FIXTURE PerfgateBenchmark*", "*gate passed: 3 case(s): 3 new*"])
+    for _ in range(2):  # unchanged runs: the noise window the gate judges by
+        assert suite.runpytest("--perfgate", "-p", "no:cacheprovider").ret == 0
     monkeypatch.setenv("SLEEP_MS", "3")
     slowed = gate_json(suite)
     assert slowed.ret == 1

@@ -18,7 +18,7 @@ from perfgate.report import gate_charts as gc  # noqa: E402
 from perfgate.report.figures import save  # noqa: E402
 from perfgate.stats import summarize  # noqa: E402
 from perfgate.store import HistoryPoint  # noqa: E402
-from tests.helpers import ENV, baseline_of, make_run, noisy  # noqa: E402
+from tests.helpers import ENV, baseline_of, calibrated_of, make_run, noisy  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def ncu_doc(ncu_rep):
 
 
 def gate_with_changes(tmp_path, ids=("t::fast", "t::slow", "t::same")):
-    base = baseline_of(make_run({cid: noisy(1.0, seed=i) for i, cid in enumerate(ids)}), tmp_path)
+    base = calibrated_of(make_run({cid: noisy(1.0, seed=i) for i, cid in enumerate(ids)}), tmp_path)
     centres = {"fast": 0.7, "slow": 1.5}
     run = make_run({cid: noisy(centres.get(cid.rsplit("::", 1)[-1].split(".")[0], 1.0), seed=10 + i)
                     for i, cid in enumerate(ids)})
@@ -59,7 +59,9 @@ def test_change_per_case_bars_carry_threshold_bands_whiskers_and_verdict_colours
     assert colours["slow"] == to_rgba(gc.VERDICT_COLOURS["regressed"])
     assert colours["fast"] == to_rgba(gc.VERDICT_COLOURS["improved"])
     bands = [p for p in ax.patches if p.get_height() == pytest.approx(0.9)]
-    assert [b.get_width() for b in bands] == pytest.approx([6.0, 6.0, 6.0])  # ±3% around zero, per case
+    thresholds = sorted(2 * c.threshold_pct for c in gate.comparisons if c.metric == "median_ms")
+    assert sorted(b.get_width() for b in bands) == pytest.approx(thresholds)  # ±T around zero, per case
+    assert all(w >= 2.0 for w in thresholds)  # at least the 1% minimum effect either side
     assert len(ax.lines) == 3 + 1  # one 95% CI whisker per case, and the zero line
 
 

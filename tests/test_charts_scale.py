@@ -8,7 +8,6 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from perfgate.config.settings import Settings  # noqa: E402
 from perfgate.model import CaseResult, Comparison, Direction, GateResult, Timer, Verdict  # noqa: E402
 from perfgate.report import gate_charts as gc  # noqa: E402
 from perfgate.stats import summarize  # noqa: E402
@@ -67,7 +66,7 @@ def test_trend_and_distribution_charts_go_to_the_largest_regressions(tmp_path, m
 
     base = Baseline(tmp_path / "b.json", run.environment,
                     {r.case_id: BaselineCase(r.case_id, Timer.CUDA_EVENT, 1.0, (1.0, 1.0)) for r in run.results})
-    gc.write_gate_charts(gate, run, Settings(report_dir=tmp_path, db_path=tmp_path / "none.db"), base)
+    gc.write_gate_charts(gate, run, tmp_path, base, {})
     assert len(drawn) == gc.TOP_N
     assert [int(c.split("case")[1][:5]) for c in drawn] == list(range(29, 4, -1))  # +50% first, ids descending
 
@@ -104,5 +103,5 @@ def test_the_roofline_of_thousands_of_cases_draws_one_scatter():
 
 def test_charts_are_written_for_a_large_gate(tmp_path):
     gate, run = scale_gate(600, 40, 200)
-    paths = gc.write_gate_charts(gate, run, Settings(report_dir=tmp_path, db_path=tmp_path / "none.db"), None)
+    paths = gc.write_gate_charts(gate, run, tmp_path, None, {})
     assert [p.name for p in paths] == ["change_per_case.png"] and Path(paths[0]).stat().st_size > 1000

@@ -1,5 +1,6 @@
 import csv
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -7,7 +8,7 @@ from perfgate import __version__
 from perfgate.baseline.write import updated_baseline, write_baseline
 from perfgate.cli import main
 from perfgate.store import open_store
-from tests.helpers import make_run, noisy
+from tests.helpers import calibrated_of, make_run, noisy
 
 
 def run_cli(capsys, *args):
@@ -66,7 +67,8 @@ def test_analyze_bad_file_is_one_line_and_exit_2(tmp_path, capsys):
 def test_compare_gates_a_stored_run_without_pytest(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     base_run = make_run({"t::a": noisy(1.0)})
-    write_baseline(updated_baseline(None, base_run, tmp_path / "baselines" / "nvidia-h100-80gb-hbm3.json", "x", "r"))
+    path = tmp_path / "baselines" / "nvidia-h100-80gb-hbm3.json"
+    write_baseline(replace(calibrated_of(base_run, tmp_path), path=path))
     store = open_store(tmp_path / "h.db")
     store.save_run(make_run({"t::a": noisy(1.0, seed=1)}))
     slow_id = store.save_run(make_run({"t::a": noisy(1.2, seed=2)}))

@@ -5,7 +5,7 @@ import pytest
 from perfgate.config.settings import settings_from_config
 from perfgate.gate.compare import compare_run
 from perfgate.model import CaseThresholds, Metric, Speedup, Timer, Verdict
-from tests.helpers import ENV, baseline_of, make_run, noisy
+from tests.helpers import ENV, baseline_of, calibrated_of, make_run, noisy
 
 SETTINGS = settings_from_config({"threshold_pct": 3.0})
 
@@ -14,13 +14,21 @@ def verdict(gate, case="a", metric="median_ms", kernel=""):
     return next(c for c in gate.comparisons if c.case_id == case and c.metric == metric and c.kernel == kernel)
 
 
-def test_slower_beyond_threshold_and_significant_regresses(tmp_path):
+def test_slower_beyond_what_the_noise_explains_regresses(tmp_path):
+    base = calibrated_of(make_run({"a": noisy(1.0)}), tmp_path)
+    gate = compare_run(make_run({"a": noisy(1.10, seed=1)}).results, base, ENV, SETTINGS)
+    row = verdict(gate)
+    assert row.verdict is Verdict.REGRESSED and gate.failed and row.gated
+    assert 8 < row.change_pct < 12 and row.noise_pct == pytest.approx(0.2, abs=0.05)
+    assert row.ci_low_pct < row.change_pct < row.ci_high_pct
+    assert row.suspect  # one process: the gate measures it again before it fails
+
+
+def test_an_uncalibrated_case_without_history_never_fails(tmp_path):
     base = baseline_of(make_run({"a": noisy(1.0)}), tmp_path)
     gate = compare_run(make_run({"a": noisy(1.10, seed=1)}).results, base, ENV, SETTINGS)
     row = verdict(gate)
-    assert row.verdict is Verdict.REGRESSED and gate.failed
-    assert row.p_value < 0.01 and 8 < row.change_pct < 12
-    assert row.ci_low_pct < row.change_pct < row.ci_high_pct
+    assert row.verdict is Verdict.INCONCLUSIVE and not gate.failed and row.p_value < 0.01
 
 
 def test_significant_but_small_change_is_unchanged(tmp_path):
@@ -36,7 +44,7 @@ def test_large_change_without_significance_is_unchanged(tmp_path):
 
 
 def test_faster_is_improved_and_passes(tmp_path):
-    base = baseline_of(make_run({"a": noisy(1.0)}), tmp_path)
+    base = calibrated_of(make_run({"a": noisy(1.0)}), tmp_path)
     gate = compare_run(make_run({"a": noisy(0.8, seed=1)}).results, base, ENV, SETTINGS)
     assert verdict(gate).verdict is Verdict.IMPROVED and not gate.failed
 
@@ -50,7 +58,7 @@ def test_new_and_missing_cases(tmp_path):
 
 
 def test_other_device_model_is_not_comparable_unless_allowed(tmp_path):
-    base = baseline_of(make_run({"a": noisy(1.0)}), tmp_path)
+    base = calibrated_of(make_run({"a": noisy(1.0)}), tmp_path)
     base = replace(base, environment=replace(ENV, device_name="NVIDIA A100-SXM4-80GB", compute_capability="8.0"))
     gate = compare_run(make_run({"a": noisy(2.0)}).results, base, ENV, SETTINGS)
     row = verdict(gate)
@@ -67,7 +75,7 @@ def test_register_growth_fails_on_the_counter_and_explains_the_time_regression(t
     regs = lambda n: Metric("launch__registers_per_thread", n, "register/thread", "ncu", "k")  # noqa: E731
     occ = lambda p: Metric("sm__warps_active.avg.pct_of_peak_sustained_active", p, "%", "ncu", "k")  # noqa: E731
     dram = Metric("dram__bytes_read.sum", 1e9, "byte", "ncu", "k")
-    base = baseline_of(_with_metrics(noisy(1.0), regs(64), occ(81.0), dram), tmp_path)
+    base = calibrated_of(_with_metrics(noisy(1.0), regs(64), occ(81.0), dram), tmp_path)
     gate = compare_run(_with_metrics(noisy(1.3, seed=2), regs(128), occ(40.0), dram).results, base, ENV, SETTINGS)
     assert verdict(gate, metric="launch__registers_per_thread", kernel="k").verdict is Verdict.REGRESSED
     assert verdict(gate, metric="sm__warps_active.avg.pct_of_peak_sustained_active",
@@ -92,12 +100,12 @@ def test_percent_metric_wobble_near_zero_is_unchanged(tmp_path):
 
 
 def test_thresholds_stored_with_the_case_decide_not_todays_settings(tmp_path):
-    base = baseline_of(make_run({"a": noisy(1.0)}), tmp_path)
+    base = calibrated_of(make_run({"a": noisy(1.0)}), tmp_path)
     wide = make_run({"a": noisy(1.4, seed=1)}, thresholds=CaseThresholds(time_pct=80.0, time_pct_explicit=True))
-    assert verdict(compare_run(wide.results, base, ENV, SETTINGS)).verdict is Verdict.UNCHANGED
+    assert verdict(compare_run(wide.results, base, ENV, SETTINGS)).verdict is not Verdict.REGRESSED
     tight = make_run({"a": noisy(1.4, seed=1)})
-    assert verdict(compare_run(tight.results, base, ENV, settings_from_config({"threshold_pct": 80}))).verdict \
-        is Verdict.REGRESSED  # the case was measured with the default 3%: that is what it is gated on
+    assert verdict(compare_run(tight.results, base, ENV, settings_from_config({"min_effect_pct": 50}))).verdict \
+        is Verdict.REGRESSED  # the case was measured with the default 1% floor: that is what it is gated on
 
 
 def test_a_timer_change_is_not_comparable(tmp_path):
@@ -148,15 +156,16 @@ def test_a_calibrated_speedup_catches_a_slowdown_the_time_noise_hides(tmp_path):
     res = make_run({"a": noisy(1.02, seed=1)}).results[0]  # 2% slower: inside the time noise
     res = replace(res, speedup=Speedup("torch.matmul", (1.5,) * 10, 1.455, 1.45, 1.46))  # 3% lower speedup
     gate = compare_run([res], base, ENV, SETTINGS)
-    assert verdict(gate).verdict is Verdict.UNCHANGED
+    time = verdict(gate)
+    assert time.verdict is Verdict.UNCHANGED and not time.gated  # reported; the speedup is the gated signal
     row = verdict(gate, metric="speedup", kernel="torch.matmul")
-    assert row.verdict is Verdict.REGRESSED and row.change_pct == pytest.approx(-3.0, abs=0.1)
-    assert row.threshold_pct < 1.5 and row.note == "calibrated"
+    assert row.verdict is Verdict.REGRESSED and row.change_pct == pytest.approx(-3.0, abs=0.1) and row.gated
+    assert row.detects_pct < 1.5 and row.note.startswith("noise from 6 processes")
 
 
 def test_a_regression_with_nothing_that_moved_gets_no_empty_explanation(tmp_path):
     peak = Metric("memory.peak_allocated_bytes", 1e6, "byte", "memory", "")
-    base = baseline_of(_with_metrics(noisy(1.0), peak), tmp_path)
+    base = calibrated_of(_with_metrics(noisy(1.0), peak), tmp_path)
     gate = compare_run(_with_metrics(noisy(1.3, seed=2), peak).results, base, ENV, SETTINGS)
     assert verdict(gate).verdict is Verdict.REGRESSED
     assert "a" not in gate.explanations

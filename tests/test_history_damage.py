@@ -6,13 +6,14 @@ import hashlib
 import re
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
-from perfgate.baseline.write import updated_baseline, write_baseline
+from perfgate.baseline.write import write_baseline
 from perfgate.cli import main
 from perfgate.store import open_store
-from tests.helpers import make_run, noisy
+from tests.helpers import calibrated_of, make_run, noisy
 
 ENDLESS = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i FROM n"
 
@@ -42,7 +43,8 @@ DAMAGE = {
 def damaged_project(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     base = make_run({"t::a": noisy(1.0)})
-    write_baseline(updated_baseline(None, base, tmp_path / "baselines" / "nvidia-h100-80gb-hbm3.json", "x", "r"))
+    path = tmp_path / "baselines" / "nvidia-h100-80gb-hbm3.json"
+    write_baseline(replace(calibrated_of(base, tmp_path), path=path))
     with open_store(tmp_path / "h.db") as store:
         store.save_run(make_run({"t::a": noisy(1.0, seed=1)}, uid="one"))
         store.save_run(make_run({"t::a": noisy(60.0, seed=2)}, uid="two"))  # +5,900 %: must never pass

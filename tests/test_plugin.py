@@ -3,7 +3,9 @@ on a manual clock (tests/helpers.py).
 
 The callable takes SLEEP_MS (read from the environment at call time), so a test can slow it down or
 speed it up without touching the test file, exactly as a code change would. Subprocess runs are kept for
-what needs a process.
+what needs a process. A gate judges by between-process noise: `gateable` stores unchanged runs whose
+process values form the noise window of an uncalibrated baseline (noise_branch = "*": the project is no
+git checkout), as passing runs on main would.
 """
 
 import json
@@ -36,6 +38,7 @@ min_samples = 15
 max_samples = 40
 budget_ms = 60
 confirm_runs = 0
+noise_branch = "*"
 {extra}
 '''
 
@@ -55,6 +58,12 @@ def project(pytester, monkeypatch):
 def run(pytester, *args, sleep_ms="2"):
     pytester._monkeypatch.setenv("SLEEP_MS", sleep_ms)
     return pytester.runpytest("--perfgate", "-p", "no:cacheprovider", *args)
+
+
+def gateable(pytester, unchanged_runs=2, sleep_ms="2"):
+    """A baseline from the first run and `unchanged_runs` passing runs in the history (its noise window)."""
+    for _ in range(1 + unchanged_runs):
+        assert run(pytester, sleep_ms=sleep_ms).ret == 0
 
 
 def baseline_file(pytester):
@@ -91,7 +100,7 @@ def test_unchanged_rerun_passes(project):
 
 
 def test_slowed_callable_fails_the_gate_and_the_summary_names_it(project):
-    assert run(project).ret == 0
+    gateable(project)
     result = run(project, "--perfgate-summary", "summary.md", "--perfgate-json", "out.json", sleep_ms="3")
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*test_perf.py::test_sleep*time*+*%*REGRESSED*", "*gate FAILED*"])
@@ -106,10 +115,17 @@ def test_slowed_callable_fails_the_gate_and_the_summary_names_it(project):
 
 
 def test_improvement_is_reported_and_does_not_fail(project):
-    assert run(project, sleep_ms="4").ret == 0
+    gateable(project, sleep_ms="4")
     result = run(project, sleep_ms="2")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*test_perf.py::test_sleep*improved*", "*gate passed*"])
+
+
+def test_without_between_process_noise_a_slowdown_is_inconclusive_never_a_failure(project):
+    assert run(project).ret == 0  # an uncalibrated baseline and no history yet
+    result = run(project, "--perfgate-full-table", sleep_ms="3")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*test_sleep*inconclusive*", "*cannot fail the gate: run perfgate calibrate*"])
 
 
 def test_per_case_threshold_override_absorbs_the_slowdown(project):
@@ -150,7 +166,8 @@ def test_malformed_baseline_is_one_clear_error_before_any_test_runs(project):
 
 
 @pytest.mark.parametrize("extra, problem", [
-    ("alpha = 0", "alpha: must be a finite number >= 1e-06 and <= 0.2"),
+    ("false_alarm_pct = 0", "false_alarm_pct: must be a finite number >= 0.01 and <= 5"),
+    ("alpha = 0.01", "'alpha' was replaced by false_alarm_pct"),
     ("warmup_ms = \"5\"", "warmup_ms: must be a finite number"),
     ("metrics = []", "metrics: must be a table"),
     ("db = 5", "db: must be a non-empty string"),
@@ -222,7 +239,7 @@ def test_github_step_summary_is_appended_without_dead_links(project, tmp_path, m
     summary = tmp_path / "step_summary.md"
     summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    assert run(project).ret == 0
+    gateable(project)
     assert run(project, "--perfgate-report-dir", "report", sleep_ms="3").ret == 1
     text = summary.read_text()
     assert text.startswith("earlier step\n") and "perfgate: gate passed" in text
@@ -256,7 +273,7 @@ def test_xdist_with_the_host_clock_is_refused_with_a_reason(project):
 
 
 def test_report_dir_gets_charts_linked_from_the_summary(project):
-    assert run(project).ret == 0
+    gateable(project)
     result = run(project, "--perfgate-report-dir", "report", "--perfgate-summary", "out/summary.md", sleep_ms="3")
     assert result.ret == 1
     written = {p.name for p in (project.path / "report").glob("*.png")}

@@ -15,7 +15,7 @@ def test_b(perfgate):
 '''
 PYPROJECT = '''
 [tool.perfgate]
-threshold_pct = 1000.0
+threshold_pct = 100.0
 warmup_ms = 0
 min_samples = 5
 max_samples = 5

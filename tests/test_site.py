@@ -52,7 +52,7 @@ def recorded_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path,
 def test_recorded_site_has_every_case_with_the_gates_verdict(recorded_site: tuple[Path, Path, Path]) -> None:
     site, db, baselines = recorded_site
     rows = page_data(site / "index.html")["cases"]
-    settings = project_settings(site.parent, db_path=db, baseline_dir=baselines)
+    settings = project_settings(site.parent, {"db_path": db, "baseline_dir": baselines})
     with open_store(db, readonly=True) as store:
         case_ids = [r["case_id"] for r in store.query("SELECT DISTINCT case_id FROM cases")]
         latest = {r["case_id"]: int(r["run_id"]) for r in store.query(
