@@ -309,6 +309,7 @@ class FindingKind(str, enum.Enum):
     AUTOTUNE_CHANGED = "autotune choice changed"
     UNCALIBRATED = "uncalibrated baseline"
     HOST_DRIFT = "host state changed since calibration"
+    CHANGE_POINT = "step change in the history"
 
 
 STRICT_KINDS = frozenset({FindingKind.NO_CASES, FindingKind.NO_BASELINE, FindingKind.TEST_SKIPPED,

@@ -136,7 +136,8 @@ def _analyze_parser(sub: Any) -> None:
 def _history_parser(sub: Any) -> None:
     h = _command(sub, "history", "list stored runs, a case's trend, or the step changes in every case's history "
                  "(reads only)", ("perfgate history --last 10", "perfgate history --case '*softmax*' --format csv",
-                                  "perfgate history --changes --branch main"))
+                                  "perfgate history --changes --branch main",
+                                  "perfgate history --changes --case '*softmax*' --accept 'new driver: +2% expected'"))
     _settings_options(h, "db_path")
     h.add_argument("--case", help="case ids to trend instead of listing runs: '*' and '?' are wildcards, "
                                   "everything else (brackets too) matches itself, e.g. '*enum[BaseConverter]*'")
@@ -149,6 +150,9 @@ def _history_parser(sub: Any) -> None:
     h.add_argument("--branch", help="with --changes: only runs on this git branch (e.g. main)")
     h.add_argument("--min-change", type=float, default=1.0, metavar="PCT",
                    help="with --changes: the smallest step reported, in percent (default 1)")
+    h.add_argument("--accept", metavar="REASON",
+                   help="with --changes: accept the steps found (each case's noise window starts after its step; "
+                        "the runs are pinned) and say why")
     h.set_defaults(func=_lazy("perfgate.cli.data", "history"))
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from perfgate.cli.settings import command_settings
 from perfgate.errors import ConfigError
-from perfgate.store import open_store
+from perfgate.store import AcceptedChange, Store, open_store
 from perfgate.trends.changepoints import ChangePointSettings
 from perfgate.trends.history import CaseChanges, HistoryChange, history_change_points
 
@@ -16,12 +16,33 @@ from perfgate.trends.history import CaseChanges, HistoryChange, history_change_p
 def history_changes(args: argparse.Namespace) -> int:
     if not (args.min_change >= 0 and args.min_change < float("inf")):
         raise ConfigError(f"perfgate: --min-change must be a finite percentage >= 0, got {args.min_change}")
+    if args.accept is not None and not args.accept.strip():
+        raise ConfigError("perfgate: --accept needs a reason (why these steps are the new normal)")
     settings = command_settings(args)
-    with open_store(settings.db_path, readonly=True) as store:
+    with open_store(settings.db_path, readonly=args.accept is None) as store:
         found = list(history_change_points(store, args.case, args.branch,
                                            ChangePointSettings(min_change_pct=args.min_change)))
+        if args.accept is not None:
+            accepted = accept_changes(store, found, args.accept)
+            print(f"perfgate: accepted {accepted} change point(s): each case's noise window now starts after its "
+                  f"step (the runs are pinned)")
+            return 0
     print(render_changes(found, args.format), end="")
     return 0
+
+
+def accept_changes(store: Store, found: list[CaseChanges], reason: str) -> int:
+    """Record each found step as accepted (the latest per case and device is where its window starts)."""
+    from perfgate.measure.environment import utc_now
+
+    now = utc_now()
+    count = 0
+    for case in found:
+        for change in case.changes:
+            store.accept_change(AcceptedChange(change.case_id, change.device_name, change.first_after.run_id,
+                                               change.change_pct, now, reason))
+            count += 1
+    return count
 
 
 def change_row(c: HistoryChange) -> dict[str, Any]:

@@ -27,11 +27,12 @@ class GateFacts:
 
     baseline_path: str = ""
     cuda_baselines: tuple[str, ...] = ()  # CUDA baseline files beside a host-clock run's (a GPU went missing)
+    change_points: tuple[str, ...] = ()  # recent steps in the history of this run's cases, one line each
 
 
 def findings_for(run: Run, baseline: Baseline | None, gate: GateResult, facts: GateFacts) -> tuple[Finding, ...]:
     return (*_run_level(run, baseline, facts), *_unmeasured(run, baseline), *_per_case(run, baseline, gate),
-            *_host_drift(run, baseline))
+            *_host_drift(run, baseline), *(Finding(FindingKind.CHANGE_POINT, line) for line in facts.change_points))
 
 
 def _inconclusive(c: Comparison) -> str:

@@ -94,7 +94,8 @@ def run_gate(req: GateRequest) -> GateOutcome:
         run = replace(run, results=with_noise(run.results, req.baseline, s, noise_windows(run, req.baseline, s)))
     if req.confirmer is not None and s.confirm_runs and run.results:
         run = confirm_suspects(run, req.baseline, s, req.confirmer, messages)
-    gate = evaluate(run, req.baseline, s, req.facts)
+    facts = replace(req.facts, change_points=change_point_lines(run, s))
+    gate = evaluate(run, req.baseline, s, facts)
     if req.store and s.store and run.results:  # stored with its verdicts, in one transaction
         run = _store(run, s.db_path, gate)
         messages.append(f"perfgate: stored run {run.run_id} in {s.db_path}")
@@ -113,7 +114,8 @@ def run_gate(req: GateRequest) -> GateOutcome:
 
 def noise_windows(run: Run, baseline: Baseline | None, settings: Settings) -> dict[str, WindowValues]:
     """Each compared case's noise window from the history: its last `noise_window` passing gate runs on
-    `noise_branch` on this GPU model (none without a history, a baseline or a window)."""
+    `noise_branch` on this GPU model since the baseline's last update and the case's last accepted change
+    point (none without a history, a baseline or a window)."""
     if baseline is None or settings.noise_window <= 0 or not settings.store or not settings.db_path.exists():
         return {}
     from perfgate.store import open_store
@@ -121,12 +123,35 @@ def noise_windows(run: Run, baseline: Baseline | None, settings: Settings) -> di
 
     ids = [r.case_id for r in run.results if r.case_id in baseline.cases]
     branch = None if settings.noise_branch == "*" else settings.noise_branch
+    # a recalibration measured other code than the runs before it (an uncalibrated baseline is one of its
+    # own runs: nothing before it to leave out)
+    last = baseline.updates[-1] if baseline.updates else None
+    updated = last.at if last is not None and last.calibrated_runs else ""
     with open_store(settings.db_path, readonly=True) as store:
+        # processes measured before the baseline's last update or an accepted change point ran other code
+        starts = store.window_starts(run.environment.device_name, ids, after=updated)
         found = recent_passing_gate_medians(store, run.environment.comparability_key(), branch,
-                                            settings.noise_window, ids)
+                                            settings.noise_window, ids, starts)
     return {cid: WindowValues(tuple(p.median_ms for p in points),
                               tuple(p.speedup for p in points if p.speedup is not None))
             for cid, points in found.items()}
+
+
+def change_point_lines(run: Run, settings: Settings) -> tuple[str, ...]:
+    """The not yet accepted steps in the recent history (on `noise_branch`) of this run's cases: a creep
+    that each run hid under its threshold is named, with its commit range; it never fails the gate."""
+    if not run.results or not settings.store or not settings.db_path.exists():
+        return ()
+    from perfgate.store import open_store
+    from perfgate.trends.history import recent_changes
+
+    branch = None if settings.noise_branch == "*" else settings.noise_branch
+    with open_store(settings.db_path, readonly=True) as store:
+        found = recent_changes(store, [r.case_id for r in run.results], run.environment.device_name, branch)
+    return tuple(f"{c.case_id}: a {c.change_pct:+.1f}% step between run {c.last_before.run_id} "
+                 f"({c.last_before.git_commit[:12] or 'no commit'}) and run {c.first_after.run_id} "
+                 f"({c.first_after.git_commit[:12] or 'no commit'}): review with `perfgate history --changes`, "
+                 f"accept with --accept" for c in found)
 
 
 def _store(run: Run, db_path: Path, gate: GateResult) -> Run:

@@ -13,7 +13,7 @@ import contextlib
 import math
 import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from perfgate.store.verdicts import RunVerdicts
 from perfgate.store.verify import precheck, verify_schema
 
 BUSY_TIMEOUT_S = 120.0
+MAX_RUN_ID = 1 << 62  # beyond any run: a window that may hold none
 PAGE_SIZE = 16384  # new histories; `db prune` moves older ones to it as it compacts them
 
 
@@ -49,6 +50,18 @@ class PinnedRun:
     run_id: int
     reason: str
     pinned_at: str  # ISO 8601 UTC
+
+
+@dataclass(frozen=True)
+class AcceptedChange:
+    """A step in one case's history that someone accepted: its noise window starts at `run_id`."""
+
+    case_id: str
+    device_name: str
+    run_id: int  # the first run after the step
+    change_pct: float
+    accepted_at: str  # ISO 8601 UTC
+    reason: str
 
 
 class Store:
@@ -148,6 +161,42 @@ class Store:
                 raise StoreError(f"perfgate: history {self.path} has no run {run_id} to pin")
             self.con.execute("INSERT OR REPLACE INTO pinned_runs (run_id, reason, pinned_at) VALUES (?, ?, ?)",
                              (run_id, reason, pinned_at))
+
+    def accept_change(self, change: AcceptedChange) -> None:
+        """Record an accepted change point (and pin its run: prune never removes what a window starts at)."""
+        if self.readonly:
+            raise StoreError(f"perfgate: history {self.path} is open read-only")
+        if not change.reason.strip():
+            raise StoreError(f"perfgate: history {self.path}: an accepted change point needs a reason")
+        self.pin_run(change.run_id, f"change point {change.case_id}: {change.reason}", change.accepted_at)
+        with self.errors(f"accept a change point at run {change.run_id}"):
+            self.con.execute("INSERT OR REPLACE INTO change_points (case_id, device_name, run_id, change_pct, "
+                             "accepted_at, reason) VALUES (?, ?, ?, ?, ?, ?)",
+                             (change.case_id, change.device_name, change.run_id, change.change_pct,
+                              change.accepted_at, change.reason))
+
+    def accepted_changes(self) -> tuple[AcceptedChange, ...]:
+        rows = self.query("SELECT case_id, device_name, run_id, change_pct, accepted_at, reason FROM change_points "
+                          "ORDER BY case_id, device_name, run_id")
+        with self.errors("read the accepted change points"):
+            return tuple(AcceptedChange(checks.text(r["case_id"], "change_points"),
+                                        checks.text(r["device_name"], "change_points"), int(r["run_id"]),
+                                        checks.number(r["change_pct"], "change_points change_pct", low=-100.0),
+                                        checks.text(r["accepted_at"], "change_points"),
+                                        checks.text(r["reason"], "change_points")) for r in rows)
+
+    def window_starts(self, device_name: str, case_ids: Iterable[str], after: str = "") -> dict[str, int]:
+        """Per case, the first run its noise window may hold: after its latest accepted change point, and
+        after `after` (the baseline's last update, ISO 8601): processes of other code stay out."""
+        floor = 0
+        if after:
+            first = self.query("SELECT min(id) AS id FROM runs WHERE started_at > ?", (after,))
+            floor = int(first[0]["id"]) if first and first[0]["id"] is not None else MAX_RUN_ID
+        starts = dict.fromkeys(case_ids, floor)
+        for c in self.accepted_changes():
+            if c.device_name == device_name and c.case_id in starts:
+                starts[c.case_id] = max(starts[c.case_id], c.run_id)
+        return starts
 
     def pinned_runs(self) -> tuple[PinnedRun, ...]:
         return tuple(PinnedRun(int(r["run_id"]), str(r["reason"]), str(r["pinned_at"]))

@@ -13,7 +13,7 @@ refused before anything is read.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # Version 1, as written by perfgate 0.1.0 through sqlite-utils (read back from a database it created).
 MIGRATION_1 = """
@@ -230,4 +230,18 @@ ALTER TABLE cases ADD COLUMN host_state TEXT;
 ALTER TABLE cases ADD COLUMN confirmation_memory TEXT;
 """
 
-MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4, MIGRATION_5)
+# Version 6: change points someone accepted (`perfgate history --changes --accept`): a case's noise window
+# starts at the run after the step, so the processes before and after a real change are not mixed.
+MIGRATION_6 = """
+CREATE TABLE change_points (
+   case_id TEXT NOT NULL,
+   device_name TEXT NOT NULL,
+   run_id INTEGER NOT NULL REFERENCES runs (id),
+   change_pct REAL NOT NULL,
+   accepted_at TEXT NOT NULL,
+   reason TEXT NOT NULL,
+   PRIMARY KEY (case_id, device_name, run_id)
+) WITHOUT ROWID;
+"""
+
+MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4, MIGRATION_5, MIGRATION_6)

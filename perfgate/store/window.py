@@ -4,8 +4,8 @@ For the decision rule's "noise from history" (docs/decision-rule.md): given a de
 (`Environment.comparability_key()`), a branch and a window W, each case's last W gate runs on that branch
 whose gate passed and whose verdict for the case was not a failing one, newest first. Only the run's own
 median (not its confirmation processes': those were measured because the run looked suspect) and its
-speedup when the case has a reference. `from_run_id` starts the window at a change point: runs stored
-before it are not read.
+speedup when the case has a reference. `from_run_id` (one for all cases, or per case) starts the window at
+a change point or a baseline update: runs stored before it are not read.
 
 One query: per case, an index walk over cases(case_id, run_id) from the newest run down, each step a
 primary-key lookup of its run, stopping after W hits (bench_scale.py measures it at 1,000 cases x 1,000
@@ -15,7 +15,7 @@ runs). "Newest" is the order runs were stored in (run id), which a merged histor
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from perfgate.model import RunKind
@@ -35,12 +35,12 @@ class PassingGateMedian:
 
 
 _SQL = """
-WITH wanted(case_id) AS (SELECT DISTINCT value FROM json_each(?))
+WITH wanted(case_id, from_id) AS (SELECT key, value FROM json_each(?))
 SELECT w.case_id, r.id, r.git_commit, r.started_at, c.median_ms, s.median AS speedup
 FROM wanted w
 JOIN cases c ON c.case_id = w.case_id AND c.run_id IN (
     SELECT c2.run_id FROM cases c2 JOIN runs r2 ON r2.id = c2.run_id
-    WHERE c2.case_id = w.case_id AND c2.run_id >= ? AND r2.kind = ? AND r2.gate_failed = 0
+    WHERE c2.case_id = w.case_id AND c2.run_id >= w.from_id AND r2.kind = ? AND r2.gate_failed = 0
       AND (? IS NULL OR r2.git_branch = ?) AND r2.device_kind = ? AND r2.device_name = ? AND r2.compute_capability = ?
       AND (c2.verdict IS NULL OR c2.verdict NOT IN ({failing}))
     ORDER BY c2.run_id DESC LIMIT ?)
@@ -51,7 +51,7 @@ ORDER BY w.case_id, r.id DESC
 
 
 def recent_passing_gate_medians(store: Store, device_key: tuple[str, str, str], branch: str | None, window: int,
-                                case_ids: Iterable[str], from_run_id: int | None = None
+                                case_ids: Iterable[str], from_run_id: int | Mapping[str, int] | None = None
                                 ) -> dict[str, tuple[PassingGateMedian, ...]]:
     """Per case id asked for, up to `window` passing gate runs on `branch` (None: any branch) and this device
     model, newest first (a case with none maps to ()). Every value re-validated as it is read."""
@@ -61,7 +61,11 @@ def recent_passing_gate_medians(store: Store, device_key: tuple[str, str, str], 
         return {cid: () for cid in wanted}
     failing = ", ".join(f"'{v.value}'" for v in sorted(FAILING, key=lambda v: v.value))
     kind, name, capability = device_key
-    params = (json.dumps(wanted), from_run_id or 0, RunKind.GATE.value, branch, branch, kind, name, capability, window)
+    if isinstance(from_run_id, Mapping):
+        first = {cid: int(from_run_id.get(cid, 0)) for cid in wanted}
+    else:
+        first = dict.fromkeys(wanted, int(from_run_id or 0))
+    params = (json.dumps(first), RunKind.GATE.value, branch, branch, kind, name, capability, window)
     with store.errors("read the noise window"):
         for case_id, run_id, commit, started_at, median_ms, speedup in store.con.execute(
                 _SQL.format(failing=failing), params):

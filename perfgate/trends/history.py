@@ -3,13 +3,15 @@
 One point per run: the run's own median (its first process). Confirmation processes re-measure only
 suspect cases, so adding them would bias exactly the runs that looked slow. The series of a case is kept
 per device model (`runs.device_name`), as its baselines are. `perfgate history --changes`, the
-dashboard and (later) the noise window all call `history_change_points`.
+dashboard call `history_change_points`; the gate names the recent, not yet accepted steps of the cases it
+measured (`recent_changes`), beside its verdicts.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from perfgate.store import Store
@@ -92,3 +94,33 @@ def history_change_points(store: Store, pattern: str | None = None, branch: str 
     """Per (case, device model), in order: the change points of its history (empty `changes` when none)."""
     for case_id, device in series_keys(store, pattern):
         yield changes_in(case_series(store, case_id, device, branch), case_id, device, settings)
+
+
+RECENT_RUNS = 100  # the gate looks for steps in this many of a case's latest runs
+
+
+def recent_changes(store: Store, case_ids: Sequence[str], device_name: str, branch: str | None,
+                   settings: ChangePointSettings | None = None, last_runs: int = RECENT_RUNS) -> list[HistoryChange]:
+    """The steps in the latest `last_runs` gate runs of each case (on `branch`; None: any) that nobody has
+    accepted yet (store.accept_change), read in one query."""
+    if not case_ids:
+        return []
+    sql = ("SELECT c.case_id, r.id, r.git_commit, r.git_branch, r.started_at, c.median_ms FROM cases c "
+           "JOIN runs r ON r.id = c.run_id WHERE c.case_id IN (SELECT value FROM json_each(?)) "
+           "AND coalesce(r.device_name, '') = ? AND r.kind = 'gate' AND (? IS NULL OR r.git_branch = ?) "
+           "ORDER BY c.case_id, r.id")
+    series: dict[str, list[RunPoint]] = {}
+    for r in store.query(sql, (json.dumps(sorted(set(case_ids))), device_name, branch, branch)):
+        if _usable(r["median_ms"]):
+            series.setdefault(r["case_id"], []).append(RunPoint(int(r["id"]), r["git_commit"] or "",
+                                                                r["git_branch"] or "", r["started_at"] or "",
+                                                                float(r["median_ms"])))
+    accepted: dict[str, int] = {}
+    for a in store.accepted_changes():
+        if a.device_name == device_name:
+            accepted[a.case_id] = max(accepted.get(a.case_id, 0), a.run_id)
+    out: list[HistoryChange] = []
+    for case_id, points in sorted(series.items()):
+        recent = tuple(p for p in points[-last_runs:] if p.run_id > accepted.get(case_id, 0))
+        out += changes_in(recent, case_id, device_name, settings).changes
+    return out
