@@ -96,6 +96,11 @@ class Settings:
     pin_autotune: bool = False
     publish_host: bool = False  # hostname and absolute paths in published outputs (opt-in)
     chart_url: str = ""  # where the charts are published (links in a job summary need absolute URLs)
+    base: str = ""  # A/B mode: the git ref measured side by side with the head ("" = baseline mode)
+    ab_rounds: int = 10  # A/B mode: rounds per case and stage
+    false_alarm_pct: float = 1.0  # the chance that a run of unchanged code fails the gate (A/B mode)
+    worktree_dir: Path | None = None  # A/B mode: cached base worktrees (None: $XDG_CACHE_HOME/perfgate/worktrees)
+    ab_timeout_s: float = 900.0  # A/B mode: the longest one worker step may take before it is called hung
     rootdir: Path = Path(".")
     pyproject: Path | None = None  # where the table came from, for messages
 
@@ -122,7 +127,7 @@ def settings_from_config(table: dict[str, Any], where: str = "[tool.perfgate]", 
     if "overrides" in table:
         values["overrides"] = _overrides(table["overrides"], where, known)
     root = rootdir or Path(".")
-    for attr in ("db_path", "baseline_dir"):  # relative to the project root, not the current directory
+    for attr in ("db_path", "baseline_dir", "worktree_dir"):  # relative to the project root, not the current directory
         if attr in values and not values[attr].is_absolute():
             values[attr] = root / values[attr]
     if "db_path" not in values:

@@ -21,6 +21,8 @@ class Mode(str, enum.Enum):
     MEASURE_CHILD = "measure child"  # measure and write the results for the parent; no store, no gate
     PROFILE_CHILD = "profile child"  # run each case inside an NVTX range under nsys / ncu
     XDIST_WORKER = "xdist worker"  # measure on this worker's GPU and send the results to the controller
+    AB = "A/B"  # --perfgate-base: run no test here; workers in both trees measure, perfgate.ab decides
+    AB_WORKER = "A/B worker"  # serve each case to the A/B coordinator, round by round
 
 
 @dataclass
@@ -45,10 +47,12 @@ class PerfgateSession:
     exit_code: int = 0
     messages: list[str] = field(default_factory=list)  # shown in the terminal summary
     error: str = ""
+    ab_server: Any = None  # an A/B worker's end of the protocol (perfgate.ab.serve.CaseServer)
+    ab_collect_errors: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def measuring(self) -> bool:
-        return self.mode in (Mode.GATE, Mode.MEASURE_CHILD, Mode.XDIST_WORKER)
+        return self.mode in (Mode.GATE, Mode.MEASURE_CHILD, Mode.XDIST_WORKER, Mode.AB_WORKER)
 
     def record(self, result: CaseResult) -> None:
         if result.case_id in self.results:
