@@ -43,7 +43,7 @@ def commit(repo: Path, spec: dict[str, Any], message: str) -> str:
     """Write standin.json and commit it; the commit's sha."""
     (repo / "standin.json").write_text(json.dumps(spec, indent=1, sort_keys=True))
     git(repo, "add", "standin.json")
-    git(repo, "commit", "-q", "-m", message)
+    git(repo, "commit", "-q", "--allow-empty", "-m", message)
     return git(repo, "rev-parse", "HEAD")
 
 

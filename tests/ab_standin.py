@@ -5,7 +5,8 @@
 The tree's `standin.json` says which perf tests exist, each case's time in ms (and its reference's), and
 what goes wrong where: {"tests": {"test_x.py::test_a": {"test_x.py::test_a": 1.0}}, "noise_pct": 0.5,
 "drift_pct": 0, "reference_ms": {case: ms}, "crash": "collect" | "prepare:CASE" | "round:CASE",
-"hang": "round:CASE", "check_fails": [CASE], "test_fails": [NODEID]}. A round's samples are the declared
+"hang": "round:CASE", "check_fails": [CASE], "test_fails": [NODEID]}; "AA@round:CASE" crashes only the
+worker of that side (BASE, HEAD or AA). A round's samples are the declared
 time times a seeded log-normal noise (the seed differs per side, so the A/A twin is an independent
 process) and a drift shared by the k-th round of every side (what alternation must cancel). No clock is
 read: the tests of the coordinator depend on what was declared, never on the machine's speed.
@@ -47,6 +48,10 @@ def main() -> None:
     spec = json.loads((tree / "standin.json").read_text())
     end = WorkerEnd.from_env(os.environ[WORKER_ENV])
     rng = random.Random(f"{seed}-{side}")
+    crash = spec.get("crash", "")
+    if "@" in crash:  # "AA@round:CASE": only the worker of that side crashes
+        crash_side, crash = crash.split("@", 1)
+        spec["crash"] = crash if crash_side == side else ""
     if spec.get("crash") == "collect":
         print("ImportError: cannot import name 'kernel' from 'kernels' (stand-in)", flush=True)
         raise SystemExit(1)

@@ -83,7 +83,7 @@ def ab_headline(gate: GateResult) -> str:
 
 def render_ab_markdown(gate: GateResult, info: AbInfo, top_n: int = 60) -> str:
     status = "❌" if gate.failed else "✅"
-    out = [f"## {status} {_md(ab_headline(gate).removeprefix('perfgate: '))}", "",
+    out = [f"## {status} {_md(ab_headline(gate).replace('perfgate: ', 'perfgate ', 1))}", "",
            f"Head `{_code(info.head_label)}` measured side by side with base `{_code(info.base_label)}` on one GPU: "
            f"{info.rounds} alternating rounds per case, ratio = head / base (time) or head's speedup / base's. "
            f"False-alarm budget {info.false_alarm_pct:g}% per run over {info.comparisons} comparison(s).", ""]
