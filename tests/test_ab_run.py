@@ -106,9 +106,9 @@ def test_a_base_that_fails_to_import_is_named(repo, tmp_path):
 def test_a_hanging_worker_is_stopped_after_its_timeout(repo, tmp_path):
     commit(repo, cases(TIMES, hang="round:test_perf.py::a"), "head hangs in a")
     req = request(repo, "HEAD~1", tmp_path)
-    outcome = run_ab(replace(req, settings=replace(req.settings, ab_timeout_s=1.0)))
+    outcome = run_ab(replace(req, settings=replace(req.settings, ab_timeout_s=2.0)))  # starting has its own
     message = next(f.message for f in outcome.gate.findings if f.kind is FindingKind.NOT_COMPARABLE)
-    assert message.startswith("perfgate: A/B: head worker hung: no answer in 1 s while measuring a round of "
+    assert message.startswith("perfgate: A/B: head worker hung: no answer in 2 s while measuring a round of "
                               "test_perf.py::a (stopped it; log ")
     assert outcome.failed
 
@@ -162,3 +162,22 @@ def test_test_paths_the_base_lacks_are_left_out_of_its_selection(tmp_path):
         ["tests/test_old.py", "-k", "x"]
     assert base_selection(["tests/test_new.py"], head, base) is None  # every case new: no base worker
     assert base_selection(["-k", "x"], head, tmp_path / "missing") is None
+
+
+def test_profiler_counters_are_compared_head_against_base(repo, tmp_path, monkeypatch):
+    from perfgate.measure import profiling
+    from perfgate.model import Metric
+
+    def fake_profile(results, settings, rootdir, extra_env=None):
+        registers = 128.0 if (rootdir / ".git").is_dir() else 64.0  # the head is the checkout, the base a worktree
+        metric = Metric("launch__registers_per_thread", registers, "register/thread", "ncu", "softmax_kernel")
+        profiled = {cid: r.with_metrics((metric,)) for cid, r in results.items()}
+        return profiling.Profiled(profiled, "ncu (stand-in)", ("perfgate: ncu phase took 0.0 s",))
+
+    monkeypatch.setattr(profiling, "profile_cases", fake_profile)
+    commit(repo, cases(TIMES), "head: same times, more registers")
+    req = request(repo, "HEAD~1", tmp_path)
+    outcome = run_ab(replace(req, settings=replace(req.settings, profile=frozenset({"ncu"}))))
+    rows = [c for c in outcome.gate.comparisons if c.metric == "launch__registers_per_thread"]
+    assert len(rows) == 3 and all(r.verdict is Verdict.REGRESSED and (r.baseline, r.current) == (64, 128) for r in rows)
+    assert outcome.exit_code == 1 and any("ncu phase took" in line and "(base)" in line for line in outcome.messages)

@@ -121,7 +121,20 @@ class AbComparison:
     aa_measured: AaCases  # the A/A measured in this run, for the cache
 
 
-def compare_ab(m: Measurement, cached: AaCases, rule: AbRule) -> AbComparison:
+Results = Mapping[tuple[Side, str], CaseResult]  # (side, case id) -> that side's case
+
+
+def side_results(m: Measurement) -> dict[tuple[Side, str], CaseResult]:
+    """Each side's cases as CaseResults: every round's samples pooled (what the history stores)."""
+    return {(side, c.case_id): _result(c, side) for c in m.cases for side in (Side.BASE, Side.HEAD)
+            if side in c.sides}
+
+
+def compare_ab(m: Measurement, cached: AaCases, rule: AbRule, results: Results | None = None,
+               fail_on_profile_error: bool = False) -> AbComparison:
+    """`results`: the sides' cases when something was added to them (profiler metrics); default
+    side_results(m)."""
+    results = results if results is not None else side_results(m)
     gated = gated_count(m.cases)
     ratio_rule = rule.for_comparisons(gated)
     rows: list[Comparison] = []
@@ -139,12 +152,12 @@ def compare_ab(m: Measurement, cached: AaCases, rule: AbRule) -> AbComparison:
             if decision is not None:
                 decisions[(case.case_id, metric)] = decision
                 rows.append(_ratio_row(case, metric, decision, aa is not None))
-        rows += _other_rows(case)
-    head = tuple(_result(c, Side.HEAD) for c in m.cases if Side.HEAD in c.sides)
-    base = tuple(_result(c, Side.BASE) for c in m.cases if Side.BASE in c.sides)
+        rows += _other_rows(case, results, _why_unmeasured(m))
+    head = tuple(r for (side, _), r in results.items() if side is Side.HEAD)
+    base = tuple(r for (side, _), r in results.items() if side is Side.BASE)
+    fail_on = {Verdict.REGRESSED, Verdict.BELOW_TARGET} | ({Verdict.PROFILE_FAILED} if fail_on_profile_error else set())
     gate = GateResult(comparisons=tuple(rows), current_env=m.environments.get(Side.HEAD),
-                      baseline_env=m.environments.get(Side.BASE),
-                      fail_on=frozenset({Verdict.REGRESSED, Verdict.BELOW_TARGET}), strict=rule.strict,
+                      baseline_env=m.environments.get(Side.BASE), fail_on=frozenset(fail_on), strict=rule.strict,
                       calibrated=True)
     gate = replace(gate, findings=tuple(_findings(m, gate, head)))
     return AbComparison(gate, head, base, decisions, measured_aa)
@@ -199,21 +212,39 @@ def _result(case: CaseRounds, side: Side) -> CaseResult:
     return replace(skeleton, timing=timing, samples_ms=tuple(samples), metrics=metrics, speedup=speedup)
 
 
-def _other_rows(case: CaseRounds) -> list[Comparison]:
-    """Memory (head against base), the head's speedup target, one-sided and failed cases."""
+def _why_unmeasured(m: Measurement) -> dict[tuple[Side, str], str]:
+    """(side, node id) -> how that side's test ended without measuring (failed, skipped, errored)."""
+    return {(side, t.nodeid): f"{side.value}: test {t.outcome.value}" + (f": {t.reason}" if t.reason else "")
+            for side, tests in m.unmeasured.items() for t in tests}
+
+
+def _other_rows(case: CaseRounds, results: Results, unmeasured: Mapping[tuple[Side, str], str]) -> list[Comparison]:
+    """Memory and profiler metrics (head against base), the head's speedup target, one-sided and failed
+    cases. A case one side did not reach because its test failed or was skipped there is not comparable,
+    not new or removed."""
+    cid = case.case_id
+    failed_profiles = [Comparison(cid, "profile", "", Direction.LOWER, Verdict.PROFILE_FAILED, note=f"{s.value}: {e}")
+                       for s in (Side.BASE, Side.HEAD) if (s, cid) in results for e in results[(s, cid)].profile_errors]
+    return failed_profiles + _case_rows(case, results, unmeasured)
+
+
+def _case_rows(case: CaseRounds, results: Results, unmeasured: Mapping[tuple[Side, str], str]) -> list[Comparison]:
     cid = case.case_id
     for side, error in case.failed.items():
         return [Comparison(cid, TIME_METRIC, "ms", Direction.LOWER, Verdict.NOT_COMPARABLE,
                            note=f"{side.value}: {error}")]
     if Side.HEAD in case.sides and Side.BASE not in case.sides:
-        return [Comparison(cid, TIME_METRIC, "ms", Direction.LOWER, Verdict.NEW,
-                           current=_result(case, Side.HEAD).timing.median_ms, note="new: not in the base")]
+        why = unmeasured.get((Side.BASE, case.nodeid))
+        return [Comparison(cid, TIME_METRIC, "ms", Direction.LOWER, Verdict.NOT_COMPARABLE if why else Verdict.NEW,
+                           current=results[(Side.HEAD, cid)].timing.median_ms, note=why or "new: not in the base")]
     if Side.BASE in case.sides and Side.HEAD not in case.sides:
-        return [Comparison(cid, TIME_METRIC, "ms", Direction.LOWER, Verdict.MISSING,
-                           baseline=_result(case, Side.BASE).timing.median_ms, note="removed: not in the head")]
+        why = unmeasured.get((Side.HEAD, case.nodeid))
+        return [Comparison(cid, TIME_METRIC, "ms", Direction.LOWER,
+                           Verdict.NOT_COMPARABLE if why else Verdict.MISSING,
+                           baseline=results[(Side.BASE, cid)].timing.median_ms, note=why or "removed: not in the head")]
     if not case.paired:
         return []
-    head, base = _result(case, Side.HEAD), _result(case, Side.BASE)
+    head, base = results[(Side.HEAD, cid)], results[(Side.BASE, cid)]
     rows = [r for r in compare_metrics(head, case_from_result(base), skip=(SPEEDUP_METRIC,))
             if r.threshold_pct is not None]
     return rows + _speedup_target(head)
@@ -243,9 +274,12 @@ def _findings(m: Measurement, gate: GateResult, head: Sequence[CaseResult]) -> I
             kind = FindingKind.TEST_SKIPPED if test.outcome is TestOutcome.SKIPPED else FindingKind.TEST_ERRORED
             why = f": {test.reason}" if test.reason else ""
             yield Finding(kind, f"{side.value}: {test.nodeid} {test.outcome.value}{why}", test.nodeid)
+    reported = set(_why_unmeasured(m).values())  # a test that failed on one side is reported once, above
     for c in gate.comparisons:
-        if c.verdict is Verdict.NOT_COMPARABLE:
+        if c.verdict is Verdict.NOT_COMPARABLE and c.note not in reported:
             yield Finding(FindingKind.NOT_COMPARABLE, f"{c.case_id}: {c.note}", c.case_id)
+        elif c.verdict is Verdict.PROFILE_FAILED:
+            yield Finding(FindingKind.PROFILE_FAILED, f"{c.case_id}: {c.note}", c.case_id)
         elif c.verdict is Verdict.INCONCLUSIVE and c.metric in RATIO_METRICS:
             yield Finding(FindingKind.INCONCLUSIVE, f"{c.case_id}: {c.metric} {c.change_pct:+.2f}% is above the "
                                                     f"noise but below what it can call ({c.threshold_pct:.2f}%)",

@@ -44,8 +44,13 @@ class RoundPlan:
     round_ms: float = 40.0  # one side's share of a round (samples = round_ms / one call, clamped)
     min_samples: int = 5
     max_samples: int = 200
-    timeout_s: float = 900.0  # the longest one step may take (collect, a test body, compile, a round)
+    timeout_s: float = 900.0  # the longest one step may take (a test body, compiling a case, a round)
     seed: int = 0
+    start_timeout_s: float = 900.0  # starting: importing the tree's code and collecting its tests
+
+    @property
+    def collect_timeout_s(self) -> float:
+        return max(self.timeout_s, self.start_timeout_s)
 
     def samples_for(self, per_call_ms: float) -> int:
         return int(max(self.min_samples, min(self.max_samples, self.round_ms // max(per_call_ms, 1e-9))))
@@ -145,7 +150,7 @@ class Coordinator:
             self._advance(side)
 
     def _collected(self, side: Side) -> None:
-        event = self._event(side, self.workers[side].receive(self.plan.timeout_s, "collecting its tests"))
+        event = self._event(side, self.workers[side].receive(self.plan.collect_timeout_s, "collecting its tests"))
         if not isinstance(event, Collected):
             raise WorkerFailed(side, f"said {type(event).__name__} before collecting its tests")
         self.m.collected[side] = event.nodeids
@@ -237,10 +242,12 @@ class Coordinator:
 
     # --- measuring ------------------------------------------------------------------------------------
 
-    def _prepare(self, side: Side, case: CaseRounds, pins: Mapping[str, str]) -> None:
+    def _prepare(self, side: Side, case: CaseRounds, pins: Mapping[str, str], settle: bool = False) -> None:
+        """First calls, output check, memory; `settle`: then wait for the GPU's power state (once per case:
+        the rounds alternate, so whatever the state does after that, it does to both sides)."""
         worker = self.workers[side]
         with self._cost("prepare"):
-            worker.send({"cmd": "prepare", "pins": dict(pins)}, f"preparing {case.case_id}")
+            worker.send({"cmd": "prepare", "pins": dict(pins), "settle": settle}, f"preparing {case.case_id}")
 
     def _prepared(self, side: Side, case: CaseRounds) -> None:
         worker = self.workers[side]
@@ -260,7 +267,7 @@ class Coordinator:
     def _pair(self, ready: CaseReady) -> None:
         case = CaseRounds(ready.case_id, ready.nodeid)
         self.m.cases.append(case)
-        self._prepare(Side.BASE, case, {})
+        self._prepare(Side.BASE, case, {}, settle=True)
         self._prepared(Side.BASE, case)
         if Side.BASE not in case.failed:
             pins = dict(case.sides[Side.BASE].prepared.case.autotune)  # the head (and the A/A) tune like the base
@@ -341,7 +348,7 @@ class Coordinator:
         """A case one tree has: a few rounds for the report (new / removed), then on."""
         case = CaseRounds(ready.case_id, ready.nodeid)
         self.m.cases.append(case)
-        self._prepare(side, case, {})
+        self._prepare(side, case, {}, settle=True)
         self._prepared(side, case)
         if side in case.sides:
             n = self.plan.samples_for(case.sides[side].prepared.per_call_ms)

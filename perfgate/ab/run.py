@@ -29,6 +29,7 @@ from perfgate.ab.compare import (
     decide_case,
     gated_count,
     has_metric,
+    side_results,
 )
 from perfgate.ab.coordinator import CaseRounds, Coordinator, Measurement, NeedsStage, RoundPlan
 from perfgate.ab.protocol import AbError, Side
@@ -36,7 +37,7 @@ from perfgate.ab.verdict import RatioDecision
 from perfgate.ab.workers import Launcher, PytestLauncher, Worker, WorkerSpec, stop_all
 from perfgate.ab.worktree import Tree, checkout, git, is_dirty, repository_root
 from perfgate.config.settings import Settings
-from perfgate.model import Environment, GateResult, Run, RunInfo
+from perfgate.model import CaseResult, Environment, GateResult, Run, RunInfo
 from perfgate.report.ab import AbInfo, cost_line, publish_ab, render_ab_terminal
 
 XDIST_FLAGS = ("-n", "--numprocesses", "--dist", "--tx", "-d")
@@ -71,10 +72,57 @@ class AbOutcome:
 def run_ab(req: AbRequest) -> AbOutcome:
     started, t0 = _now(), time.monotonic()
     s = req.settings
+    messages: list[str] = []
+    setup = _setup(req, messages)
+    log_dir = Path(tempfile.mkdtemp(prefix="perfgate-ab-"))
+    measurement = _measure(_worker_specs(req, setup, messages), req.launcher or PytestLauncher(), log_dir,
+                           setup.plan, setup.rule, setup.covered)
+    if measurement.failure is None:
+        shutil.rmtree(log_dir, ignore_errors=True)  # kept (and named in the message) when a worker failed
+    results = side_results(measurement)
+    if s.profile and measurement.failure is None:
+        trees = {Side.BASE: (setup.base, setup.base.path), Side.HEAD: (setup.head, setup.head.path)}
+        results = _profiled(results, trees, s, messages)
+    cmp = compare_ab(measurement, setup.covered.cases if setup.covered else {}, setup.rule, results,
+                     s.fail_on_profile_error)
+    costs = dict(measurement.costs_s, worktree=setup.base.seconds + setup.head.seconds)
+    head_run, base_run = _runs(cmp, measurement, setup, req, started)
+    finish_started = time.monotonic()
+    if req.publish and measurement.failure is None:
+        head_run, base_run = _store(head_run, base_run, s, messages)
+        _update_aa(setup, cmp, measurement, messages)
+    messages += measurement.notes
+    info = AbInfo(setup.base.label, setup.head.label, setup.plan.rounds, s.false_alarm_pct,
+                  gated_count(measurement.cases))
+    if req.publish:
+        messages += publish_ab(cmp.gate, head_run, base_run, replace(info, costs_s=_costs(costs, 0.0)), s)
+    costs["finish"] = time.monotonic() - finish_started
+    info = replace(info, costs_s=_costs(costs, time.monotonic() - t0))
+    messages.append(cost_line(info.costs_s))
+    head_failed = measurement.exitstatus.get(Side.HEAD, 0) not in (0, 5) and measurement.failure is None
+    code = 1 if (cmp.gate.failed or head_failed) else 0
+    return AbOutcome(cmp.gate, head_run, base_run, tuple(messages + render_ab_terminal(cmp.gate, info)), code,
+                     cmp.decisions, info.costs_s, measurement.failure is not None, head_failed)
+
+
+@dataclass(frozen=True)
+class _Setup:
+    head: Tree
+    base: Tree
+    here: Path  # the invocation directory, relative to the repository root
+    base_args: list[str] | None  # the base's selection (None: it has none of the selected paths)
+    cache: aa_cache.AaCache
+    covered: aa_cache.AaEntry | None  # the cached A/A for this selection, when there is one
+    plan: RoundPlan
+    rule: AbRule
+
+
+def _setup(req: AbRequest, messages: list[str]) -> _Setup:
+    """Bad input first (one line, nothing started), then the trees, the cached A/A, the plan."""
+    s = req.settings
     check_pytest_args(req.pytest_args)
     repo = repository_root(req.invocation_dir)
     here = req.invocation_dir.resolve().relative_to(repo.resolve())
-    messages: list[str] = []
     head = _head_tree(repo, req, messages)
     base = checkout(repo, req.ref, s.worktree_dir)
     messages.append(f"perfgate: A/B: base {base.label}: worktree {'reused' if base.reused else 'created'} "
@@ -83,45 +131,27 @@ def run_ab(req: AbRequest) -> AbOutcome:
     if cache.problem:
         messages.append(f"perfgate: A/B: {cache.problem}")
     base_args = base_selection(req.pytest_args, req.invocation_dir, base.path / here)
-    covered = cache.covering(base_args) if base_args is not None else None
     seed = req.seed if req.seed is not None else secrets.randbits(32)
     plan = RoundPlan(rounds=s.ab_rounds, stages=1 + s.confirm_runs, round_ms=s.measure.budget_ms / s.ab_rounds,
                      max_samples=s.measure.max_samples, timeout_s=s.ab_timeout_s, seed=seed)
     rule = AbRule(s.false_alarm_pct, s.min_effect_pct, plan.stages, s.strict)
-    head_cwd = head.path / here if req.head_commit else req.invocation_dir
+    covered = cache.covering(base_args) if base_args is not None else None
+    return _Setup(head, base, here, base_args, cache, covered, plan, rule)
+
+
+def _worker_specs(req: AbRequest, setup: _Setup, messages: list[str]) -> list[WorkerSpec]:
+    head, base = setup.head, setup.base
+    head_cwd = head.path / setup.here if req.head_commit else req.invocation_dir
     specs = [WorkerSpec(Side.HEAD, head.path, head_cwd, req.pytest_args, base.path, head.env())]
-    if base_args is not None:
-        base_spec = WorkerSpec(Side.BASE, base.path, base.path / here, tuple(base_args), head.path, base.env())
-        specs.append(base_spec)
-        if covered is None:
-            specs.append(replace(base_spec, side=Side.AA))
-    else:
+    if setup.base_args is None:
         messages.append("perfgate: A/B: the base has none of the selected test paths: every case is new")
-    log_dir = Path(tempfile.mkdtemp(prefix="perfgate-ab-"))
-    measurement = _measure(specs, req.launcher or PytestLauncher(), log_dir, plan, rule, covered)
-    if measurement.failure is None:
-        shutil.rmtree(log_dir, ignore_errors=True)
-    cached_cases = covered.cases if covered is not None else {}
-    cmp = compare_ab(measurement, cached_cases, rule)
-    costs = dict(measurement.costs_s, worktree=base.seconds + head.seconds)
-    head_run, base_run = _runs(cmp, measurement, head, base, req, started, seed, plan)
-    info = AbInfo(base.label, head.label, plan.rounds, s.false_alarm_pct, gated_count(measurement.cases),
-                  _costs(costs, time.monotonic() - t0))
-    finish_started = time.monotonic()
-    if req.publish and measurement.failure is None:
-        head_run, base_run = _store(head_run, base_run, s, messages)
-        _update_aa(cache, cmp, measurement, base_args, covered, messages)
-    messages += measurement.notes
-    if req.publish:
-        messages += publish_ab(cmp.gate, head_run, base_run, info, s)
-    costs["finish"] = time.monotonic() - finish_started
-    info = replace(info, costs_s=_costs(costs, time.monotonic() - t0))
-    messages.append(cost_line(info.costs_s))
-    head_failed = measurement.exitstatus.get(Side.HEAD, 0) not in (0, 5) and measurement.failure is None
-    lines = messages + render_ab_terminal(cmp.gate, info)
-    code = 1 if (cmp.gate.failed or head_failed) else 0
-    return AbOutcome(cmp.gate, head_run, base_run, tuple(lines), code, cmp.decisions, info.costs_s,
-                     measurement.failure is not None, head_failed)
+        return specs
+    base_spec = WorkerSpec(Side.BASE, base.path, base.path / setup.here, tuple(setup.base_args), head.path,
+                           base.env())
+    specs.append(base_spec)
+    if setup.covered is None:  # no cached A/A for this selection: a second base process measures it
+        specs.append(replace(base_spec, side=Side.AA))
+    return specs
 
 
 def _now() -> str:
@@ -211,15 +241,33 @@ def _screen(rule: AbRule, cached: aa_cache.AaCases) -> NeedsStage:
     return needs_stage
 
 
-def _runs(cmp: AbComparison, m: Measurement, head: Tree, base: Tree, req: AbRequest, started: str, seed: int,
-          plan: RoundPlan) -> tuple[Run, Run]:
+def _profiled(results: Mapping[tuple[Side, str], CaseResult], trees: Mapping[Side, tuple[Tree, Path]], s: Settings,
+              messages: list[str]) -> dict[tuple[Side, str], CaseResult]:
+    """The profilers (--perfgate-profile) over each side's cases, in each side's tree, after every round:
+    their counters are then compared head against base like any metric."""
+    from perfgate.measure.profiling import profile_cases
+
+    out = dict(results)
+    for side, (tree, root) in trees.items():
+        mine = {cid: r for (sd, cid), r in results.items() if sd is side}
+        if not mine:
+            continue
+        profiled = profile_cases(mine, s, root, tree.env())
+        messages += [f"{line} ({side.value})" for line in profiled.messages]
+        out.update({(side, cid): r for cid, r in profiled.results.items()})
+    return out
+
+
+def _runs(cmp: AbComparison, m: Measurement, setup: _Setup, req: AbRequest, started: str) -> tuple[Run, Run]:
     from perfgate.measure.environment import command_line, utc_now
+
+    head, base, plan = setup.head, setup.base, setup.plan
 
     finished = utc_now()
     pair = uuid.uuid4().hex
     head_env = m.environments.get(Side.HEAD) or m.environments.get(Side.BASE) or Environment("host", "unknown")
     base_env = m.environments.get(Side.BASE) or head_env
-    how = f"ab: {plan.rounds} rounds x up to {plan.stages} stages, seed {seed}"
+    how = f"ab: {plan.rounds} rounds x up to {plan.stages} stages, seed {plan.seed}"
     head_info = RunInfo(started, finished, git_commit=head.commit, git_branch="", git_dirty="uncommitted" in head.label,
                         hostname=head_env.hostname, argv=command_line(),
                         profile_settings=f"{how}; head side, base {base.commit} ({req.ref})", run_uid=f"{pair}-head",
@@ -242,10 +290,9 @@ def _store(head: Run, base: Run, s: Settings, messages: list[str]) -> tuple[Run,
     return head, base
 
 
-def _update_aa(cache: aa_cache.AaCache, cmp: AbComparison, m: Measurement, base_args: Sequence[str] | None,
-               covered: aa_cache.AaEntry | None, messages: list[str]) -> None:
-    env = m.environments.get(Side.BASE)
-    if covered is not None or not cmp.aa_measured or env is None or base_args is None:
+def _update_aa(setup: _Setup, cmp: AbComparison, m: Measurement, messages: list[str]) -> None:
+    env, base_args = m.environments.get(Side.BASE), setup.base_args
+    if setup.covered is not None or not cmp.aa_measured or env is None or base_args is None:
         return
     base_cases: dict[str, list[str]] = {}
     for case in m.cases:
@@ -254,7 +301,7 @@ def _update_aa(cache: aa_cache.AaCache, cmp: AbComparison, m: Measurement, base_
     entry = aa_cache.AaEntry(env.device_name, tuple(base_args), {k: dict(v) for k, v in cmp.aa_measured.items()},
                              {k: tuple(v) for k, v in base_cases.items()})
     try:
-        aa_cache.write_cache(aa_cache.with_entry(cache, entry))
+        aa_cache.write_cache(aa_cache.with_entry(setup.cache, entry))
     except OSError as err:
         messages.append(f"perfgate: A/B: could not cache the A/A ({err.strerror or err}); the next run measures it")
 

@@ -4,8 +4,8 @@
 output check against the reference), measures peak memory and estimates one call; `round` takes the
 number of samples asked for (interleaved with the reference, L2 flushed before each, a short warm-up
 first: the other tree's process has just used the GPU); `done` hands the case back to the test with
-every round's samples. Power-state waits happen once per case, in prepare: within a case both trees
-are measured in alternation, so what the power state does, it does to both.
+every round's samples. The power-state wait happens once per case, in the first side's prepare: within a
+case both trees are measured in alternation, so what the power state does, it does to both.
 """
 
 from __future__ import annotations
@@ -71,7 +71,8 @@ class CaseServer:
                 if cmd == "done":
                     return case.result()
                 if cmd == "prepare":
-                    self._prepare(case, {str(k): str(v) for k, v in dict(command.get("pins") or {}).items()})
+                    pins = {str(k): str(v) for k, v in dict(command.get("pins") or {}).items()}
+                    self._prepare(case, pins, bool(command.get("settle", True)))
                 elif cmd == "round":
                     self.end.send(reply_message(case.round(int(command["samples"]))))
                 else:
@@ -79,9 +80,9 @@ class CaseServer:
         finally:
             case.release()
 
-    def _prepare(self, case: _Case, pins: dict[str, str]) -> None:
+    def _prepare(self, case: _Case, pins: dict[str, str], settle: bool) -> None:
         try:
-            prepared = case.prepare(pins)
+            prepared = case.prepare(pins, settle)
         except Exception as err:
             self.end.send(reply_message(Failed(one_line(f"{type(err).__name__}: {err}", 300))))
             raise  # the test fails in this tree, as it would in a plain run
@@ -107,7 +108,7 @@ class _Case:
     def calls(self) -> list[Callable[[], Any]]:
         return [self.ref_call, self.call] if self.ref_call is not None else [self.call]
 
-    def prepare(self, pins: dict[str, str]) -> Prepared:
+    def prepare(self, pins: dict[str, str], settle: bool = True) -> Prepared:
         if self.spec.check and self.spec.reference is None:
             raise ValueError("perfgate: check=True needs a reference= callable to compare with")
         self.watch = AutotuneWatch(pins)
@@ -116,7 +117,7 @@ class _Case:
             if self.spec.prepare is not None:
                 self.spec.prepare()
             self.metrics = tuple(peak_memory(self.call, self.timer))
-        waited = cool_down(self.device, self.spec.options.cooldown_max_ms)
+        waited = cool_down(self.device, self.spec.options.cooldown_max_ms) if settle else 0.0
         estimate = self._measure(ESTIMATE_SAMPLES)
         per_call = sum(float(sorted(s)[len(s) // 2]) for s in estimate.samples_ms)
         skeleton = self._result(list(estimate.samples_ms[-1]), list(estimate.samples_ms[0]) if self.ref_call else [])

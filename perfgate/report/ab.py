@@ -66,8 +66,8 @@ def render_ab_terminal(gate: GateResult, info: AbInfo) -> list[str]:
             for c in _rows(gate)]
     lines = [f"perfgate: A/B: head {info.head_label} against base {info.base_label}"]
     lines += render_table(rows, HEADERS) if rows else []
-    for c in gate.comparisons:
-        if c.verdict in (Verdict.NOT_COMPARABLE, Verdict.BELOW_TARGET) and c.note:
+    for c in gate.comparisons:  # (a case not compared is a finding below)
+        if c.verdict is Verdict.BELOW_TARGET and c.note:
             lines.append(f"{c.verdict.value}: {shorten(c.case_id, 56)}: {c.note}")
     for f in gate.findings:
         tag = "strict" if gate.strict and f.fails_strict else "warning" if f.fails_strict else "note"
