@@ -18,7 +18,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parse(list(sys.argv[1:] if argv is None else argv))
     try:
         handler: Handler = args.func
         return int(handler(args) or 0)
@@ -29,6 +29,22 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # `perfgate history | head`
         return 0
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """Everything after `--` is pytest's, wherever the command's own options and positionals are
+    (argparse alone leaves `perfgate ab main --strict -- -k x` half-parsed)."""
+    parser = _parser()
+    extra: list[str] | None = None
+    if "--" in argv:
+        at = argv.index("--")
+        argv, extra = argv[:at], argv[at + 1:]
+    args = parser.parse_args(argv)
+    if extra is not None:
+        if not hasattr(args, "pytest_args"):
+            parser.error("arguments after -- are pytest's; this command runs no pytest")
+        args.pytest_args = [*args.pytest_args, *extra]
+    return args
 
 
 def _version() -> str:
