@@ -230,7 +230,6 @@ class RunInfo:
     profile_settings: str = ""  # e.g. ncu clock/cache control, recorded with results
     run_uid: str = ""  # stable identity across machines: merging histories twice adds nothing
     unmeasured: tuple[UnmeasuredTest, ...] = ()
-    base_commit: str = ""  # A/B mode: the commit measured side by side with this run ("" in baseline mode)
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ def test_the_history_stores_both_sides_with_the_base_commit(repo, tmp_path):
         rows = con.execute("SELECT git_commit, profile_settings FROM runs ORDER BY id").fetchall()
     base_commit = outcome.base_run.info.git_commit
     assert [r[0] for r in rows] == [base_commit, head_sha]
-    assert outcome.head_run.info.base_commit == base_commit and f"base {base_commit}" in rows[1][1]
+    assert f"head side, base {base_commit}" in rows[1][1] and "base side" in rows[0][1]
 
 
 def test_rounds_alternate_the_sides_in_mirrored_random_pairs(repo, tmp_path):

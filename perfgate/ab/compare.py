@@ -164,6 +164,8 @@ def compare_ab(m: Measurement, cached: AaCases, rule: AbRule, results: Results |
 
 
 def _ratio_row(case: CaseRounds, metric: str, d: RatioDecision, with_aa: bool) -> Comparison:
+    if d.suspect:  # the rounds ended while another stage could still have decided: not a pass
+        d = replace(d, verdict=Verdict.INCONCLUSIVE)
     base, head = _pooled(case, Side.BASE, metric), _pooled(case, Side.HEAD, metric)
     stages = f" in {d.stages} stages" if d.stages > 1 else ""
     note = f"A/B: {d.rounds} rounds{stages}" + ("" if with_aa else ", no A/A")

@@ -271,7 +271,7 @@ def _runs(cmp: AbComparison, m: Measurement, setup: _Setup, req: AbRequest, star
     head_info = RunInfo(started, finished, git_commit=head.commit, git_branch="", git_dirty="uncommitted" in head.label,
                         hostname=head_env.hostname, argv=command_line(),
                         profile_settings=f"{how}; head side, base {base.commit} ({req.ref})", run_uid=f"{pair}-head",
-                        unmeasured=tuple(m.unmeasured.get(Side.HEAD, ())), base_commit=base.commit)
+                        unmeasured=tuple(m.unmeasured.get(Side.HEAD, ())))
     base_info = replace(head_info, git_commit=base.commit, git_dirty=False, run_uid=f"{pair}-base",
                         profile_settings=f"{how}; base side ({req.ref}) of head {head.commit or 'working tree'}",
                         unmeasured=tuple(m.unmeasured.get(Side.BASE, ())))
