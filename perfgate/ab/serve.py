@@ -99,6 +99,7 @@ class _Case:
         self.watch: AutotuneWatch | None = None
         self.metrics: tuple[Metric, ...] = ()
         self.samples: list[float] = []
+        self.per_call_ms: float | None = None  # one round of the callables, from prepare's estimate
         self.reference_samples: list[float] = []
         kwargs = dict(spec.kwargs)
         self.call: Callable[[], Any] = lambda: spec.fn(*spec.args, **kwargs)
@@ -120,6 +121,7 @@ class _Case:
         waited = cool_down(self.device, self.spec.options.cooldown_max_ms) if settle else 0.0
         estimate = self._measure(ESTIMATE_SAMPLES)
         per_call = sum(float(sorted(s)[len(s) // 2]) for s in estimate.samples_ms)
+        self.per_call_ms = per_call if per_call > 0 else None
         skeleton = self._result(list(estimate.samples_ms[-1]), list(estimate.samples_ms[0]) if self.ref_call else [])
         notes = tuple(f"autotune: {p}" for p in self.watch.problems)
         if waited:
@@ -137,7 +139,7 @@ class _Case:
     def _measure(self, n_samples: int) -> Any:
         options = replace(self.spec.options, warmup_ms=ROUND_WARMUP_MS, min_samples=max(2, n_samples),
                           max_samples=max(2, n_samples), cooldown_max_ms=0.0, exclude_throttled=False)
-        return measure_calls(self.calls(), options, self.timer, None, self.spec.prepare)
+        return measure_calls(self.calls(), options, self.timer, None, self.spec.prepare, self.per_call_ms)
 
     def result(self) -> CaseResult:
         if not self.samples:  # done before any round (the other tree could not measure it)
