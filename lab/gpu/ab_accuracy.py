@@ -100,7 +100,7 @@ def main() -> None:
         runs.append((kind, doc))
     (LOGS / "ab_accuracy.json").write_text(json.dumps([{"kind": k, "comparisons": d["comparisons"],
                                                         "ab": d.get("ab")} for k, d in runs]))
-    table = score(runs, names)
+    table = score(runs, names) + aa_offsets(names)
     for line in table:
         print(f"ab-accuracy: {line}")
     log(f"ab-accuracy: {len(runs)} run(s) in {time.monotonic() - started:.0f} s")
@@ -157,6 +157,23 @@ def score(runs: list[tuple[str, dict]], names: tuple[str, ...]) -> list[str]:
     m_values = sorted({d["ab"]["comparisons"] for _, d in runs if d.get("ab")})
     kinds = f"{sum(k == 'aa' for k, _ in runs)} A/A run(s), {sum(k == 'inject' for k, _ in runs)} injected run(s)"
     return [f"{kinds}; comparisons per run (m): {m_values}", *header, *lines]
+
+
+def aa_offsets(names: tuple[str, ...]) -> list[str]:
+    """The cached A/A (two base processes, measured in the first run): per case, how far apart the two
+    processes' mean time ratio was, over its slots. Large offsets mean process noise (docs/ab.md)."""
+    found = sorted((SCRATCH / "worktrees").glob("*/*.cache/aa.json"))
+    if not found:
+        return ["(no A/A cache found)"]
+    doc = json.loads(found[-1].read_text())
+    entry = next(iter(doc["devices"].values()))
+    per_case: dict[str, list[float]] = defaultdict(list)
+    for case_id, metrics in entry["cases"].items():
+        if "median_ms" in metrics:
+            per_case[_case_slot(case_id)[0]].append(100 * metrics["median_ms"]["mean_log"])
+    lines = ["", "| case | A/A offset between two base processes (%, per slot) |", "|---|---|"]
+    lines += [f"| {c} | " + ", ".join(f"{v:+.2f}" for v in per_case[c]) + " |" for c in names if per_case[c]]
+    return lines
 
 
 def _frac(values: list[bool]) -> str:

@@ -48,7 +48,6 @@ class PerfgateSession:
     messages: list[str] = field(default_factory=list)  # shown in the terminal summary
     error: str = ""
     ab_server: Any = None  # an A/B worker's end of the protocol (perfgate.ab.serve.CaseServer)
-    ab_collect_errors: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def measuring(self) -> bool:
