@@ -5,7 +5,8 @@
 The tree's `standin.json` says which perf tests exist, each case's time in ms (and its reference's), and
 what goes wrong where: {"tests": {"test_x.py::test_a": {"test_x.py::test_a": 1.0}}, "noise_pct": 0.5,
 "drift_pct": 0, "reference_ms": {case: ms}, "crash": "collect" | "prepare:CASE" | "round:CASE",
-"hang": "round:CASE", "check_fails": [CASE], "test_fails": [NODEID]}; "AA@round:CASE" crashes only the
+"hang": "round:CASE", "check_fails": [CASE], "test_fails": [NODEID], "collect_errors": {FILE: ERROR}};
+"AA@round:CASE" crashes only the
 worker of that side (BASE, HEAD or AA). A round's samples are the declared
 time times a seeded log-normal noise (the seed differs per side, so the A/A twin is an independent
 process) and a drift shared by the k-th round of every side (what alternation must cancel). No clock is
@@ -54,8 +55,9 @@ def main() -> None:
     if spec.get("crash") == "collect":
         print("ImportError: cannot import name 'kernel' from 'kernels' (stand-in)", flush=True)
         raise SystemExit(1)
-    tests = {n: c for n, c in spec["tests"].items() if keyword in n}
-    send(end, Collected(tuple(tests), (), ENV))
+    broken = spec.get("collect_errors", {})  # {file: error}: its tests do not import in this tree
+    tests = {n: c for n, c in spec["tests"].items() if keyword in n and n.split("::")[0] not in broken}
+    send(end, Collected(tuple(tests), tuple(broken.items()), ENV))
     for nodeid, cases in tests.items():
         failed = ""
         for case_id, ms in cases.items():

@@ -103,6 +103,20 @@ def test_a_base_that_fails_to_import_is_named(repo, tmp_path):
     assert "base worker crashed (exit status 1) while collecting its tests: ImportError: cannot import name" in message
 
 
+def test_a_test_file_the_base_cannot_import_leaves_its_cases_not_comparable_not_new(repo, tmp_path):
+    spec = {"tests": {"test_perf.py::a": {"test_perf.py::a": 1.0}, "test_more.py::b": {"test_more.py::b": 2.0}},
+            "noise_pct": 0.3}
+    base = commit(repo, {**spec, "collect_errors": {"test_more.py": "ModuleNotFoundError: No module named 'x'"}},
+                  "base: test_more.py does not import")
+    commit(repo, spec, "head: fixed")
+    req = request(repo, base, tmp_path)
+    outcome = run_ab(replace(req, settings=replace(req.settings, strict=True)))
+    b = next(c for c in outcome.gate.comparisons if c.case_id == "test_more.py::b")
+    assert b.verdict is Verdict.NOT_COMPARABLE
+    assert b.note == "base: test_more.py could not be collected: ModuleNotFoundError: No module named 'x'"
+    assert _verdicts(outcome)["a"] is Verdict.UNCHANGED and outcome.exit_code == 1  # strict: fails closed
+
+
 def test_a_hanging_worker_is_stopped_after_its_timeout(repo, tmp_path):
     commit(repo, cases(TIMES, hang="round:test_perf.py::a"), "head hangs in a")
     req = request(repo, "HEAD~1", tmp_path)

@@ -215,9 +215,16 @@ def _result(case: CaseRounds, side: Side) -> CaseResult:
 
 
 def _why_unmeasured(m: Measurement) -> dict[tuple[Side, str], str]:
-    """(side, node id) -> how that side's test ended without measuring (failed, skipped, errored)."""
-    return {(side, t.nodeid): f"{side.value}: test {t.outcome.value}" + (f": {t.reason}" if t.reason else "")
-            for side, tests in m.unmeasured.items() for t in tests}
+    """(side, node id) -> how that side's test ended without measuring (failed, skipped, errored), and for
+    the tests of a file one side could not collect (it does not import there), why."""
+    why = {(side, t.nodeid): f"{side.value}: test {t.outcome.value}" + (f": {t.reason}" if t.reason else "")
+           for side, tests in m.unmeasured.items() for t in tests}
+    for side, errors in m.collect_errors.items():
+        for case in m.cases:
+            for where, error in errors:
+                if where and (case.nodeid == where or case.nodeid.startswith(where + "::")):
+                    why.setdefault((side, case.nodeid), f"{side.value}: {where} could not be collected: {error}")
+    return why
 
 
 def _other_rows(case: CaseRounds, results: Results, unmeasured: Mapping[tuple[Side, str], str]) -> list[Comparison]:

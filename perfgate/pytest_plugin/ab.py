@@ -4,6 +4,7 @@ serves each case to the coordinator (perfgate.ab.serve), telling it where it is 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -88,9 +89,10 @@ class AbWorker:
         state.ab_server = CaseServer(WorkerEnd.from_env(os.environ[WORKER_ENV]))
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if report.failed:
+        if report.failed:  # the last line of pytest's report, without its "E   " margin
             lines = [line for line in str(report.longreprtext).strip().splitlines() if line.strip()]
-            self.errors.append((report.nodeid or "collection", one_line(lines[-1] if lines else "failed", 200)))
+            last = re.sub(r"^E\s+", "", lines[-1]) if lines else "failed"
+            self.errors.append((report.nodeid or "collection", one_line(last, 200)))
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         others = [i for i in items if not is_perf_item(i)]
