@@ -168,3 +168,35 @@ def test_pages_publishes_the_dashboard_and_the_summary_links_to_it(project):
     assert "[dashboard](https://o.github.io/r/index.html)" in summary
     quiet = gate(project)
     assert not any(s.uses.startswith("actions/upload-pages-artifact") for s in quiet.steps if s.kind == "uses")
+AB_SUITE = '''
+import pathlib, time
+
+def test_sleep(perfgate):
+    ms = float((pathlib.Path(__file__).parent / "sleep_ms.txt").read_text())
+    perfgate(time.sleep, ms / 1e3)
+'''
+
+
+def test_a_pull_request_measures_the_head_against_its_base_commit_side_by_side(project):
+    """The `base` input (default: the PR's base SHA) runs A/B mode; the summary (the sticky comment's body)
+    shows head vs base per case. The head sleeps 3x longer: a verdict no loaded machine can blur."""
+    from tests.ab_repo import git, make_repo
+
+    work, runner = project
+    make_repo(work)
+    (work / "test_perf.py").write_text(AB_SUITE)
+    (work / "pyproject.toml").write_text(PYPROJECT.replace("budget_ms = 100", "budget_ms = 30") + "ab_rounds = 3\n")
+    (work / "sleep_ms.txt").write_text("1")
+    (work / ".gitignore").write_text(".perfgate/\n__pycache__/\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "base")
+    base = git(work, "rev-parse", "HEAD")
+    (work / "sleep_ms.txt").write_text("3")
+    git(work, "commit", "-q", "-am", "head: 3x slower")
+    run = gate(project, comment="false", github={"event_name": "pull_request",
+                                                 "event": {"pull_request": {"number": 7, "base": {"sha": base}}}})
+    assert run.failed and run.steps[-1].returncode == 1, [s.stdout for s in run.steps]
+    results = Path(next(s for s in run.steps if s.kind == "uses").with_["path"])
+    summary = (results / "perfgate-summary.md").read_text()
+    assert "perfgate A/B gate FAILED" in summary and "ratio (95% CI)" in summary and "🔴 regressed" in summary
+    assert json.loads((results / "perfgate.json").read_text())["ab"]["base_commit"] == base

@@ -18,7 +18,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parse(list(sys.argv[1:] if argv is None else argv))
     try:
         handler: Handler = args.func
         return int(handler(args) or 0)
@@ -31,6 +31,22 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """Everything after `--` is pytest's, wherever the command's own options and positionals are
+    (argparse alone leaves `perfgate ab main --strict -- -k x` half-parsed)."""
+    parser = _parser()
+    extra: list[str] | None = None
+    if "--" in argv:
+        at = argv.index("--")
+        argv, extra = argv[:at], argv[at + 1:]
+    args = parser.parse_args(argv)
+    if extra is not None:
+        if not hasattr(args, "pytest_args"):
+            parser.error("arguments after -- are pytest's; this command runs no pytest")
+        args.pytest_args = [*args.pytest_args, *extra]
+    return args
+
+
 def _version() -> str:
     from perfgate import __version__
 
@@ -41,11 +57,12 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="perfgate", description="performance gate for GPU kernels",
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=_examples("perfgate calibrate --runs 6 --reason 'first baseline'",
-                                                 "perfgate compare --summary summary.md"))
+                                                 "perfgate compare --summary summary.md", "perfgate ab main"))
     p.add_argument("--version", action="version", version=_version())
     sub = p.add_subparsers(required=True, metavar="COMMAND")
     _compare_parser(sub)
     _calibrate_parser(sub)
+    _ab_parsers(sub)
     _baseline_parser(sub)
     _analyze_parser(sub)
     _history_parser(sub)
@@ -103,6 +120,30 @@ def _calibrate_parser(sub: Any) -> None:
                    help="drop the baseline's cases this calibration did not measure (default: keep them)")
     c.add_argument("pytest_args", nargs="*", help="after --: what pytest runs (default: its testpaths)")
     c.set_defaults(func=_lazy("perfgate.cli.calibrate", "calibrate_command"))
+
+
+def _ab_parsers(sub: Any) -> None:
+    a = _command(sub, "ab", "measure the head against a base commit side by side on one GPU (A/B mode)",
+                 ("perfgate ab main", "perfgate ab origin/main --strict --summary ab.md -- kernels/tests/test_perf.py"),
+                 description="Check out REF in a cached worktree, run the selected perf tests in a worker per tree "
+                             "and alternate base and head in short rounds on the same GPU; each case's verdict is "
+                             "on its head/base ratio (docs/ab.md). Same as `pytest --perfgate --perfgate-base REF`.")
+    _settings_options(a, "db_path", "store", "summary_path", "json_path", "worktree_dir", "ab_rounds", "strict")
+    a.add_argument("ref", metavar="REF", help="the base: a branch, tag or commit git knows")
+    a.add_argument("pytest_args", nargs="*", help="after --: what pytest runs (default: its testpaths)")
+    a.set_defaults(func=_lazy("perfgate.cli.ab", "ab"))
+    b = _command(sub, "bisect", "find the first commit whose cases are slower than GOOD's (A/B at each step)",
+                 ("perfgate bisect v1.2 main -k softmax",
+                  "perfgate bisect HEAD~16 HEAD -- kernels/tests/test_perf.py::test_matmul"),
+                 description="Binary search over the first-parent commits GOOD..BAD: each step measures a commit "
+                             "against GOOD side by side (as perfgate ab does) and calls it bad when a selected case "
+                             "regressed. Commits that fail to build or test are skipped, like git bisect skip.")
+    _settings_options(b, "worktree_dir", "ab_rounds")
+    b.add_argument("good", metavar="GOOD", help="a commit known to be fast")
+    b.add_argument("bad", metavar="BAD", help="a later commit known to be slow")
+    b.add_argument("-k", metavar="CASE", help="pytest -k expression selecting the case(s) to follow")
+    b.add_argument("pytest_args", nargs="*", help="after --: what pytest runs (default: its testpaths)")
+    b.set_defaults(func=_lazy("perfgate.cli.ab", "bisect"))
 
 
 def _baseline_parser(sub: Any) -> None:

@@ -116,7 +116,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("min_effect_pct", "a change smaller than this (%) never regresses, however certain", v.MIN_EFFECT,
            key="min_effect_pct"),
     Option("false_alarm_pct", "the false-alarm budget of a whole run (%): an unchanged suite fails at most this "
-           "often, whatever its size (divided over its gated tests)", v.FALSE_ALARM, key="false_alarm_pct"),
+           "often, whatever its size (divided over its gated tests; baseline and A/B mode alike)", v.FALSE_ALARM,
+           key="false_alarm_pct"),
     Option("confirm_runs", "fresh processes a suspect case must also fail in before the gate fails (0: decide on "
            "one process, at a stricter threshold)", v.integer(0, 5), key="confirm_runs",
            flag="--perfgate-confirm-runs", arg=Arg.INT, metavar="N"),
@@ -148,6 +149,18 @@ OPTIONS: tuple[Option, ...] = (
     Option("exclude_throttled", "drop samples taken under a power/thermal cap", v.boolean,
            key="exclude_throttled", marker=True, measure=True),
     Option("memory", "measure and gate peak memory per call", v.boolean, key="memory", marker=True, measure=True),
+    # --- A/B mode: base and head side by side on one GPU (docs/ab.md) ------------------------------------
+    Option("base", "A/B mode: measure the head against this git ref (branch, tag, commit), checked out in a "
+           "cached worktree and alternated with the head in rounds on the same GPU; no baseline file needed",
+           v.text, flag="--perfgate-base", metavar="REF"),
+    Option("ab_rounds", "A/B mode: rounds per case (each side measured once per round, in random order)",
+           v.integer(3, 1000), key="ab_rounds", flag="--perfgate-ab-rounds", cli="--rounds", arg=Arg.INT,
+           metavar="N"),
+    Option("worktree_dir", "A/B mode: where base checkouts and their build caches are kept (default "
+           "$XDG_CACHE_HOME/perfgate/worktrees)", _P, key="worktree_dir", flag="--perfgate-worktree-dir",
+           cli="--worktree-dir", arg=Arg.PATH, metavar="DIR"),
+    Option("ab_timeout_s", "A/B mode: the longest a worker may take for one step (collecting, a test, compiling "
+           "a case, a round) before it is called hung (s)", v.number(1.0, 86_400.0), key="ab_timeout_s"),
     # --- profilers ---------------------------------------------------------------------------------------
     Option("profile", "also run the cases under profilers: nsys, ncu or nsys,ncu", parse_profile_list,
            flag="--perfgate-profile", metavar="TOOLS"),

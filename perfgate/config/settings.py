@@ -108,6 +108,10 @@ class Settings:
     publish_host: bool = False  # hostname and absolute paths in published outputs (opt-in)
     chart_url: str = ""  # where the charts are published (links in a job summary need absolute URLs)
     site_url: str = ""  # where `perfgate report --html` is published: the summary links to the case pages
+    base: str = ""  # A/B mode: the git ref measured side by side with the head ("" = baseline mode)
+    ab_rounds: int = 10  # A/B mode: rounds per case and stage
+    worktree_dir: Path | None = None  # A/B mode: cached base worktrees (None: $XDG_CACHE_HOME/perfgate/worktrees)
+    ab_timeout_s: float = 900.0  # A/B mode: the longest one worker step may take before it is called hung
     rootdir: Path = Path(".")
     pyproject: Path | None = None  # where the table came from, for messages
 
@@ -134,7 +138,7 @@ def settings_from_config(table: dict[str, Any], where: str = "[tool.perfgate]", 
     if "overrides" in table:
         values["overrides"] = _overrides(table["overrides"], where, known)
     root = rootdir or Path(".")
-    for attr in ("db_path", "baseline_dir"):  # relative to the project root, not the current directory
+    for attr in ("db_path", "baseline_dir", "worktree_dir"):  # relative to the project root, not the current directory
         if attr in values and not values[attr].is_absolute():
             values[attr] = root / values[attr]
     if "db_path" not in values:

@@ -67,7 +67,7 @@ def measure_case(spec: CaseSpec, device: NvmlDevice | None = None) -> CaseResult
 
     watch = AutotuneWatch(spec.autotune_pins)
     try:
-        _first_calls(call, ref_call if spec.reference else None, spec, timer, watch)
+        first_calls(call, ref_call if spec.reference else None, spec, timer, watch)
         calls = [ref_call, call] if spec.reference is not None else [call]
         host = HostSampler().start()
         m = measure_calls(calls, spec.options, timer, device, spec.prepare)
@@ -95,7 +95,7 @@ def measure_case(spec: CaseSpec, device: NvmlDevice | None = None) -> CaseResult
                       profile_notes=tuple(f"autotune: {p}" for p in watch.problems))
 
 
-def _first_calls(call: Callable[[], Any], ref_call: Callable[[], Any] | None, spec: CaseSpec, timer: Timer,
+def first_calls(call: Callable[[], Any], ref_call: Callable[[], Any] | None, spec: CaseSpec, timer: Timer,
                  watch: AutotuneWatch) -> None:
     """Compile and autotune outside the measurement; check the output against the reference's."""
     if spec.prepare is not None:

@@ -41,9 +41,10 @@ def profilers_for(settings: Settings) -> list[Profiler]:
     return chosen
 
 
-def profile_cases(results: Mapping[str, CaseResult], settings: Settings, rootdir: Path) -> Profiled:
+def profile_cases(results: Mapping[str, CaseResult], settings: Settings, rootdir: Path,
+                  extra_env: Mapping[str, str] | None = None) -> Profiled:
     """Profile the measured cases with each requested tool; attach metrics, notes or "profile failed" to
-    every case."""
+    every case. `extra_env`: for the children (an A/B base tree's build caches)."""
     out_dir = (settings.report_dir or rootdir / ".perfgate") / "profiles"
     nodeids = sorted({r.nodeid for r in results.values() if r.nodeid})
     case_ids = sorted(results)
@@ -51,7 +52,7 @@ def profile_cases(results: Mapping[str, CaseResult], settings: Settings, rootdir
     errors: dict[str, list[str]] = {c: [] for c in case_ids}
     notes: dict[str, list[str]] = {c: [] for c in case_ids}
     described, messages = [], []
-    env = {k: v for k, v in os.environ.items() if k != MEASURE_CHILD_ENV}
+    env = {k: v for k, v in os.environ.items() if k != MEASURE_CHILD_ENV} | dict(extra_env or {})
     for profiler in profilers_for(settings):
         started = time.monotonic()
         try:

@@ -67,11 +67,13 @@ def sample_count(per_call_ms: float, options: MeasureOptions) -> int:
 
 
 def measure_calls(calls: Sequence[Call], options: MeasureOptions, timer: Timer,
-                  device: gpu_state.NvmlDevice | None = None, prepare: Call | None = None) -> Measurement:
+                  device: gpu_state.NvmlDevice | None = None, prepare: Call | None = None,
+                  per_round_ms: float | None = None) -> Measurement:
     """Sample already-compiled callables (their first call has been made by the caller). `prepare`, when
-    given, runs before every round outside the timed region (pytest-benchmark's `setup`)."""
+    given, runs before every round outside the timed region (pytest-benchmark's `setup`). `per_round_ms`:
+    one round's time when already known (A/B mode's rounds), instead of timing a few rounds first."""
     if timer is Timer.CUDA_EVENT:
-        return _measure_cuda(calls, options, device, prepare)
+        return _measure_cuda(calls, options, device, prepare, per_round_ms)
     return _measure_host(calls, options, prepare)
 
 
@@ -99,14 +101,14 @@ def _measure_host(calls: Sequence[Call], options: MeasureOptions, prepare: Call 
 
 
 def _measure_cuda(calls: Sequence[Call], options: MeasureOptions, device: gpu_state.NvmlDevice | None,
-                  prepare: Call | None) -> Measurement:
+                  prepare: Call | None, known_round_ms: float | None = None) -> Measurement:
     flush = flush_buffer() if options.flush_l2 else None
     waited_ms = cool_down(device, options.cooldown_max_ms)
     sampler = gpu_state.Sampler(device) if device is not None else None
     if sampler is not None:
         sampler.__enter__()
     try:
-        per_round_ms = _estimate_cuda_ms(calls, flush, prepare)
+        per_round_ms = known_round_ms if known_round_ms else _estimate_cuda_ms(calls, flush, prepare)
         warmups = max(MIN_WARMUP_CALLS, int(options.warmup_ms / per_round_ms) if per_round_ms > 0 else 1)
         for _ in range(min(warmups, 10_000)):
             for call in calls:

@@ -46,6 +46,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_KEY] = state
     if state.measuring or state.mode is Mode.PROFILE_CHILD:
         register_benchmark_fixture(config)
+    if state.mode in (Mode.AB, Mode.AB_WORKER):
+        from perfgate.pytest_plugin.ab import register_ab_plugin
+
+        register_ab_plugin(config, state)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -76,30 +76,42 @@ class PerfgateFixture:
             return summarize([ms], Timer.HOST)  # no extra call: it would add launches to the capture
         if session is None or not session.measuring:
             return _single_call(q)
+        if session.mode is Mode.AB_WORKER:
+            served: CaseResult | None = session.ab_server.serve_case(self._spec(session, case_id, q), session.device)
+            if served is None:  # the coordinator did not need this case from this tree
+                return _single_call(q)
+            session.record(served)
+            self.last = served
+            return served.timing
         result = self._measured(session, case_id, q)
         session.record(result)
         self.last = result
         return result.timing
 
     def _measured(self, session: PerfgateSession, case_id: str, q: _Request) -> CaseResult:
+        from perfgate.measure.case import measure_case
+
+        result = measure_case(self._spec(session, case_id, q), session.device)
+        if session.environment is not None and result.timing.timer is Timer.CUDA_EVENT:
+            result = replace(result, device_uuid=session.environment.device_uuid)
+        return result
+
+    def _spec(self, session: PerfgateSession, case_id: str, q: _Request) -> Any:
+        """The case as the library measures it (measure.case.CaseSpec), thresholds resolved once."""
         from perfgate.config import validate as cs
         from perfgate.gate.thresholds import resolve_thresholds
-        from perfgate.measure.case import CaseSpec, measure_case
+        from perfgate.measure.case import CaseSpec
 
         thresholds = resolve_thresholds(session.settings, case_id, self._marker)
         if q.min_speedup is not None:
             thresholds = replace(thresholds, min_speedup=cs.POSITIVE(q.min_speedup, f"{case_id}: min_speedup"))
         options = rounds_options(measure_for(session.settings, self._marker), q.rounds, q.warmup_rounds)
         timer = q.timer or session.timer  # decided once per session, not per case
-        spec = CaseSpec(case_id=case_id, fn=q.fn, args=q.args, kwargs=q.kwargs, options=options, timer=timer,
+        return CaseSpec(case_id=case_id, fn=q.fn, args=q.args, kwargs=q.kwargs, options=options, timer=timer,
                         reference=q.reference, reference_name=q.reference_name, check=q.check, rtol=q.rtol,
                         atol=q.atol, bytes_moved=q.bytes_moved, flops=q.flops, thresholds=thresholds,
                         autotune_pins=session.autotune_pins(case_id), nodeid=self._nodeid, location=self._location,
                         prepare=q.prepare, calls_per_sample=q.calls_per_sample)
-        result = measure_case(spec, session.device)
-        if session.environment is not None and result.timing.timer is Timer.CUDA_EVENT:
-            result = replace(result, device_uuid=session.environment.device_uuid)
-        return result
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ def make_session(config: pytest.Config) -> PerfgateSession:
     profile_tool = os.environ.get(PROFILE_CHILD_ENV, "")
     if profile_tool:
         return PerfgateSession(Settings(), rootdir, started, Mode.PROFILE_CHILD, profile_tool=profile_tool)
-    if not config.getoption("--perfgate"):  # plain pytest: read nothing, check nothing
-        return PerfgateSession(Settings(), rootdir, started, Mode.OFF)
+    if not config.getoption("--perfgate") and not config.getoption("--perfgate-base"):
+        return PerfgateSession(Settings(), rootdir, started, Mode.OFF)  # plain pytest: read nothing, check nothing
     from perfgate.pytest_plugin.rootdir import project_root
 
     root = project_root(config)
@@ -37,6 +37,13 @@ def make_session(config: pytest.Config) -> PerfgateSession:
                             nodeid_prefix=root.nodeid_prefix)
     if root.warning:
         state.messages.append(root.warning)
+    if state.mode is Mode.AB:
+        if settings.update_baseline:
+            raise ConfigError("perfgate: --perfgate-base compares with a base commit; it writes no baseline "
+                              "(drop --perfgate-update-baseline)")
+        if settings.store:
+            _check_history(settings)
+        return state
     if state.mode is Mode.XDIST_WORKER:
         from perfgate.pytest_plugin.xdist import select_worker_gpu
 
@@ -52,6 +59,12 @@ def make_session(config: pytest.Config) -> PerfgateSession:
 
 
 def _mode(config: pytest.Config) -> Mode:
+    from perfgate.ab.protocol import WORKER_ENV
+
+    if os.environ.get(WORKER_ENV):
+        return Mode.AB_WORKER
+    if config.getoption("--perfgate-base"):
+        return Mode.AB
     if getattr(config, "workerinput", None) is not None:
         return Mode.XDIST_WORKER
     return Mode.MEASURE_CHILD if os.environ.get(MEASURE_CHILD_ENV) else Mode.GATE
@@ -152,6 +165,9 @@ def finish(config: pytest.Config, state: PerfgateSession, interrupted: bool, tes
 
         send_worker_results(config, state)
         return 0
+    if state.mode is Mode.AB_WORKER:
+        state.ab_server.finish(0 if not tests_failed else 1)
+        return 0
     if interrupted:
         state.messages.append("perfgate: run interrupted before anything was stored; no baseline touched")
         return 0
@@ -218,6 +234,7 @@ def last_line(state: PerfgateSession) -> str:
 
 
 def summary_lines(state: PerfgateSession) -> list[str]:
+    """What the terminal summary shows (the A/B parent's lines are the library's, complete)."""
     from perfgate.report.terminal import render_terminal
 
     lines = list(state.messages)

@@ -21,6 +21,8 @@ class Mode(str, enum.Enum):
     MEASURE_CHILD = "measure child"  # measure and write the results for the parent; no store, no gate
     PROFILE_CHILD = "profile child"  # run each case inside an NVTX range under nsys / ncu
     XDIST_WORKER = "xdist worker"  # measure on this worker's GPU and send the results to the controller
+    AB = "A/B"  # --perfgate-base: run no test here; workers in both trees measure, perfgate.ab decides
+    AB_WORKER = "A/B worker"  # serve each case to the A/B coordinator, round by round
 
 
 @dataclass
@@ -45,6 +47,7 @@ class PerfgateSession:
     messages: list[str] = field(default_factory=list)  # shown in the terminal summary
     error: str = ""
     nodeid_prefix: str = ""  # before node ids when pytest's rootdir moved above the project (rootdir.py)
+    ab_server: Any = None  # an A/B worker's end of the protocol (perfgate.ab.serve.CaseServer)
 
     @property
     def timer(self) -> Timer:
@@ -55,7 +58,7 @@ class PerfgateSession:
 
     @property
     def measuring(self) -> bool:
-        return self.mode in (Mode.GATE, Mode.MEASURE_CHILD, Mode.XDIST_WORKER)
+        return self.mode in (Mode.GATE, Mode.MEASURE_CHILD, Mode.XDIST_WORKER, Mode.AB_WORKER)
 
     def case_id(self, nodeid: str) -> str:
         """A node id (or a location's path) relative to the project, whatever pytest's rootdir."""

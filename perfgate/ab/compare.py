@@ -1,0 +1,307 @@
+"""What the rounds say: per case, head against base -> comparison rows and findings (pure).
+
+Time and, for cases timed against a reference in both trees, the speedup are judged on their per-round
+ratios (verdict.py), each one of the run's m gated comparisons sharing the false-alarm budget. Peak memory
+is compared head against base like any counter (the catalogue's tolerance). A case one tree lacks is new
+(head only) or removed (base only); a case whose first calls or output check failed on one side is not
+comparable, with that side and the cause.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from perfgate.ab.aa import AaCases
+from perfgate.ab.coordinator import CaseRounds, Measurement
+from perfgate.ab.protocol import RoundSamples, Side
+from perfgate.ab.verdict import MIN_ROUNDS, AaNoise, RatioDecision, RatioRule, decide_ratio
+from perfgate.baseline.write import case_from_result
+from perfgate.gate.compare import compare_metrics
+from perfgate.metrics import SPEEDUP_METRIC, TIME_METRIC
+from perfgate.model import (
+    CaseResult,
+    Comparison,
+    Direction,
+    Finding,
+    FindingKind,
+    GateResult,
+    TestOutcome,
+    Verdict,
+)
+from perfgate.stats import ratio_ci, summarize
+
+RATIO_METRICS = (TIME_METRIC, SPEEDUP_METRIC)
+
+
+@dataclass(frozen=True)
+class AbRule:
+    false_alarm_pct: float = 1.0  # the run's budget: P(an unchanged A/B gate fails) stays under this
+    min_effect_pct: float = 1.0
+    stages: int = 3  # 1 + confirmation stages
+    strict: bool = False
+
+    def for_comparisons(self, m: int) -> RatioRule:
+        return RatioRule(alpha=self.false_alarm_pct / 100.0 / max(1, m), stages=self.stages,
+                         min_effect_pct=self.min_effect_pct)
+
+
+# --- per-round series ---------------------------------------------------------------------------------
+
+def _round_value(r: RoundSamples, metric: str) -> float:
+    """One side's value of a round: the median time, or the speedup (reference median / case median)."""
+    case = statistics.median(r.samples_ms)
+    if metric == TIME_METRIC:
+        return case
+    return statistics.median(r.reference_samples_ms) / case
+
+
+def _aligned(case: CaseRounds, a: Side, b: Side) -> Iterator[tuple[int, RoundSamples, RoundSamples]]:
+    """(round index, a's round, b's round) for every round both sides measured."""
+    seen = {s: 0 for s in case.sides}
+    for index, order in enumerate(case.orders):
+        if a in order and b in order and a in case.sides and b in case.sides:
+            yield index, case.sides[a].rounds[seen[a]], case.sides[b].rounds[seen[b]]
+        for s in order:
+            seen[s] = seen.get(s, 0) + 1
+
+
+def _worse_log(metric: str, base_value: float, other_value: float) -> float:
+    """ln(other / base) for time (lower is better), ln(base / other) for speedup: + is always worse."""
+    ratio = other_value / base_value if metric == TIME_METRIC else base_value / other_value
+    return math.log(ratio)
+
+
+def ratio_stages(case: CaseRounds, metric: str) -> list[list[float]]:
+    """Head against base, per round, grouped by stage."""
+    stages: list[list[float]] = [[] for _ in case.stage_ends]
+    for index, base, head in _aligned(case, Side.BASE, Side.HEAD):
+        stage = next(i for i, end in enumerate(case.stage_ends) if index < end)
+        stages[stage].append(_worse_log(metric, _round_value(base, metric), _round_value(head, metric)))
+    return [s for s in stages if s]
+
+
+def aa_noise(case: CaseRounds, metric: str) -> AaNoise | None:
+    """The A/A of this case (the second base process against the base), when it was measured here."""
+    values = [_worse_log(metric, _round_value(b, metric), _round_value(a, metric))
+              for _, b, a in _aligned(case, Side.BASE, Side.AA)
+              if metric == TIME_METRIC or (b.reference_samples_ms and a.reference_samples_ms)]
+    return AaNoise.of(values) if len(values) >= 2 else None
+
+
+def has_metric(case: CaseRounds, metric: str) -> bool:
+    if metric == TIME_METRIC:
+        return case.paired
+    return case.paired and all(case.sides[s].rounds and case.sides[s].rounds[0].reference_samples_ms
+                               for s in (Side.BASE, Side.HEAD))
+
+
+def gated_count(cases: Sequence[CaseRounds]) -> int:
+    """m: the run's ratio comparisons (time for every paired case, speedup where both have a reference)."""
+    return sum(has_metric(c, metric) for c in cases for metric in RATIO_METRICS)
+
+
+def decide_case(case: CaseRounds, metric: str, aa: AaNoise | None, rule: RatioRule) -> RatioDecision | None:
+    stages = ratio_stages(case, metric)
+    if not stages or len(stages[0]) < MIN_ROUNDS:
+        return None
+    return decide_ratio([s for s in stages if len(s) >= MIN_ROUNDS], aa, rule)
+
+
+# --- the whole run --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AbComparison:
+    gate: GateResult
+    head_results: tuple[CaseResult, ...]
+    base_results: tuple[CaseResult, ...]
+    decisions: dict[tuple[str, str], RatioDecision]  # (case id, metric) -> the decision
+    aa_measured: AaCases  # the A/A measured in this run, for the cache
+
+
+Results = Mapping[tuple[Side, str], CaseResult]  # (side, case id) -> that side's case
+
+
+def side_results(m: Measurement) -> dict[tuple[Side, str], CaseResult]:
+    """Each side's cases as CaseResults: every round's samples pooled (what the history stores)."""
+    return {(side, c.case_id): _result(c, side) for c in m.cases for side in (Side.BASE, Side.HEAD)
+            if side in c.sides}
+
+
+def compare_ab(m: Measurement, cached: AaCases, rule: AbRule, results: Results | None = None,
+               fail_on_profile_error: bool = False) -> AbComparison:
+    """`results`: the sides' cases when something was added to them (profiler metrics); default
+    side_results(m)."""
+    results = results if results is not None else side_results(m)
+    gated = gated_count(m.cases)
+    ratio_rule = rule.for_comparisons(gated)
+    rows: list[Comparison] = []
+    decisions: dict[tuple[str, str], RatioDecision] = {}
+    measured_aa: dict[str, dict[str, AaNoise]] = {}
+    for case in m.cases:
+        for metric in RATIO_METRICS:
+            here = aa_noise(case, metric)
+            if here is not None:
+                measured_aa.setdefault(case.case_id, {})[metric] = here
+            if not has_metric(case, metric):
+                continue
+            aa = here or cached.get(case.case_id, {}).get(metric)
+            decision = decide_case(case, metric, aa, ratio_rule)
+            if decision is not None:
+                decisions[(case.case_id, metric)] = decision
+                rows.append(_ratio_row(case, metric, decision, aa is not None))
+        rows += _other_rows(case, results, _why_unmeasured(m))
+    head = tuple(r for (side, _), r in results.items() if side is Side.HEAD)
+    base = tuple(r for (side, _), r in results.items() if side is Side.BASE)
+    fail_on = {Verdict.REGRESSED, Verdict.BELOW_TARGET} | ({Verdict.PROFILE_FAILED} if fail_on_profile_error else set())
+    gate = GateResult(comparisons=tuple(rows), current_env=m.environments.get(Side.HEAD),
+                      baseline_env=m.environments.get(Side.BASE), fail_on=frozenset(fail_on), strict=rule.strict,
+                      calibrated=True)
+    gate = replace(gate, findings=tuple(_findings(m, gate, head)))
+    return AbComparison(gate, head, base, decisions, measured_aa)
+
+
+def _ratio_row(case: CaseRounds, metric: str, d: RatioDecision, with_aa: bool) -> Comparison:
+    if d.suspect:  # the rounds ended while another stage could still have decided: not a pass
+        d = replace(d, verdict=Verdict.INCONCLUSIVE)
+    base, head = _pooled(case, Side.BASE, metric), _pooled(case, Side.HEAD, metric)
+    stages = f" in {d.stages} stages" if d.stages > 1 else ""
+    note = f"A/B: {d.rounds} rounds{stages}" + ("" if with_aa else ", no A/A")
+    if d.process_pct is not None:
+        note += f"; the base's two processes differ by {d.process_pct:.2f}% (process noise, in the threshold)"
+    if metric == TIME_METRIC:
+        return Comparison(case_id=case.case_id, metric=metric, unit="ms", direction=Direction.LOWER,
+                          verdict=d.verdict, baseline=base, current=head, change_pct=d.change_pct,
+                          ci_low_pct=d.ci_low_pct, ci_high_pct=d.ci_high_pct, threshold_pct=d.threshold_pct,
+                          noise_pct=d.noise_pct, note=note)
+    flip = _speedup_change  # the decision's + is "worse": a lower speedup
+    reference = case.sides[Side.HEAD].prepared.case.speedup
+    return Comparison(case_id=case.case_id, metric=metric, unit="x", direction=Direction.HIGHER,
+                      verdict=d.verdict, kernel=reference.reference if reference else "", baseline=base,
+                      current=head, change_pct=flip(d.change_pct), ci_low_pct=flip(d.ci_high_pct),
+                      ci_high_pct=flip(d.ci_low_pct), threshold_pct=d.threshold_pct, noise_pct=d.noise_pct,
+                      note=note)
+
+
+def _speedup_change(worse_pct: float) -> float:
+    """A ratio `worse` % worse (base / head speedup) as the speedup's own % change."""
+    return 100.0 * (1.0 / (1.0 + worse_pct / 100.0) - 1.0)
+
+
+def _pooled(case: CaseRounds, side: Side, metric: str) -> float:
+    rounds = case.sides[side].rounds
+    if metric == TIME_METRIC:
+        return statistics.median(v for r in rounds for v in r.samples_ms)
+    refs = [v for r in rounds for v in r.reference_samples_ms]
+    return statistics.median(refs) / statistics.median(v for r in rounds for v in r.samples_ms)
+
+
+def _result(case: CaseRounds, side: Side) -> CaseResult:
+    """A side's case as one CaseResult: every round's samples (the history stores both sides)."""
+    sr = case.sides[side]
+    skeleton = sr.prepared.case
+    samples = [v for r in sr.rounds for v in r.samples_ms] or list(skeleton.samples_ms)
+    refs = [v for r in sr.rounds for v in r.reference_samples_ms]
+    speedup = skeleton.speedup
+    metrics = tuple(mt for mt in skeleton.metrics if mt.name != SPEEDUP_METRIC)
+    if refs and len(refs) == len(samples) and speedup is not None:
+        median, lo, hi = ratio_ci(refs, samples)
+        speedup = replace(speedup, reference_samples_ms=tuple(refs), median=median, ci_low=lo, ci_high=hi)
+        metrics += (replace(next(mt for mt in skeleton.metrics if mt.name == SPEEDUP_METRIC), value=median),)
+    timing = summarize(samples, skeleton.timing.timer, skeleton.bytes_moved, skeleton.flops)
+    return replace(skeleton, timing=timing, samples_ms=tuple(samples), metrics=metrics, speedup=speedup)
+
+
+def _why_unmeasured(m: Measurement) -> dict[tuple[Side, str], str]:
+    """(side, node id) -> how that side's test ended without measuring (failed, skipped, errored), and for
+    the tests of a file one side could not collect (it does not import there), why."""
+    why = {(side, t.nodeid): f"{side.value}: test {t.outcome.value}" + (f": {t.reason}" if t.reason else "")
+           for side, tests in m.unmeasured.items() for t in tests}
+    for side, errors in m.collect_errors.items():
+        for case in m.cases:
+            for where, error in errors:
+                if where and (case.nodeid == where or case.nodeid.startswith(where + "::")):
+                    why.setdefault((side, case.nodeid), f"{side.value}: {where} could not be collected: {error}")
+    return why
+
+
+def _other_rows(case: CaseRounds, results: Results, unmeasured: Mapping[tuple[Side, str], str]) -> list[Comparison]:
+    """Memory and profiler metrics (head against base), the head's speedup target, one-sided and failed
+    cases. A case one side did not reach because its test failed or was skipped there is not comparable,
+    not new or removed."""
+    cid = case.case_id
+    failed_profiles = [Comparison(cid, "profile", "", Direction.LOWER, Verdict.PROFILE_FAILED, note=f"{s.value}: {e}")
+                       for s in (Side.BASE, Side.HEAD) if (s, cid) in results for e in results[(s, cid)].profile_errors]
+    return failed_profiles + _case_rows(case, results, unmeasured)
+
+
+def _case_rows(case: CaseRounds, results: Results, unmeasured: Mapping[tuple[Side, str], str]) -> list[Comparison]:
+    cid = case.case_id
+    for side, error in case.failed.items():
+        return [Comparison(cid, TIME_METRIC, "ms", Direction.LOWER, Verdict.NOT_COMPARABLE,
+                           note=f"{side.value}: {error}")]
+    if Side.HEAD in case.sides and Side.BASE not in case.sides:
+        why = unmeasured.get((Side.BASE, case.nodeid))
+        return [Comparison(cid, TIME_METRIC, "ms", Direction.LOWER, Verdict.NOT_COMPARABLE if why else Verdict.NEW,
+                           current=results[(Side.HEAD, cid)].timing.median_ms, note=why or "new: not in the base")]
+    if Side.BASE in case.sides and Side.HEAD not in case.sides:
+        why = unmeasured.get((Side.HEAD, case.nodeid))
+        return [Comparison(cid, TIME_METRIC, "ms", Direction.LOWER,
+                           Verdict.NOT_COMPARABLE if why else Verdict.MISSING,
+                           baseline=results[(Side.BASE, cid)].timing.median_ms, note=why or "removed: not in the head")]
+    if not case.paired:
+        return []
+    head, base = results[(Side.HEAD, cid)], results[(Side.BASE, cid)]
+    rows = [r for r in compare_metrics(head, case_from_result(base), skip=(SPEEDUP_METRIC,))
+            if r.threshold_pct is not None]
+    return rows + _speedup_target(head)
+
+
+def _speedup_target(res: CaseResult) -> list[Comparison]:
+    """The head's absolute target: its speedup's upper confidence bound must reach min_speedup."""
+    target, s = res.thresholds.min_speedup, res.speedup
+    if target is None or s is None:
+        return []
+    verdict = Verdict.BELOW_TARGET if s.ci_high < target else Verdict.UNCHANGED
+    note = f"{s.median:.2f}x vs {s.reference} (CI {s.ci_low:.2f}-{s.ci_high:.2f}), needs >= {target:g}x"
+    return [Comparison(res.case_id, "min_speedup", "x", Direction.HIGHER, verdict, kernel=s.reference,
+                       baseline=target, current=s.median, note=note)]
+
+
+def _findings(m: Measurement, gate: GateResult, head: Sequence[CaseResult]) -> Iterator[Finding]:
+    if m.failure is not None:
+        compared = sum(1 for c in gate.comparisons if c.metric == TIME_METRIC)
+        yield Finding(FindingKind.NOT_COMPARABLE, f"{m.failure} ({compared} case(s) compared before it)")
+    elif not head:
+        yield Finding(FindingKind.NO_CASES, "no perf case was measured in the head")
+    for side in (Side.HEAD, Side.BASE):
+        for where, error in m.collect_errors.get(side, ()):
+            yield Finding(FindingKind.TEST_ERRORED, f"{side.value}: {where} could not be collected: {error}")
+        for test in m.unmeasured.get(side, ()):
+            kind = FindingKind.TEST_SKIPPED if test.outcome is TestOutcome.SKIPPED else FindingKind.TEST_ERRORED
+            why = f": {test.reason}" if test.reason else ""
+            yield Finding(kind, f"{side.value}: {test.nodeid} {test.outcome.value}{why}", test.nodeid)
+    reported = set(_why_unmeasured(m).values())  # a test that failed on one side is reported once, above
+    for c in gate.comparisons:
+        if c.verdict is Verdict.NOT_COMPARABLE and c.note not in reported:
+            yield Finding(FindingKind.NOT_COMPARABLE, f"{c.case_id}: {c.note}", c.case_id)
+        elif c.verdict is Verdict.PROFILE_FAILED:
+            yield Finding(FindingKind.PROFILE_FAILED, f"{c.case_id}: {c.note}", c.case_id)
+        elif c.verdict is Verdict.INCONCLUSIVE and c.metric in RATIO_METRICS:
+            yield Finding(FindingKind.INCONCLUSIVE, f"{c.case_id}: {c.metric} {c.change_pct:+.2f}% is above the "
+                                                    f"noise but below what it can call ({c.threshold_pct:.2f}%)",
+                          c.case_id)
+    for r in head:
+        for note in r.profile_notes:
+            if note.startswith("autotune:"):
+                yield Finding(FindingKind.AUTOTUNE_CHANGED, f"{r.case_id}: head {note}", r.case_id)
+
+
+def aa_for_cache(cached: AaCases, measured: Mapping[str, Mapping[str, AaNoise]]) -> dict[str, dict[str, AaNoise]]:
+    """The cache after this run: what it had, with this run's A/A measurements replacing theirs."""
+    out = {cid: dict(v) for cid, v in cached.items()}
+    for cid, metrics in measured.items():
+        out.setdefault(cid, {}).update(metrics)
+    return out

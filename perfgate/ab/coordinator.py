@@ -1,0 +1,359 @@
+"""The rounds: the coordinator walks the workers through their perf tests together and, at every case both
+trees have, has each side measure one short round in turn (base, head, and for the A/A a second base
+process), in an order that changes every round (schedule.py). Only one worker touches the GPU at a time;
+the others wait at their case.
+
+A suspect case gets another stage of rounds right away, while both workers still hold its inputs
+(`needs_stage` decides, verdict.py's rule behind it): confirmation by more rounds, no new process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from perfgate.ab.protocol import (
+    CaseReady,
+    Collected,
+    End,
+    Event,
+    Failed,
+    Prepared,
+    RoundSamples,
+    Side,
+    TestDone,
+    WorkerFailed,
+    decode,
+)
+from perfgate.ab.schedule import Positions, Step, next_step, round_orders
+from perfgate.ab.workers import Worker
+from perfgate.model import Environment, UnmeasuredTest
+
+ONE_SIDED_ROUNDS = 3  # a case only one tree has: measured for the report, never compared
+
+
+@dataclass(frozen=True)
+class RoundPlan:
+    rounds: int = 10  # per stage
+    stages: int = 3  # at most: 1 + confirmation stages
+    round_ms: float = 40.0  # one side's share of a round (samples = round_ms / one call, clamped)
+    min_samples: int = 5
+    max_samples: int = 200
+    timeout_s: float = 900.0  # the longest one step may take (a test body, compiling a case, a round)
+    seed: int = 0
+    start_timeout_s: float = 900.0  # starting: importing the tree's code and collecting its tests
+
+    @property
+    def collect_timeout_s(self) -> float:
+        return max(self.timeout_s, self.start_timeout_s)
+
+    def samples_for(self, per_call_ms: float) -> int:
+        return int(max(self.min_samples, min(self.max_samples, self.round_ms // max(per_call_ms, 1e-9))))
+
+
+@dataclass
+class SideRounds:
+    """One side's view of a case: its prepare reply and every round it measured, in time order."""
+
+    prepared: Prepared
+    rounds: list[RoundSamples] = field(default_factory=list)
+
+
+@dataclass
+class CaseRounds:
+    case_id: str
+    nodeid: str
+    sides: dict[Side, SideRounds] = field(default_factory=dict)
+    failed: dict[Side, str] = field(default_factory=dict)  # a side whose prepare failed: why
+    orders: list[tuple[Side, ...]] = field(default_factory=list)
+    stage_ends: list[int] = field(default_factory=list)  # round count at the end of each stage
+
+    @property
+    def paired(self) -> bool:
+        return Side.BASE in self.sides and Side.HEAD in self.sides
+
+
+@dataclass
+class Measurement:
+    """Everything the workers measured and said."""
+
+    cases: list[CaseRounds] = field(default_factory=list)
+    environments: dict[Side, Environment] = field(default_factory=dict)
+    collected: dict[Side, tuple[str, ...]] = field(default_factory=dict)
+    collect_errors: dict[Side, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    unmeasured: dict[Side, list[UnmeasuredTest]] = field(default_factory=lambda: defaultdict(list))
+    exitstatus: dict[Side, int] = field(default_factory=dict)
+    costs_s: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    notes: list[str] = field(default_factory=list)
+    failure: WorkerFailed | None = None  # base or head stopped answering: what was measured until then
+
+
+NeedsStage = Callable[[CaseRounds, "Measurement"], bool]  # another stage of rounds for this case?
+WantsAa = Callable[[str], bool]  # does this case need the A/A worker's rounds (no cached A/A)?
+
+
+class Coordinator:
+    def __init__(self, workers: Mapping[Side, Worker], plan: RoundPlan, needs_stage: NeedsStage,
+                 wants_aa: WantsAa, base_cases: Mapping[str, tuple[str, ...]] | None = None) -> None:
+        self.workers = dict(workers)
+        self.plan = plan
+        self.needs_stage = needs_stage
+        self.wants_aa = wants_aa
+        self.base_cases = base_cases
+        self.rng = random.Random(plan.seed)  # noqa: S311 (an order of rounds, not a secret)
+        self.m = Measurement()
+        self.waiting: dict[Side, Event] = {}
+
+    @contextlib.contextmanager
+    def _cost(self, phase: str) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.m.costs_s[phase] += time.monotonic() - started
+
+    def run(self) -> Measurement:
+        """Walk both trees to their end. A base or head worker that fails ends the walk (recorded in
+        `failure`); an A/A worker that fails is dropped and the walk goes on."""
+        try:
+            with self._cost("start"):
+                self._collect()
+            for side in (Side.BASE, Side.HEAD):  # a tree with none of the selected tests has no worker
+                self.waiting.setdefault(side, End(0))
+            where = Positions({n: i for i, n in enumerate(self.m.collected.get(Side.HEAD, ()))},
+                              frozenset(self.m.collected.get(Side.BASE, ())), self.base_cases)
+            while True:
+                step = next_step(self.waiting[Side.BASE], self.waiting[Side.HEAD], where)
+                if step is Step.FINISHED:
+                    break
+                self._take(step)
+        except WorkerFailed as err:
+            if err.side is Side.AA:
+                raise  # not reached: the A/A worker's failures are handled where they happen
+            self.m.failure = err
+        return self.m
+
+    # --- moving the workers on ----------------------------------------------------------------------
+
+    def _collect(self) -> None:
+        for side in list(self.workers):
+            if side is Side.AA:
+                self._guarded(side, lambda: self._collected(Side.AA))
+            else:
+                self._collected(side)
+        for side in list(self.workers):
+            self._advance(side)
+
+    def _collected(self, side: Side) -> None:
+        event = self._event(side, self.workers[side].receive(self.plan.collect_timeout_s, "collecting its tests"))
+        if not isinstance(event, Collected):
+            raise WorkerFailed(side, f"said {type(event).__name__} before collecting its tests")
+        self.m.collected[side] = event.nodeids
+        self.m.collect_errors[side] = event.errors
+        if event.environment is not None:
+            self.m.environments[side] = event.environment
+        self.waiting[side] = event
+
+    def _advance(self, side: Side, command: str | None = "continue") -> None:
+        """Let a worker go on (continue / done / skip; None: it is already on its way, its case failed) and
+        wait for where it stops next."""
+        worker = self.workers.get(side)
+        if worker is None:
+            return
+        try:
+            with self._cost("tests"):
+                if command is not None:
+                    worker.send({"cmd": command}, f"going on from {self._where(side)}")
+                message = worker.receive(self.plan.timeout_s, f"running the tests after {self._where(side)}")
+            event = self._event(side, message)
+        except WorkerFailed as err:
+            if side is not Side.AA:
+                raise
+            self._drop_aa(err)
+            return
+        self.waiting[side] = event
+        if isinstance(event, TestDone) and event.outcome is not None:
+            self.m.unmeasured[side].append(UnmeasuredTest(event.nodeid, event.outcome, event.reason))
+        if isinstance(event, End):
+            self.m.exitstatus[side] = event.exitstatus
+
+    def _where(self, side: Side) -> str:
+        event = self.waiting.get(side)
+        if isinstance(event, CaseReady):
+            return event.case_id
+        if isinstance(event, TestDone):
+            return event.nodeid
+        return "collection" if event is None or isinstance(event, Collected) else "the end"
+
+    def _event(self, side: Side, message: dict[str, Any]) -> Event:
+        try:
+            decoded = decode(message)
+        except ValueError as err:
+            raise WorkerFailed(side, f"sent a bad message: {err}") from err
+        if not isinstance(decoded, (Collected, CaseReady, TestDone, End)):
+            raise WorkerFailed(side, f"sent a reply ({type(decoded).__name__}) where an event was due")
+        return decoded
+
+    def _drop_aa(self, err: WorkerFailed) -> None:
+        worker = self.workers.pop(Side.AA, None)
+        if worker is not None:
+            worker.stop()
+        self.waiting.pop(Side.AA, None)
+        self.m.notes.append(f"{err}; the A/A measurement goes on without it (cached A/A where there is one)")
+
+    def _take(self, step: Step) -> None:
+        base, head = self.waiting[Side.BASE], self.waiting[Side.HEAD]
+        if step is Step.PAIR:
+            assert isinstance(head, CaseReady)
+            self._pair(head)
+        elif step is Step.HEAD_ONLY:
+            assert isinstance(head, CaseReady)
+            self._alone(Side.HEAD, head)
+        elif step is Step.BASE_ONLY:
+            assert isinstance(base, CaseReady)
+            self._alone(Side.BASE, base)
+        elif step is Step.ADVANCE_HEAD:
+            self._advance(Side.HEAD)
+        elif step is Step.ADVANCE_BASE:
+            self._advance_base("continue")
+        else:
+            self._advance_base("continue")
+            self._advance(Side.HEAD)
+
+    def _advance_base(self, command: str | None) -> None:
+        """The base and its A/A twin go on together (same code, same events)."""
+        self._advance_twin(command)
+        self._advance(Side.BASE, command)
+
+    def _advance_twin(self, command: str | None) -> None:
+        """The A/A twin follows the base; one that is somewhere else has diverged and is dropped."""
+        if Side.AA not in self.workers:
+            return
+        twin, base = self.waiting.get(Side.AA), self.waiting[Side.BASE]
+        if twin != base:
+            self._drop_aa(WorkerFailed(Side.AA, f"was at {twin} where the base was at {base}"))
+            return
+        self._advance(Side.AA, command)
+
+    # --- measuring ------------------------------------------------------------------------------------
+
+    def _prepare(self, side: Side, case: CaseRounds, pins: Mapping[str, str], settle: bool = False) -> None:
+        """First calls, output check, memory; `settle`: then wait for the GPU's power state (once per case:
+        the rounds alternate, so whatever the state does after that, it does to both sides)."""
+        worker = self.workers[side]
+        with self._cost("prepare"):
+            worker.send({"cmd": "prepare", "pins": dict(pins), "settle": settle}, f"preparing {case.case_id}")
+
+    def _prepared(self, side: Side, case: CaseRounds) -> None:
+        worker = self.workers[side]
+        with self._cost("prepare"):
+            message = worker.receive(self.plan.timeout_s, f"compiling and checking {case.case_id}")
+        try:
+            reply = decode(message)
+        except ValueError as err:
+            raise WorkerFailed(side, f"sent a bad message: {err}") from err
+        if isinstance(reply, Failed):
+            case.failed[side] = reply.error
+        elif isinstance(reply, Prepared):
+            case.sides[side] = SideRounds(reply)
+        else:
+            raise WorkerFailed(side, f"answered prepare with {type(reply).__name__}")
+
+    def _pair(self, ready: CaseReady) -> None:
+        case = CaseRounds(ready.case_id, ready.nodeid)
+        self.m.cases.append(case)
+        self._prepare(Side.BASE, case, {}, settle=True)
+        self._prepared(Side.BASE, case)
+        if Side.BASE not in case.failed:
+            pins = dict(case.sides[Side.BASE].prepared.case.autotune)  # the head (and the A/A) tune like the base
+            twin = Side.AA in self.workers and self.waiting.get(Side.AA) == ready and self.wants_aa(ready.case_id)
+            self._prepare(Side.HEAD, case, pins)  # head and A/A compile at once: only rounds need the GPU alone
+            if twin:
+                self._guarded(Side.AA, lambda: self._prepare(Side.AA, case, pins))
+            self._prepared(Side.HEAD, case)
+            if twin:
+                self._guarded(Side.AA, lambda: self._prepared(Side.AA, case))
+            if case.paired:
+                self._stages(case, [s for s in (Side.BASE, Side.HEAD, Side.AA) if s in case.sides])
+        self._finish(case)
+
+    def _guarded(self, side: Side, action: Callable[[], None]) -> None:
+        """Run a step with a worker; the A/A worker failing drops it instead of ending the walk."""
+        if side not in self.workers:
+            return
+        try:
+            action()
+        except WorkerFailed as err:
+            if side is not Side.AA:
+                raise
+            self._drop_aa(err)
+
+    def _finish(self, case: CaseRounds) -> None:
+        """Every worker waiting at this case goes on: done (measured), skip (not asked to), or nothing
+        (its case failed: the test is already failing in that worker)."""
+        def command(side: Side) -> str | None:
+            return None if side in case.failed else "done" if side in case.sides else "skip"
+
+        at_case = {s for s, e in self.waiting.items() if isinstance(e, CaseReady) and e.case_id == case.case_id}
+        if Side.BASE in at_case:
+            self._advance_twin(command(Side.AA))
+            self._advance(Side.BASE, command(Side.BASE))
+        if Side.HEAD in at_case:
+            self._advance(Side.HEAD, command(Side.HEAD))
+
+    def _stages(self, case: CaseRounds, sides: list[Side]) -> None:
+        per_call = max(case.sides[s].prepared.per_call_ms for s in sides if s is not Side.AA)
+        n = self.plan.samples_for(per_call)
+        for stage in range(self.plan.stages):
+            in_stage = sides if stage == 0 else [s for s in sides if s is not Side.AA]
+            for order in round_orders(in_stage, self.plan.rounds, self.rng):
+                case.orders.append(self._one_round(case, order, n, "rounds" if stage == 0 else "confirmation"))
+            case.stage_ends.append(len(case.orders))
+            if stage + 1 >= self.plan.stages or not self.needs_stage(case, self.m):
+                break
+
+    def _one_round(self, case: CaseRounds, order: tuple[Side, ...], n: int, phase: str) -> tuple[Side, ...]:
+        """Each side of `order` measures n samples in turn; the sides that did (an A/A worker may drop)."""
+        measured = []
+        for side in order:
+            if side not in self.workers:
+                continue
+            if side is Side.AA:
+                self._guarded(side, lambda: self._round(Side.AA, case, n, "A/A"))
+            else:
+                self._round(side, case, n, phase)
+            if side in self.workers:
+                measured.append(side)
+        return tuple(measured)
+
+    def _round(self, side: Side, case: CaseRounds, n: int, phase: str) -> None:
+        worker = self.workers[side]
+        with self._cost(phase):
+            message = worker.request({"cmd": "round", "samples": n}, self.plan.timeout_s,
+                                     f"measuring a round of {case.case_id}")
+        try:
+            reply = decode(message)
+        except ValueError as err:
+            raise WorkerFailed(side, f"sent a bad message: {err}") from err
+        if not isinstance(reply, RoundSamples):
+            raise WorkerFailed(side, f"answered a round with {type(reply).__name__}")
+        case.sides[side].rounds.append(reply)
+
+    def _alone(self, side: Side, ready: CaseReady) -> None:
+        """A case one tree has: a few rounds for the report (new / removed), then on."""
+        case = CaseRounds(ready.case_id, ready.nodeid)
+        self.m.cases.append(case)
+        self._prepare(side, case, {}, settle=True)
+        self._prepared(side, case)
+        if side in case.sides:
+            n = self.plan.samples_for(case.sides[side].prepared.per_call_ms)
+            for _ in range(ONE_SIDED_ROUNDS):
+                self._round(side, case, n, "rounds")
+                case.orders.append((side,))
+            case.stage_ends.append(len(case.orders))
+        self._finish(case)

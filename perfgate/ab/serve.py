@@ -1,0 +1,168 @@
+"""The worker's side of A/B mode: a perf case waits at its measure call and does what the coordinator asks.
+
+`prepare` makes the first calls outside any timing (compile, autotune held to the base's choices, the
+output check against the reference), measures peak memory and estimates one call; `round` takes the
+number of samples asked for (interleaved with the reference, L2 flushed before each, a short warm-up
+first: the other tree's process has just used the GPU); `done` hands the case back to the test with
+every round's samples. The power-state wait happens once per case, in the first side's prepare: within a
+case both trees are measured in alternation, so what the power state does, it does to both.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from perfgate.ab.protocol import (
+    CaseReady,
+    Collected,
+    End,
+    Failed,
+    Prepared,
+    RoundSamples,
+    TestDone,
+    WorkerEnd,
+    event_message,
+    reply_message,
+)
+from perfgate.errors import one_line
+from perfgate.measure.autotune import AutotuneWatch
+from perfgate.measure.case import CaseSpec, first_calls, reference_name
+from perfgate.measure.gpu_state import NvmlDevice
+from perfgate.measure.memory import peak_memory
+from perfgate.measure.protocol import cool_down
+from perfgate.measure.timer import cuda_available, measure_calls
+from perfgate.metrics import SPEEDUP_METRIC
+from perfgate.model import CaseResult, Metric, Speedup, Timer
+from perfgate.stats import ratio_ci, summarize
+
+ROUND_WARMUP_MS = 5.0
+ESTIMATE_SAMPLES = 5
+
+
+class CaseServer:
+    """One worker process's end of the protocol."""
+
+    def __init__(self, end: WorkerEnd) -> None:
+        self.end = end
+
+    def announce(self, event: Collected | TestDone) -> None:
+        """Say where the worker is and wait until the coordinator lets it go on."""
+        self.end.send(event_message(event))
+        command = self.end.receive()
+        if command["cmd"] != "continue":
+            raise ValueError(f"perfgate: A/B worker: expected 'continue', got {command['cmd']!r}")
+
+    def finish(self, exitstatus: int) -> None:
+        self.end.send(event_message(End(exitstatus)))
+
+    def serve_case(self, spec: CaseSpec, device: NvmlDevice | None) -> CaseResult | None:
+        """Wait for commands at this case. None when the coordinator skips it (nothing measured)."""
+        self.end.send(event_message(CaseReady(spec.case_id, spec.nodeid)))
+        case = _Case(spec, device)
+        try:
+            while True:
+                command = self.end.receive()
+                cmd = command["cmd"]
+                if cmd == "skip":
+                    return None
+                if cmd == "done":
+                    return case.result()
+                if cmd == "prepare":
+                    pins = {str(k): str(v) for k, v in dict(command.get("pins") or {}).items()}
+                    self._prepare(case, pins, bool(command.get("settle", True)))
+                elif cmd == "round":
+                    self.end.send(reply_message(case.round(int(command["samples"]))))
+                else:
+                    raise ValueError(f"perfgate: A/B worker: unknown command {cmd!r}")
+        finally:
+            case.release()
+
+    def _prepare(self, case: _Case, pins: dict[str, str], settle: bool) -> None:
+        try:
+            prepared = case.prepare(pins, settle)
+        except Exception as err:
+            self.end.send(reply_message(Failed(one_line(f"{type(err).__name__}: {err}", 300))))
+            raise  # the test fails in this tree, as it would in a plain run
+        self.end.send(reply_message(prepared))
+
+
+class _Case:
+    """One case's callables and what its rounds measured."""
+
+    def __init__(self, spec: CaseSpec, device: NvmlDevice | None) -> None:
+        self.spec = spec
+        self.device = device
+        self.timer = spec.timer or (Timer.CUDA_EVENT if cuda_available() else Timer.HOST)
+        self.watch: AutotuneWatch | None = None
+        self.metrics: tuple[Metric, ...] = ()
+        self.samples: list[float] = []
+        self.per_call_ms: float | None = None  # one round of the callables, from prepare's estimate
+        self.reference_samples: list[float] = []
+        kwargs = dict(spec.kwargs)
+        self.call: Callable[[], Any] = lambda: spec.fn(*spec.args, **kwargs)
+        reference = spec.reference
+        self.ref_call: Callable[[], Any] | None = (lambda: reference(*spec.args, **kwargs)) if reference else None
+
+    def calls(self) -> list[Callable[[], Any]]:
+        return [self.ref_call, self.call] if self.ref_call is not None else [self.call]
+
+    def prepare(self, pins: dict[str, str], settle: bool = True) -> Prepared:
+        if self.spec.check and self.spec.reference is None:
+            raise ValueError("perfgate: check=True needs a reference= callable to compare with")
+        self.watch = AutotuneWatch(pins)
+        first_calls(self.call, self.ref_call, self.spec, self.timer, self.watch)
+        if self.spec.options.memory:
+            if self.spec.prepare is not None:
+                self.spec.prepare()
+            self.metrics = tuple(peak_memory(self.call, self.timer))
+        waited = cool_down(self.device, self.spec.options.cooldown_max_ms) if settle else 0.0
+        estimate = self._measure(ESTIMATE_SAMPLES)
+        per_call = sum(float(sorted(s)[len(s) // 2]) for s in estimate.samples_ms)
+        self.per_call_ms = per_call if per_call > 0 else None
+        skeleton = self._result(list(estimate.samples_ms[-1]), list(estimate.samples_ms[0]) if self.ref_call else [])
+        notes = tuple(f"autotune: {p}" for p in self.watch.problems)
+        if waited:
+            notes += (f"waited {waited:.0f} ms for the GPU's power state before the rounds",)
+        return Prepared(replace(skeleton, profile_notes=notes), max(per_call, 1e-6), tuple(self.watch.problems))
+
+    def round(self, n_samples: int) -> RoundSamples:
+        m = self._measure(n_samples)
+        samples = tuple(v / self.spec.calls_per_sample for v in m.samples_ms[-1])
+        refs = tuple(m.samples_ms[0]) if self.ref_call is not None else ()
+        self.samples += samples
+        self.reference_samples += refs
+        return RoundSamples(samples, refs)
+
+    def _measure(self, n_samples: int) -> Any:
+        options = replace(self.spec.options, warmup_ms=ROUND_WARMUP_MS, min_samples=max(2, n_samples),
+                          max_samples=max(2, n_samples), cooldown_max_ms=0.0, exclude_throttled=False)
+        return measure_calls(self.calls(), options, self.timer, None, self.spec.prepare, self.per_call_ms)
+
+    def result(self) -> CaseResult:
+        if not self.samples:  # done before any round (the other tree could not measure it)
+            t0 = time.perf_counter_ns()
+            self.call()
+            self.samples = [(time.perf_counter_ns() - t0) / 1e6]
+        return self._result(self.samples, self.reference_samples)
+
+    def _result(self, samples: list[float], refs: list[float]) -> CaseResult:
+        spec = self.spec
+        metrics = list(self.metrics)
+        speedup = None
+        if refs and len(refs) == len(samples):
+            median, lo, hi = ratio_ci(refs, samples)
+            name = spec.reference_name or reference_name(spec.reference) if spec.reference else ""
+            speedup = Speedup(name, tuple(refs), median, lo, hi)
+            metrics.append(Metric(SPEEDUP_METRIC, median, "x", "speedup", name))
+        return CaseResult(case_id=spec.case_id, timing=summarize(samples, self.timer, spec.bytes_moved, spec.flops),
+                          samples_ms=tuple(samples), metrics=tuple(metrics), bytes_moved=spec.bytes_moved,
+                          flops=spec.flops, thresholds=spec.thresholds,
+                          autotune=self.watch.choices() if self.watch else (), speedup=speedup, nodeid=spec.nodeid,
+                          location=spec.location)
+
+    def release(self) -> None:
+        if self.watch is not None:
+            self.watch.release()

@@ -1,0 +1,165 @@
+"""Worker processes: one per tree, long-lived, each importing its own tree's code.
+
+A worker is `pytest --perfgate` run in its tree (cwd and sys.path[0] there), told through
+PERFGATE_AB_WORKER which two pipe descriptors to talk on. perfgate itself is imported from where the
+coordinator's perfgate lives *before* the tree joins sys.path, so a tree that has a `perfgate` package of
+its own (this repository's history) still runs the tool the coordinator speaks to, while `import kernels`
+(or any module of the project) resolves to the worker's own tree. Output goes to a log file per worker;
+its last lines are what a crash reports.
+
+The launcher is injectable: tests start stand-in workers that speak the same protocol and report times
+they were told, so the coordinator is tested without a GPU or a clock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from perfgate.ab.protocol import WORKER_ENV, AbError, Pipe, Side, WorkerFailed
+from perfgate.errors import one_line
+from perfgate.measure.processes import MEASURE_CHILD_ENV, PROFILE_CHILD_ENV
+
+STOP_GRACE_S = 5.0
+WORKER_PYTEST_ARGS = ("-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:randomly", "--perfgate",
+                      "--perfgate-no-store", "--continue-on-collection-errors")
+
+# `python -c BOOT TOOL TREE OTHER PYTEST_ARGS...`: the tool's perfgate first, then the tree, then pytest
+BOOT = """\
+import os, sys
+tool, tree, other = sys.argv[1:4]
+del sys.argv[1:4]
+strip = {os.path.realpath(p) for p in (other, os.path.join(other, "src"), tree, os.path.join(tree, "src")) if p}
+sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.realpath(p) not in strip]
+sys.path.insert(0, tool)
+import perfgate.pytest_plugin, perfgate.ab.serve
+sys.path.remove(tool)
+sys.path.insert(0, tree)
+import pytest
+sys.exit(pytest.main(sys.argv[1:]))
+"""
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    side: Side
+    tree: Path  # the checkout's root
+    cwd: Path  # where pytest runs (the tree's counterpart of the directory pytest was invoked in)
+    pytest_args: tuple[str, ...]
+    other_tree: Path | None = None  # the other side's root: never on this worker's sys.path
+    env: dict[str, str] = field(default_factory=dict)  # build caches of its tree
+
+
+class Launcher(Protocol):
+    def argv(self, spec: WorkerSpec) -> list[str]: ...
+
+
+class PytestLauncher:
+    """The real worker: pytest --perfgate in the tree, serving cases through perfgate.ab.serve."""
+
+    def argv(self, spec: WorkerSpec) -> list[str]:
+        import perfgate
+
+        tool = str(Path(perfgate.__file__).resolve().parents[1])
+        return [sys.executable, "-c", BOOT, tool, str(spec.tree), str(spec.other_tree or ""),
+                *WORKER_PYTEST_ARGS, *spec.pytest_args]
+
+
+class Worker:
+    """One running worker: its process, its pipes, its log."""
+
+    def __init__(self, spec: WorkerSpec, process: subprocess.Popen[bytes], pipe: Pipe, log_path: Path) -> None:
+        self.spec = spec
+        self.side = spec.side
+        self.process = process
+        self.pipe = pipe
+        self.log_path = log_path
+
+    @classmethod
+    def start(cls, spec: WorkerSpec, launcher: Launcher, log_dir: Path) -> Worker:
+        to_worker_r, to_worker_w = os.pipe()
+        from_worker_r, from_worker_w = os.pipe()
+        env = {k: v for k, v in os.environ.items() if k not in (MEASURE_CHILD_ENV, PROFILE_CHILD_ENV)}
+        env.update(spec.env)
+        env[WORKER_ENV] = f"{to_worker_r},{from_worker_w}"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        log_path = log_dir / f"{spec.side.name.lower()}.log"
+        argv = launcher.argv(spec)
+        try:
+            with open(log_path, "wb") as log:
+                process = subprocess.Popen(argv, cwd=spec.cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                           stderr=subprocess.STDOUT, pass_fds=(to_worker_r, from_worker_w),
+                                           start_new_session=True)
+        except OSError as err:
+            for fd in (to_worker_r, to_worker_w, from_worker_r, from_worker_w):
+                os.close(fd)
+            raise AbError(f"perfgate: A/B: cannot start the {spec.side.value} worker in {spec.cwd}: "
+                          f"{err.strerror or err}") from err
+        os.close(to_worker_r)
+        os.close(from_worker_w)
+        return cls(spec, process, Pipe(from_worker_r, to_worker_w, spec.side), log_path)
+
+    def send(self, command: dict[str, Any], doing: str) -> None:
+        try:
+            self.pipe.send(command)
+        except WorkerFailed as err:
+            raise self._explained(doing, err) from err
+
+    def receive(self, timeout_s: float, doing: str) -> dict[str, Any]:
+        try:
+            return self.pipe.receive(timeout_s, doing)
+        except WorkerFailed as err:
+            raise self._explained(doing, err) from err
+
+    def request(self, command: dict[str, Any], timeout_s: float, doing: str) -> dict[str, Any]:
+        self.send(command, doing)
+        return self.receive(timeout_s, doing)
+
+    def _explained(self, doing: str, err: WorkerFailed) -> WorkerFailed:
+        """The cause with what the process said last: its exit status and the tail of its log."""
+        if err.cause.startswith("hung"):
+            self.stop()
+            return WorkerFailed(self.side, f"{err.cause} (stopped it; log {self.log_path})")
+        try:
+            code = self.process.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            return err
+        why = f"crashed (exit status {code})" if code else "exited"
+        return WorkerFailed(self.side, f"{why} while {doing}: {self.log_tail() or '(no output)'}")
+
+    def log_tail(self, lines: int = 3) -> str:
+        try:
+            text = self.log_path.read_bytes()[-8000:].decode(errors="replace")
+        except OSError:
+            return ""
+        kept = [line.strip() for line in text.splitlines() if line.strip() and not set(line.strip()) <= set("=-_")]
+        return one_line(" | ".join(kept[-lines:]), 300)
+
+    def stop(self) -> None:
+        """End the worker and anything it started (its own process group), then close the pipes."""
+        if self.process.poll() is None:
+            _signal_group(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                _signal_group(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=STOP_GRACE_S)
+        self.pipe.close()
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)  # the worker leads its own session (start_new_session): this group is ours
+
+
+def stop_all(workers: Sequence[Worker]) -> None:
+    for w in workers:
+        w.stop()

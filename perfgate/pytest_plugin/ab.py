@@ -1,0 +1,122 @@
+"""A/B mode in pytest: the parent (`pytest --perfgate --perfgate-base REF`) runs no test itself and hands the
+run to the library (perfgate.ab.run); a worker (PERFGATE_AB_WORKER set) runs its tree's perf tests and
+serves each case to the coordinator (perfgate.ab.serve), telling it where it is after each test."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from perfgate.errors import PerfgateError, one_line
+from perfgate.pytest_plugin.session import Mode, PerfgateSession
+
+PERF_FIXTURES = ("perfgate", "benchmark")
+
+
+def without_perfgate_flags(args: Sequence[str]) -> tuple[str, ...]:
+    """The user's pytest arguments minus perfgate's own flags (the workers get their own)."""
+    from perfgate.config.options import OPTIONS, Arg
+
+    takes_value = {o.flag: o.arg not in (Arg.FLAG, Arg.NO_FLAG) for o in OPTIONS if o.flag}
+    out: list[str] = []
+    skip_next = False
+    for arg in args:
+        if skip_next:
+            skip_next = False
+            continue
+        name = arg.split("=", 1)[0]
+        if name in takes_value:
+            skip_next = takes_value[name] and "=" not in arg
+            continue
+        out.append(arg)
+    return tuple(out)
+
+
+def run_parent(config: pytest.Config, state: PerfgateSession) -> None:
+    """The A/B comparison, in place of this process's own test loop."""
+    from perfgate.ab.run import AbRequest, run_ab
+
+    request = AbRequest(ref=state.settings.base, pytest_args=without_perfgate_flags(config.invocation_params.args),
+                        settings=state.settings, invocation_dir=Path(config.invocation_params.dir))
+    try:
+        outcome = run_ab(request)
+    except PerfgateError as err:
+        state.error = str(err)
+        state.exit_code = int(pytest.ExitCode.USAGE_ERROR)
+        return
+    state.messages += outcome.messages
+    state.exit_code = outcome.exit_code
+
+
+def register_ab_plugin(config: pytest.Config, state: PerfgateSession) -> None:
+    plugin = AbParent(state) if state.mode is Mode.AB else AbWorker(state)
+    config.pluginmanager.register(plugin, "perfgate-ab")
+
+
+class AbParent:
+    """Hooks of the A/B parent: it collects nothing and runs the comparison in place of the test loop."""
+
+    def __init__(self, state: PerfgateSession) -> None:
+        self.state = state
+
+    def pytest_collection(self, session: pytest.Session) -> bool:
+        return True  # the workers collect, each in its own tree
+
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        run_parent(session.config, self.state)
+        return True
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        session.exitstatus = self.state.exit_code  # no test ran here: the comparison's status is the run's
+
+
+class AbWorker:
+    """Hooks of a worker: perf tests only, and the coordinator told where the worker is after each."""
+
+    def __init__(self, state: PerfgateSession) -> None:
+        import os
+
+        from perfgate.ab.protocol import WORKER_ENV, WorkerEnd
+        from perfgate.ab.serve import CaseServer
+
+        self.state = state
+        self.errors: list[tuple[str, str]] = []
+        self.perf_nodeids: set[str] = set()
+        state.ab_server = CaseServer(WorkerEnd.from_env(os.environ[WORKER_ENV]))
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:  # the last line of pytest's report, without its "E   " margin
+            lines = [line for line in str(report.longreprtext).strip().splitlines() if line.strip()]
+            last = re.sub(r"^E\s+", "", lines[-1]) if lines else "failed"
+            self.errors.append((report.nodeid or "collection", one_line(last, 200)))
+
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        others = [i for i in items if not is_perf_item(i)]
+        if others:  # they say nothing about speed, and would run in both trees
+            items[:] = [i for i in items if is_perf_item(i)]
+            config.hook.pytest_deselected(items=others)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        from perfgate.ab.protocol import Collected
+
+        nodeids = tuple(i.nodeid for i in session.items if is_perf_item(i))
+        self.perf_nodeids = set(nodeids)
+        self.state.ab_server.announce(Collected(nodeids, tuple(self.errors), self.state.environment))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """After a perf test's last phase (its outcome is in state.unmeasured by now, runtime.note_outcome)."""
+        from perfgate.ab.protocol import TestDone
+
+        if report.when != "teardown" or report.nodeid not in self.perf_nodeids:
+            return
+        unmeasured = self.state.unmeasured.get(report.nodeid)
+        self.state.ab_server.announce(TestDone(report.nodeid, unmeasured.outcome if unmeasured else None,
+                                               unmeasured.reason if unmeasured else ""))
+
+
+def is_perf_item(item: pytest.Item) -> bool:
+    return any(f in getattr(item, "fixturenames", ()) for f in PERF_FIXTURES)

@@ -1,0 +1,158 @@
+"""A/B mode's outputs: head against base per case (base, head, ratio with its interval, what the case
+detects, the verdict) for the terminal, the Markdown summary / sticky PR comment, and the JSON file."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perfgate.config.settings import Settings
+from perfgate.metrics import TIME_METRIC
+from perfgate.model import Comparison, GateResult, Run, Verdict
+from perfgate.report.format import fmt_detects, fmt_value, metric_title, shorten
+from perfgate.report.json_out import results_document
+from perfgate.report.publish import STEP_SUMMARY_ENV, write_text
+from perfgate.report.scrub import Scrubber
+from perfgate.report.terminal import headline, render_table
+
+HEADERS = ("case", "metric", "base", "head", "ratio (95% CI)", "detects", "verdict")
+ICON = {Verdict.REGRESSED: "🔴", Verdict.IMPROVED: "🟢", Verdict.UNCHANGED: "⚪", Verdict.INCONCLUSIVE: "🟡",
+        Verdict.BELOW_TARGET: "🔴", Verdict.NEW: "🆕", Verdict.MISSING: "➖", Verdict.NOT_COMPARABLE: "⛔",
+        Verdict.PROFILE_FAILED: "⚠️"}
+ORDER = (Verdict.REGRESSED, Verdict.BELOW_TARGET, Verdict.INCONCLUSIVE, Verdict.NOT_COMPARABLE, Verdict.IMPROVED,
+         Verdict.NEW, Verdict.MISSING, Verdict.UNCHANGED, Verdict.PROFILE_FAILED)
+VERDICT_WORD = {Verdict.MISSING: "removed"}
+
+
+@dataclass(frozen=True)
+class AbInfo:
+    """What the summary says about the comparison itself."""
+
+    base_label: str  # "main @ 1a2b3c4d5e6f"
+    head_label: str
+    rounds: int
+    false_alarm_pct: float
+    comparisons: int  # m: the budget's share per comparison is false_alarm_pct / m
+    costs_s: tuple[tuple[str, float], ...] = ()
+
+
+def ratio_text(c: Comparison) -> str:
+    """`1.023 [1.018, 1.028]`: head over base (time) or head's speedup over base's; '-' when not compared."""
+    if c.change_pct is None or c.metric not in (TIME_METRIC, "speedup"):
+        return "-"
+    text = f"{1 + c.change_pct / 100:.3f}"
+    if c.ci_low_pct is not None and c.ci_high_pct is not None:
+        text += f" [{1 + c.ci_low_pct / 100:.3f}, {1 + c.ci_high_pct / 100:.3f}]"
+    return text
+
+
+def _verdict(c: Comparison) -> str:
+    return VERDICT_WORD.get(c.verdict, c.verdict.value)
+
+
+def _rows(gate: GateResult) -> list[Comparison]:
+    shown = [c for c in gate.comparisons if c.metric == TIME_METRIC or c.verdict is not Verdict.UNCHANGED
+             or c.metric == "speedup"]
+    return sorted(shown, key=lambda c: (ORDER.index(c.verdict), c.case_id, c.metric != TIME_METRIC))
+
+
+def render_ab_terminal(gate: GateResult, info: AbInfo) -> list[str]:
+    rows = [(shorten(c.case_id, 56), metric_title(c), fmt_value(c.baseline, c.unit), fmt_value(c.current, c.unit),
+             ratio_text(c), fmt_detects(c), _verdict(c).upper() if c.verdict is Verdict.REGRESSED else _verdict(c))
+            for c in _rows(gate)]
+    lines = [f"perfgate: A/B: head {info.head_label} against base {info.base_label}"]
+    lines += render_table(rows, HEADERS) if rows else []
+    for c in gate.comparisons:  # (a case not compared is a finding below)
+        if c.verdict is Verdict.BELOW_TARGET and c.note:
+            lines.append(f"{c.verdict.value}: {shorten(c.case_id, 56)}: {c.note}")
+    for f in gate.findings:
+        tag = "strict" if gate.strict and f.fails_strict else "warning" if f.fails_strict else "note"
+        lines.append(f"perfgate {tag}: {f.kind.value}: {f.message}")
+    lines.append(ab_headline(gate))
+    return lines
+
+
+def ab_headline(gate: GateResult) -> str:
+    """The gate's headline, in A/B words (a case only the base has was removed, not missed)."""
+    return headline(gate).replace("perfgate: gate", "perfgate: A/B gate", 1).replace(" missing", " removed")
+
+
+def render_ab_markdown(gate: GateResult, info: AbInfo, top_n: int = 60) -> str:
+    status = "❌" if gate.failed else "✅"
+    out = [f"## {status} {_md(ab_headline(gate).replace('perfgate: ', 'perfgate ', 1))}", "",
+           f"Head `{_code(info.head_label)}` measured side by side with base `{_code(info.base_label)}` on one GPU: "
+           f"{info.rounds} alternating rounds per case, ratio = head / base (time) or head's speedup / base's. "
+           f"False-alarm budget {info.false_alarm_pct:g}% per run over {info.comparisons} comparison(s).", ""]
+    if gate.findings:
+        out += ["### Needs attention", ""]
+        for f in gate.findings:
+            icon = ("❌" if gate.strict else "⚠️") if f.fails_strict else "ℹ️"
+            out.append(f"- {icon} **{f.kind.value}**: {_md(f.message)}")
+        out.append("")
+    rows = _rows(gate)
+    out += ["| case | metric | base | head | ratio (95% CI) | detects | verdict |",
+            "|---|---|---:|---:|---:|---:|---|"]
+    for c in rows[:top_n]:
+        out.append(f"| `{_code(shorten(c.case_id, 70))}` | {_md(metric_title(c))} | {fmt_value(c.baseline, c.unit)} | "
+                   f"{fmt_value(c.current, c.unit)} | {ratio_text(c)} | {fmt_detects(c)} | "
+                   f"{ICON[c.verdict]} {_verdict(c)} |")
+    if len(rows) > top_n:
+        out.append(f"| … {len(rows) - top_n} others | | | | | | |")
+    if info.costs_s:
+        out += ["", "<details><summary>What each phase cost</summary>", "",
+                "| phase | seconds |", "|---|---:|"]
+        out += [f"| {name} | {seconds:.1f} |" for name, seconds in info.costs_s]
+        out += ["", "</details>"]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render_ab_json(gate: GateResult, head: Run, base: Run, info: AbInfo) -> str:
+    doc: dict[str, Any] = results_document(gate, head)
+    doc["ab"] = {"base": info.base_label, "head": info.head_label, "base_commit": base.info.git_commit,
+                 "rounds": info.rounds, "false_alarm_pct": info.false_alarm_pct, "comparisons": info.comparisons,
+                 "costs_s": dict(info.costs_s), "base_run_uid": base.info.run_uid}
+    return json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def publish_ab(gate: GateResult, head: Run, base: Run, info: AbInfo, settings: Settings) -> list[str]:
+    """The summary (and the job summary on GitHub) and the JSON results, scrubbed like the baseline mode's."""
+    scrubber = Scrubber(settings.rootdir, settings.publish_host)
+    g, h, b = scrubber.gate(gate), scrubber.run(head), scrubber.run(base)
+    markdown = render_ab_markdown(g, info)
+    if settings.summary_path is not None:
+        write_text(settings.summary_path, markdown)
+    step_summary = os.environ.get(STEP_SUMMARY_ENV, "")
+    if step_summary:
+        _append(Path(step_summary), markdown)
+    if settings.json_path is not None:
+        write_text(settings.json_path, render_ab_json(g, h, b, info))
+    messages = []
+    if settings.report_dir is not None:
+        messages.append("perfgate: A/B mode draws no charts (the table is the report)")
+    return messages
+
+
+def _append(path: Path, text: str) -> None:
+    from perfgate.errors import PerfgateError
+
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as err:
+        raise PerfgateError(f"perfgate: cannot append to {path} ({STEP_SUMMARY_ENV}): {err.strerror or err}") from err
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _code(text: str) -> str:
+    return text.replace("|", "\\|").replace("`", "'")
+
+
+def cost_line(costs: Sequence[tuple[str, float]]) -> str:
+    return "perfgate: A/B cost: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in costs)
