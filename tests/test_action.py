@@ -169,17 +169,18 @@ def test_pages_publishes_the_dashboard_and_the_summary_links_to_it(project):
     quiet = gate(project)
     assert not any(s.uses.startswith("actions/upload-pages-artifact") for s in quiet.steps if s.kind == "uses")
 AB_SUITE = '''
-import pathlib, time
+import pathlib
+from perfgate.measure import clock
 
 def test_sleep(perfgate):
     ms = float((pathlib.Path(__file__).parent / "sleep_ms.txt").read_text())
-    perfgate(time.sleep, ms / 1e3)
+    perfgate(clock.current().sleep, ms / 1e3)
 '''
 
 
 def test_a_pull_request_measures_the_head_against_its_base_commit_side_by_side(project):
     """The `base` input (default: the PR's base SHA) runs A/B mode; the summary (the sticky comment's body)
-    shows head vs base per case. The head sleeps 3x longer: a verdict no loaded machine can blur."""
+    shows head vs base per case. The head takes 3x longer (on the manual clock)."""
     from tests.ab_repo import git, make_repo
 
     work, runner = project
