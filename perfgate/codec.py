@@ -94,7 +94,10 @@ def thresholds_from_dict(raw: Any) -> CaseThresholds:
         if noise is not None:
             if not isinstance(noise, dict):
                 raise CodecError(f"thresholds: {key} must be an object")
-            values[key] = NoiseEstimate(**{k: v for k, v in noise.items() if k in _NOISE_FIELDS})
+            fields = {k: v for k, v in noise.items() if k in _NOISE_FIELDS}
+            for side in ("upper_pct", "lower_pct"):
+                fields[side] = tuple(float(v) for v in fields.get(side, ()))
+            values[key] = NoiseEstimate(**fields)
     return CaseThresholds(**values)
 
 

@@ -144,6 +144,10 @@ class NoiseEstimate:
     df: int  # degrees of freedom of the estimate
     window_runs: int = 0  # reference processes that came from the history window
     excluded: int = 0  # processes left out as isolated outliers
+    # the reference processes furthest above / below the calibration's centre (%, most extreme first): no
+    # process of unchanged code that far out makes a failure, whatever the noise's shape (gate/decision.py)
+    upper_pct: tuple[float, ...] = ()
+    lower_pct: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)

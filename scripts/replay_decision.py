@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--draws", type=int, default=400, help="independent calibrations per case and suite size")
     p.add_argument("--window", type=int, default=12, help="history window (passing runs) beside the calibration")
-    p.add_argument("--stages", type=int, default=2, help="processes a failure needs (1 + confirm_runs)")
+    p.add_argument("--stages", type=int, default=3, help="processes a failure needs (1 + confirm_runs)")
     p.add_argument("--budget", type=float, default=1.0, help="per-run false-alarm budget (%%)")
     p.add_argument("--min-effect", type=float, default=1.0, help="min_effect_pct")
     p.add_argument("--seed", type=int, default=1)

@@ -14,7 +14,7 @@ def _replay(**overrides):
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up while it loads
     spec.loader.exec_module(module)
-    args = argparse.Namespace(draws=60, window=14, stages=2, budget=1.0, min_effect=1.0, seed=11, json=None)
+    args = argparse.Namespace(draws=60, window=14, stages=3, budget=1.0, min_effect=1.0, seed=11, json=None)
     vars(args).update(overrides)
     return module.run(args)
 
@@ -35,6 +35,6 @@ def test_five_percent_slowdowns_are_caught_on_memory_bound_reference_and_small_c
 
 
 def test_a_fresh_calibration_without_history_still_holds_the_budget():
-    result = _replay(window=0)
+    result = _replay(window=0, draws=300)  # rarer bad calibrations: more of them drawn
     assert result["per_run_false_alarm"][100] <= 0.02
     assert result["per_run_false_alarm"][1000] <= 0.05

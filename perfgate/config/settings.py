@@ -72,7 +72,7 @@ class Settings:
     threshold_pct: float = 3.0
     min_effect_pct: float = 1.0
     false_alarm_pct: float = 1.0  # per run, divided over its gated tests (gate/decision.py)
-    confirm_runs: int = 1  # fresh processes a suspect must also fail in
+    confirm_runs: int = 2  # fresh processes a suspect must also fail in
     noise_window: int = 30  # recent passing runs on noise_branch whose process values join the noise
     noise_branch: str = "main"  # "*": every branch
     gate_time_with_reference: bool = False  # a case with a reference is gated on its speedup only

@@ -11,9 +11,13 @@ is better for both), and:
 - the run's false-alarm budget (`false_alarm_pct`, 1% by default) is divided over its m gated tests:
   alpha = budget / m per test, so an unchanged suite fails at most that often whatever its size;
 - a case fails only when every one of its k processes (the run's, then k - 1 fresh confirmation processes;
-  k = 1 + confirm_runs) lies beyond T = max(floor, c_k * s * a), where c_k makes that event's probability
-  alpha for unchanged code (stats.critical_value: the processes share M and s, so c_k is computed for the
-  joint event, not as if they were independent). The confirmation is charged to alpha, not an extra look.
+  k = 1 + confirm_runs) lies beyond T = max(floor, c_k * s * a, R), where c_k makes that event's probability
+  alpha for unchanged code with normal process noise (stats.critical_value: the processes share M and s,
+  so c_k is computed for the joint event, not as if they were independent), and R is the same guarantee
+  without the normal assumption: a rank bound on the reference processes themselves (`rank_bound`). A
+  case whose processes fall in two modes (a third of them 4% slower, say) is protected by R as soon as
+  the reference holds one process of the slower mode; c_k alone would let the slow mode fail whenever all k
+  processes draw it. The confirmation is charged to alpha, not an extra look.
 
     REGRESSED     all k changes > T          (fewer than k processes measured: all > T_j of j stages)
     IMPROVED      all k changes < -T         (likewise)
@@ -87,22 +91,27 @@ def decide(centre_values: Sequence[float], current: Sequence[float], noise: Nois
     a = math.sqrt(1.0 + 1.0 / n_c)
     unit = noise.noise_pct * a
 
-    def threshold(stages: int) -> float:
-        return max(rule.floor_pct, critical_value(stages, rule.alpha, n_c, noise.df) * unit)
+    n_ref = noise.df + 1
 
-    t_k = threshold(k)
-    t_now = t_k if j >= k else threshold(j)  # confirmation cut short: charge what was measured
+    def threshold(stages: int, extremes: tuple[float, ...]) -> float:
+        normal = critical_value(stages, rule.alpha, n_c, noise.df) * unit
+        return max(rule.floor_pct, normal, rank_bound(extremes, n_ref, stages, rule.alpha))
+
+    t_k = threshold(k, noise.upper_pct)
+    t_now = t_k if j >= k else threshold(j, noise.upper_pct)  # confirmation cut short: charge what was measured
+    down_k = threshold(k, tuple(-d for d in noise.lower_pct))
+    down_now = down_k if j >= k else threshold(j, tuple(-d for d in noise.lower_pct))
     se = noise.noise_pct * math.sqrt(1.0 / j + 1.0 / n_c)
     verdict = Verdict.UNCHANGED
     if all(d > t_now for d in changes):
         verdict = Verdict.REGRESSED
-    elif all(d < -t_now for d in changes):
+    elif all(d < -down_now for d in changes):
         verdict = Verdict.IMPROVED
     else:
         band = t_quantile(BAND_CONFIDENCE, noise.df) * se
         if mean_change > band and mean_change + band > t_k:
             verdict = Verdict.INCONCLUSIVE
-    suspect = j < k and (all(d > t_k for d in changes) or all(d < -t_k for d in changes))
+    suspect = j < k and (all(d > t_k for d in changes) or all(d < -down_k for d in changes))
     half = t_quantile(0.5 + INTERVAL_CONFIDENCE / 2, noise.df) * se
     detects = t_k + unit * NormalDist().inv_cdf(POWER ** (1.0 / k))
     return Decision(verdict, mean_change, t_k, detects, j, noise, mean_change - half, mean_change + half,
@@ -115,6 +124,22 @@ def _without_noise(change: float, processes: int, threshold_pct: float, rule: Ru
     p = mann_whitney_p(baseline_samples, current_samples)
     verdict = Verdict.INCONCLUSIVE if abs(change) > threshold_pct and p < rule.alpha else Verdict.UNCHANGED
     return Decision(verdict, change, threshold_pct, None, processes, p_value=p)
+
+
+def rank_bound(extremes: Sequence[float], n_ref: int, stages: int, alpha: float) -> float:
+    """The distribution-free side of the threshold. The reference processes and k fresh processes of unchanged
+    code are exchangeable, so the chance that all k land above the j-th most extreme of n reference
+    processes is C(j - 1 + k, k) / C(n + k, k), whatever the noise's shape (a second mode included). The
+    threshold is at least the j-th most extreme deviation for the largest j that keeps this chance within
+    alpha; when even j = 1 cannot, it is the most extreme one: no process further out than one that unchanged
+    code already produced can fail a case. `extremes`: the most extreme deviations, largest first (%)."""
+    if not extremes:
+        return 0.0
+    total = math.comb(n_ref + stages, stages)
+    j = 0
+    while j < len(extremes) and math.comb(j + stages, stages) <= alpha * total:
+        j += 1
+    return float(extremes[max(j, 1) - 1])
 
 
 def per_test_alpha(false_alarm_pct: float, gated_tests: int) -> float:

@@ -22,6 +22,7 @@ DEFAULT_NOISE_FLOOR_PCT = {Timer.CUDA_EVENT: 0.1, Timer.HOST: 0.5}
 MIN_REFERENCE_PROCESSES = 3  # fewer cannot estimate a spread: the case is uncalibrated
 EXCLUSION_MIN_PROCESSES = 20  # below this no process is ever left out
 EXCLUSION_SHARE = 20  # at most one process in this many may be left out
+EXTREMES_KEPT = 8  # reference processes kept per side for the rank bound (gate/decision.py)
 
 
 def noise_floor(timer: Timer, floor_pct: float | None) -> float:
@@ -35,10 +36,14 @@ def estimate_noise(calibration: Sequence[float], window: Sequence[float], floor_
         return None
     kept = without_isolated(values)
     mean = math.fsum(kept) / len(kept)
-    if mean <= 0:
+    centre = math.fsum(calibration) / len(calibration) if calibration else mean
+    if mean <= 0 or centre <= 0:
         return None
     sd = math.sqrt(math.fsum((v - mean) ** 2 for v in kept) / (len(kept) - 1))
-    return NoiseEstimate(max(100.0 * sd / mean, floor_pct), len(kept) - 1, len(window), len(values) - len(kept))
+    deviations = sorted(100.0 * (v - centre) / centre for v in kept)
+    return NoiseEstimate(max(100.0 * sd / mean, floor_pct), len(kept) - 1, len(window), len(values) - len(kept),
+                         upper_pct=tuple(round(d, 6) for d in deviations[::-1][:EXTREMES_KEPT]),
+                         lower_pct=tuple(round(d, 6) for d in deviations[:EXTREMES_KEPT]))
 
 
 def without_isolated(values: Sequence[float], min_processes: int = EXCLUSION_MIN_PROCESSES) -> list[float]:

@@ -21,6 +21,7 @@ FALSE_ALARM_RANGE = (0.01, 5.0)
 RETIRED_THRESHOLD_KEYS = frozenset({"alpha"})
 MAX_NOISE_PCT = 1000.0
 MAX_NOISE_PROCESSES = 1_000_000
+MAX_EXTREMES = 64
 MAX_SPEEDUP = 1e6
 # Relative slack when checking that stored quantiles are ordered (they are computed in floating point).
 ORDER_SLACK = 1e-9
@@ -145,7 +146,15 @@ def noise(raw: Any, where: str) -> NoiseEstimate:
         counts[key] = value
     if counts["df"] < 1:
         raise StoredValueError(f"{where}.df: must be >= 1")
-    return NoiseEstimate(number(raw["noise_pct"], f"{where}.noise_pct", high=MAX_NOISE_PCT), **counts)
+    upper, lower = (_percentages(raw.get(side, []), f"{where}.{side}") for side in ("upper_pct", "lower_pct"))
+    return NoiseEstimate(number(raw["noise_pct"], f"{where}.noise_pct", high=MAX_NOISE_PCT), counts["df"],
+                         counts["window_runs"], counts["excluded"], upper, lower)
+
+
+def _percentages(values: Any, where: str) -> tuple[float, ...]:
+    if not isinstance(values, list) or len(values) > MAX_EXTREMES:
+        raise StoredValueError(f"{where}: not a short list of percentages")
+    return tuple(number(v, where, low=-100.0, high=MAX_NOISE_PCT) for v in values)
 
 
 def host_state(raw: Any, where: str) -> HostState | None:
