@@ -151,6 +151,8 @@ def _baseline_step(run: Run, path: Path, s: Settings) -> str:
         return f"perfgate: baseline {path} updated with {len(run.results)} case(s), uncalibrated: {s.reason}"
     if s.strict:
         return "" if path.exists() else f"perfgate: strict: no initial baseline written for {path}"
+    if not s.store:  # --perfgate-no-store writes nothing it was not asked for by name
+        return "" if path.exists() else f"perfgate: --perfgate-no-store: no initial baseline written for {path}"
     written = update_baseline_file(
         path, lambda old: None if old is not None else updated_baseline(None, run, path, who(),
                                                                         "initial baseline (none existed)"))

@@ -34,7 +34,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--perfgate-profile", help="also run the cases under profilers: nsys, ncu or nsys,ncu")
     g.addoption("--perfgate-allow-env-mismatch", action="store_true", default=None,
                 help="compare even when the baseline was measured on another device model")
-    g.addoption("--perfgate-no-store", action="store_true", help="do not write the run to the history")
+    g.addoption("--perfgate-no-store", action="store_true",
+                help="write nothing: no history, no initial baseline (outputs named by an option still are)")
     g.addoption("--perfgate-pin-autotune", action="store_true", default=None,
                 help="hold Triton autotuners to the configs the baseline recorded")
     g.addoption("--perfgate-confirm-runs", type=int, help="fresh processes that may re-measure a suspect case")
