@@ -36,7 +36,7 @@ from perfgate.model import CaseThresholds, Timer, Verdict
 from perfgate.stats import mann_whitney_p, percent_change, relative_sd_pct, t_quantile
 
 MIN_CALIBRATION_PROCESSES = 3
-DEFAULT_NOISE_FLOOR_PCT = {Timer.CUDA_EVENT: 0.1, Timer.HOST: 0.5}
+DEFAULT_NOISE_FLOOR_PCT = {Timer.CUDA_EVENT: 0.1, Timer.HOST: 0.5, Timer.PYTEST_BENCHMARK: 0.5}
 INCONCLUSIVE_CONFIDENCE = 0.95
 OUTLIER_MADS = 5.0
 
