@@ -25,6 +25,8 @@ for _info in __import__("pkgutil").walk_packages(perfgate.__path__, "perfgate.")
         importlib.import_module(_info.name)
 
 DATA = Path(__file__).parent / "data"
+# pytest-benchmark's own fixture tests: run under --perfgate by tests/test_pytest_benchmark_upstream.py only
+collect_ignore = ["pytest_benchmark_upstream"]
 H100 = DATA / "h100"
 
 

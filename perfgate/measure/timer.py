@@ -1,4 +1,5 @@
-"""Time callables: CUDA events per call with the L2 flushed before each sample, or the host clock.
+"""Time callables: CUDA events per call with the L2 flushed before each sample, or the host clock
+(calibrated loops of calls, host_clock.py).
 
 The procedure follows triton.testing.do_bench (per-call events, a 256 MB buffer zeroed before each sample
 to evict L2) but sizes warm-up and sample count from time budgets, so a 5 us kernel gets many samples and
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfgate.measure import gpu_state
+from perfgate.measure.host_clock import HostClock, Invocation, perf_counter_clock, sample_host
 from perfgate.measure.protocol import cool_down
 from perfgate.model import GpuState, Timer
 from perfgate.settings import MeasureOptions
@@ -38,6 +40,7 @@ class Measurement:
     samples_ms: tuple[tuple[float, ...], ...]  # one tuple per callable, same length, interleaved order
     warmup_calls: int
     gpu_state: GpuState | None = None
+    calls_per_sample: tuple[int, ...] = ()  # host clock: the calibrated loop of each callable (CUDA: 1 each)
 
 
 def cuda_available() -> bool:
@@ -69,54 +72,32 @@ def sample_count(per_call_ms: float, options: MeasureOptions) -> int:
 
 
 def measure_calls(calls: Sequence[Call], options: MeasureOptions, timer: Timer,
-                  device: gpu_state.NvmlDevice | None = None, prepare: Call | None = None) -> Measurement:
-    """Sample already-compiled callables (their first call has been made by the caller). `prepare`, when
-    given, runs before every round outside the timed region (pytest-benchmark's `setup`)."""
+                  device: gpu_state.NvmlDevice | None = None, clock: HostClock | None = None) -> Measurement:
+    """Sample already-compiled callables (their first call has been made by the caller). On the host clock
+    each sample is a calibrated loop of calls (host_clock.py); `clock` replaces perf_counter_ns in tests."""
     if timer is Timer.CUDA_EVENT:
-        return _measure_cuda(calls, options, device, prepare)
-    return _measure_host(calls, options, prepare)
+        return _measure_cuda(calls, options, device)
+    invocations = [c if isinstance(c, Invocation) else Invocation(c) for c in calls]
+    m = sample_host(invocations, lambda per_round_ms: sample_count(per_round_ms, options), options.warmup_ms,
+                    clock or perf_counter_clock())
+    return Measurement(Timer.HOST, _trim_cold([list(s) for s in m.samples_ms]), m.warmup_calls,
+                       calls_per_sample=m.calls_per_sample)
 
 
-def _measure_host(calls: Sequence[Call], options: MeasureOptions, prepare: Call | None) -> Measurement:
-    warmups = 0
-    start = time.perf_counter()
-    while warmups < MIN_WARMUP_CALLS or (time.perf_counter() - start) * 1e3 < options.warmup_ms:
-        for call in calls:
-            if prepare is not None:
-                prepare()
-            call()
-        warmups += 1
-    per_round_ms = (time.perf_counter() - start) * 1e3 / warmups
-    n = sample_count(per_round_ms, options)
-    samples: list[list[float]] = [[] for _ in calls]
-    clock = time.perf_counter_ns
-    for _ in range(n):
-        for i, call in enumerate(calls):
-            if prepare is not None:
-                prepare()
-            t0 = clock()
-            call()
-            samples[i].append((clock() - t0) / 1e6)
-    return Measurement(Timer.HOST, _trim_cold(samples), warmups)
-
-
-def _measure_cuda(calls: Sequence[Call], options: MeasureOptions, device: gpu_state.NvmlDevice | None,
-                  prepare: Call | None) -> Measurement:
+def _measure_cuda(calls: Sequence[Call], options: MeasureOptions, device: gpu_state.NvmlDevice | None) -> Measurement:
     flush = flush_buffer() if options.flush_l2 else None
     waited_ms = cool_down(device, options.cooldown_max_ms)
     sampler = gpu_state.Sampler(device) if device is not None else None
     if sampler is not None:
         sampler.__enter__()
     try:
-        per_round_ms = _estimate_cuda_ms(calls, flush, prepare)
+        per_round_ms = _estimate_cuda_ms(calls, flush)
         warmups = max(MIN_WARMUP_CALLS, int(options.warmup_ms / per_round_ms) if per_round_ms > 0 else 1)
         for _ in range(min(warmups, 10_000)):
             for call in calls:
-                if prepare is not None:
-                    prepare()
                 call()
         n = sample_count(per_round_ms, options)
-        samples, chunks = _cuda_chunks(calls, flush, n, per_round_ms, prepare)
+        samples, chunks = _cuda_chunks(calls, flush, n, per_round_ms)
     finally:
         if sampler is not None:
             sampler.__exit__(None, None, None)
@@ -134,13 +115,13 @@ def flush_buffer() -> Any:
     return torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
 
 
-def _estimate_cuda_ms(calls: Sequence[Call], flush: Any, prepare: Call | None) -> float:
-    """Per-round time of the calls alone (events around each call, flush and setup outside them)."""
+def _estimate_cuda_ms(calls: Sequence[Call], flush: Any) -> float:
+    """Per-round time of the calls alone (events around each call, the flush outside them)."""
     import torch
 
     reps = 5
     pairs = _event_pairs(len(calls), reps)
-    _record_rounds(calls, pairs, flush, prepare)
+    _record_rounds(calls, pairs, flush)
     torch.cuda.synchronize()
     return sum(float(s.elapsed_time(e)) for rp in pairs for s, e in rp) / reps
 
@@ -153,13 +134,10 @@ def _event_pairs(n_calls: int, rounds: int) -> list[list[tuple[Any, Any]]]:
             for _ in range(rounds)]
 
 
-def _record_rounds(calls: Sequence[Call], rounds: list[list[tuple[Any, Any]]], flush: Any,
-                   prepare: Call | None) -> None:
-    """One round: each call in turn (interleaved), setup and L2 flush outside its events."""
+def _record_rounds(calls: Sequence[Call], rounds: list[list[tuple[Any, Any]]], flush: Any) -> None:
+    """One round: each call in turn (interleaved), the L2 flush outside its events."""
     for pairs in rounds:
         for call, (start, end) in zip(calls, pairs):
-            if prepare is not None:
-                prepare()
             if flush is not None:
                 flush.zero_()
             start.record()
@@ -167,8 +145,8 @@ def _record_rounds(calls: Sequence[Call], rounds: list[list[tuple[Any, Any]]], f
             end.record()
 
 
-def _cuda_chunks(calls: Sequence[Call], flush: Any, n: int, per_round_ms: float,
-                 prepare: Call | None) -> tuple[list[list[float]], list[tuple[int, int, float, float]]]:
+def _cuda_chunks(calls: Sequence[Call], flush: Any, n: int,
+                 per_round_ms: float) -> tuple[list[list[float]], list[tuple[int, int, float, float]]]:
     """n interleaved rounds, synchronised every ~CHUNK_MS; chunks are (first, end, t_start, t_end)."""
     import torch
 
@@ -180,7 +158,7 @@ def _cuda_chunks(calls: Sequence[Call], flush: Any, n: int, per_round_ms: float,
         size = min(per_chunk, n - done)
         events = _event_pairs(len(calls), size)
         t0 = time.perf_counter()
-        _record_rounds(calls, events, flush, prepare)
+        _record_rounds(calls, events, flush)
         torch.cuda.synchronize()
         chunks.append((done, done + size, t0, time.perf_counter()))
         for pairs in events:
