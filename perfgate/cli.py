@@ -157,7 +157,9 @@ def _ci_parser(sub: Any) -> None:
     com.set_defaults(func=_lazy("perfgate.cli_ci", "comment"))
     init = csub.add_parser("init", help="write a starter workflow that runs the perfgate composite action")
     init.add_argument("--output", type=Path, default=Path(".github/workflows/perfgate.yml"))
-    init.add_argument("--action-ref", default="perfgate/perfgate@v1", help="owner/repo@ref of the action")
+    init.add_argument("--action-ref", required=True,
+                      help="OWNER/REPO@COMMIT_SHA of the perfgate action (a full commit: the report job installs "
+                           "perfgate from the same commit)")
     init.add_argument("--runner-label", default="gpu")
     init.add_argument("--pytest-args", default="tests/perf", help="what the gate runs (default tests/perf)")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
