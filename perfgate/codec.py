@@ -48,6 +48,7 @@ def case_to_dict(r: CaseResult) -> dict[str, Any]:
     out["location"] = list(r.location) if r.location else None
     out["autotune"] = [list(p) for p in r.autotune]
     out["thresholds"]["metrics"] = [list(p) for p in r.thresholds.metrics]
+    out["extra_info"] = dict(r.extra_info)
     cleaned: dict[str, Any] = finite_or_none(out)
     return cleaned
 
@@ -73,7 +74,9 @@ def case_from_dict(d: Any) -> CaseResult:
             confirmation_speedups=tuple(float(v) for v in d.get("confirmation_speedups", ())),
             confirmation_memory=tuple(float(v) for v in d.get("confirmation_memory", ())),
             nodeid=str(d.get("nodeid", "")), location=(str(d["location"][0]), int(d["location"][1]))
-            if d.get("location") else None, device_uuid=str(d.get("device_uuid", "")))
+            if d.get("location") else None, device_uuid=str(d.get("device_uuid", "")),
+            calls_per_sample=int(d.get("calls_per_sample", 1)), group=str(d.get("group") or ""),
+            extra_info=tuple((str(k), v) for k, v in dict(d.get("extra_info") or {}).items()))
     except (KeyError, TypeError, ValueError, IndexError) as err:
         raise CodecError(f"not a perfgate case result ({type(err).__name__}: {err})") from err
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 
 class Direction(str, enum.Enum):
@@ -45,8 +46,11 @@ class Verdict(str, enum.Enum):
 
 
 class Timer(str, enum.Enum):
+    """What took a case's samples. Cases timed by different timers are never compared."""
+
     CUDA_EVENT = "cuda_event"
-    HOST = "host"
+    HOST = "host"  # perfgate's host clock: calibrated loops of calls (measure/host_clock.py)
+    PYTEST_BENCHMARK = "pytest_benchmark"  # imported from pytest-benchmark's JSON: its own calibration and rounds
 
 
 class TestOutcome(str, enum.Enum):
@@ -192,6 +196,9 @@ class CaseResult:
     nodeid: str = ""  # the pytest test that measured it
     location: tuple[str, int] | None = None  # (test file, 1-based line) for CI annotations
     device_uuid: str = ""  # the GPU that measured it (one per xdist worker)
+    calls_per_sample: int = 1  # calls timed together per sample (host clock loop, pedantic iterations)
+    group: str = ""  # pytest-benchmark's `benchmark.group` / marker group
+    extra_info: tuple[tuple[str, Any], ...] = ()  # pytest-benchmark's `benchmark.extra_info` (JSON values)
 
     def with_metrics(self, extra: tuple[Metric, ...], errors: tuple[str, ...] = (),
                      notes: tuple[str, ...] = ()) -> CaseResult:

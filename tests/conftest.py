@@ -32,6 +32,8 @@ def pytest_configure(config):
 
 
 DATA = Path(__file__).parent / "data"
+# pytest-benchmark's own fixture tests: run under --perfgate by tests/test_pytest_benchmark_upstream.py only
+collect_ignore = ["pytest_benchmark_upstream"]
 H100 = DATA / "h100"
 
 

@@ -38,7 +38,7 @@ def test_a_slower_case_regresses_new_and_removed_cases_are_reported_and_drift_ca
     assert _verdicts(outcome) == {"a": Verdict.REGRESSED, "b": Verdict.UNCHANGED, "c": Verdict.MISSING,
                                   "d": Verdict.NEW}
     a = next(c for c in outcome.gate.comparisons if c.case_id.endswith("::a"))
-    assert a.change_pct == pytest.approx(30.0, abs=1.0) and a.ci_low_pct > 25 and "3 stages" in a.note  # 1 + confirm_runs
+    assert a.change_pct == pytest.approx(30.0, abs=1.0) and a.ci_low_pct > 25 and "3 stages" in a.note
     assert outcome.exit_code == 1 and outcome.gate.failed
     text = "\n".join(outcome.messages)
     assert "REGRESSED" in text and "removed" in text and "perfgate: A/B cost: worktree" in text

@@ -153,12 +153,13 @@ def test_ci_init_writes_a_workflow_that_loads_back(tmp_path, capsys):
     import yaml
 
     path = tmp_path / ".github" / "workflows" / "perfgate.yml"
-    assert run_cli(capsys, "ci", "init", "--output", str(path), "--action-ref", "me/perfgate@abc")[0] == 0
+    ref = "me/perfgate@" + "ab" * 20
+    assert run_cli(capsys, "ci", "init", "--output", str(path), "--action-ref", ref)[0] == 0
     doc = yaml.safe_load(path.read_text())
     jobs = doc["jobs"]
     assert jobs["gate"]["permissions"] == {"contents": "read"}
     assert jobs["report"]["permissions"] == {"pull-requests": "write"}
-    assert jobs["gate"]["steps"][2]["uses"] == "me/perfgate@abc"
+    assert jobs["gate"]["steps"][2]["uses"] == ref
     assert doc["on"]["pull_request_target"] == {"types": ["labeled"]}  # never `synchronize`: new commits need a label
     assert jobs["gate"]["steps"][0]["with"]["persist-credentials"] is False
-    assert run_cli(capsys, "ci", "init", "--output", str(path))[0] == 2  # never overwritten silently
+    assert run_cli(capsys, "ci", "init", "--output", str(path), "--action-ref", ref)[0] == 2  # never overwritten

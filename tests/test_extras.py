@@ -47,14 +47,33 @@ def test_the_history_dataframe_without_pandas_names_the_data_extra(without, tmp_
         perfgate.history(tmp_path / "h.db")
 
 
+def test_ci_init_without_pyyaml_names_the_ci_extra(without, capsys, tmp_path):
+    without("yaml")
+    code = main(["ci", "init", "--output", str(tmp_path / "w.yml"), "--action-ref", "me/perfgate@" + "0" * 40])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0 and "Traceback" not in err
+    assert "perfgate ci init needs yaml" in err and "pip install 'perfgate[ci]'" in err
+    assert not (tmp_path / "w.yml").exists()
+
+
+def test_the_core_imports_no_optional_dependency():
+    import subprocess
+
+    code = ("import sys, perfgate, perfgate.pytest_plugin, perfgate.cli, perfgate.gate.run, perfgate.ci.workflow; "
+            "print(sorted({'yaml', 'pandas', 'matplotlib', 'torch', 'triton', 'ncu_report'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_every_extra_an_error_names_is_declared():
     declared = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"][
         "optional-dependencies"]
+    import perfgate.ci.workflow
     import perfgate.report.figures
     import perfgate.store.query
 
     named = set()
-    for module in (perfgate.store.query, perfgate.report.figures):
+    for module in (perfgate.store.query, perfgate.report.figures, perfgate.ci.workflow):
         source = Path(module.__file__).read_text()
         named |= {part.split('"')[3] for part in source.split("require(")[1:] if part.count('"') >= 4}
     assert named and named <= set(declared), f"extras named in errors but not declared: {named - set(declared)}"

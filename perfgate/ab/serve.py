@@ -31,6 +31,7 @@ from perfgate.errors import one_line
 from perfgate.measure.autotune import AutotuneWatch
 from perfgate.measure.case import CaseSpec, first_calls, reference_name
 from perfgate.measure.gpu_state import NvmlDevice
+from perfgate.measure.host_clock import Invocation
 from perfgate.measure.memory import peak_memory
 from perfgate.measure.protocol import cool_down
 from perfgate.measure.timer import cuda_available, measure_calls
@@ -102,9 +103,9 @@ class _Case:
         self.per_call_ms: float | None = None  # one round of the callables, from prepare's estimate
         self.reference_samples: list[float] = []
         kwargs = dict(spec.kwargs)
-        self.call: Callable[[], Any] = lambda: spec.fn(*spec.args, **kwargs)
+        self.call: Callable[[], Any] = Invocation(spec.fn, spec.args, kwargs)
         reference = spec.reference
-        self.ref_call: Callable[[], Any] | None = (lambda: reference(*spec.args, **kwargs)) if reference else None
+        self.ref_call: Callable[[], Any] | None = Invocation(reference, spec.args, kwargs) if reference else None
 
     def calls(self) -> list[Callable[[], Any]]:
         return [self.ref_call, self.call] if self.ref_call is not None else [self.call]
@@ -115,8 +116,6 @@ class _Case:
         self.watch = AutotuneWatch(pins)
         first_calls(self.call, self.ref_call, self.spec, self.timer, self.watch)
         if self.spec.options.memory:
-            if self.spec.prepare is not None:
-                self.spec.prepare()
             self.metrics = tuple(peak_memory(self.call, self.timer))
         waited = cool_down(self.device, self.spec.options.cooldown_max_ms) if settle else 0.0
         estimate = self._measure(ESTIMATE_SAMPLES)
@@ -130,7 +129,7 @@ class _Case:
 
     def round(self, n_samples: int) -> RoundSamples:
         m = self._measure(n_samples)
-        samples = tuple(v / self.spec.calls_per_sample for v in m.samples_ms[-1])
+        samples = tuple(m.samples_ms[-1])
         refs = tuple(m.samples_ms[0]) if self.ref_call is not None else ()
         self.samples += samples
         self.reference_samples += refs
@@ -139,7 +138,7 @@ class _Case:
     def _measure(self, n_samples: int) -> Any:
         options = replace(self.spec.options, warmup_ms=ROUND_WARMUP_MS, min_samples=max(2, n_samples),
                           max_samples=max(2, n_samples), cooldown_max_ms=0.0, exclude_throttled=False)
-        return measure_calls(self.calls(), options, self.timer, None, self.spec.prepare, self.per_call_ms)
+        return measure_calls(self.calls(), options, self.timer, None, per_round_ms=self.per_call_ms)
 
     def result(self) -> CaseResult:
         if not self.samples:  # done before any round (the other tree could not measure it)

@@ -9,25 +9,58 @@ The starter is the safe shape, not the shortest one (docs/github-actions.md expl
 - the GPU job holds a read-only token and no git credentials; a pull request's run writes its own copy
   of the caches (seeded from the trusted one) and no shared history;
 - the PR comment is posted by a job on a GitHub-hosted runner that only runs the default branch's code;
-- every action is pinned to a commit SHA (the versions below were current when this was written).
+- every action is pinned to a commit SHA (the versions below were current when this was written), and
+  the report job installs perfgate from the same commit of the action's repository (pip's git form:
+  nothing unpublished is asked of an index).
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perfgate import _version
-from perfgate.errors import PerfgateError
+from perfgate.errors import PerfgateError, require
 
 LABEL = "perfgate"
 CHECKOUT = "actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1"  # v7.0.1
 SETUP_PYTHON = "actions/setup-python@5fda3b95a4ea91299a34e894583c3862153e4b97"  # v7.0.0
 DOWNLOAD_ARTIFACT = "actions/download-artifact@3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c"  # v8.0.1
 IS_PR = "github.event_name == 'pull_request_target'"
+_ACTION_REF = re.compile(r"(?P<owner>[\w.-]+)/(?P<repo>[\w.-]+)(?:/(?P<path>[\w./-]+))?@(?P<sha>[0-9a-f]{40})")
 
 
-def _gate_job(action_ref: str, runner_label: str, pytest_args: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ActionRef:
+    """`owner/repo[/path]@sha`: where the composite action, and the perfgate it installs, come from."""
+
+    owner: str
+    repo: str
+    path: str
+    sha: str
+
+    @property
+    def uses(self) -> str:
+        return f"{self.owner}/{self.repo}{'/' + self.path if self.path else ''}@{self.sha}"
+
+    def pip_requirement(self, url: str = "") -> str:
+        """perfgate from this commit of the action's repository (pip's direct reference to a git commit)."""
+        where = url or f"https://github.com/{self.owner}/{self.repo}"
+        subdirectory = f"#subdirectory={self.path}" if self.path else ""
+        return f"perfgate @ git+{where}@{self.sha}{subdirectory}"
+
+
+def parse_action_ref(text: str) -> ActionRef:
+    """The action's reference, pinned to a full commit SHA (a tag or a branch can move)."""
+    m = _ACTION_REF.fullmatch(text.strip())
+    if m is None:
+        raise PerfgateError(f"perfgate: --action-ref must be OWNER/REPO@COMMIT_SHA (40 hex digits; a tag or "
+                            f"branch can move under a workflow that holds a token), got {text!r}")
+    return ActionRef(m["owner"], m["repo"], (m["path"] or "").strip("/"), m["sha"])
+
+
+def _gate_job(action: ActionRef, runner_label: str, pytest_args: str) -> dict[str, Any]:
     checkout = {"uses": CHECKOUT, "with": {
         "ref": "${{ github.event.pull_request.head.sha || github.sha }}", "persist-credentials": False,
         "allow-unsafe-pr-checkout": f"${{{{ {IS_PR} }}}}"}}
@@ -37,7 +70,7 @@ def _gate_job(action_ref: str, runner_label: str, pytest_args: str) -> dict[str,
         "permissions": {"contents": "read"},
         "steps": [checkout,
                   {"name": "install the project", "run": "python3 -m pip install --quiet -e ."},
-                  {"uses": action_ref, "with": {
+                  {"uses": action.uses, "with": {
                       "pytest-args": pytest_args, "strict": "true", "comment": "false",
                       "history": f"${{{{ {IS_PR} && 'none' || '' }}}}",
                       "cache-dir": f"${{{{ {IS_PR} && format('{{0}}/perfgate-pr-cache', runner.temp) || '' }}}}",
@@ -46,14 +79,15 @@ def _gate_job(action_ref: str, runner_label: str, pytest_args: str) -> dict[str,
     }
 
 
-def _report_job(version: str) -> dict[str, Any]:
+def _report_job(action: ActionRef) -> dict[str, Any]:
     comment = ("perfgate ci comment results/perfgate-summary.md --repo \"$GITHUB_REPOSITORY\" --pr \"$PR\"\n"
                f"gh pr edit \"$PR\" --repo \"$GITHUB_REPOSITORY\" --remove-label {LABEL} || true\n")
     return {
         "needs": "gate", "if": f"always() && needs.gate.result != 'skipped' && {IS_PR}", "runs-on": "ubuntu-latest",
         "timeout-minutes": 10, "permissions": {"pull-requests": "write"},
         "steps": [{"uses": SETUP_PYTHON, "with": {"python-version": "3.11"}},
-                  {"run": f"python -m pip install --quiet perfgate=={version}"},
+                  {"name": "install perfgate (the action's commit)",
+                   "run": f"python -m pip install --quiet \"{action.pip_requirement()}\""},
                   {"uses": DOWNLOAD_ARTIFACT, "with": {"name": "perfgate-results", "path": "results"}},
                   {"run": comment, "env": {"GITHUB_TOKEN": "${{ github.token }}", "GH_TOKEN": "${{ github.token }}",
                                            "PR": "${{ github.event.pull_request.number }}"}}],
@@ -61,6 +95,7 @@ def _report_job(version: str) -> dict[str, Any]:
 
 
 def starter_workflow(action_ref: str, runner_label: str, pytest_args: str = "tests/perf") -> dict[str, Any]:
+    action = parse_action_ref(action_ref)
     return {
         "name": "perfgate",
         "on": {"push": {"branches": ["main"]}, "workflow_dispatch": {},
@@ -68,7 +103,7 @@ def starter_workflow(action_ref: str, runner_label: str, pytest_args: str = "tes
         "permissions": {},
         "concurrency": {"group": "perfgate-${{ github.event.pull_request.number || github.ref }}",
                         "cancel-in-progress": True},
-        "jobs": {"gate": _gate_job(action_ref, runner_label, pytest_args), "report": _report_job(_version())},
+        "jobs": {"gate": _gate_job(action, runner_label, pytest_args), "report": _report_job(action)},
     }
 
 
@@ -80,7 +115,8 @@ HEADER = """\
 
 
 def render_workflow(action_ref: str, runner_label: str, pytest_args: str = "tests/perf") -> str:
-    import yaml  # a core dependency: GitHub Actions helpers are what PyYAML is here for
+    require("yaml", "ci", "perfgate ci init")  # one line naming the extra when PyYAML is missing
+    import yaml
 
     class Dumper(yaml.SafeDumper):
         pass

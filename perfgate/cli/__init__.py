@@ -278,7 +278,9 @@ def _ci_parser(sub: Any) -> None:
                     ("perfgate ci init --runner-label gpu-h100 --action-ref owner/perfgate@<40-hex commit sha>",))
     init.add_argument("--output", type=Path, default=Path(".github/workflows/perfgate.yml"),
                       help="where to write the workflow (default .github/workflows/perfgate.yml)")
-    init.add_argument("--action-ref", default="perfgate/perfgate@v1", help="owner/repo@ref of the action")
+    init.add_argument("--action-ref", required=True,
+                      help="OWNER/REPO@COMMIT_SHA of the perfgate action (a full commit: the report job installs "
+                           "perfgate from the same commit)")
     init.add_argument("--runner-label", default="gpu", help="the self-hosted GPU runner's label")
     init.add_argument("--pytest-args", default="tests/perf", help="what the gate runs (default tests/perf)")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")

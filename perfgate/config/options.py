@@ -76,7 +76,7 @@ OPTIONS: tuple[Option, ...] = (
            v.boolean, flag="--perfgate-update-baseline", arg=Arg.FLAG),
     Option("reason", "why the baseline changes (required with --perfgate-update-baseline)", v.text,
            flag="--perfgate-reason", metavar="TEXT"),
-    Option("store", "write nothing: no history, no baseline (outputs asked for are still written)", v.boolean,
+    Option("store", "write nothing: no history, no initial baseline (outputs named by an option still are)", v.boolean,
            flag="--perfgate-no-store", cli="--no-store", arg=Arg.NO_FLAG),
     Option("allow_env_mismatch", "compare even when the baseline was measured on another device model",
            v.boolean, flag="--perfgate-allow-env-mismatch", cli="--allow-env-mismatch", arg=Arg.FLAG),

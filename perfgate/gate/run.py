@@ -174,8 +174,8 @@ def _baseline_step(run: Run, path: Path, s: Settings) -> str:
         return f"perfgate: baseline {path} updated with {len(run.results)} case(s), uncalibrated: {s.reason}"
     if path.exists():  # nothing to bootstrap: not a second parse of a large baseline under the lock
         return ""
-    if s.strict:
-        return f"perfgate: strict: no initial baseline written for {path}"
+    if s.strict or not s.store:  # --perfgate-no-store writes nothing it was not asked for by name
+        return f"perfgate: {'strict' if s.strict else '--perfgate-no-store'}: no initial baseline written for {path}"
     written = update_baseline_file(
         path, lambda old: None if old is not None else updated_baseline(None, run, path, who(),
                                                                         "initial baseline (none existed)"))

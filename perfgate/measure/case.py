@@ -11,8 +11,10 @@ from perfgate.config.settings import MeasureOptions
 from perfgate.measure.autotune import AutotuneWatch
 from perfgate.measure.check import check_outputs
 from perfgate.measure.gpu_state import NvmlDevice
+from perfgate.measure.host_clock import Invocation
 from perfgate.measure.host_state import HostSampler
 from perfgate.measure.memory import peak_memory
+from perfgate.measure.rounds import FixedRounds, run_rounds
 from perfgate.measure.timer import cuda_available, measure_calls
 from perfgate.metrics import SPEEDUP_METRIC
 from perfgate.model import CaseResult, CaseThresholds, Metric, Speedup, Timer
@@ -38,8 +40,6 @@ class CaseSpec:
     autotune_pins: Mapping[str, str] = field(default_factory=dict)
     nodeid: str = ""
     location: tuple[str, int] | None = None
-    prepare: Callable[[], Any] | None = None  # before every call, outside the timing (pytest-benchmark setup)
-    calls_per_sample: int = 1  # the callable runs the work this many times (pytest-benchmark iterations)
 
 
 def reference_name(ref: Callable[..., Any]) -> str:
@@ -57,26 +57,17 @@ def measure_case(spec: CaseSpec, device: NvmlDevice | None = None) -> CaseResult
     if spec.check and spec.reference is None:
         raise ValueError("perfgate: check=True needs a reference= callable to compare with")
     kwargs = dict(spec.kwargs)
-
-    def call() -> Any:
-        return spec.fn(*spec.args, **kwargs)
-
-    def ref_call() -> Any:
-        assert spec.reference is not None
-        return spec.reference(*spec.args, **kwargs)
-
+    call = Invocation(spec.fn, spec.args, kwargs)
+    ref_call = Invocation(spec.reference, spec.args, kwargs) if spec.reference is not None else None
     watch = AutotuneWatch(spec.autotune_pins)
     try:
-        first_calls(call, ref_call if spec.reference else None, spec, timer, watch)
-        calls = [ref_call, call] if spec.reference is not None else [call]
+        first_calls(call, ref_call, spec, timer, watch)
         host = HostSampler().start()
-        m = measure_calls(calls, spec.options, timer, device, spec.prepare)
+        m = measure_calls([ref_call, call] if ref_call is not None else [call], spec.options, timer, device)
         host_state = host.stop()
-        samples = tuple(v / spec.calls_per_sample for v in m.samples_ms[-1])
+        samples = m.samples_ms[-1]
         metrics: list[Metric] = []
         if spec.options.memory:
-            if spec.prepare is not None:
-                spec.prepare()
             metrics += peak_memory(call, timer)
         speedup = None
         if spec.reference is not None:
@@ -92,14 +83,30 @@ def measure_case(spec: CaseSpec, device: NvmlDevice | None = None) -> CaseResult
                       thresholds=spec.thresholds, gpu_state=m.gpu_state, host_state=host_state,
                       autotune=watch.choices(), speedup=speedup,
                       nodeid=spec.nodeid, location=spec.location,
-                      profile_notes=tuple(f"autotune: {p}" for p in watch.problems))
+                      profile_notes=tuple(f"autotune: {p}" for p in watch.problems),
+                      calls_per_sample=m.calls_per_sample[-1] if m.calls_per_sample else 1)
+
+
+def measure_rounds_case(spec: CaseSpec, plan: FixedRounds) -> tuple[CaseResult, Any]:
+    """pytest-benchmark's pedantic plan, call for call (rounds.py): no first call, no memory pass.
+    Returns the case and the value pytest-benchmark would hand back (the last round's, iterations == 1)."""
+    timer = spec.timer or (Timer.CUDA_EVENT if cuda_available() else Timer.HOST)
+    watch = AutotuneWatch(spec.autotune_pins)
+    try:
+        m = run_rounds(plan, timer, spec.options.flush_l2, first_round=watch.first_call())
+    finally:
+        watch.release()
+    case = CaseResult(case_id=spec.case_id, timing=summarize(m.samples_ms, timer, spec.bytes_moved, spec.flops),
+                      samples_ms=m.samples_ms, bytes_moved=spec.bytes_moved, flops=spec.flops,
+                      thresholds=spec.thresholds, autotune=watch.choices(), nodeid=spec.nodeid,
+                      location=spec.location, profile_notes=tuple(f"autotune: {p}" for p in watch.problems),
+                      calls_per_sample=plan.iterations)
+    return case, m.result
 
 
 def first_calls(call: Callable[[], Any], ref_call: Callable[[], Any] | None, spec: CaseSpec, timer: Timer,
                  watch: AutotuneWatch) -> None:
     """Compile and autotune outside the measurement; check the output against the reference's."""
-    if spec.prepare is not None:
-        spec.prepare()
     with watch.first_call():
         out = call()
     ref_out = ref_call() if ref_call is not None else None

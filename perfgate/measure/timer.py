@@ -1,4 +1,5 @@
-"""Time callables: CUDA events per call with the L2 flushed before each sample, or the host clock.
+"""Time callables: CUDA events per call with the L2 flushed before each sample, or the host clock
+(calibrated loops of calls, host_clock.py).
 
 The procedure follows triton.testing.do_bench (per-call events, a 256 MB buffer zeroed before each sample
 to evict L2) but sizes warm-up and sample count from time budgets, so a 5 us kernel gets many samples and
@@ -19,6 +20,7 @@ from typing import Any
 
 from perfgate.config.settings import MeasureOptions
 from perfgate.measure import clock, gpu_state
+from perfgate.measure.host_clock import HostClock, Invocation, clock_of, perf_counter_clock, sample_host
 from perfgate.measure.protocol import cool_down
 from perfgate.model import GpuState, Timer
 
@@ -36,6 +38,7 @@ class Measurement:
     timer: Timer
     samples_ms: tuple[tuple[float, ...], ...]  # one tuple per callable, same length, interleaved order
     gpu_state: GpuState | None = None
+    calls_per_sample: tuple[int, ...] = ()  # host clock: the calibrated loop of each callable (CUDA: 1 each)
 
 
 def cuda_available() -> bool:
@@ -67,56 +70,36 @@ def sample_count(per_call_ms: float, options: MeasureOptions) -> int:
 
 
 def measure_calls(calls: Sequence[Call], options: MeasureOptions, timer: Timer,
-                  device: gpu_state.NvmlDevice | None = None, prepare: Call | None = None,
-                  per_round_ms: float | None = None) -> Measurement:
-    """Sample already-compiled callables (their first call has been made by the caller). `prepare`, when
-    given, runs before every round outside the timed region (pytest-benchmark's `setup`). `per_round_ms`:
-    one round's time when already known (A/B mode's rounds), instead of timing a few rounds first."""
+                  device: gpu_state.NvmlDevice | None = None, per_round_ms: float | None = None,
+                  host_clock: HostClock | None = None) -> Measurement:
+    """Sample already-compiled callables (their first call has been made by the caller). On the host clock
+    each sample is a calibrated loop of calls (host_clock.py), read through measure/clock.py (a test's
+    clock, or time.perf_counter_ns); `host_clock` replaces it outright. `per_round_ms`: one round's time
+    when already known (A/B mode's rounds), instead of timing a few rounds first (CUDA)."""
     if timer is Timer.CUDA_EVENT:
-        return _measure_cuda(calls, options, device, prepare, per_round_ms)
-    return _measure_host(calls, options, prepare)
-
-
-def _measure_host(calls: Sequence[Call], options: MeasureOptions, prepare: Call | None) -> Measurement:
-    now_ns = clock.current().perf_counter_ns  # time.perf_counter_ns itself, unless a test installed a clock
-    warmups = 0
-    start = now_ns()
-    while warmups < MIN_WARMUP_CALLS or (now_ns() - start) / 1e6 < options.warmup_ms:
-        for call in calls:
-            if prepare is not None:
-                prepare()
-            call()
-        warmups += 1
-    per_round_ms = (now_ns() - start) / 1e6 / warmups
-    n = sample_count(per_round_ms, options)
-    samples: list[list[float]] = [[] for _ in calls]
-    for _ in range(n):
-        for i, call in enumerate(calls):
-            if prepare is not None:
-                prepare()
-            t0 = now_ns()
-            call()
-            samples[i].append((now_ns() - t0) / 1e6)
-    return Measurement(Timer.HOST, _trim_cold(samples))
+        return _measure_cuda(calls, options, device, per_round_ms)
+    invocations = [c if isinstance(c, Invocation) else Invocation(c) for c in calls]
+    current = clock.current()
+    reader = host_clock or (perf_counter_clock() if current is clock.SYSTEM else clock_of(current.perf_counter_ns))
+    m = sample_host(invocations, lambda round_ms: sample_count(round_ms, options), options.warmup_ms, reader)
+    return Measurement(Timer.HOST, _trim_cold([list(s) for s in m.samples_ms]), calls_per_sample=m.calls_per_sample)
 
 
 def _measure_cuda(calls: Sequence[Call], options: MeasureOptions, device: gpu_state.NvmlDevice | None,
-                  prepare: Call | None, known_round_ms: float | None = None) -> Measurement:
+                  known_round_ms: float | None = None) -> Measurement:
     flush = flush_buffer() if options.flush_l2 else None
     waited_ms = cool_down(device, options.cooldown_max_ms)
     sampler = gpu_state.Sampler(device) if device is not None else None
     if sampler is not None:
         sampler.__enter__()
     try:
-        per_round_ms = known_round_ms if known_round_ms else _estimate_cuda_ms(calls, flush, prepare)
+        per_round_ms = known_round_ms if known_round_ms else _estimate_cuda_ms(calls, flush)
         warmups = max(MIN_WARMUP_CALLS, int(options.warmup_ms / per_round_ms) if per_round_ms > 0 else 1)
         for _ in range(min(warmups, 10_000)):
             for call in calls:
-                if prepare is not None:
-                    prepare()
                 call()
         n = sample_count(per_round_ms, options)
-        samples, chunks = _cuda_chunks(calls, flush, n, per_round_ms, prepare)
+        samples, chunks = _cuda_chunks(calls, flush, n, per_round_ms)
     finally:
         if sampler is not None:
             sampler.__exit__(None, None, None)
@@ -134,13 +117,13 @@ def flush_buffer() -> Any:
     return torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
 
 
-def _estimate_cuda_ms(calls: Sequence[Call], flush: Any, prepare: Call | None) -> float:
-    """Per-round time of the calls alone (events around each call, flush and setup outside them)."""
+def _estimate_cuda_ms(calls: Sequence[Call], flush: Any) -> float:
+    """Per-round time of the calls alone (events around each call, the flush outside them)."""
     import torch
 
     reps = 5
     pairs = _event_pairs(len(calls), reps)
-    _record_rounds(calls, pairs, flush, prepare)
+    _record_rounds(calls, pairs, flush)
     torch.cuda.synchronize()
     return sum(float(s.elapsed_time(e)) for rp in pairs for s, e in rp) / reps
 
@@ -153,13 +136,10 @@ def _event_pairs(n_calls: int, rounds: int) -> list[list[tuple[Any, Any]]]:
             for _ in range(rounds)]
 
 
-def _record_rounds(calls: Sequence[Call], rounds: list[list[tuple[Any, Any]]], flush: Any,
-                   prepare: Call | None) -> None:
-    """One round: each call in turn (interleaved), setup and L2 flush outside its events."""
+def _record_rounds(calls: Sequence[Call], rounds: list[list[tuple[Any, Any]]], flush: Any) -> None:
+    """One round: each call in turn (interleaved), the L2 flush outside its events."""
     for pairs in rounds:
         for call, (start, end) in zip(calls, pairs):
-            if prepare is not None:
-                prepare()
             if flush is not None:
                 flush.zero_()
             start.record()
@@ -167,8 +147,8 @@ def _record_rounds(calls: Sequence[Call], rounds: list[list[tuple[Any, Any]]], f
             end.record()
 
 
-def _cuda_chunks(calls: Sequence[Call], flush: Any, n: int, per_round_ms: float,
-                 prepare: Call | None) -> tuple[list[list[float]], list[tuple[int, int, float, float]]]:
+def _cuda_chunks(calls: Sequence[Call], flush: Any, n: int,
+                 per_round_ms: float) -> tuple[list[list[float]], list[tuple[int, int, float, float]]]:
     """n interleaved rounds, synchronised every ~CHUNK_MS; chunks are (first, end, t_start, t_end)."""
     import torch
 
@@ -181,7 +161,7 @@ def _cuda_chunks(calls: Sequence[Call], flush: Any, n: int, per_round_ms: float,
         size = min(per_chunk, n - done)
         events = _event_pairs(len(calls), size)
         t0 = now_ns() / 1e9
-        _record_rounds(calls, events, flush, prepare)
+        _record_rounds(calls, events, flush)
         torch.cuda.synchronize()
         chunks.append((done, done + size, t0, now_ns() / 1e9))
         for pairs in events:

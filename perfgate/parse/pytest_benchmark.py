@@ -70,7 +70,7 @@ def _case(path: Path, i: int, b: Any) -> CaseResult:
     if not isinstance(data, list):
         raise ReportFileError(path, f"{where}: stats.data must be a list")
     samples = tuple(1e3 * _seconds(path, where, f"data[{j}]", v) for j, v in enumerate(data))
-    timing = TimingStats(timer=Timer.HOST, n_samples=rounds, median_ms=1e3 * values["median"],
+    timing = TimingStats(timer=Timer.PYTEST_BENCHMARK, n_samples=rounds, median_ms=1e3 * values["median"],
                          mean_ms=1e3 * values["mean"], stdev_ms=1e3 * values["stddev"], min_ms=1e3 * values["min"],
                          max_ms=1e3 * values["max"], q1_ms=1e3 * values["q1"], q3_ms=1e3 * values["q3"])
     case_id = b.get("fullname") or b["name"]

@@ -5,15 +5,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from perfgate.config.settings import MarkerOptions, MeasureOptions, Settings, marker_options, measure_for
+from perfgate.config.settings import MarkerOptions, Settings, marker_options, measure_for
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.model import CaseResult, Timer, TimingStats
 from perfgate.pytest_plugin.session import Mode, PerfgateSession
 from perfgate.stats import summarize
+
+if TYPE_CHECKING:
+    from perfgate.measure.rounds import FixedRounds
 
 
 class PerfgateFixture:
@@ -56,10 +59,39 @@ class PerfgateFixture:
                            bytes_moved=bytes_moved, flops=flops)
         return self._dispatch(request)
 
-    def measure_benchmark(self, call: Any, rounds: int | None, warmup_rounds: int, iterations: int) -> TimingStats:
-        """pytest-benchmark's fixture (pytest_plugin/benchmark.py): `call` runs the work, `call.prepare` its setup."""
-        return self._dispatch(_Request(fn=call, prepare=call.prepare, calls_per_sample=iterations, rounds=rounds,
-                                       warmup_rounds=warmup_rounds))
+    def measure_rounds(self, plan: FixedRounds, timer: Timer | None = None) -> tuple[CaseResult | None, Any]:
+        """pytest-benchmark's `pedantic` (pytest_plugin/benchmark.py): exactly the plan's calls
+        (measure/rounds.py). Returns the case (None when nothing was measured) and the target's value."""
+        session = self._session
+        if session is not None and session.mode is Mode.PROFILE_CHILD:
+            from perfgate.measure.in_profiler import PROFILE_CALLS, run_under_profiler
+
+            args, kwargs = plan.arguments()  # profiled like any case: the profiling child is not call-exact
+            run_under_profiler(session.profile_tool, self._nodeid, plan.target, args, dict(kwargs), PROFILE_CALLS)
+            return None, _once(plan, args, kwargs)
+        if session is None or not session.measuring:
+            args, kwargs = plan.arguments()
+            return None, _once(plan, args, kwargs)
+        from perfgate.measure.case import measure_rounds_case
+
+        spec = self._spec(session, self._nodeid, _Request(fn=plan.target, timer=timer))
+        result, value = measure_rounds_case(spec, plan)
+        if session.environment is not None and result.timing.timer is Timer.CUDA_EVENT:
+            result = replace(result, device_uuid=session.environment.device_uuid)
+        session.record(result)
+        self.last = result
+        return result, value
+
+    def annotate(self, group: str, extra_info: Mapping[str, Any]) -> None:
+        """pytest-benchmark's `group` and `extra_info`, read when the test ends (users set them after the
+        call too): kept with the last case measured."""
+        if self.last is None or self._session is None or self.last.case_id not in self._session.results:
+            return
+        import json
+
+        info = json.loads(json.dumps(dict(extra_info), default=str))  # JSON values, as pytest-benchmark saves them
+        self.last = replace(self.last, group=group, extra_info=tuple((str(k), v) for k, v in info.items()))
+        self._session.results[self.last.case_id] = self.last
 
     def _dispatch(self, q: _Request) -> TimingStats:
         work, self._work = self._work, (None, None)  # work() applies to one measurement only
@@ -70,8 +102,6 @@ class PerfgateFixture:
         if session is not None and session.mode is Mode.PROFILE_CHILD:
             from perfgate.measure.in_profiler import PROFILE_CALLS, run_under_profiler
 
-            if q.prepare is not None:
-                q.prepare()
             ms = run_under_profiler(session.profile_tool, case_id, q.fn, q.args, dict(q.kwargs), PROFILE_CALLS)
             return summarize([ms], Timer.HOST)  # no extra call: it would add launches to the capture
         if session is None or not session.measuring:
@@ -105,13 +135,12 @@ class PerfgateFixture:
         thresholds = resolve_thresholds(session.settings, case_id, self._marker)
         if q.min_speedup is not None:
             thresholds = replace(thresholds, min_speedup=cs.POSITIVE(q.min_speedup, f"{case_id}: min_speedup"))
-        options = rounds_options(measure_for(session.settings, self._marker), q.rounds, q.warmup_rounds)
+        options = measure_for(session.settings, self._marker)
         timer = q.timer or session.timer  # decided once per session, not per case
         return CaseSpec(case_id=case_id, fn=q.fn, args=q.args, kwargs=q.kwargs, options=options, timer=timer,
                         reference=q.reference, reference_name=q.reference_name, check=q.check, rtol=q.rtol,
                         atol=q.atol, bytes_moved=q.bytes_moved, flops=q.flops, thresholds=thresholds,
-                        autotune_pins=session.autotune_pins(case_id), nodeid=self._nodeid, location=self._location,
-                        prepare=q.prepare, calls_per_sample=q.calls_per_sample)
+                        autotune_pins=session.autotune_pins(case_id), nodeid=self._nodeid, location=self._location)
 
 
 @dataclass(frozen=True)
@@ -131,16 +160,10 @@ class _Request:
     atol: float | None = None
     bytes_moved: int | None = None
     flops: int | None = None
-    prepare: Callable[[], Any] | None = None
-    calls_per_sample: int = 1
-    rounds: int | None = None
-    warmup_rounds: int = 0
 
 
 def _single_call(q: _Request) -> TimingStats:
     """Without --perfgate: run once, so correctness failures (and the output check) still surface."""
-    if q.prepare is not None:
-        q.prepare()
     t0 = time.perf_counter_ns()
     out = q.fn(*q.args, **q.kwargs)
     ms = (time.perf_counter_ns() - t0) / 1e6
@@ -177,9 +200,8 @@ def fixture_for(request: pytest.FixtureRequest, state: PerfgateSession | None) -
     return PerfgateFixture(state, nodeid, marker, (path, line + 1) if line is not None else None)
 
 
-def rounds_options(options: MeasureOptions, rounds: int | None, warmup_rounds: int) -> MeasureOptions:
-    """pedantic(rounds=..., warmup_rounds=...) are the sample and warm-up counts the suite asked for."""
-    if rounds is None:
-        return options
-    n = max(2, rounds)
-    return replace(options, min_samples=n, max_samples=n, warmup_ms=0.0 if warmup_rounds == 0 else options.warmup_ms)
+def _once(plan: FixedRounds, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+    result = plan.target(*args, **kwargs)
+    if plan.teardown is not None:
+        plan.teardown(*args, **kwargs)
+    return result

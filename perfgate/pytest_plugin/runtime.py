@@ -140,11 +140,16 @@ def register_benchmark_fixture(config: pytest.Config) -> None:
     """Under --perfgate, the `benchmark` fixture is served by perfgate's timers. pytest-benchmark itself
     steps aside for the run (its hooks would refuse a fixture that is not its own, and report twice)."""
     from perfgate.pytest_plugin.benchmark import BenchmarkPlugin
+    from perfgate.pytest_plugin.benchmark_options import benchmark_options
+
 
     step_aside_pytest_benchmark(config)
+    # pytest-benchmark, stepped aside, registers no marker: a --strict-markers suite must still collect
+    config.addinivalue_line("markers", "benchmark: mark a test with custom benchmark settings.")
     manager = config.pluginmanager
     if not manager.has_plugin("perfgate-benchmark"):
-        manager.register(BenchmarkPlugin(), "perfgate-benchmark")
+        manager.register(BenchmarkPlugin(benchmark_options(config)), "perfgate-benchmark")
+
 
 
 def step_aside_pytest_benchmark(config: pytest.Config) -> None:

@@ -38,8 +38,14 @@ def results_document(gate: GateResult, run: Run | None, samples: bool = False) -
     if run is not None:
         info = plain(run.info)
         doc["run"] = {"run_id": run.run_id, **info}
-        doc["cases"] = [plain(r) if samples else _without_samples(r) for r in run.results]
+        doc["cases"] = [_case(r, samples) for r in run.results]
     return doc
+
+
+def _case(r: CaseResult, samples: bool) -> dict[str, Any]:
+    out: dict[str, Any] = plain(r) if samples else _without_samples(r)
+    out["extra_info"] = plain(dict(r.extra_info))  # a mapping, as pytest-benchmark writes it (the record keeps pairs)
+    return out
 
 
 def plain(value: Any) -> Any:

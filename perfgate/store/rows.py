@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from perfgate.model import (
@@ -40,6 +40,7 @@ CASE_COLUMNS = ("run_id", "case_id", *STAT_COLUMNS, "bytes_moved", "flops", "pro
                 "confirmation_memory")
 SPEEDUP_COLUMNS = ("run_id", "case_id", "reference", "median", "ci_low", "ci_high", "reference_samples_f64")
 VERDICT_COLUMNS = ("run_id", "case_id", "metric", "kernel", "verdict", "change_pct", "threshold_pct")
+IMPORTED_UID_PREFIX = "pytest-benchmark-"  # parse/pytest_benchmark.py: runs imported from pytest-benchmark JSON
 GPU_COLUMNS = ("polls", "sm_clock_mhz", "sm_clock_min_mhz", "mem_clock_mhz", "temperature_max_c", "power_median_w",
                "power_limit_w", "throttle_reasons", "throttled_fraction", "clocks_locked", "cooldown_ms",
                "excluded_samples")
@@ -106,6 +107,11 @@ def unmeasured_rows(run_id: int, info: RunInfo) -> Iterator[tuple[Any, ...]]:
 
 def run_from_row(row: dict[str, Any], results: tuple[CaseResult, ...],
                  unmeasured: tuple[UnmeasuredTest, ...]) -> Run:
+    if (row["run_uid"] or "").startswith(IMPORTED_UID_PREFIX):
+        # imported before the pytest_benchmark timer existed, they were stored as "host": never comparable
+        # with perfgate's own host clock (a different calibration), whatever the row says
+        results = tuple(replace(r, timing=replace(r.timing, timer=Timer.PYTEST_BENCHMARK))
+                        if r.timing.timer is Timer.HOST else r for r in results)
     where = f"run {row['id']}"
     env = Environment(**{c: checks.text(row[c], f"{where} {c}") for c in ENV_COLUMNS})
     info = RunInfo(started_at=checks.text(row["started_at"], f"{where} started_at"),
