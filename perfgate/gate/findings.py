@@ -51,7 +51,7 @@ def findings_for(run: Run, baseline: Baseline | None, gate: GateResult, facts: G
                  allow_missing: Sequence[AllowedMissing] = (), ceiling_pct: float = 100.0) -> tuple[Finding, ...]:
     return (*_run_level(run, baseline, facts), *_against_base(facts.base), *_unmeasured(run, baseline, allow_missing),
             *_not_measured(run, baseline, allow_missing), *_per_case(run, baseline, gate),
-            *beyond_ceiling(run, gate, ceiling_pct), *_host_drift(run, baseline))
+            *beyond_ceiling(run, baseline, gate, ceiling_pct), *_host_drift(run, baseline))
 
 
 def _against_base(check: BaseCheck | None) -> Iterator[Finding]:

@@ -66,6 +66,8 @@ def accept(environ: MutableMapping[str, str]) -> ChildOrder | None:
     if match is None:
         raise _refused(f"its value {value[:40]!r} names no handshake pipe")
     fd = int(match.group(1))
+    if fd < 3:  # a parent's pipe is never stdin/stdout/stderr; never read from (or unblock) those
+        raise _refused(f"descriptor {fd} is a standard stream, not the parent's pipe")
     try:
         if not stat.S_ISFIFO(os.fstat(fd).st_mode):
             raise _refused(f"descriptor {fd} is not the parent's pipe")

@@ -58,8 +58,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if state.mode is Mode.GATE:
         from perfgate.pytest_plugin.exit_guard import ExitGuard
 
+        capture = config.pluginmanager.get_plugin("capturemanager")
         state.exit_guard = ExitGuard()
-        state.exit_guard.install()
+        state.exit_guard.install(capture.suspend_global_capture if capture is not None else None)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -9,6 +9,7 @@ also fails when the results file was not written (docs/robustness.md).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable
@@ -23,7 +24,8 @@ class ExitGuard:
     def __init__(self) -> None:
         self._original: Callable[[int], NoReturn] | None = None
 
-    def install(self) -> None:
+    def install(self, before_exit: Callable[[], None] | None = None) -> None:
+        """`before_exit` runs first (the plugin stops pytest's output capture, so the line is seen)."""
         if self._original is not None:
             return
         original = os._exit
@@ -32,13 +34,13 @@ class ExitGuard:
 
         def guarded_exit(status: int) -> NoReturn:
             if status == 0 and os.getpid() == gate_pid:  # a forked worker (multiprocessing) ends as it asks
-                try:
+                status = NOT_DECIDED_EXIT
+                with contextlib.suppress(Exception):  # the exit status is what matters; the line is a courtesy
+                    if before_exit is not None:
+                        before_exit()
                     sys.stderr.write("perfgate: the process was ended with os._exit(0) before the gate decided: "
                                      f"exit status {NOT_DECIDED_EXIT}\n")
                     sys.stderr.flush()
-                except (OSError, ValueError):
-                    pass
-                status = NOT_DECIDED_EXIT
             original(status)
 
         _set_exit(guarded_exit)

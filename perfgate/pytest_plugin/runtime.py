@@ -42,6 +42,7 @@ def make_session(config: pytest.Config) -> PerfgateSession:
             raise ConfigError(f"perfgate: {PROFILE_CHILD_ENV} is set on a `pytest --perfgate` run: a gate is never "
                               f"a profiler's child; unset {PROFILE_CHILD_ENV}")
         return PerfgateSession(Settings(), rootdir, started, Mode.PROFILE_CHILD, profile_tool=profile_tool)
+    _check_flags_kept(config)
     if not config.getoption("--perfgate"):  # plain pytest: read nothing, check nothing
         return PerfgateSession(Settings(), rootdir, started, Mode.OFF)
     order = config.stash.get(ORDER_KEY, None)
@@ -77,6 +78,17 @@ def _mode(config: pytest.Config, order: object) -> Mode:
     return Mode.MEASURE_CHILD if order is not None else Mode.GATE
 
 
+def _check_flags_kept(config: pytest.Config) -> None:
+    """A switch given on pytest's command line is still on: a conftest that sets `config.option.perfgate =
+    False` (or turns --perfgate-strict off) before perfgate configures must not make the gate a plain run."""
+    from perfgate.config.options import OPTIONS, Arg
+
+    for opt in OPTIONS:
+        if opt.flag and opt.arg is Arg.FLAG and on_command_line(config, opt.flag) and not config.getoption(opt.flag):
+            raise ConfigError(f"perfgate: {opt.flag} was given on the command line but is off by the time perfgate "
+                              f"configures: a conftest or plugin changed it")
+
+
 def on_command_line(config: pytest.Config, flag: str) -> bool:
     """Whether `flag` was on pytest's own command line (or pytest.main's arguments): addopts and
     PYTEST_ADDOPTS, which a project's files and CI's environment supply, are not part of it."""
@@ -106,8 +118,9 @@ def _check_gate_options(config: pytest.Config, settings: Settings) -> None:
 
     for flag in command_line_only_flags().values():
         if config.getoption(flag) is not None and not on_command_line(config, flag):
-            raise ConfigError(f"perfgate: {flag} came from addopts or PYTEST_ADDOPTS: it is taken only from "
-                              f"pytest's own command line (a project's files must not switch a gate's checks)")
+            raise ConfigError(f"perfgate: {flag} is not on pytest's own command line (addopts, PYTEST_ADDOPTS or a "
+                              f"plugin set it): it is taken only from there, so a project's files cannot switch a "
+                              f"gate's checks")
     if settings.update_baseline and not settings.reason.strip():
         raise ConfigError("perfgate: --perfgate-update-baseline needs --perfgate-reason \"why the baseline changes\"")
     check_controller(config)
