@@ -117,8 +117,8 @@ OPTIONS: tuple[Option, ...] = (
            flag="--perfgate-json-samples", arg=Arg.FLAG),
     Option("full_table", "list every row in the terminal, not only failing and changed rows and the counts",
            v.boolean, flag="--perfgate-full-table", arg=Arg.FLAG),
-    Option("publish_host", "keep the hostname and absolute paths in published outputs", v.boolean,
-           key="publish_host", flag="--perfgate-publish-host", arg=Arg.FLAG),
+    Option("publish_host", "keep the hostname and absolute paths in published outputs and exported histories",
+           v.boolean, key="publish_host", flag="--perfgate-publish-host", cli="--publish-host", arg=Arg.FLAG),
     Option("chart_url", "base URL the charts are published at (links in a job summary)", v.text, key="chart_url",
            flag="--perfgate-chart-url", metavar="URL"),
     Option("site_url", "base URL of the published dashboard (perfgate report --html): the summary links to the "

@@ -275,11 +275,15 @@ def last_line(state: PerfgateSession) -> str:
 
 
 def summary_lines(state: PerfgateSession) -> list[str]:
+    """The terminal's perfgate section: the CI log is published too, so secrets are masked (paths and the
+    hostname stay: the terminal is the user's own)."""
+    from perfgate.report.scrub import Scrubber, secret_env_values
     from perfgate.report.terminal import render_terminal
 
-    lines = list(state.messages)
+    scrubber = Scrubber(None, publish_host=True, secret_values=secret_env_values(os.environ))
+    lines = [scrubber.text(m) for m in state.messages]
     if state.error:
-        return lines + [state.error]
+        return lines + [scrubber.text(state.error)]
     if state.gate is not None:
-        lines += render_terminal(state.gate, state.settings.full_table)
+        lines += render_terminal(scrubber.gate(state.gate), state.settings.full_table)
     return lines
