@@ -321,11 +321,27 @@ class FindingKind(str, enum.Enum):
     UNCALIBRATED = "uncalibrated baseline"
     HOST_DRIFT = "host state changed since calibration"
     CHANGE_POINT = "step change in the history"
+    NOT_MEASURED = "baseline case not measured"  # not collected, deselected, renamed, or measured under another name
+    ALLOWED_MISSING = "baseline case allowed to be missing"  # [tool.perfgate] allow_missing, with its reason
+    BEYOND_CEILING = "beyond the ceiling"  # a process slower than ceiling_pct, whatever the noise says
+    BASELINE_CHANGED = "baseline changed since the base ref"
+    BASELINE_CHANGE_STATED = "baseline change stated"  # changed, and the pull request says it is intended
+    BASELINE_UNVERIFIED = "baseline not checked against the base ref"
 
 
 STRICT_KINDS = frozenset({FindingKind.NO_CASES, FindingKind.NO_BASELINE, FindingKind.TEST_SKIPPED,
                           FindingKind.TEST_ERRORED, FindingKind.NOT_COMPARABLE, FindingKind.PROFILE_FAILED,
-                          FindingKind.HOST_CLOCK})
+                          FindingKind.HOST_CLOCK, FindingKind.NOT_MEASURED, FindingKind.BEYOND_CEILING,
+                          FindingKind.BASELINE_CHANGED, FindingKind.BASELINE_UNVERIFIED})
+
+
+@dataclass(frozen=True)
+class AllowedMissing:
+    """Baseline cases a strict gate may miss (`[tool.perfgate] allow_missing`): a shell pattern on case ids
+    and the reason, which every report shows."""
+
+    pattern: str
+    reason: str
 
 
 @dataclass(frozen=True)

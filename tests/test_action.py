@@ -201,3 +201,107 @@ def test_a_pull_request_measures_the_head_against_its_base_commit_side_by_side(p
     summary = (results / "perfgate-summary.md").read_text()
     assert "perfgate A/B gate FAILED" in summary and "ratio (95% CI)" in summary and "🔴 regressed" in summary
     assert json.loads((results / "perfgate.json").read_text())["ab"]["base_commit"] == base
+
+
+# --- hardening (issue 23): the gate's own verdict, PR runs kept off what trusted runs read ------------------
+
+def _with_files(project, **files):
+    work, _ = project
+    for name, text in files.items():
+        (work / name).write_text(text)
+
+
+def test_a_run_that_ends_with_status_0_but_no_results_fails_the_job(project):
+    """A C-level _exit(0) gets past the gate's os._exit guard; the action still sees no results file."""
+    _with_files(project, **{"test_zz_end.py": "import ctypes\n\ndef test_end():\n    ctypes.CDLL(None)._exit(0)\n"})
+    run = gate(project, strict="false", **{"pytest-args": "test_perf.py test_zz_end.py -p no:cacheprovider"})
+    out = "".join(s.stdout for s in run.steps)
+    assert run.failed and run.steps[-1].returncode == 3, out
+    assert "pytest exited with 0 but wrote no" in out and "the gate never decided" in out
+
+
+def test_a_failed_verdict_fails_the_job_when_pytest_exits_0_and_pr_code_cannot_write_later_steps_env(project):
+    """An atexit os._exit(0) (after the gate's guard is gone) turns pytest's status to 0; the results file still
+    says the gate failed (strict, no baseline). And what a test writes to $GITHUB_ENV reaches no later step."""
+    work, _ = project
+    conftest = (work / "conftest.py").read_text() + (
+        "\n\nimport atexit, os\n"
+        "atexit.register(lambda: os._exit(0))\n"
+        "if os.environ.get('GITHUB_ENV'):\n"
+        "    open(os.environ['GITHUB_ENV'], 'a').write('PYTHONPATH=/planted\\n')\n")
+    _with_files(project, **{"conftest.py": conftest})
+    run = gate(project)
+    out = "".join(s.stdout for s in run.steps)
+    assert "perfgate: pytest exited with 0" in out, out
+    assert run.failed and run.steps[-1].returncode == 1
+    assert "the results file says the gate did not pass" in out
+    assert run.env.get("PYTHONPATH") != "/planted"
+
+
+PR_EVENT = {"event_name": "pull_request_target",
+            "event": {"pull_request": {"number": 7, "head": {"sha": "a" * 40}, "base": {"sha": ""}}}}
+
+
+def test_a_pull_requests_run_defaults_to_its_own_cache_and_no_history(project, tmp_path):
+    work, runner = project
+    trusted = runner / "tool-cache" / "perfgate" / "o" / "r" / "cache"
+    (trusted / "triton").mkdir(parents=True)
+    (trusted / "triton" / "kernel.bin").write_text("compiled")
+    pr = gate(project, strict="false", github=PR_EVENT)
+    assert not pr.failed, [s.stdout for s in pr.steps]
+    cache = Path(pr.env["TRITON_CACHE_DIR"])
+    assert (cache / "kernel.bin").read_text() == "compiled" and not cache.is_relative_to(runner / "tool-cache")
+    assert "PERFGATE_DB" not in pr.env
+    comment_step = ACTION["runs"]["steps"][-2]
+    assert "ci comment" in comment_step["run"] and pr.steps[-2].kind == "skipped"  # no comment under _target
+
+
+@pytest.mark.parametrize("inputs", [{"history": "{tool}/perfgate/o/r/history.db"},
+                                    {"cache-dir": "{tool}/perfgate/o/r/cache"}])
+def test_a_pull_requests_run_may_not_write_what_trusted_runs_read(project, inputs):
+    _, runner = project
+    run = gate(project, github=PR_EVENT, **{k: v.format(tool=runner / "tool-cache") for k, v in inputs.items()})
+    assert run.failed and "must not write" in run.steps[0].stdout
+    assert all(s.kind == "skipped" for s in run.steps[1:3])
+
+
+@pytest.mark.parametrize(("declared", "runner_file", "refused"), [
+    ("", None, "not declared ephemeral"),
+    ("true", '{"agentName": "gpu-1", "poolId": 1}', "says it is not ephemeral"),
+    ("true", '{"agentName": "gpu-1", "ephemeral": true}', ""),
+])
+def test_pull_request_code_runs_only_on_an_ephemeral_self_hosted_runner(project, monkeypatch, declared, runner_file,
+                                                                       refused):
+    _, runner = project
+    if runner_file is not None:
+        (runner.parent / ".runner").write_text(runner_file)  # $RUNNER_TEMP/../../.runner: the default layout
+    monkeypatch.setenv("RUNNER_ENVIRONMENT", "self-hosted")
+    run = gate(project, strict="false", github=PR_EVENT, **{"ephemeral-runner": declared})
+    if refused:
+        assert run.failed and refused in run.steps[0].stdout
+    else:
+        assert not run.failed, [s.stdout for s in run.steps]
+
+
+def test_comment_auto_posts_only_on_pull_request_events():
+    step = next(s for s in ACTION["runs"]["steps"] if "ci comment" in s.get("run", ""))
+    condition = step["if"].replace("steps.setup.outputs.dir != ''", "true")
+    for event, posts in (("pull_request", True), ("pull_request_target", False), ("push", False)):
+        ctx = {"inputs": {"comment": "auto"}, "github": {"event_name": event}, "steps": {}}
+        assert bool(evaluate(condition, ctx)) is posts, event
+    assert "--results" in step["run"] and "perfgate-summary.md" not in step["run"]
+
+
+def test_the_gpu_workflow_removes_the_label_first_and_gates_exactly_the_labelled_commit():
+    doc = yaml.safe_load((ROOT / ".github" / "workflows" / "perfgate-gpu.yml").read_text())
+    first = doc["jobs"]["report"]["steps"][0]
+    assert first["if"].startswith("always()") and "--remove-label perfgate" in first["run"]
+    gate_steps = doc["jobs"]["gate"]["steps"]
+    assert gate_steps[0]["with"]["ref"] == "${{ github.event.pull_request.head.sha || github.sha }}"
+    assert gate_steps[0]["with"]["fetch-depth"] == 0
+    assert 'git rev-parse HEAD)" = "$EXPECTED"' in gate_steps[1]["run"]
+    assert "github.event.label.name" in doc["concurrency"]["group"]  # another label never cancels a gate
+    merge = next(s for s in doc["jobs"]["report"]["steps"] if "db merge" in s.get("run", ""))
+    assert merge["if"] == "github.event_name == 'push'"  # PR-supplied SQLite is never parsed with a write token
+    comment = next(s for s in doc["jobs"]["report"]["steps"] if "ci comment" in s.get("run", ""))
+    assert "--results" in comment["run"] and "summary.md" not in comment["run"]

@@ -149,17 +149,32 @@ def test_baseline_diff_lists_changed_cases(tmp_path, capsys):
     assert "`t::b`" not in out
 
 
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
 def test_ci_init_writes_a_workflow_that_loads_back(tmp_path, capsys):
     import yaml
 
     path = tmp_path / ".github" / "workflows" / "perfgate.yml"
-    ref = "me/perfgate@" + "ab" * 20
-    assert run_cli(capsys, "ci", "init", "--output", str(path), "--action-ref", ref)[0] == 0
+    assert run_cli(capsys, "ci", "init", "--output", str(path), "--action-ref", f"me/perfgate@{SHA}")[0] == 0
     doc = yaml.safe_load(path.read_text())
     jobs = doc["jobs"]
     assert jobs["gate"]["permissions"] == {"contents": "read"}
     assert jobs["report"]["permissions"] == {"pull-requests": "write"}
-    assert jobs["gate"]["steps"][2]["uses"] == ref
+    assert jobs["gate"]["steps"][3]["uses"] == f"me/perfgate@{SHA}"
     assert doc["on"]["pull_request_target"] == {"types": ["labeled"]}  # never `synchronize`: new commits need a label
     assert jobs["gate"]["steps"][0]["with"]["persist-credentials"] is False
-    assert run_cli(capsys, "ci", "init", "--output", str(path), "--action-ref", ref)[0] == 2  # never overwritten
+    assert run_cli(capsys, "ci", "init", "--output", str(path), "--action-ref", f"me/perfgate@{SHA}")[0] == 2
+
+
+@pytest.mark.parametrize("ref", ["me/perfgate@v1", "me/perfgate@main", "me/perfgate@0123abc", "perfgate@" + SHA,
+                                 f"me/perfgate@{SHA.upper()}", f"me/perfgate@{SHA}\n"])
+def test_ci_init_pins_the_action_by_a_full_commit_sha(tmp_path, capsys, ref):
+    path = tmp_path / "perfgate.yml"
+    code, _, err = run_cli(capsys, "ci", "init", "--output", str(path), "--action-ref", ref)
+    assert code == 2 and "must pin the action by a full commit sha" in err and not path.exists()
+
+
+def test_ci_init_needs_the_action_ref(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        run_cli(capsys, "ci", "init", "--output", str(tmp_path / "perfgate.yml"))

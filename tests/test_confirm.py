@@ -6,7 +6,7 @@ import pytest
 from tests.helpers import comparisons_by_case, gate_json, perf_project, results_json
 
 PERF_TEST = '''
-import os
+import os, pathlib
 from perfgate.measure import clock
 
 def work(ms):
@@ -16,9 +16,12 @@ def test_really_slower(perfgate):
     perfgate(work, float(os.environ.get("SLEEP_MS", "2")))
 
 def test_slow_once(perfgate):
-    # slow in the gate's own process only: a fresh process (a confirmation run) measures it at full speed
-    once = os.environ.get("SLOW_ONCE") and not os.environ.get("PERFGATE_MEASURE_CHILD")
+    # slow in the first process only: a fresh process (a confirmation run) finds the mark, runs at full speed
+    mark = pathlib.Path("slowed-once")
+    once = os.environ.get("SLOW_ONCE") and not mark.exists()
     perfgate(work, 3.0 if once else 2.0)
+    if once:
+        mark.write_text("")
 '''
 PYPROJECT = """
 [tool.perfgate]

@@ -4,6 +4,7 @@ its golden body as GitHub renders it, and the annotation lines."""
 import io
 import json
 import os
+import re
 import threading
 import urllib.error
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -60,7 +61,7 @@ def test_a_later_run_edits_the_same_comment_in_place():
     gh, replay = api(EXCHANGE["second_run"])
     result = upsert_comment(gh, 7, BODY_SUMMARY)
     assert (result.action, result.comment_id) == ("updated", 2001)
-    assert [m for m, *_ in replay.seen] == ["GET", "PATCH"]  # never a second POST
+    assert [m for m, *_ in replay.seen] == ["GET", "GET", "PATCH"]  # who am I, the comments; never a second POST
 
 
 def test_duplicates_from_racing_jobs_collapse_to_the_oldest_and_other_markers_are_left_alone():
@@ -86,7 +87,7 @@ def test_the_command_posts_several_summaries_as_one_comment_over_http(tmp_path, 
     """`perfgate ci comment` end to end against a local server that replays the exchange (matrix jobs)."""
     script = [dict(step) for step in EXCHANGE["first_run"]]
     combined = "<!-- perfgate:perfgate -->\n## H100\n\n---\n\n## A100\n"
-    script[1] = {"request": dict(script[1]["request"], body={"body": combined}), "response": script[1]["response"]}
+    script[2] = {"request": dict(script[2]["request"], body={"body": combined}), "response": script[2]["response"]}
     seen = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -120,7 +121,8 @@ def test_the_command_posts_several_summaries_as_one_comment_over_http(tmp_path, 
         server.shutdown()
     assert code == 0
     assert "created comment 2001 on o/r#7" in capsys.readouterr().out
-    assert [(m, p) for m, p, *_ in seen] == [("GET", "/repos/o/r/issues/7/comments?per_page=100&page=1"),
+    assert [(m, p) for m, p, *_ in seen] == [("GET", "/user"),
+                                            ("GET", "/repos/o/r/issues/7/comments?per_page=100&page=1"),
                                             ("POST", "/repos/o/r/issues/7/comments")]
     assert all(auth == "Bearer t0ken" for *_, auth in seen)
 
@@ -201,3 +203,217 @@ def test_findings_only_warn_when_the_run_was_not_strict():
     doc = results_doc()
     doc["gate"]["strict"] = False
     assert workflow_commands(doc)[-1].startswith("::warning title=perfgate strict::")
+
+
+# --- only the bot's own comment is ever edited or deleted ----------------------------------------------------
+
+BOT = "github-actions[bot]"
+MARKER = "<!-- perfgate:perfgate -->"
+
+
+def test_only_the_bots_own_marked_comment_is_edited_whoever_else_carries_the_marker():
+    gh, replay = api(EXCHANGE["other_authors"])
+    result = upsert_comment(gh, 7, BODY_SUMMARY)
+    assert (result.action, result.comment_id, result.deleted_duplicates) == ("updated", 2002, 0)
+    assert not replay.script  # mallory's, octocat's, another bot's and the other GPU's comment untouched
+
+
+class FakeGitHub:
+    """A stateful stand-in for the issue-comment endpoints: comments by several authors, each token posting
+    as its own identity (an installation token cannot read /user, as on GitHub), every write recorded."""
+
+    def __init__(self, comments, identities):
+        self.comments = {c["id"]: dict(c) for c in comments}
+        self.identities = identities  # token -> login, or None for an installation token (posts as BOT)
+        self.writes = []  # (method, comment id, author of that comment)
+        self.next_id = 9000
+
+    def __call__(self, req, timeout):
+        token = req.get_header("Authorization").removeprefix("Bearer ")
+        method, path = req.get_method(), req.full_url.removeprefix("https://api.example.test")
+        body = json.loads(req.data) if req.data else None
+        if path == "/user":
+            login = self.identities[token]
+            if login is None:
+                raise urllib.error.HTTPError(req.full_url, 403, "Forbidden", {}, io.BytesIO(b"{}"))
+            return io.BytesIO(json.dumps({"login": login}).encode())
+        author = self.identities[token] or BOT
+        if path.startswith("/repos/o/r/issues/7/comments?"):
+            page = int(path.rsplit("page=", 1)[1])
+            ordered = [self.comments[i] for i in sorted(self.comments)]
+            return io.BytesIO(json.dumps(ordered[(page - 1) * 100:page * 100]).encode())
+        if method == "POST":
+            self.next_id += 1
+            self.comments[self.next_id] = {"id": self.next_id, "user": {"login": author}, "body": body["body"]}
+            return io.BytesIO(json.dumps(self.comments[self.next_id]).encode())
+        comment_id = int(path.rsplit("/", 1)[1])
+        self.writes.append((method, comment_id, self.comments[comment_id]["user"]["login"]))
+        if method == "PATCH":
+            self.comments[comment_id]["body"] = body["body"]
+            return io.BytesIO(json.dumps(self.comments[comment_id]).encode())
+        del self.comments[comment_id]
+        return io.BytesIO(b"")
+
+
+def comment(cid, login, body):
+    return {"id": cid, "user": {"login": login}, "body": body}
+
+
+def fake_api(fake, token="installation"):
+    return GitHubApi("https://api.example.test", "o/r", token, opener=fake)
+
+
+def test_a_matrix_job_never_overwrites_another_jobs_comment_through_a_quoted_marker():
+    """The A100 job's summary quotes the H100 job's marker in a case id; each job still edits only its own."""
+    fake = FakeGitHub([], {"installation": None})
+    h100 = "<!-- perfgate:perfgate-h100 -->"
+    upsert_comment(fake_api(fake), 7, f"## A100\n| `k::t[{h100}]` | regressed |\n", "perfgate-a100")
+    upsert_comment(fake_api(fake), 7, "## H100 first\n", "perfgate-h100")
+    upsert_comment(fake_api(fake), 7, "## H100 again\n", "perfgate-h100")
+    bodies = sorted(c["body"].split("\n")[1] for c in fake.comments.values())
+    assert bodies == ["## A100", "## H100 again"]
+    assert all(author == BOT for _, _, author in fake.writes)
+
+
+def test_a_personal_tokens_identity_is_asked_and_only_its_comments_are_touched():
+    fake = FakeGitHub([comment(1, BOT, MARKER + "\nposted by the workflow"),
+                       comment(2, "perfgate-bot", MARKER + "\nold")], {"pat": "perfgate-bot"})
+    result = upsert_comment(fake_api(fake, "pat"), 7, BODY_SUMMARY)
+    assert result.comment_id == 2 and fake.writes == [("PATCH", 2, "perfgate-bot")]
+    assert fake.comments[1]["body"] == MARKER + "\nposted by the workflow"
+
+
+def test_a_token_github_refuses_is_an_error_not_an_assumed_identity():
+    gh = GitHubApi("https://api.example.test", "o/r", "bad", opener=Replay([
+        {"request": {"method": "GET", "path": "/user"}, "response": {"status": 401, "body": {"message": "Bad"}}}]))
+    with pytest.raises(PerfgateError, match="HTTP 401"):
+        upsert_comment(gh, 7, BODY_SUMMARY)
+
+
+@pytest.mark.parametrize("name", ["a -->", "x\ny", "", "-lead", "a" * 101, "pf<!--"])
+def test_a_marker_name_that_could_end_the_html_comment_is_refused(name):
+    with pytest.raises(PerfgateError, match="comment marker"):
+        upsert_comment(fake_api(FakeGitHub([], {"installation": None})), 7, BODY_SUMMARY, name)
+
+
+def test_whatever_comments_others_wrote_only_the_bots_own_are_ever_edited_or_deleted():
+    """Property: comments by several authors, with and without the marker anywhere in them; after any number
+    of runs, every comment another author wrote (or the bot wrote for another marker) is as it was, and
+    the bot has exactly one perfgate comment."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    authors = st.sampled_from(["mallory", "octocat", BOT, "other-app[bot]"])
+    bodies = st.sampled_from([MARKER + "\nx", "LGTM", f"quote: {MARKER}", "<!-- perfgate:perfgate-a100 -->\n"
+                              f"`{MARKER}`", f" {MARKER}\nindented", MARKER.upper(), MARKER + "\r\nwindows"])
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.lists(st.tuples(authors, bodies), max_size=12), st.integers(1, 3))
+    def check(existing, runs):
+        fake = FakeGitHub([comment(i + 1, a, b) for i, (a, b) in enumerate(existing)], {"installation": None})
+        before = {i: dict(c) for i, c in fake.comments.items()}
+        for n in range(runs):
+            upsert_comment(fake_api(fake), 7, f"## run {n}\n")
+        for cid, old in before.items():
+            ours = old["user"]["login"] == BOT and old["body"].split("\n", 1)[0].rstrip("\r") == MARKER
+            if not ours:
+                assert fake.comments.get(cid) == old
+        assert all(author == BOT for _, _, author in fake.writes)
+        mine = [c for c in fake.comments.values()
+                if c["user"]["login"] == BOT and c["body"].split("\n", 1)[0].rstrip("\r") == MARKER]
+        assert len(mine) == 1 and mine[0]["body"].endswith(f"## run {runs - 1}\n")
+
+    check()
+
+
+# --- the comment rendered by trusted code from results files ------------------------------------------------
+
+HOSTILE = ("k::t[ghp_x](https://evil.example/a) ![img](https://evil.example/i.png) @octo-org/team <img src=x "
+           "onerror=alert(1)> <!-- perfgate:perfgate --> #1 :+1: ``` | split\nnew line`")
+
+
+def hostile_results(tmp_path, strict=True):
+    doc = {"gate": {"failed": False, "strict": strict}, "environment": {"device_name": "<b>GPU</b> @admin"},
+           "comparisons": [{"case_id": HOSTILE, "metric": "median_ms [x](y)", "verdict": "regressed",
+                            "change_pct": 900.0, "threshold_pct": 2.5, "gated": True},
+                           {"case_id": "ok", "metric": "median_ms", "verdict": "improved", "change_pct": -5.0,
+                            "threshold_pct": 2.5, "gated": True}],
+           "findings": [{"kind": "baseline case not measured", "message": HOSTILE, "fails_strict": True}]}
+    path = tmp_path / "perfgate.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_the_comment_shows_every_string_from_the_results_as_code_never_as_markup(tmp_path):
+    from perfgate.report.comment import read_results, render_comment
+
+    markdown_it = pytest.importorskip("markdown_it")
+    text = comment_body([render_comment(read_results(hostile_results(tmp_path)), "a" * 40)], "perfgate")
+    assert text.split("\n", 1)[0] == MARKER and text.count(MARKER) == 3  # the real one, and the data's twice
+    html = markdown_it.MarkdownIt("commonmark", {"html": True}).enable("table").render(text)
+    assert "<a " not in html and "<img" not in html and "<b>" not in html
+    outside_code = re.sub(r"<code>.*?</code>", "", html, flags=re.S)
+    for data in ("@octo-org", "@admin", "evil.example", "onerror", "ghp_x", "#1", ":+1:"):
+        assert data not in outside_code, data
+    assert html.count("<!--") == 1  # only the marker is an HTML comment
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "regressed" in line]
+    assert len(rows) == 1 and rows[0].count(" | ") == 4  # a pipe or a newline in the data never adds a cell
+    assert "## ❌ perfgate: gate FAILED" in text  # the rows say failed, whatever gate.failed says
+
+
+def test_a_results_file_with_a_foreign_verdict_or_kind_is_refused(tmp_path):
+    from perfgate.errors import ReportFileError
+    from perfgate.report.comment import read_results
+
+    path = hostile_results(tmp_path)
+    doc = json.loads(path.read_text())
+    doc["comparisons"][0]["verdict"] = "[passed](https://evil)"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ReportFileError, match="is not perfgate's"):
+        read_results(path)
+    doc["comparisons"][0]["verdict"] = "regressed"
+    doc["findings"][0]["kind"] = "**all good**"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ReportFileError, match="one of perfgate's kinds"):
+        read_results(path)
+
+
+def test_a_huge_results_file_gives_a_comment_within_githubs_limit(tmp_path):
+    from perfgate.report.comment import read_results, render_comment
+
+    doc = {"gate": {"failed": True, "strict": True},
+           "comparisons": [{"case_id": f"k::t[{i}]" + "x" * 300, "metric": "median_ms", "verdict": "regressed",
+                            "change_pct": 50.0, "threshold_pct": 1.0} for i in range(3000)],
+           "findings": [{"kind": "inconclusive", "message": "m" * 5000, "fails_strict": True}] * 300}
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(doc))
+    body = comment_body([render_comment(read_results(path))] * 4, "perfgate")
+    assert len(body) <= 65_000 and "… and 2950 more" in body
+
+
+def test_the_comment_command_renders_results_and_names_a_missing_one(tmp_path, monkeypatch, capsys):
+    import perfgate.ci.github as github
+
+    fake = FakeGitHub([comment(5, "mallory", MARKER + "\nforged verdict: passed")], {"installation": None})
+    monkeypatch.setattr(github.urllib.request, "urlopen", fake)
+    monkeypatch.setenv("GITHUB_TOKEN", "installation")
+    from perfgate.cli import main
+
+    code = main(["ci", "comment", "--results", str(hostile_results(tmp_path)), str(tmp_path / "a100.json"),
+                 "--commit", "a" * 40, "--repo", "o/r", "--pr", "7", "--api-url", "https://api.example.test"])
+    assert code == 0, capsys.readouterr()
+    (posted,) = [c for c in fake.comments.values() if c["user"]["login"] == BOT]
+    assert "wrote no perfgate.json: the gate never decided" in posted["body"]
+    assert f"commit `{'a' * 40}`" in posted["body"]
+    assert fake.comments[5]["body"] == MARKER + "\nforged verdict: passed"
+
+
+def test_ci_verdict_reads_the_gates_own_verdict(tmp_path, capsys):
+    from perfgate.cli import main
+
+    passed = tmp_path / "passed.json"
+    passed.write_text(json.dumps({"gate": {"failed": False, "strict": True}, "comparisons": [], "findings": []}))
+    assert main(["ci", "verdict", str(passed)]) == 0
+    assert main(["ci", "verdict", str(hostile_results(tmp_path))]) == 1
+    assert main(["ci", "verdict", str(passed), str(tmp_path / "missing.json")]) == 2
+    assert "the gate never decided" in capsys.readouterr().err

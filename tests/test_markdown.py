@@ -116,3 +116,15 @@ def test_a_copy_engine_case_shows_its_transfers_and_why_ncu_had_nothing(h100_dat
     assert "536.9 MB" in row and "357.8 us" in row and "1.5 TB/s" in row
     assert "ncu: no kernel to profile" in section
     assert "test_vector_add" not in section  # a kernel case moved no bytes on the copy engine
+
+
+def test_a_reference_name_with_a_line_break_or_a_link_cannot_break_the_table_or_link_out():
+    """Issue 23: a reference name (`name=`) is data: a newline must not end the row, `[x](url)` must not link."""
+    markdown_it = pytest.importorskip("markdown_it")
+    evil = "torch](https://evil.example/x)\n| forged | row |"
+    row = Comparison("k::t\nforged", "speedup", "x", Direction.HIGHER, Verdict.REGRESSED, kernel=evil, baseline=2.0,
+                     current=1.0, change_pct=-50.0, threshold_pct=1.0, processes=2)
+    text = render_markdown(GateResult(comparisons=(row,), current_env=CUR_ENV, baseline_env=BASE_ENV))
+    html = markdown_it.MarkdownIt("commonmark").enable("table").render(text)
+    failing = html.split("<table>")[1].split("</table>")[0]
+    assert "<a " not in html and failing.count("<tr>") == 2 and failing.count("<td") == 7  # header + one row

@@ -60,11 +60,35 @@ def test_a_skipped_baseline_case_warns_without_strict_and_fails_with_it(project,
                                               "(1 baseline case(s) not measured)"]
 
 
-def test_deselecting_a_baseline_case_stays_fine_in_strict_mode(project):
+def test_deselecting_a_baseline_case_warns_without_strict_and_fails_with_it(project):
     assert gate_json(project).ret == 0
+    assert gate_json(project, "-k", "fast").ret == 0
+    assert "2 baseline case(s) not measured" in findings(project)["baseline case not measured"]["message"]
     result = gate_json(project, "--perfgate-strict", "-k", "fast")
+    assert result.ret == 1
+    assert ("perfgate strict: baseline case not measured: 2 baseline case(s) not measured (not collected, "
+            "deselected or renamed): test_perf.py::test_maybe_broken, test_perf.py::test_maybe_skipped; run them, "
+            "or list them in [tool.perfgate] allow_missing with a reason") in result.stdout.str()
+
+
+def test_cases_the_allow_list_names_may_be_missing_and_the_reason_is_shown(project):
+    assert gate_json(project).ret == 0
+    project.makefile(".toml", pyproject=PYPROJECT + 'strict = true\nallow_missing = [{pattern = "*maybe*", '
+                                                    'reason = "GPU-only, run nightly"}]\n')
+    result = gate_json(project, "-k", "fast")
     assert result.ret == 0
-    assert "test skipped" not in findings(project)
+    allowed = findings(project)["baseline case allowed to be missing"]
+    assert allowed["message"] == "2 baseline case(s) not measured, allowed by allow_missing '*maybe*': GPU-only, " \
+                                 "run nightly" and not allowed["fails_strict"]
+
+
+@pytest.mark.parametrize("entry", ['[{pattern = "*"}]', '[{reason = "r"}]', '["*"]', '[{pattern = "*", reason = ""}]',
+                                   '[{pattern = "*", reason = "r", extra = 1}]'])
+def test_an_allow_list_entry_without_a_pattern_and_a_reason_is_refused(project, entry):
+    project.makefile(".toml", pyproject=PYPROJECT + f"allow_missing = {entry}\n")
+    result = gate_json(project)
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*allow_missing*"])
 
 
 def test_an_errored_baseline_case_fails_strict_mode(project, monkeypatch):

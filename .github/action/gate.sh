@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # perfgate action, step 2: the gate itself. Its exit status is kept as a step output so the annotation,
 # artifact and comment steps still run; the action's last step exits with it.
+#
+# The status is the gate's, not only pytest's: a run that wrote no results file never decided (a test that
+# ended the process with status 0, a plugin switched off), and a results file that says the gate failed
+# fails the job even when something reset pytest's exit status to 0 (docs/robustness.md).
 set -uo pipefail
 : "${RESULTS:?}" "${GITHUB_OUTPUT:?not running in GitHub Actions}"
 read -r -a args <<< "${PYTEST_ARGS:-.}"
@@ -20,8 +24,21 @@ fi
 [ "${STRICT:-true}" = "true" ] && flags+=(--perfgate-strict)
 [ -n "${PROFILE:-}" ] && flags+=(--perfgate-profile "$PROFILE")
 [ -n "${SITE_URL:-}" ] && flags+=(--perfgate-site-url "$SITE_URL")
+[ -n "${BASELINE_REF:-}" ] && flags+=("--perfgate-baseline-ref=$BASELINE_REF")
+[ "${ACCEPT_BASELINE_CHANGE:-false}" = "true" ] && flags+=(--perfgate-accept-baseline-change)
 [ -z "${PERFGATE_DB:-}" ] && flags+=(--perfgate-no-store)
-"${PYTHON:-python3}" -m pytest "${args[@]}" "${flags[@]}"
+rm -f "$RESULTS/perfgate.json"
+# the tests run without the runner's command files: what they write there must not reach later steps
+# (an environment variable for the step that holds a token, a forged exit-code output)
+env -u GITHUB_ENV -u GITHUB_OUTPUT -u GITHUB_PATH -u GITHUB_STATE -u BASH_ENV \
+  "${PYTHON:-python3}" -m pytest "${args[@]}" "${flags[@]}"
 code=$?
-echo "exit-code=$code" >> "$GITHUB_OUTPUT"
 echo "perfgate: pytest exited with $code"
+if [ ! -f "$RESULTS/perfgate.json" ]; then
+  echo "::error title=perfgate::pytest exited with $code but wrote no $RESULTS/perfgate.json: the gate never decided"
+  [ "$code" = 0 ] && code=3
+elif ! "${PYTHON:-python3}" -I -m perfgate ci verdict "$RESULTS/perfgate.json" && [ "$code" = 0 ]; then
+  echo "::error title=perfgate::pytest exited with 0 but the results file says the gate did not pass"
+  code=1
+fi
+echo "exit-code=$code" >> "$GITHUB_OUTPUT"

@@ -2,24 +2,55 @@
 # perfgate action, step 1: where the history, the caches and the results live (see action.yml's inputs).
 # The history and the caches sit outside the checkout (actions/checkout wipes the workspace) under the
 # runner's tool cache, one directory per repository; results go to a fresh directory under RUNNER_TEMP.
+#
+# A pull request's run (pull_request or pull_request_target) runs code nobody trusted yet: it gets its own
+# cache (a copy of the trusted one, under RUNNER_TEMP) and no shared history, and may never be pointed at
+# the trusted ones; on a self-hosted runner it must be an ephemeral one (docs/github-actions.md).
 set -euo pipefail
 : "${GITHUB_ENV:?not running in GitHub Actions}" "${GITHUB_OUTPUT:?not running in GitHub Actions}"
 base="${RUNNER_TOOL_CACHE:-${RUNNER_TEMP:-/tmp}}/perfgate/${GITHUB_REPOSITORY:-local}"
-history="${HISTORY:-$base/history.db}"
-cache="${CACHE_DIR:-$base/cache}"
 results="${RUNNER_TEMP:-/tmp}/perfgate-results-${GITHUB_RUN_ID:-0}-${GITHUB_JOB:-job}"
+case "${GITHUB_EVENT_NAME:-}" in pull_request|pull_request_target) pr=1 ;; *) pr=0 ;; esac
 
-for value in "$history" "$cache" "${CACHE_SEED:-}"; do
+for value in "${HISTORY:-}" "${CACHE_DIR:-}" "${CACHE_SEED:-}"; do
   case "$value" in *$'\n'*) echo "::error title=perfgate::a path input holds a newline"; exit 2 ;; esac
 done
 
+if [ "$pr" = 1 ]; then
+  if [ "${RUNNER_ENVIRONMENT:-}" = "self-hosted" ]; then
+    if [ "${EPHEMERAL_RUNNER:-}" != "true" ]; then
+      echo "::error title=perfgate::a pull request's code is about to run on a self-hosted runner not declared" \
+           "ephemeral: on a persistent runner it can leave code that later trusted runs load. Use ephemeral runners" \
+           "(./config.sh --ephemeral) and set the action's ephemeral-runner input to \"true\" (docs/github-actions.md)"
+      exit 2
+    fi
+    marker="${RUNNER_TEMP:-/nonexistent}/../../.runner"  # the runner's settings, in its default layout
+    if [ -f "$marker" ] && ! grep -Eq '"[Ee]phemeral"[[:space:]]*:[[:space:]]*true' "$marker"; then
+      echo "::error title=perfgate::ephemeral-runner is \"true\" but this runner's .runner file says it is not ephemeral"
+      exit 2
+    fi
+  fi
+  history="${HISTORY:-none}"
+  cache="${CACHE_DIR:-${RUNNER_TEMP:-/tmp}/perfgate-pr-cache}"
+  seed="${CACHE_SEED:-$base/cache}"
+  for value in "$history" "$cache"; do
+    case "$value/" in "$base"/*)
+      echo "::error title=perfgate::a pull request's run must not write $value: trusted runs read what is under $base"
+      exit 2 ;;
+    esac
+  done
+else
+  history="${HISTORY:-$base/history.db}"
+  cache="${CACHE_DIR:-$base/cache}"
+  seed="${CACHE_SEED:-}"
+fi
+
 rm -rf "$results"
 mkdir -p "$results" "$cache/triton" "$cache/kernels"
-if [ -n "${CACHE_SEED:-}" ] && [ -d "$CACHE_SEED" ] && [ -z "$(ls -A "$cache/triton")" ] \
-   && [ -z "$(ls -A "$cache/kernels")" ]; then
+if [ -n "$seed" ] && [ -d "$seed" ] && [ -z "$(ls -A "$cache/triton")" ] && [ -z "$(ls -A "$cache/kernels")" ]; then
   # a per-PR cache starts as a copy of the trusted one: warm, and nothing written here is read by trusted runs
-  cp -a "$CACHE_SEED/." "$cache/"
-  echo "perfgate: cache seeded from $CACHE_SEED"
+  cp -a "$seed/." "$cache/"
+  echo "perfgate: cache seeded from $seed"
 fi
 {
   echo "TRITON_CACHE_DIR=$cache/triton"

@@ -25,7 +25,8 @@ from typing import Any, Protocol
 
 from perfgate.ab.protocol import WORKER_ENV, AbError, Pipe, Side, WorkerFailed
 from perfgate.errors import one_line
-from perfgate.measure.processes import MEASURE_CHILD_ENV, PROFILE_CHILD_ENV
+from perfgate.measure.handshake import MEASURE_CHILD_ENV
+from perfgate.measure.processes import PROFILE_CHILD_ENV
 
 STOP_GRACE_S = 5.0
 WORKER_PYTEST_ARGS = ("-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:randomly", "--perfgate",

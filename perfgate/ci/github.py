@@ -1,14 +1,19 @@
 """The one sticky perfgate comment on a pull request, through GitHub's REST API (urllib, no client library).
 
-The comment carries a hidden marker (`<!-- perfgate:<name> -->`); each run finds it and edits it in place,
-so a PR has one perfgate comment per marker however many times the gate ran. Extra copies (left by a
-race between two jobs) are deleted. The token needs `pull-requests: write` and is only ever sent to the
-API host it was given.
+The comment starts with a hidden marker line (`<!-- perfgate:<name> -->`); each run finds it and edits it in
+place, so a PR has one perfgate comment per marker however many times the gate ran. Extra copies (left by a
+race between two jobs) are deleted. Only comments the token's own identity wrote, whose *first line* is the
+marker, are ever edited or deleted: a token with `pull-requests: write` may edit anyone's comment, and an
+attacker's or a maintainer's comment that carries the marker (or a summary that quotes another job's
+marker in a case id) must stay as it is. The identity is the token's login (GET /user), or, for GitHub
+Actions' installation token (which cannot read /user), `github-actions[bot]`; `--author` names another
+app's bot. The token is only ever sent to the API host it was given.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
@@ -23,10 +28,24 @@ SEPARATOR = "\n\n---\n\n"  # between the summaries of several GPUs in one commen
 ELSEWHERE = "the full summary is in the job summary and the results artifact"
 TIMEOUT_S = 30.0
 
+ACTIONS_BOT = "github-actions[bot]"  # who GitHub Actions' GITHUB_TOKEN comments as
+_MARKER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
 Opener = Callable[[urllib.request.Request, float], Any]
 
 
+class GitHubHttpError(PerfgateError):
+    """An HTTP error status from the API, kept so a caller can tell 403 from the rest."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 def marker_line(name: str) -> str:
+    if not _MARKER_NAME.fullmatch(name):
+        raise PerfgateError(f"perfgate: a comment marker is letters, digits, '.', '_' and '-' (at most 100), got "
+                            f"{name[:40]!r}")
     return f"<!-- perfgate:{name} -->"
 
 
@@ -59,10 +78,24 @@ class GitHubApi:
             with self._open(req, TIMEOUT_S) as resp:
                 raw = resp.read()
         except urllib.error.HTTPError as err:
-            raise PerfgateError(f"perfgate: GitHub API {method} {path}: HTTP {err.code} {err.reason}") from err
+            raise GitHubHttpError(f"perfgate: GitHub API {method} {path}: HTTP {err.code} {err.reason}",
+                                  err.code) from err
         except (urllib.error.URLError, TimeoutError, OSError) as err:
             raise PerfgateError(f"perfgate: GitHub API {method} {path}: {err}") from err
         return json.loads(raw) if raw else None
+
+    def login(self) -> str:
+        """Who this token comments as: its user's login, or github-actions[bot] for GitHub Actions' token."""
+        try:
+            user = self.request("GET", "/user")
+        except GitHubHttpError as err:
+            if err.status == 403:  # "Resource not accessible by integration": an installation token
+                return ACTIONS_BOT
+            raise
+        login = user.get("login") if isinstance(user, dict) else None
+        if not isinstance(login, str) or not login:
+            raise PerfgateError("perfgate: GitHub API GET /user returned no login")
+        return login
 
     def comments(self, pr: int) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -88,11 +121,24 @@ def comment_body(summary: str | Sequence[str], name: str) -> str:
     return f"{marker}\n" + SEPARATOR.join(f.strip() for f in fitted) + "\n"
 
 
-def upsert_comment(api: GitHubApi, pr: int, summary: str | Sequence[str], name: str = "perfgate") -> CommentResult:
-    """Edit the PR's perfgate comment in place, or create it; never a second one."""
+def is_ours(comment: Any, marker: str, author: str) -> bool:
+    """Written by `author` and starting with the marker line (a marker quoted further down is not one)."""
+    if not isinstance(comment, dict) or not isinstance(comment.get("id"), int):
+        return False
+    user = comment.get("user")
+    body = comment.get("body")
+    return isinstance(user, dict) and user.get("login") == author and isinstance(body, str) \
+        and body.split("\n", 1)[0].rstrip("\r") == marker
+
+
+def upsert_comment(api: GitHubApi, pr: int, summary: str | Sequence[str], name: str = "perfgate",
+                   author: str | None = None) -> CommentResult:
+    """Edit the PR's perfgate comment in place, or create it; never a second one. Only the comments `author`
+    (default: the token's own identity) wrote are ever edited or deleted."""
     marker = marker_line(name)
     body = comment_body(summary, name)
-    mine = sorted((c for c in api.comments(pr) if marker in str(c.get("body", ""))), key=lambda c: int(c["id"]))
+    me = author or api.login()
+    mine = sorted((c for c in api.comments(pr) if is_ours(c, marker, me)), key=lambda c: int(c["id"]))
     if not mine:
         created = api.request("POST", f"/repos/{api.repo}/issues/{pr}/comments", {"body": body})
         return CommentResult("created", int(created["id"]))

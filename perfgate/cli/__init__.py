@@ -219,7 +219,7 @@ def _db_parser(sub: Any) -> None:
     merge.set_defaults(func=_lazy("perfgate.cli.data", "db_merge"))
     export = _command(dsub, "export", "copy only the named runs into OUT (what one CI job uploads)",
                       ("perfgate db export job.db --results results/perfgate.json",))
-    _settings_options(export, "db_path")
+    _settings_options(export, "db_path", "publish_host")
     export.add_argument("out", type=Path, help="the history to write (created, or merged into)")
     export.add_argument("--run-uid", action="append", help="a run's identity (repeatable)")
     export.add_argument("--results", type=Path, help="the run a results file (perfgate.json) describes")
@@ -257,30 +257,42 @@ def _import_parser(sub: Any) -> None:
 
 def _ci_parser(sub: Any) -> None:
     c = _command(sub, "ci", "GitHub Actions helpers",
-                 ("perfgate ci init --runner-label gpu-h100", "perfgate ci annotate perfgate.json"))
+                 ("perfgate ci init --runner-label gpu-h100 --action-ref owner/perfgate@<40-hex sha>",
+                  "perfgate ci annotate perfgate.json"))
     csub = c.add_subparsers(required=True, metavar="ACTION")
     ann = _command(csub, "annotate", "print ::error/::warning workflow commands for a results JSON",
                    ("perfgate ci annotate results/perfgate.json",))
     ann.add_argument("results", type=Path, help="perfgate.json written by --perfgate-json")
     ann.set_defaults(func=_lazy("perfgate.cli.ci", "annotate"))
     com = _command(csub, "comment", "create or update the one perfgate comment on a pull request",
-                   ("GITHUB_TOKEN=... perfgate ci comment summary.md --repo owner/name --pr 12",
+                   ("GITHUB_TOKEN=... perfgate ci comment --results results/*/perfgate.json --repo owner/name --pr 12",
                     "perfgate ci comment h100.md a100.md --repo owner/name --pr 12 --marker perfgate-matrix"))
-    com.add_argument("summary", type=Path, nargs="+",
-                     help="the Markdown summary to post; several (matrix jobs) become one comment")
+    com.add_argument("summary", type=Path, nargs="*",
+                     help="Markdown summaries to post as they are (trusted input only); several become one comment")
+    com.add_argument("--results", type=Path, nargs="+", metavar="JSON",
+                     help="render the comment from these results files (perfgate.json), every string from them "
+                          "shown as code: what a job that ran pull-request code wrote")
+    com.add_argument("--commit", default="", help="the commit that was gated (40 hex), named in the comment")
     com.add_argument("--repo", required=True, help="owner/name")
     com.add_argument("--pr", type=int, required=True, help="pull request number")
     com.add_argument("--token-env", default="GITHUB_TOKEN", help="environment variable holding the token")
     com.add_argument("--api-url", default="https://api.github.com", help="GitHub REST API base URL")
     com.add_argument("--marker", default="perfgate", help="one sticky comment per marker (matrix jobs: one each)")
+    com.add_argument("--author", help="the login the token comments as (default: asked of the API; "
+                                      "github-actions[bot] for GitHub Actions' token): only its comments are edited")
     com.set_defaults(func=_lazy("perfgate.cli.ci", "comment"))
+    ver = _command(csub, "verdict", "exit 1 when a results file says the gate failed, 2 when it is missing or "
+                                    "unreadable (the action checks the gate's own verdict, not only pytest's status)",
+                   ("perfgate ci verdict results/perfgate.json",))
+    ver.add_argument("results", type=Path, nargs="+", help="perfgate.json files written by --perfgate-json")
+    ver.set_defaults(func=_lazy("perfgate.cli.ci", "verdict"))
     init = _command(csub, "init", "write a starter workflow that runs the perfgate composite action",
                     ("perfgate ci init --runner-label gpu-h100 --action-ref owner/perfgate@<40-hex commit sha>",))
     init.add_argument("--output", type=Path, default=Path(".github/workflows/perfgate.yml"),
                       help="where to write the workflow (default .github/workflows/perfgate.yml)")
     init.add_argument("--action-ref", required=True,
-                      help="OWNER/REPO@COMMIT_SHA of the perfgate action (a full commit: the report job installs "
-                           "perfgate from the same commit)")
+                      help="OWNER/REPO@COMMIT_SHA of the perfgate action: pinned by a full 40-hex commit, never by "
+                           "a movable tag (the report job installs perfgate from the same commit)")
     init.add_argument("--runner-label", default="gpu", help="the self-hosted GPU runner's label")
     init.add_argument("--pytest-args", default="tests/perf", help="what the gate runs (default tests/perf)")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")

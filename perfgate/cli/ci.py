@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import sys
+from pathlib import Path
 
 from perfgate.errors import PerfgateError, ReportFileError
 from perfgate.inputs import load_json_file, read_bytes
@@ -24,11 +27,39 @@ def comment(args: argparse.Namespace) -> int:
     token = os.environ.get(args.token_env, "")
     if not token:
         raise PerfgateError(f"perfgate: ci comment needs a token in ${args.token_env} (pull-requests: write)")
-    summaries = [read_bytes(path, ReportFileError).decode("utf-8", errors="replace") for path in args.summary]
-    result = upsert_comment(GitHubApi(args.api_url, args.repo, token), args.pr, summaries, args.marker)
+    if bool(args.summary) == bool(args.results):
+        raise PerfgateError("perfgate: ci comment takes Markdown summaries or --results files, one of the two")
+    if args.commit and not re.fullmatch(r"[0-9a-f]{7,64}", args.commit):
+        raise PerfgateError(f"perfgate: --commit must be a commit sha, got {args.commit[:40]!r}")
+    summaries = _rendered(args.results, args.commit) if args.results else \
+        [read_bytes(path, ReportFileError).decode("utf-8", errors="replace") for path in args.summary]
+    result = upsert_comment(GitHubApi(args.api_url, args.repo, token), args.pr, summaries, args.marker, args.author)
     extra = f", {result.deleted_duplicates} duplicate(s) removed" if result.deleted_duplicates else ""
     print(f"perfgate: {result.action} comment {result.comment_id} on {args.repo}#{args.pr}{extra}")
     return 0
+
+
+def _rendered(paths: list[Path], commit: str) -> list[str]:
+    """One section per results file, rendered by this (trusted) code; a missing file is a failed section."""
+    from perfgate.report.comment import missing_results, read_results, render_comment
+
+    return [render_comment(read_results(p), commit) if p.is_file() else missing_results(str(p)) for p in paths]
+
+
+def verdict(args: argparse.Namespace) -> int:
+    """0 when every results file says the gate passed; 1 when one failed; 2 when one is missing or unreadable."""
+    from perfgate.report.comment import read_results
+
+    worst = 0
+    for path in args.results:
+        if not path.is_file():
+            print(f"perfgate: {path}: no results file: the gate never decided", file=sys.stderr)
+            worst = 2
+            continue
+        results = read_results(path)
+        print(f"perfgate: {path}: gate {'FAILED' if results.failed else 'passed'}")
+        worst = max(worst, 1 if results.failed else 0)
+    return worst
 
 
 def init(args: argparse.Namespace) -> int:

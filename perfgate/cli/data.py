@@ -7,6 +7,7 @@ import argparse
 import csv
 import io
 import json
+import os
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -79,7 +80,12 @@ def db_export(args: argparse.Namespace) -> int:
     if not uids:
         raise PerfgateError("perfgate db export: name the runs: --run-uid UID or --results perfgate.json")
     settings = command_settings(args)
-    (count,) = merge_histories(args.out, [settings.db_path], run_uids=uids)
+    from perfgate.report.scrub import export_scrubber
+
+    # what is uploaded is published: scrubbed like every output (hostname and paths only with publish_host)
+    scrubber = export_scrubber(settings.rootdir, settings.publish_host, os.environ)
+    (count,) = merge_histories(args.out, [settings.db_path], run_uids=uids,
+                               transform=lambda run, verdicts: (scrubber.run(run), scrubber.verdicts(verdicts)))
     print(f"perfgate: exported {count.added} run(s) of {settings.db_path} to {args.out}"
           + (f" ({count.already_there} already there)" if count.already_there else ""))
     return 0

@@ -57,6 +57,9 @@ class Option:
     marker: bool = False  # may be set per test with @pytest.mark.perfgate(...)
     measure: bool = False  # a MeasureOptions field (how one case is timed)
     metavar: str | None = None
+    # only from pytest's own command line, never from addopts or PYTEST_ADDOPTS: a project's files (which a
+    # pull request edits) must not switch a gate into writing its baseline or out of its checks
+    command_line_only: bool = False
 
     @property
     def where(self) -> str:
@@ -69,15 +72,25 @@ OPTIONS: tuple[Option, ...] = (
     # --- what a run does ------------------------------------------------------------------------------
     Option("enabled", "measure perf cases, store the run, gate on baselines", v.boolean, flag="--perfgate",
            arg=Arg.FLAG),
-    Option("strict", "fail closed: no case measured, a baseline case skipped or not collected, not comparable, a "
-           "profiler failure, the host clock against a CUDA baseline each fail the gate", v.boolean, key="strict",
+    Option("strict", "fail closed: no case measured, a baseline case not measured (skipped, deselected, renamed), "
+           "not comparable, a profiler failure, the host clock against a CUDA baseline, a process beyond ceiling_pct, "
+           "a baseline changed since the base ref each fail the gate", v.boolean, key="strict",
            flag="--perfgate-strict", cli="--strict", arg=Arg.FLAG),
-    Option("update_baseline", "write the baseline from this run (uncalibrated; prefer perfgate calibrate)",
-           v.boolean, flag="--perfgate-update-baseline", arg=Arg.FLAG),
+    Option("update_baseline", "write the baseline from this run (uncalibrated; prefer perfgate calibrate); only on "
+           "pytest's own command line", v.boolean, flag="--perfgate-update-baseline", arg=Arg.FLAG,
+           command_line_only=True),
     Option("reason", "why the baseline changes (required with --perfgate-update-baseline)", v.text,
            flag="--perfgate-reason", metavar="TEXT"),
     Option("store", "write nothing: no history, no initial baseline (outputs named by an option still are)", v.boolean,
            flag="--perfgate-no-store", cli="--no-store", arg=Arg.NO_FLAG),
+    Option("baseline_ref", "the git ref a pull request is gated against (default: origin/$GITHUB_BASE_REF): a "
+           "baseline or [tool.perfgate] that differs from it fails strict mode unless the change is stated; only on "
+           "pytest's own command line", v.text, flag="--perfgate-baseline-ref", metavar="REF", command_line_only=True),
+    Option("accept_baseline_change", "the pull request states that its baseline or [tool.perfgate] change is "
+           "intended (the workflow passes it for a labelled PR); only on pytest's own command line", v.boolean,
+           flag="--perfgate-accept-baseline-change", arg=Arg.FLAG, command_line_only=True),
+    Option("allow_missing", "baseline cases a strict gate may miss, each with its reason: [{pattern = \"shell "
+           "pattern on case ids\", reason = \"why\"}]", v.allowed_missing, key="allow_missing"),
     Option("allow_env_mismatch", "compare even when the baseline was measured on another device model",
            v.boolean, flag="--perfgate-allow-env-mismatch", cli="--allow-env-mismatch", arg=Arg.FLAG),
     # --- where things are -------------------------------------------------------------------------------
@@ -104,8 +117,8 @@ OPTIONS: tuple[Option, ...] = (
            flag="--perfgate-json-samples", arg=Arg.FLAG),
     Option("full_table", "list every row in the terminal, not only failing and changed rows and the counts",
            v.boolean, flag="--perfgate-full-table", arg=Arg.FLAG),
-    Option("publish_host", "keep the hostname and absolute paths in published outputs", v.boolean,
-           key="publish_host", flag="--perfgate-publish-host", arg=Arg.FLAG),
+    Option("publish_host", "keep the hostname and absolute paths in published outputs and exported histories",
+           v.boolean, key="publish_host", flag="--perfgate-publish-host", cli="--publish-host", arg=Arg.FLAG),
     Option("chart_url", "base URL the charts are published at (links in a job summary)", v.text, key="chart_url",
            flag="--perfgate-chart-url", metavar="URL"),
     Option("site_url", "base URL of the published dashboard (perfgate report --html): the summary links to the "
@@ -129,6 +142,8 @@ OPTIONS: tuple[Option, ...] = (
            v.boolean, key="gate_time_with_reference"),
     Option("noise_floor_pct", "the smallest between-process noise (%) a case is credited with (default 0.1 for "
            "CUDA events, 0.5 for the host clock)", v.number(0.0, 50.0), key="noise_floor_pct"),
+    Option("ceiling_pct", "strict mode fails a case when any of its processes is this much slower (%) than the "
+           "baseline, whatever its noise or its other processes say", v.CEILING, key="ceiling_pct"),
     Option("min_speedup", "fail a case with a reference when its speedup's upper bound is below this",
            v.SPEEDUP, key="min_speedup", marker=True),
     Option("pin_autotune", "hold Triton autotuners to the configs the baseline recorded", v.boolean,
@@ -179,6 +194,11 @@ OPTIONS: tuple[Option, ...] = (
 )
 TABLE_KEYS = ("metrics", "overrides")  # [tool.perfgate] sub-tables, read by settings.py
 MARKER_TABLE_KEYS = ("metrics",)
+
+
+def command_line_only_flags() -> dict[str, str]:
+    """Settings attribute -> flag, for the options only pytest's own command line may give."""
+    return {o.attr: o.flag for o in OPTIONS if o.command_line_only and o.flag}
 
 
 def path_flags() -> tuple[str, ...]:

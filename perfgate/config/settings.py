@@ -18,6 +18,7 @@ from perfgate.config import options as opts
 from perfgate.config import validate as cs
 from perfgate.errors import ConfigError
 from perfgate.metrics import CATALOGUE
+from perfgate.model import AllowedMissing
 
 DB_ENV = "PERFGATE_DB"
 # keys of earlier versions whose meaning changed: one line naming the replacement, not a silent reinterpretation
@@ -86,6 +87,10 @@ class Settings:
     baseline_file: Path | None = None
     update_baseline: bool = False
     reason: str = ""
+    baseline_ref: str = ""  # "" : origin/$GITHUB_BASE_REF when that is set (baseline/base_ref.py)
+    accept_baseline_change: bool = False
+    allow_missing: tuple[AllowedMissing, ...] = ()
+    ceiling_pct: float = 100.0  # strict: a process this much slower fails, whatever the noise
     summary_path: Path | None = None
     json_path: Path | None = None
     report_dir: Path | None = None

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.errors import ConfigError
+from perfgate.model import AllowedMissing
 
 Parser = Callable[[Any, str], Any]
 
@@ -105,6 +106,7 @@ THRESHOLD = number(0.0, 100.0)
 MIN_EFFECT = number(0.0, 50.0)
 FALSE_ALARM = number(0.01, 5.0)
 SPEEDUP = number(0.0, 1000.0, low_open=True)
+CEILING = number(1.0, 100.0)  # a strict gate fails a process this much slower, whatever else it says
 POSITIVE = number(0.0, 1e9, low_open=True)
 
 
@@ -128,3 +130,22 @@ def check_keys(table: dict[str, Any], known: set[str], where: str) -> None:
     unknown = sorted(str(k) for k in table if k not in known)
     if unknown:
         raise ConfigError(f"perfgate: {where}: unknown key(s) {unknown}; known: {sorted(known)}")
+
+
+def allowed_missing(value: Any, where: str) -> tuple[AllowedMissing, ...]:
+    """`[{pattern = "...", reason = "..."}, ...]`: baseline cases a strict gate may miss, each with a reason."""
+    if isinstance(value, tuple) and all(isinstance(v, AllowedMissing) for v in value):
+        return value
+    if not isinstance(value, list):
+        raise _fail(where, 'a list of {pattern = "...", reason = "..."} tables', value)
+    out = []
+    for i, entry in enumerate(value):
+        here = f"{where}[{i}]"
+        if not isinstance(entry, dict):
+            raise _fail(here, 'a table {pattern = "...", reason = "..."}', entry)
+        check_keys(entry, {"pattern", "reason"}, here)
+        if "reason" not in entry or "pattern" not in entry:
+            raise ConfigError(f"perfgate: {here}: needs a 'pattern' and a 'reason' (why these cases may go unmeasured)")
+        out.append(AllowedMissing(nonempty_text(entry["pattern"], f"{here} pattern"),
+                                  nonempty_text(entry["reason"], f"{here} reason")))
+    return tuple(out)

@@ -7,12 +7,26 @@ model.STRICT_KINDS fail the gate. Everything here is derived from the stored run
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import fnmatch
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from perfgate.baseline import Baseline
+from perfgate.baseline.base_ref import BaseCheck
+from perfgate.gate.ceiling import beyond_ceiling
 from perfgate.metrics import SPEEDUP_METRIC, TIME_METRIC
-from perfgate.model import Comparison, Finding, FindingKind, GateResult, HostState, Run, TestOutcome, Timer, Verdict
+from perfgate.model import (
+    AllowedMissing,
+    Comparison,
+    Finding,
+    FindingKind,
+    GateResult,
+    HostState,
+    Run,
+    TestOutcome,
+    Timer,
+    Verdict,
+)
 
 THROTTLED_FRACTION = 0.5  # a case sampled mostly under a power/thermal cap is flagged
 LOAD_RISE_PER_CPU = 0.5  # and at least twice the calibration's: a load change worth naming
@@ -28,11 +42,65 @@ class GateFacts:
     baseline_path: str = ""
     cuda_baselines: tuple[str, ...] = ()  # CUDA baseline files beside a host-clock run's (a GPU went missing)
     change_points: tuple[str, ...] = ()  # recent steps in the history of this run's cases, one line each
+    base: BaseCheck | None = None  # the baseline compared with the pull request's base ref (baseline/base_ref.py)
 
 
-def findings_for(run: Run, baseline: Baseline | None, gate: GateResult, facts: GateFacts) -> tuple[Finding, ...]:
-    return (*_run_level(run, baseline, facts), *_unmeasured(run, baseline), *_per_case(run, baseline, gate),
-            *_host_drift(run, baseline), *(Finding(FindingKind.CHANGE_POINT, line) for line in facts.change_points))
+SHOWN_MISSING = 5  # case ids named in the one "not measured" finding; the rest are counted
+
+
+def findings_for(run: Run, baseline: Baseline | None, gate: GateResult, facts: GateFacts,
+                 allow_missing: Sequence[AllowedMissing] = (), ceiling_pct: float = 100.0) -> tuple[Finding, ...]:
+    return (*_run_level(run, baseline, facts), *_against_base(facts.base), *_unmeasured(run, baseline, allow_missing),
+            *_not_measured(run, baseline, allow_missing), *_per_case(run, baseline, gate),
+            *beyond_ceiling(run, baseline, gate, ceiling_pct), *_host_drift(run, baseline),
+            *(Finding(FindingKind.CHANGE_POINT, line) for line in facts.change_points))
+
+
+def _against_base(check: BaseCheck | None) -> Iterator[Finding]:
+    if check is None:
+        return
+    if check.unverified:
+        yield Finding(FindingKind.BASELINE_UNVERIFIED, f"cannot compare the baseline with the base ref {check.ref}: "
+                                                       f"{check.unverified}")
+    elif check.changes and check.stated:
+        yield Finding(FindingKind.BASELINE_CHANGE_STATED, "; ".join(check.changes) + ": stated as intended")
+    elif check.changes:
+        yield Finding(FindingKind.BASELINE_CHANGED,
+                      "; ".join(check.changes) + ": a pull request that changes what it is gated with must say so "
+                      "(--perfgate-accept-baseline-change, which the workflow passes for a labelled pull request)")
+
+
+def _allowed_by(case_id: str, allow_missing: Sequence[AllowedMissing]) -> AllowedMissing | None:
+    return next((a for a in allow_missing if fnmatch.fnmatchcase(case_id, a.pattern)), None)
+
+
+def _not_measured(run: Run, baseline: Baseline | None, allow_missing: Sequence[AllowedMissing]) -> Iterator[Finding]:
+    """Baseline cases this run did not measure and no collected test explains (deselected with -k/-m or
+    addopts, dropped by a conftest or collect_ignore, renamed, re-parametrized, measured under another name):
+    wherever the deselection came from, a strict gate fails unless `allow_missing` names the case."""
+    if baseline is None or not run.results:
+        return  # no baseline or nothing measured: reported once, by _run_level
+    measured = {r.case_id for r in run.results}
+    by_test = _cases_by_test(baseline.cases) if run.info.unmeasured else {}
+    explained = {cid for u in run.info.unmeasured for cid in by_test.get(u.nodeid, ())}
+    missing = sorted(cid for cid in baseline.cases if cid not in measured and cid not in explained)
+    allowed: dict[AllowedMissing, list[str]] = {}
+    unexplained = []
+    for cid in missing:
+        entry = _allowed_by(cid, allow_missing)
+        if entry is None:
+            unexplained.append(cid)
+        else:
+            allowed.setdefault(entry, []).append(cid)
+    for entry, ids in allowed.items():
+        yield Finding(FindingKind.ALLOWED_MISSING, f"{len(ids)} baseline case(s) not measured, allowed by "
+                                                   f"allow_missing {entry.pattern!r}: {entry.reason}", ids[0])
+    if unexplained:
+        more = f" and {len(unexplained) - SHOWN_MISSING} more" if len(unexplained) > SHOWN_MISSING else ""
+        yield Finding(FindingKind.NOT_MEASURED,
+                      f"{len(unexplained)} baseline case(s) not measured (not collected, deselected or renamed): "
+                      f"{', '.join(unexplained[:SHOWN_MISSING])}{more}; run them, or list them in [tool.perfgate] "
+                      f"allow_missing with a reason", unexplained[0])
 
 
 def _inconclusive(c: Comparison) -> str:
@@ -100,8 +168,9 @@ def _run_level(run: Run, baseline: Baseline | None, facts: GateFacts) -> Iterato
                       f"({', '.join(facts.cuda_baselines)}): is the GPU visible?")
 
 
-def _unmeasured(run: Run, baseline: Baseline | None) -> Iterator[Finding]:
-    """A baseline case whose test was collected but skipped or errored (deselection is fine)."""
+def _unmeasured(run: Run, baseline: Baseline | None, allow_missing: Sequence[AllowedMissing]) -> Iterator[Finding]:
+    """A baseline case whose test was collected but skipped or errored (a skip `allow_missing` names is
+    allowed, with its reason)."""
     if baseline is None or not run.info.unmeasured:
         return
     measured = {r.case_id for r in run.results}
@@ -112,6 +181,12 @@ def _unmeasured(run: Run, baseline: Baseline | None) -> Iterator[Finding]:
             continue
         kind = FindingKind.TEST_SKIPPED if test.outcome is TestOutcome.SKIPPED else FindingKind.TEST_ERRORED
         why = f": {test.reason}" if test.reason else ""
+        entry = _allowed_by(cases[0], allow_missing)
+        if kind is FindingKind.TEST_SKIPPED and entry is not None and \
+                all(_allowed_by(c, allow_missing) for c in cases):
+            yield Finding(FindingKind.ALLOWED_MISSING, f"{test.nodeid} skipped{why}, allowed by allow_missing "
+                                                       f"{entry.pattern!r}: {entry.reason}", case_id=cases[0])
+            continue
         yield Finding(kind, f"{test.nodeid} {test.outcome.value}{why} ({len(cases)} baseline case(s) not measured)",
                       case_id=cases[0])
 

@@ -59,7 +59,8 @@ def _cuda_baselines(settings: Settings, env: Environment) -> tuple[str, ...]:
 def evaluate(run: Run, baseline: Baseline | None, settings: Settings, facts: GateFacts) -> GateResult:
     """The verdicts and findings for a run: pure, and the same for the plugin and `perfgate compare`."""
     gate = compare_run(run.results, baseline, run.environment, settings)
-    return replace(gate, findings=findings_for(run, baseline, gate, facts), strict=settings.strict)
+    return replace(gate, findings=findings_for(run, baseline, gate, facts, settings.allow_missing,
+                                               settings.ceiling_pct), strict=settings.strict)
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,10 @@
 
 Between-process noise (power state, autotuning, allocation) only shows between processes, so a baseline
 is calibrated from several and a suspect case is re-measured in a new one. Each child is a normal
-`pytest --perfgate` run with PERFGATE_MEASURE_CHILD set to a JSON path: it measures exactly as the gate
-does, writes its cases there, and stores, compares and writes nothing else.
+`pytest --perfgate` run handed an order through a pipe (measure/handshake.py: an environment variable
+alone never makes a gate a child): it measures exactly as the gate does, writes its cases where the order
+says, with the order's nonce, and stores, compares and writes nothing else. Its command line carries no
+child-only flag and the variable is gone before its tests run, so a test sees a gate like any other.
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ from perfgate.codec import CodecError, case_from_dict, environment_from_dict, un
 from perfgate.config.settings import Settings
 from perfgate.errors import PerfgateError, ReportFileError, ToolFailed
 from perfgate.inputs import parse_json, read_bytes
+from perfgate.measure.handshake import MEASURE_CHILD_ENV, ChildOrder, offer
 from perfgate.measure.tools import run_tool
 from perfgate.model import CaseResult, Environment, UnmeasuredTest
 
 CHILD_TIMEOUT_S = 3600.0
 PROFILE_CHILD_ENV = "PERFGATE_PROFILE_CHILD"  # "nsys"/"ncu" in the child pytest run under a profiler
-MEASURE_CHILD_ENV = "PERFGATE_MEASURE_CHILD"  # a JSON path: a fresh process measuring for calibrate/confirm
 
 
 @dataclass(frozen=True)
@@ -44,8 +46,7 @@ class ChildRunner:
         self.timeout_s = timeout_s
 
     def argv(self, pytest_args: Sequence[str]) -> list[str]:
-        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", "--perfgate",
-                "--perfgate-no-store"]
+        argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--perfgate"]
         if self.baseline_file is not None and self.baseline_file.exists():
             # the autotune pins live there; `=` so pytest never takes the path for a test path (rootdir.py)
             argv.append(f"--perfgate-baseline-file={self.baseline_file}")
@@ -56,15 +57,19 @@ class ChildRunner:
     def run(self, pytest_args: Sequence[str]) -> ChildRun:
         """One fresh process; PerfgateError when it wrote no results (it crashed, or its tests errored
         before anything was measured)."""
-        with tempfile.TemporaryDirectory(prefix="perfgate-child-") as tmp:
-            out = Path(tmp) / "results.json"
-            env = {k: v for k, v in os.environ.items() if k != PROFILE_CHILD_ENV}
-            env[MEASURE_CHILD_ENV] = str(out)
-            argv = self.argv(pytest_args)
-            proc = run_tool(argv, self.timeout_s, cwd=self.rootdir, env=env, check=False)
-            if not out.is_file():
+        with tempfile.TemporaryDirectory(prefix="perfgate-child-") as tmp:  # mode 0700: this user's only
+            order = ChildOrder.fresh(Path(tmp) / "results.json")
+            read_fd, value = offer(order)
+            try:
+                env = {k: v for k, v in os.environ.items() if k != PROFILE_CHILD_ENV}
+                env[MEASURE_CHILD_ENV] = value
+                argv = self.argv(pytest_args)
+                proc = run_tool(argv, self.timeout_s, cwd=self.rootdir, env=env, check=False, pass_fds=(read_fd,))
+            finally:
+                os.close(read_fd)
+            if not order.output.is_file():
                 raise ToolFailed(argv, proc.returncode, proc.stdout[-2000:] + proc.stderr[-2000:])
-            return parse_child_output(out, proc.returncode)
+            return parse_child_output(order.output, proc.returncode, nonce=order.nonce)
 
     def confirmer(self, results: Mapping[str, CaseResult]) -> _Confirm:
         return _Confirm(self, results)
@@ -84,9 +89,12 @@ class _Confirm:
         return {r.case_id: r for r in child.results if r.case_id in wanted}
 
 
-def parse_child_output(path: Path, returncode: int) -> ChildRun:
+def parse_child_output(path: Path, returncode: int, nonce: str | None = None) -> ChildRun:
+    """A child's results; with `nonce`, only when the child echoed it (results of this parent's own child)."""
     try:
         doc = parse_json(read_bytes(path, ReportFileError), path, ReportFileError, unique_keys=False)
+        if nonce is not None and doc.get("nonce") != nonce:
+            raise PerfgateError(f"perfgate: a measurement child's results {path} do not carry this run's nonce")
         return ChildRun(results=tuple(case_from_dict(d) for d in doc["results"]),
                         unmeasured=tuple(unmeasured_from_dict(d) for d in doc.get("unmeasured", ())),
                         environment=environment_from_dict(doc["environment"]) if doc.get("environment") else None,

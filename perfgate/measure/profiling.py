@@ -13,8 +13,9 @@ from pathlib import Path
 
 from perfgate.config.settings import Settings
 from perfgate.errors import PerfgateError
+from perfgate.measure.handshake import MEASURE_CHILD_ENV
 from perfgate.measure.in_profiler import PROFILE_CALLS
-from perfgate.measure.processes import MEASURE_CHILD_ENV, PROFILE_CHILD_ENV
+from perfgate.measure.processes import PROFILE_CHILD_ENV
 from perfgate.measure.profilers import CaseFindings, NcuProfiler, NsysProfiler, Profiler
 from perfgate.model import CaseResult, Metric
 

@@ -20,6 +20,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Before any conftest is imported: a measurement child takes its order (and the variable naming it) out of
+    the environment, so no conftest or test can tell a confirmation process by it (measure/handshake.py)."""
+    from perfgate.pytest_plugin.runtime import take_child_order
+
+    take_child_order(early_config)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
     # pytest-benchmark steps aside before its own pytest_configure runs: once configured it has already
     # warned "Benchmarks are automatically disabled because xdist plugin is active" in every -n log
@@ -52,6 +61,12 @@ def pytest_configure(config: pytest.Config) -> None:
         from perfgate.pytest_plugin.ab import register_ab_plugin
 
         register_ab_plugin(config, state)
+    if state.mode is Mode.GATE:
+        from perfgate.pytest_plugin.exit_guard import ExitGuard
+
+        capture = config.pluginmanager.get_plugin("capturemanager")
+        state.exit_guard = ExitGuard()
+        state.exit_guard.install(capture.suspend_global_capture if capture is not None else None)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -95,21 +110,35 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(SESSION_KEY, None)
+    if state is None and session.config.getoption("--perfgate") and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR  # ended before perfgate was configured: no verdict
     if state is None or not state.measuring:
         return
     from perfgate.pytest_plugin.runtime import finish
 
     code = finish(session.config, state, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
                   tests_failed=exitstatus != 0)
+    state.pytest_session = session
+    if code:
+        state.exit_code = state.exit_code or code
     if code and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = code
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """After pytest's own "N passed" line: a failed gate's verdict is the last line, in red."""
+    """After pytest's own "N passed" line: a failed gate's verdict is the last line, in red. Last of every
+    plugin's: a later hook that reset the exit status to 0 does not turn a failed gate green."""
     state = config.stash.get(SESSION_KEY, None)
+    if state is None:
+        return
+    if state.exit_guard is not None:
+        state.exit_guard.remove()
+    session = state.pytest_session
+    if state.exit_code and session is not None and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = state.exit_code
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if state is None or reporter is None or not (state.exit_code or state.error):
+    if reporter is None or not (state.exit_code or state.error):
         return
     from perfgate.pytest_plugin.runtime import last_line
 

@@ -13,52 +13,78 @@ import pytest
 from perfgate.config.settings import Settings, settings_from_config
 from perfgate.errors import ConfigError, PerfgateError, one_line
 from perfgate.measure.environment import utc_now
-from perfgate.measure.processes import MEASURE_CHILD_ENV, PROFILE_CHILD_ENV
+from perfgate.measure.processes import PROFILE_CHILD_ENV
 from perfgate.model import TestOutcome, UnmeasuredTest
-from perfgate.pytest_plugin.session import Mode, PerfgateSession
+from perfgate.pytest_plugin.session import ORDER_KEY, Mode, PerfgateSession
 
 PERF_FIXTURES = ("perfgate", "benchmark")
 
 
+def take_child_order(config: pytest.Config) -> None:
+    """Before any conftest is imported: a measurement child's order out of the environment, into the stash."""
+    from perfgate.measure.handshake import HandshakeRefused, accept
+
+    try:
+        config.stash[ORDER_KEY] = accept(os.environ)
+    except HandshakeRefused as err:
+        config.stash[ORDER_KEY] = err
+
+
 def make_session(config: pytest.Config) -> PerfgateSession:
     """Validate everything a gate needs before the first test runs: settings, baseline, history, tools."""
+    from perfgate.measure.handshake import ChildOrder
+
     rootdir = Path(config.rootpath)
     started = utc_now()
     profile_tool = os.environ.get(PROFILE_CHILD_ENV, "")
     if profile_tool:
+        if on_command_line(config, "--perfgate"):  # a profiler's child never is a gate (profiling.child_command)
+            raise ConfigError(f"perfgate: {PROFILE_CHILD_ENV} is set on a `pytest --perfgate` run: a gate is never "
+                              f"a profiler's child; unset {PROFILE_CHILD_ENV}")
         return PerfgateSession(Settings(), rootdir, started, Mode.PROFILE_CHILD, profile_tool=profile_tool)
+    _check_flags_kept(config)
     if not config.getoption("--perfgate") and not config.getoption("--perfgate-base"):
-        return PerfgateSession(Settings(), rootdir, started, Mode.OFF)  # plain pytest: read nothing, check nothing
+        # plain pytest: read nothing, check nothing
+        return PerfgateSession(Settings(), rootdir, started, Mode.OFF)
+    order = config.stash.get(ORDER_KEY, None)
+    if isinstance(order, ConfigError):
+        raise order
     from perfgate.pytest_plugin.rootdir import project_root
 
     root = project_root(config)
     settings = load_settings(config, root.path)
-    state = PerfgateSession(settings, root.path, started, _mode(config), started_monotonic=time.monotonic(),
+    state = PerfgateSession(settings, root.path, started, _mode(config, order), started_monotonic=time.monotonic(),
                             nodeid_prefix=root.nodeid_prefix)
     if root.warning:
         state.messages.append(root.warning)
     if state.mode is Mode.AB:
-        if settings.update_baseline:
-            raise ConfigError("perfgate: --perfgate-base compares with a base commit; it writes no baseline "
-                              "(drop --perfgate-update-baseline)")
-        if settings.store:
-            _check_history(settings)
-        return state
+        return _ab_session(state)
     if state.mode is Mode.XDIST_WORKER:
         from perfgate.pytest_plugin.xdist import select_worker_gpu
 
         select_worker_gpu(config)
-    if state.mode is Mode.MEASURE_CHILD:
-        state.child_output = Path(os.environ[MEASURE_CHILD_ENV])
+    if isinstance(order, ChildOrder) and state.mode is Mode.MEASURE_CHILD:
+        state.child_output, state.child_nonce = order.output, order.nonce
     if state.mode is Mode.GATE:
         _check_gate_options(config, settings)
     _prepare_environment(state)
-    if state.mode is Mode.GATE and settings.store:
-        _check_history(settings)
+    if state.mode is Mode.GATE:
+        _check_against_base(state)
+        if settings.store:
+            _check_history(settings)
     return state
 
 
-def _mode(config: pytest.Config) -> Mode:
+def _ab_session(state: PerfgateSession) -> PerfgateSession:
+    if state.settings.update_baseline:
+        raise ConfigError("perfgate: --perfgate-base compares with a base commit; it writes no baseline "
+                          "(drop --perfgate-update-baseline)")
+    if state.settings.store:
+        _check_history(state.settings)
+    return state
+
+
+def _mode(config: pytest.Config, order: object) -> Mode:
     from perfgate.ab.protocol import WORKER_ENV
 
     if os.environ.get(WORKER_ENV):
@@ -67,7 +93,24 @@ def _mode(config: pytest.Config) -> Mode:
         return Mode.AB
     if getattr(config, "workerinput", None) is not None:
         return Mode.XDIST_WORKER
-    return Mode.MEASURE_CHILD if os.environ.get(MEASURE_CHILD_ENV) else Mode.GATE
+    return Mode.MEASURE_CHILD if order is not None else Mode.GATE
+
+
+def _check_flags_kept(config: pytest.Config) -> None:
+    """A switch given on pytest's command line is still on: a conftest that sets `config.option.perfgate =
+    False` (or turns --perfgate-strict off) before perfgate configures must not make the gate a plain run."""
+    from perfgate.config.options import OPTIONS, Arg
+
+    for opt in OPTIONS:
+        if opt.flag and opt.arg is Arg.FLAG and on_command_line(config, opt.flag) and not config.getoption(opt.flag):
+            raise ConfigError(f"perfgate: {opt.flag} was given on the command line but is off by the time perfgate "
+                              f"configures: a conftest or plugin changed it")
+
+
+def on_command_line(config: pytest.Config, flag: str) -> bool:
+    """Whether `flag` was on pytest's own command line (or pytest.main's arguments): addopts and
+    PYTEST_ADDOPTS, which a project's files and CI's environment supply, are not part of it."""
+    return any(a == flag or a.startswith(flag + "=") for a in map(str, config.invocation_params.args))
 
 
 def load_settings(config: pytest.Config, rootdir: Path) -> Settings:
@@ -88,8 +131,14 @@ def load_settings(config: pytest.Config, rootdir: Path) -> Settings:
 
 
 def _check_gate_options(config: pytest.Config, settings: Settings) -> None:
+    from perfgate.config.options import command_line_only_flags
     from perfgate.pytest_plugin.xdist import check_controller
 
+    for flag in command_line_only_flags().values():
+        if config.getoption(flag) is not None and not on_command_line(config, flag):
+            raise ConfigError(f"perfgate: {flag} is not on pytest's own command line (addopts, PYTEST_ADDOPTS or a "
+                              f"plugin set it): it is taken only from there, so a project's files cannot switch a "
+                              f"gate's checks")
     if settings.update_baseline and not settings.reason.strip():
         raise ConfigError("perfgate: --perfgate-update-baseline needs --perfgate-reason \"why the baseline changes\"")
     check_controller(config)
@@ -110,6 +159,19 @@ def _prepare_environment(state: PerfgateSession) -> None:
     state.baseline_path, state.baseline, state.facts = resolve_baseline(state.settings, state.environment)
     if use_cuda:
         state.device = open_device(state.environment.device_uuid)
+
+
+def _check_against_base(state: PerfgateSession) -> None:
+    """A pull request's gate: is the baseline (and [tool.perfgate]) the one its base ref gates with?"""
+    from dataclasses import replace
+
+    from perfgate.baseline.base_ref import base_ref, check_against_base
+
+    ref = base_ref(state.settings.baseline_ref, os.environ)
+    if not ref or state.environment is None or state.baseline_path is None:
+        return
+    check = check_against_base(ref, state.settings, state.environment, state.baseline_path)
+    state.facts = replace(state.facts, base=check)
 
 
 def _check_history(settings: Settings) -> None:
@@ -223,7 +285,7 @@ def _write_child_output(state: PerfgateSession) -> None:
     from perfgate.report.publish import write_text
 
     assert state.child_output is not None
-    doc = {"results": [case_to_dict(r) for r in state.results.values()],
+    doc = {"nonce": state.child_nonce, "results": [case_to_dict(r) for r in state.results.values()],
            "unmeasured": [unmeasured_to_dict(u) for u in state.unmeasured.values()],
            "environment": state.environment.__dict__ if state.environment else None}
     write_text(state.child_output, json.dumps(doc, allow_nan=False))
@@ -239,12 +301,15 @@ def last_line(state: PerfgateSession) -> str:
 
 
 def summary_lines(state: PerfgateSession) -> list[str]:
-    """What the terminal summary shows (the A/B parent's lines are the library's, complete)."""
+    """The terminal's perfgate section: the CI log is published too, so secrets are masked (paths and the
+    hostname stay: the terminal is the user's own)."""
+    from perfgate.report.scrub import Scrubber, secret_env_values
     from perfgate.report.terminal import render_terminal
 
-    lines = list(state.messages)
+    scrubber = Scrubber(None, publish_host=True, secret_values=secret_env_values(os.environ))
+    lines = [scrubber.text(m) for m in state.messages]
     if state.error:
-        return lines + [state.error]
+        return lines + [scrubber.text(state.error)]
     if state.gate is not None:
-        lines += render_terminal(state.gate, state.settings.full_table)
+        lines += render_terminal(scrubber.gate(state.gate), state.settings.full_table)
     return lines

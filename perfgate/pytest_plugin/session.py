@@ -34,6 +34,7 @@ class PerfgateSession:
     started_monotonic: float = 0.0
     profile_tool: str = ""
     child_output: Path | None = None
+    child_nonce: str = ""  # echoed in the child's output (measure/handshake.py)
     environment: Environment | None = None
     baseline: Baseline | None = None
     baseline_path: Path | None = None
@@ -48,6 +49,8 @@ class PerfgateSession:
     error: str = ""
     nodeid_prefix: str = ""  # before node ids when pytest's rootdir moved above the project (rootdir.py)
     ab_server: Any = None  # an A/B worker's end of the protocol (perfgate.ab.serve.CaseServer)
+    exit_guard: Any = None  # the gate's os._exit guard (exit_guard.py), removed at unconfigure
+    pytest_session: Any = None  # pytest's Session, to hold the gate's exit status against later hooks
 
     @property
     def timer(self) -> Timer:
@@ -80,3 +83,6 @@ class PerfgateSession:
 
 
 SESSION_KEY = pytest.StashKey[PerfgateSession]()  # config.stash[SESSION_KEY]: the one owner of run state
+# a measurement child's order (measure/handshake.py), taken before any conftest runs: the order, the refusal
+# to explain when --perfgate is given, or None (no PERFGATE_MEASURE_CHILD)
+ORDER_KEY = pytest.StashKey[Any]()

@@ -242,10 +242,14 @@ def _environment(base: Environment | None, cur: Environment | None) -> list[str]
 
 
 def _escape(text: str) -> str:
-    """Pipes would split table cells; angle brackets would open HTML tags on GitHub."""
-    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    """Pipes would split table cells, a line break would end the row; angle brackets would open HTML tags
+    on GitHub, `](` a link or an image. (The PR comment is rendered apart, by report/comment.py, with every
+    string from the results as code.)"""
+    return " ".join(text.splitlines()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;") \
+        .replace("](", "]\\(")
 
 
 def _code(text: str) -> str:
-    # inside backticks only the pipe needs care in a table; backticks themselves would end the span
-    return text.replace("|", "\\|").replace("`", "'")
+    # inside backticks only the pipe needs care in a table; backticks themselves would end the span, and a
+    # line break the row
+    return " ".join(text.splitlines()).replace("|", "\\|").replace("`", "'")

@@ -14,7 +14,7 @@ from perfgate.errors import PerfgateError
 from perfgate.model import GateResult, Run
 from perfgate.report.markdown import ChartLink, render_markdown
 from perfgate.report.markdown_fit import STEP_SUMMARY_LIMIT, fit_markdown, utf8_bytes
-from perfgate.report.scrub import Scrubber
+from perfgate.report.scrub import export_scrubber
 from perfgate.store import HistoryPoint
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
@@ -23,7 +23,7 @@ STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 def publish(gate: GateResult, run: Run, settings: Settings, baseline: Baseline | None) -> list[str]:
     """Write every requested output; returns lines for the terminal."""
     messages: list[str] = []
-    scrubber = Scrubber(settings.rootdir, settings.publish_host)
+    scrubber = export_scrubber(settings.rootdir, settings.publish_host, os.environ)
     g, r = scrubber.gate(gate), scrubber.run(run)
     charts = _charts(gate, run, settings, baseline, messages)
     site = _site_links(gate, settings.site_url)

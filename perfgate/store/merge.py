@@ -11,7 +11,7 @@ runs of one input land in one transaction, with their verdicts, kind and pins.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -30,8 +30,14 @@ class MergeCount:
     already_there: int
 
 
-def merge_histories(out: Path, inputs: Sequence[Path], run_uids: Sequence[str] | None = None) -> list[MergeCount]:
-    """Copy the runs of each input that OUT lacks (only those named in `run_uids` when given)."""
+# what a run and its verdicts become on the way into OUT (`db export` scrubs what it uploads)
+Transform = Callable[[Run, RunVerdicts | None], tuple[Run, RunVerdicts | None]]
+
+
+def merge_histories(out: Path, inputs: Sequence[Path], run_uids: Sequence[str] | None = None,
+                    transform: Transform | None = None) -> list[MergeCount]:
+    """Copy the runs of each input that OUT lacks (only those named in `run_uids` when given), each through
+    `transform` when given."""
     counts = []
     for source in inputs:
         if Path(source).resolve() == Path(out).resolve():
@@ -40,11 +46,12 @@ def merge_histories(out: Path, inputs: Sequence[Path], run_uids: Sequence[str] |
     with open_store(out) as dst:
         for source in inputs:
             with open_store(source, readonly=True) as src:
-                counts.append(_merge_one(src, dst, run_uids))
+                counts.append(_merge_one(src, dst, run_uids, transform))
     return counts
 
 
-def _merge_one(src: Store, dst: Store, run_uids: Sequence[str] | None) -> MergeCount:
+def _merge_one(src: Store, dst: Store, run_uids: Sequence[str] | None, transform: Transform | None
+               ) -> MergeCount:
     added = skipped = 0
     pins = {p.run_id: p for p in src.pinned_runs()}
     seen: set[str] = set()
@@ -56,8 +63,10 @@ def _merge_one(src: Store, dst: Store, run_uids: Sequence[str] | None) -> MergeC
                 skipped += 1
                 continue
             seen.add(uid)
-            run = src.load_run(run_id)
-            todo.append((replace(run, info=replace(run.info, run_uid=uid)), src.load_verdicts(run_id)))
+            run, verdicts = src.load_run(run_id), src.load_verdicts(run_id)
+            if transform is not None:
+                run, verdicts = transform(run, verdicts)
+            todo.append((replace(run, info=replace(run.info, run_uid=uid)), verdicts))
             pinned.append(run_id)
         for src_id, new_id in zip(pinned, dst.save_runs(todo)):
             if src_id in pins:
