@@ -170,6 +170,12 @@ def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
     speedups: tuple[float, ...] = ()
     if c.get("process_speedups") not in (None, []):
         speedups = _numbers(path, where, "process_speedups", c["process_speedups"], MIN_CALIBRATION_PROCESSES, True)
+    # the median is one of its own numbers: of the calibration processes' medians, else of the samples
+    spread = procs or samples
+    if not min(spread) * (1 - 1e-9) <= median <= max(spread) * (1 + 1e-9):
+        source = "process_medians_ms" if procs else "samples_ms"
+        raise BaselineError(path, f"{where}: \"median_ms\" {median:g} lies outside the range of its {source} "
+                                  f"[{min(spread):g}, {max(spread):g}]")
     optional = {k: _finite(path, where, k, c[k], positive=False)
                 for k in ("noise_pct", "threshold_pct", "speedup_noise_pct", "speedup_threshold_pct")
                 if c.get(k) is not None}

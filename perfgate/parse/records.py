@@ -73,6 +73,7 @@ class Timeline:
     nvtx_ranges: tuple[NvtxRange, ...] = ()
     gpu_name: str = ""
     meta: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # rows the reader left out, counted ("3 ... rows ... ignored")
 
 
 class NcuMetric(NamedTuple):
