@@ -4,7 +4,7 @@ behaviour, tensor pipes, warp stalls, a bottleneck class and recommendations com
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from perfgate.parse.invariants import OutOfRange
@@ -97,15 +97,13 @@ def diagnose(launch: NcuLaunch) -> Diagnosis:
         top_stalls=tuple(stalls[:3]), pipes=_pipes(launch), bottleneck="unknown")
     _check(d)
     bottleneck, reasons = classify(d)
-    return Diagnosis(**{**asdict(d), "top_stalls": d.top_stalls, "pipes": d.pipes, "nvtx": d.nvtx,
-                        "bottleneck": bottleneck,
-                        "reasons": tuple(reasons), "recommendations": tuple(recommend(d, bottleneck))})
+    return replace(d, bottleneck=bottleneck, reasons=tuple(reasons), recommendations=tuple(recommend(d, bottleneck)))
 
 
 def _check(d: Diagnosis) -> None:
     """What the diagnosis reasons with must be physical: percentages in [0, 100 + PCT_OVERSHOOT], every
     other quantity >= 0; OutOfRange (the reader names the file) otherwise, never a verdict from it."""
-    values = asdict(d)
+    values = {f.name: getattr(d, f.name) for f in fields(d)}
     bad = [(k, v) for k, v in values.items() if isinstance(v, float) and (
         not 0 <= v <= 100 + PCT_OVERSHOOT if k.endswith("_pct") else v < 0)]
     bad += [(f"pipe {name}", pct) for name, pct in d.pipes if not 0 <= pct <= 100 + PCT_OVERSHOOT]

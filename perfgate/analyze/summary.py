@@ -5,6 +5,7 @@ idle time, and for ncu files the launches and their diagnosis. `as_dict()` gives
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -14,7 +15,7 @@ from numpy.typing import NDArray
 
 from perfgate.analyze.ncu_diagnosis import Diagnosis
 from perfgate.parse.invariants import OutOfRange, exact_total, within
-from perfgate.parse.records import NcuMetric
+from perfgate.parse.records import MetricTable, NcuMetric
 
 IntArray = NDArray[np.int64]
 
@@ -206,11 +207,20 @@ class LaunchRow:
         return {k: self.table[k].unit for k in sorted(self.table)}
 
     def as_dict(self) -> dict[str, Any]:
-        names = sorted(self.table)
-        cells = [self.table[k] for k in names]
+        if isinstance(self.table, MetricTable):
+            names, values, units = self.table.columns()
+        else:
+            names = tuple(self.table)
+            values, units = tuple(m.value for m in self.table.values()), tuple(m.unit for m in self.table.values())
+        order = _name_order(names)
         return {"id": self.id, "name": self.name, "nvtx": list(self.nvtx),
-                "metrics": {k: c.value for k, c in zip(names, cells)},
-                "units": {k: c.unit for k, c in zip(names, cells)}}
+                "metrics": {names[i]: values[i] for i in order}, "units": {names[i]: units[i] for i in order}}
+
+
+@functools.lru_cache(maxsize=64)
+def _name_order(names: tuple[str, ...]) -> list[int]:
+    """Positions of the metric names in name order (launches share their names tuple: sorted once)."""
+    return sorted(range(len(names)), key=names.__getitem__)
 
 
 @dataclass(frozen=True)

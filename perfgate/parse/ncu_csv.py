@@ -19,9 +19,9 @@ from typing import TextIO
 from perfgate.errors import ReportFileError
 from perfgate.inputs import check_regular_file
 from perfgate.parse.invariants import INT64_MAX
-from perfgate.parse.ncu_values import Budget, check_name, check_value, usable
+from perfgate.parse.ncu_values import Budget, check_name, check_value
 from perfgate.parse.records import MetricTable, NcuLaunch
-from perfgate.parse.units import parse_number, to_base_unit
+from perfgate.parse.units import parse_number, unit_scale
 
 _ID_COLUMNS = {"ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
                "Grid Size", "Device", "CC"}
@@ -58,7 +58,8 @@ def _rows(fh: TextIO) -> Iterator[tuple[int, list[str]]]:
 
 
 class _Columns:
-    """What each column of the header is: identity, the NVTX stack, or a metric (with its unit)."""
+    """What each column of the header is: identity, the NVTX stack, or a metric, with its unit's scale
+    (found once per column, not per cell)."""
 
     def __init__(self, path: Path, header: list[str], units: list[str]) -> None:
         dupes = sorted({h for h in header if header.count(h) > 1}) if len(set(header)) != len(header) else []
@@ -67,7 +68,8 @@ class _Columns:
         self.width = len(header)
         self.id, self.kernel = header.index("ID"), header.index("Kernel Name")
         self.nvtx = next((j for j, h in enumerate(header) if h.startswith("thread Domain:Push/Pop_Range")), None)
-        self.metrics = [(j, h, units[j]) for j, h in enumerate(header) if h not in _ID_COLUMNS and ":" not in h]
+        self.metrics = [(j, h, units[j], *unit_scale(units[j])) for j, h in enumerate(header)
+                        if h not in _ID_COLUMNS and ":" not in h]
 
 
 def _read(path: Path, fh: TextIO) -> list[NcuLaunch]:
@@ -101,21 +103,26 @@ def _launch(path: Path, line_no: int, columns: _Columns, row: list[str],
     names: list[str] = []
     values: list[float | str] = []
     units: list[str] = []
-    for j, name, unit in columns.metrics:
+    for j, name, unit, factors, base_unit in columns.metrics:
         cell = row[j]
-        number = parse_number(cell)
+        try:
+            number: float | None = float(cell)  # the common case; "4,096", "" and "n/a" take the long way
+        except ValueError:
+            number = parse_number(cell)
         if number is None:
             if cell.strip() and not _NUMERIC.fullmatch(cell.strip()):
                 names.append(name)
                 values.append(cell.strip())
                 units.append(unit)
             continue  # empty cell: the metric is absent for this launch
-        if not usable(number):
-            continue  # NaN/inf: ncu could not compute it; absent, never a number
-        value, base_unit = to_base_unit(number, unit)
-        check_value(path, launch_id, name, value, base_unit)
+        for factor in factors:  # as to_base_unit does, one multiplication at a time
+            number *= factor
+        if number - number != 0:
+            continue  # NaN/inf (or overflowing when scaled): ncu could not compute it; absent, never a number
+        if not 0 <= number <= INT64_MAX:
+            check_value(path, launch_id, name, number, base_unit)
         names.append(name)
-        values.append(value)
+        values.append(number)
         units.append(base_unit)
     key = tuple(names)
     found = shared.get(key)

@@ -39,7 +39,7 @@ def usable(value: float) -> bool:
 
 
 def check_value(path: Path, launch: int, name: str, value: float, unit: str) -> None:
-    if is_count_unit(unit) and not 0 <= value <= INT64_MAX:
+    if not 0 <= value <= INT64_MAX and is_count_unit(unit):
         raise ReportFileError(path, f"launch {launch}: {name} = {value:g} {unit} cannot be "
                                     f"{'negative' if value < 0 else 'that large'} (the file is damaged)")
 

@@ -112,6 +112,10 @@ class MetricTable(Mapping[str, NcuMetric]):
     def __repr__(self) -> str:
         return f"MetricTable({len(self._names)} metrics)"
 
+    def columns(self) -> tuple[tuple[str, ...], tuple[float | str, ...], tuple[str, ...]]:
+        """(names, values, units), without making an NcuMetric per metric."""
+        return self._names, self._values, self._units
+
 
 @dataclass(frozen=True)
 class NcuLaunch:
