@@ -1,8 +1,9 @@
 """perfgate: a performance gate for GPU kernels.
 
-Importing perfgate does nothing costly: no torch, no GPU, no subprocess, no pandas. The pytest plugin is
-`perfgate.plugin`; the library layers are measure -> parse -> stats -> store -> compare -> report, and
-`perfgate.gate` is the one orchestration the plugin and the command line share.
+Importing perfgate does nothing costly: no torch, no GPU, no subprocess, no pandas. Two thin adapters,
+`perfgate.pytest_plugin` and `perfgate.cli`, sit over the library: config -> measure -> parse/analyze ->
+stats -> store -> baseline -> gate (decision, compare, findings; `perfgate.gate.run` is the one
+orchestration both adapters call) -> report -> ci.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ def history(db: str | Path | None = None, case: str | None = None, last: int | N
     >>> import perfgate
     >>> perfgate.history(case="*softmax*", last=30).pivot(index="started_at", columns="case_id", values="median_ms")
     """
-    from perfgate.project import project_settings
-    from perfgate.query import history_frame
+    from perfgate.config.project import project_settings
+    from perfgate.store.query import history_frame
 
     path = Path(db) if db is not None else project_settings(Path(rootdir) if rootdir else None).db_path
     return history_frame(path, case, last)

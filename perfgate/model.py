@@ -20,7 +20,7 @@ class Direction(str, enum.Enum):
 class MetricKind(str, enum.Enum):
     """How a metric is compared.
 
-    TIMED: many samples per case -> the decision rule on between-process noise (decision.py).
+    TIMED: many samples per case -> the decision rule on between-process noise (gate/decision.py).
     MEASURED: one reading that wobbles run to run (achieved occupancy, bandwidth, speedup) -> tolerance.
     COUNTER: near-deterministic (registers, spills, DRAM bytes, peak memory) -> tight tolerance.
     DERIVED: computed from another gated metric (GB/s from time); reported, never gated twice.

@@ -33,12 +33,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from perfgate.baseline import Baseline  # noqa: E402
-from perfgate.baseline_write import calibrated_baseline, updated_baseline  # noqa: E402
+from perfgate.baseline.write import calibrated_baseline, updated_baseline  # noqa: E402
 from perfgate.codec import case_from_dict, case_to_dict  # noqa: E402
-from perfgate.compare import compare_run, decision_settings  # noqa: E402
-from perfgate.gate import confirm_suspects  # noqa: E402
+from perfgate.config.settings import Settings  # noqa: E402
+from perfgate.gate.compare import compare_run, decision_settings  # noqa: E402
+from perfgate.gate.run import confirm_suspects  # noqa: E402
 from perfgate.model import CaseThresholds, Run, RunInfo, Verdict  # noqa: E402
-from perfgate.settings import Settings  # noqa: E402
 
 CASES_FILE = "scripts/accuracy/test_accuracy_cases.py"
 CASE_ID = re.compile(r"^(?P<test>.*test_case\[)(?P<case>.+)-(?P<level>[0-9.]+)\]$")
@@ -49,7 +49,7 @@ def run_children(kind_dir: Path, runs: int, levels: str, label: str, deadline: f
     import os
     import time
 
-    from perfgate.measure.children import ChildRunner
+    from perfgate.measure.processes import ChildRunner
 
     os.environ["PERFGATE_ACCURACY_LEVELS"] = levels
     runner = ChildRunner(ROOT, Settings())

@@ -119,9 +119,9 @@ print(sum(len(v) for (c, _), v in groups.items() if c == "kernel"), len(groups))
 
 COMPARE = """
 import random
-from perfgate.baseline_write import updated_baseline
-from perfgate.compare import compare_run
-from perfgate.settings import settings_from_config
+from perfgate.baseline.write import updated_baseline
+from perfgate.gate.compare import compare_run
+from perfgate.config.settings import settings_from_config
 from tests.helpers import make_run
 rng = random.Random(0)
 base_run = make_run({f"t::case{i}": [rng.gauss(1.0, 0.01) for _ in range(200)] for i in range(N)})
@@ -245,7 +245,7 @@ def store_rows(src: Path, tmp: Path) -> list[dict[str, object]]:
     measure(define("""
         import random
         from pathlib import Path
-        from perfgate.baseline_write import updated_baseline, write_baseline
+        from perfgate.baseline.write import updated_baseline, write_baseline
         from perfgate.store import open_store
         from tests.helpers import make_run
         rng = random.Random(1)

@@ -177,7 +177,7 @@ def make_config(rng: random.Random, tmp: Path) -> Any:
 
 
 def read_config(table: Any) -> Any:
-    from perfgate.settings import settings_from_config
+    from perfgate.config.settings import settings_from_config
 
     return settings_from_config(table) if isinstance(table, dict) else settings_from_config({"x": table})
 
@@ -191,7 +191,7 @@ def make_toml(rng: random.Random, tmp: Path) -> Path:
 
 
 def read_toml(root: Path) -> Any:
-    from perfgate.project import project_settings
+    from perfgate.config.project import project_settings
 
     return project_settings(root)
 
@@ -202,7 +202,7 @@ def make_marker(rng: random.Random, tmp: Path) -> Any:
 
 
 def read_marker(kwargs: Any) -> Any:
-    from perfgate.settings import marker_options
+    from perfgate.config.settings import marker_options
 
     return marker_options(kwargs if isinstance(kwargs, dict) else {"threshold_pct": kwargs}, "fuzz::case")
 
@@ -345,7 +345,7 @@ def make_child_output(rng: random.Random, tmp: Path) -> Path:
 
 
 def read_child_output(path: Path) -> Any:
-    from perfgate.measure.children import parse_child_output
+    from perfgate.measure.processes import parse_child_output
 
     return parse_child_output(path, 0)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.baseline import Baseline
-from perfgate.baseline_write import updated_baseline
+from perfgate.baseline.write import updated_baseline
 from perfgate.model import CaseResult, CaseThresholds, Environment, Metric, Run, RunInfo, Timer
 from perfgate.stats import summarize
 

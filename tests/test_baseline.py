@@ -7,15 +7,15 @@ import pytest
 
 from perfgate.atomic import exclusive_lock
 from perfgate.baseline import baseline_path, load_baseline
-from perfgate.baseline_write import (
+from perfgate.baseline.write import (
     calibrated_baseline,
     render_baseline,
     update_baseline_file,
     updated_baseline,
     write_baseline,
 )
-from perfgate.decision import DecisionSettings
 from perfgate.errors import BaselineError
+from perfgate.gate.decision import DecisionSettings
 from perfgate.model import Environment, Metric
 from tests.helpers import ENV, make_run, noisy
 
@@ -176,7 +176,7 @@ def _update_one(args):
     os.environ["PERFGATE_LOCK_DIR"] = lock_dir
     from pathlib import Path
 
-    from perfgate.baseline_write import update_baseline_file, updated_baseline
+    from perfgate.baseline.write import update_baseline_file, updated_baseline
     from tests.helpers import make_run
 
     run = make_run({name: [1.0, 2.0]})

@@ -10,12 +10,12 @@ pytest.importorskip("matplotlib")
 
 from perfgate.analyze.document import analyze_file  # noqa: E402
 from perfgate.baseline import Baseline, BaselineCase  # noqa: E402
-from perfgate.compare import compare_run  # noqa: E402
+from perfgate.config.settings import settings_from_config  # noqa: E402
+from perfgate.gate.compare import compare_run  # noqa: E402
 from perfgate.model import CaseResult, Environment, Metric, Timer  # noqa: E402
 from perfgate.report import analyze_charts as ac  # noqa: E402
 from perfgate.report import gate_charts as gc  # noqa: E402
 from perfgate.report.figures import save  # noqa: E402
-from perfgate.settings import settings_from_config  # noqa: E402
 from perfgate.stats import summarize  # noqa: E402
 from perfgate.store import HistoryPoint  # noqa: E402
 from tests.helpers import ENV, baseline_of, make_run, noisy  # noqa: E402

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from perfgate import __version__
-from perfgate.baseline_write import updated_baseline, write_baseline
+from perfgate.baseline.write import updated_baseline, write_baseline
 from perfgate.cli import main
 from perfgate.store import open_store
 from tests.helpers import make_run, noisy

@@ -2,9 +2,9 @@ from dataclasses import replace
 
 import pytest
 
-from perfgate.compare import compare_run
+from perfgate.config.settings import settings_from_config
+from perfgate.gate.compare import compare_run
 from perfgate.model import CaseThresholds, Metric, Speedup, Timer, Verdict
-from perfgate.settings import settings_from_config
 from tests.helpers import ENV, baseline_of, make_run, noisy
 
 SETTINGS = settings_from_config({"threshold_pct": 3.0})

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.baseline_write import updated_baseline
-from perfgate.decision import BaselineTiming, DecisionSettings, decide_time, noise_pct, outliers
-from perfgate.gate import confirm_suspects
+from perfgate.baseline.write import updated_baseline
+from perfgate.config.settings import Settings
+from perfgate.gate.decision import BaselineTiming, DecisionSettings, decide_time, noise_pct, outliers
+from perfgate.gate.run import confirm_suspects
 from perfgate.model import CaseThresholds, Timer, Verdict
-from perfgate.settings import Settings
 from tests.helpers import calibrated, make_run, noisy
 
 RULE = DecisionSettings()
@@ -104,7 +104,7 @@ def simulate(sd_pct, slowdown_pct, trials, seed, calibration_runs=10, heavy=Fals
             return {i: case(i, [process_median(centre)] * 3) for i in ids}
 
         run = confirm_suspects(run, b, settings, fresh_process, [])
-        from perfgate.compare import compare_run
+        from perfgate.gate.compare import compare_run
 
         row = compare_run(run.results, b, run.environment, settings, intervals=False).comparisons[0]
         hits += row.verdict is Verdict.REGRESSED

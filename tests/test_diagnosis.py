@@ -11,7 +11,7 @@ from perfgate.parse.records import NcuLaunch, NcuMetric  # noqa: E402
 
 @pytest.fixture
 def diagnoses(ncu_rep):
-    from perfgate.report.quantity import kernel_label
+    from perfgate.report.format import kernel_label
 
     return {kernel_label(d.name, 80): d for d in map(diagnose, read_ncu_report(ncu_rep))}
 

@@ -50,11 +50,11 @@ def test_the_history_dataframe_without_pandas_names_the_data_extra(without, tmp_
 def test_every_extra_an_error_names_is_declared():
     declared = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"][
         "optional-dependencies"]
-    import perfgate.query
     import perfgate.report.figures
+    import perfgate.store.query
 
     named = set()
-    for module in (perfgate.query, perfgate.report.figures):
+    for module in (perfgate.store.query, perfgate.report.figures):
         source = Path(module.__file__).read_text()
         named |= {part.split('"')[3] for part in source.split("require(")[1:] if part.count('"') >= 4}
     assert named and named <= set(declared), f"extras named in errors but not declared: {named - set(declared)}"

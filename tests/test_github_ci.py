@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from perfgate.ci.github import GitHubApi, comment_body, upsert_comment
 from perfgate.errors import PerfgateError
-from perfgate.github import GitHubApi, comment_body, upsert_comment
 from perfgate.report.annotations import workflow_commands
 from perfgate.report.markdown import render_markdown
 from tests.test_markdown import known_gate

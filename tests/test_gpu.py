@@ -7,11 +7,11 @@ torch = pytest.importorskip("torch")
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
+from perfgate.config.settings import MeasureOptions  # noqa: E402
 from perfgate.measure.case import CaseSpec, measure_case  # noqa: E402
 from perfgate.measure.environment import current_environment  # noqa: E402
 from perfgate.measure.gpu_state import open_device  # noqa: E402
 from perfgate.model import Timer  # noqa: E402
-from perfgate.settings import MeasureOptions  # noqa: E402
 
 OPTIONS = MeasureOptions(min_samples=20, max_samples=60, budget_ms=100)
 

@@ -10,10 +10,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from perfgate.config.settings import MeasureOptions  # noqa: E402
 from perfgate.measure import gpu_state, protocol, timer  # noqa: E402
 from perfgate.measure.case import CaseSpec, measure_case  # noqa: E402
 from perfgate.model import Timer  # noqa: E402
-from perfgate.settings import MeasureOptions  # noqa: E402
 
 
 class FakeEvent:

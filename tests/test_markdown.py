@@ -74,9 +74,9 @@ def test_profiled_run_shows_occupancy_and_bandwidth_per_kernel(h100_data):
     import gzip
     import json
 
-    from perfgate.compare import compare_run
+    from perfgate.config.settings import settings_from_config
+    from perfgate.gate.compare import compare_run
     from perfgate.model import CaseResult, Metric, Run, RunInfo, Timer
-    from perfgate.settings import settings_from_config
     from perfgate.stats import summarize
 
     doc = json.loads(gzip.decompress((h100_data / "gate_profiled_detuned_run.json.gz").read_bytes()))
@@ -96,9 +96,9 @@ def test_a_copy_engine_case_shows_its_transfers_and_why_ncu_had_nothing(h100_dat
     import gzip
     import json
 
-    from perfgate.compare import compare_run
+    from perfgate.config.settings import settings_from_config
+    from perfgate.gate.compare import compare_run
     from perfgate.model import CaseResult, Metric, Run, RunInfo, Timer
-    from perfgate.settings import settings_from_config
     from perfgate.stats import summarize
 
     doc = json.loads(gzip.decompress((h100_data / "gate_profiled_copy_run.json.gz").read_bytes()))

@@ -4,7 +4,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from perfgate.measure.profile_child import NVTX_PREFIX, WARMUP_CALLS, run_under_profiler  # noqa: E402
+from perfgate.measure.in_profiler import NVTX_PREFIX, WARMUP_CALLS, run_under_profiler  # noqa: E402
 
 
 @pytest.fixture

@@ -33,7 +33,7 @@ def test_matmul(perfgate, impl):
 '''
 
 # host sleeps stand in for kernels here: their timing is noise, so only the profiler side is gated
-PYPROJECT = ("[tool.perfgate]\nthreshold_pct = 1000\nmin_samples = 5\nmax_samples = 10\nbudget_ms = 20\nwarmup_ms = 1\n"
+PYPROJECT = ("[tool.perfgate]\nthreshold_pct = 100\nmin_samples = 5\nmax_samples = 10\nbudget_ms = 20\nwarmup_ms = 1\n"
              "confirm_runs = 0\n")
 
 FAKE_NSYS = '''

@@ -3,10 +3,11 @@ from pathlib import Path
 
 import pytest
 
+from perfgate.config.options import parse_profile_list
+from perfgate.config.project import find_root, project_settings, read_pyproject
+from perfgate.config.settings import marker_options, settings_from_config
 from perfgate.errors import ConfigError
-from perfgate.project import find_root, project_settings, read_pyproject
-from perfgate.settings import marker_options, parse_profile_list, settings_from_config
-from perfgate.thresholds import metric_threshold_pct, resolve_thresholds
+from perfgate.gate.thresholds import metric_threshold_pct, resolve_thresholds
 
 
 def test_threshold_precedence_catalogue_config_override_marker():
@@ -35,8 +36,8 @@ def test_threshold_precedence_catalogue_config_override_marker():
     ({"threshold_pct": -1}, "threshold_pct: must be a finite number >= 0"),
     ({"threshold_pct": "3"}, "threshold_pct: must be a finite number"),
     ({"threshold_pct": True}, "threshold_pct: must be a finite number"),
-    ({"alpha": 0}, "alpha: must be a finite number > 0 and < 1"),
-    ({"alpha": 1.0}, "alpha: must be a finite number > 0 and < 1"),
+    ({"alpha": 0}, "alpha: must be a finite number >= 1e-06 and <= 0.2"),
+    ({"alpha": 1.0}, "alpha: must be a finite number >= 1e-06 and <= 0.2"),
     ({"min_samples": "20"}, "min_samples: must be an integer >= 2"),
     ({"min_samples": 1}, "min_samples: must be an integer >= 2"),
     ({"min_samples": 2.5}, "min_samples: must be an integer >= 2"),
@@ -83,9 +84,9 @@ def test_marker_arguments_are_validated(kwargs, problem):
 
 
 def test_profile_list_rejects_unknown_profilers():
-    assert parse_profile_list("nsys, ncu") == frozenset({"nsys", "ncu"})
+    assert parse_profile_list("nsys, ncu", "--perfgate-profile") == frozenset({"nsys", "ncu"})
     with pytest.raises(ConfigError, match="unknown profiler"):
-        parse_profile_list("nsys,vtune")
+        parse_profile_list("nsys,vtune", "--perfgate-profile")
 
 
 def test_relative_paths_in_pyproject_are_relative_to_the_project_root(tmp_path):
@@ -96,7 +97,8 @@ def test_relative_paths_in_pyproject_are_relative_to_the_project_root(tmp_path):
 def test_perfgate_db_in_the_environment_moves_the_history_out_of_the_checkout(tmp_path, monkeypatch):
     monkeypatch.setenv("PERFGATE_DB", str(tmp_path / "runner" / "history.db"))
     assert settings_from_config({"db": "x.db"}, rootdir=tmp_path).db_path == tmp_path / "runner" / "history.db"
-    assert settings_from_config({}, rootdir=tmp_path, db_path=tmp_path / "cli.db").db_path == tmp_path / "cli.db"
+    cli = settings_from_config({}, rootdir=tmp_path, overrides={"db_path": tmp_path / "cli.db"})
+    assert cli.db_path == tmp_path / "cli.db"
 
 
 def test_the_command_line_finds_the_root_pytest_would(tmp_path, monkeypatch):

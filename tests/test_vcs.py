@@ -1,6 +1,6 @@
 """The git hint is best effort: outside a repository, or without git, it stays silent."""
 
-from perfgate.vcs import history_hint
+from perfgate.measure.git import history_hint
 
 
 def test_outside_a_repository_there_is_no_hint(tmp_path):

@@ -27,7 +27,7 @@ PYPROJECT = "[tool.perfgate]\nwarmup_ms = 2\nmin_samples = 5\nmax_samples = 10\n
 
 def test_workers_measurements_become_one_stored_run(pytester, monkeypatch):
     monkeypatch.delenv("PERFGATE_DB", raising=False)
-    monkeypatch.setattr("perfgate.xdist.check_controller", lambda config: None)  # no GPUs to give out here
+    monkeypatch.setattr("perfgate.pytest_plugin.xdist.check_controller", lambda config: None)  # no GPUs here
     pytester.makepyfile(test_perf=PERF_TESTS)
     pytester.makefile(".toml", pyproject=PYPROJECT)
     result = pytester.runpytest("--perfgate", "-p", "no:cacheprovider", "-n", "2", "--perfgate-json", "out.json")

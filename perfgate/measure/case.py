@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfgate.config.settings import MeasureOptions
 from perfgate.measure.autotune import AutotuneWatch
 from perfgate.measure.check import check_outputs
 from perfgate.measure.gpu_state import NvmlDevice
@@ -14,7 +15,6 @@ from perfgate.measure.memory import peak_memory
 from perfgate.measure.timer import cuda_available, measure_calls
 from perfgate.metrics import SPEEDUP_METRIC
 from perfgate.model import CaseResult, CaseThresholds, Metric, Speedup, Timer
-from perfgate.settings import MeasureOptions
 from perfgate.stats import ratio_ci, summarize
 
 

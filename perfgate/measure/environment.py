@@ -79,21 +79,11 @@ def _driver_version() -> str:
     return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else ""
 
 
-def git_info(cwd: Path) -> tuple[str, str, bool]:
-    """(commit, branch, dirty); empty values outside a git checkout or without git."""
-    def git(*args: str) -> str:
-        try:
-            out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            return ""
-        return out.stdout.strip() if out.returncode == 0 else ""
+def utc_now() -> str:
+    """Now, as stored with a run: ISO 8601, UTC, whole seconds."""
+    from datetime import datetime, timezone
 
-    commit = git("rev-parse", "HEAD")
-    if not commit:
-        return "", "", False
-    branch = git("rev-parse", "--abbrev-ref", "HEAD")
-    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
-    return commit, branch, dirty
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def command_line() -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from perfgate.measure.profile_child import NVTX_PREFIX
+from perfgate.measure.in_profiler import NVTX_PREFIX
 from perfgate.model import Metric
 from perfgate.parse.records import KernelLaunch, NcuLaunch, Timeline
 

@@ -18,10 +18,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from perfgate.config.settings import MeasureOptions
 from perfgate.measure import gpu_state
 from perfgate.measure.protocol import cool_down
 from perfgate.model import GpuState, Timer
-from perfgate.settings import MeasureOptions
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # larger than any Hopper/Blackwell L2 (50-126 MB)
 CHUNK_MS = 20.0  # samples are synchronised in chunks this long, so NVML polls can be matched to them

@@ -10,7 +10,7 @@ from typing import Any
 from perfgate.analyze.ncu_diagnosis import Diagnosis
 from perfgate.analyze.summary import Document, TimelineSummary
 from perfgate.report.figures import new_figure, plain_log_axis, plain_text, save, top_n_with_others, unique_labels
-from perfgate.report.quantity import kernel_label
+from perfgate.report.format import kernel_label
 
 TOP_N = 12
 MEMORY_MIN_BYTES = 1 << 20  # below a MiB of transfers, or 1% of kernel time, a transfer chart shows nothing

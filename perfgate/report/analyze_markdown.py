@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from perfgate.analyze.document import ComparisonRow
 from perfgate.analyze.summary import Document, NcuSummary, TimelineSummary
-from perfgate.report.quantity import fmt_value, kernel_label, shorten
+from perfgate.report.format import fmt_value, kernel_label, shorten
 
 
 def render_analysis_markdown(documents: Sequence[Document], comparison: Sequence[ComparisonRow],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from perfgate.baseline import Baseline
-from perfgate.report.quantity import fmt_value
+from perfgate.report.format import fmt_value
 from perfgate.stats import percent_change
 
 CHANGE_SHOWN_PCT = 0.5  # smaller moves of a median are re-measurement, not news

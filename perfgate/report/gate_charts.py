@@ -5,7 +5,7 @@ label (case_labels / kernel_labels), and every text is drawn literally (plain_te
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ from perfgate.metrics import TIME_METRIC
 from perfgate.model import Comparison, GateResult, Metric, Run, Verdict
 from perfgate.report.analyze_charts import kernel_labels
 from perfgate.report.figures import VERDICT_COLOURS, new_figure, plain_log_axis, plain_text, save
-from perfgate.report.quantity import case_label, case_labels
+from perfgate.report.format import case_label, case_labels
 from perfgate.store import HistoryPoint
 
 TOP_N = 25
@@ -220,34 +220,26 @@ def _ncu_values(pairs: Any) -> dict[tuple[str, str], dict[str, float]]:
     return out
 
 
-def write_gate_charts(gate: GateResult, run: Run, settings: Any, baseline: Baseline | None = None) -> list[Path]:
-    """Write the PNGs worth drawing into settings.report_dir; returns their paths for the Markdown links."""
-    out: Path = settings.report_dir
+def charted_cases(gate: GateResult) -> list[Comparison]:
+    """The changed cases that get a distribution and a trend chart of their own."""
+    changed = [c for c in time_rows(gate) if c.verdict in (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.INCONCLUSIVE)]
+    return changed[:TOP_N]
+
+
+def write_gate_charts(gate: GateResult, run: Run, out: Path, baseline: Baseline | None,
+                      history: Mapping[str, Sequence[HistoryPoint]], peak_tflops: float | None = None,
+                      peak_gbps: float | None = None) -> list[Path]:
+    """Write the PNGs worth drawing into `out`; `history` holds the stored points of the charted cases
+    (charted_cases) for their trends. Returns the paths for the Markdown links."""
     figures: list[tuple[Any, str]] = [(change_per_case_figure(gate), "change_per_case.png")]
     samples = {r.case_id: r.samples_ms for r in run.results}
-    changed = [c for c in time_rows(gate) if c.verdict in (Verdict.REGRESSED, Verdict.IMPROVED, Verdict.INCONCLUSIVE)]
-    history = _history(settings, run)
-    try:
-        for i, c in enumerate(changed[:TOP_N]):
-            if baseline and c.case_id in baseline.cases:
-                figures.append((distribution_figure(c.case_id, baseline.cases[c.case_id].samples_ms,
-                                                    samples[c.case_id]), f"case{i:02d}_distribution.png"))
-            if history is not None:
-                points = history.history(c.case_id, run.environment.device_name, up_to_run=run.run_id)
-                figures.append((trend_figure(c.case_id, points, c.baseline or 0.0, c.threshold_pct or 0.0,
-                                             c.current or 0.0), f"case{i:02d}_trend.png"))
-    finally:
-        if history is not None:
-            history.close()
-    figures += [(roofline_figure(run, settings.peak_tflops, settings.peak_gbps), "roofline.png"),
+    for i, c in enumerate(charted_cases(gate)):
+        if baseline and c.case_id in baseline.cases:
+            figures.append((distribution_figure(c.case_id, baseline.cases[c.case_id].samples_ms,
+                                                samples[c.case_id]), f"case{i:02d}_distribution.png"))
+        if c.case_id in history:
+            figures.append((trend_figure(c.case_id, history[c.case_id], c.baseline or 0.0, c.threshold_pct or 0.0,
+                                         c.current or 0.0), f"case{i:02d}_trend.png"))
+    figures += [(roofline_figure(run, peak_tflops, peak_gbps), "roofline.png"),
                 (profiler_figure(run, baseline), "profiler_metrics.png")]
     return [save(fig, out, name) for fig, name in figures if fig is not None]
-
-
-def _history(settings: Any, run: Run) -> Any:
-    """The stored history for trend charts (read-only), when this run was stored in one."""
-    if run.run_id is None or not settings.db_path.exists():
-        return None
-    from perfgate.store import open_store
-
-    return open_store(settings.db_path, readonly=True)

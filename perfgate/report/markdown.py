@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 
 from perfgate.metrics import TIME_METRIC
 from perfgate.model import Comparison, Environment, Finding, GateResult, Run, Verdict
-from perfgate.report.quantity import (
+from perfgate.report.format import (
     case_label,
     fmt_change,
     fmt_ci,

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from perfgate.metrics import TIME_METRIC
 from perfgate.model import Comparison, GateResult, Verdict
-from perfgate.report.quantity import fmt_change, fmt_detects, fmt_value, metric_title, movement, shorten
+from perfgate.report.format import fmt_change, fmt_detects, fmt_value, metric_title, movement, shorten
 
 HEADERS = ("case", "metric", "baseline", "current", "change", "detects", "verdict")
 LOUD = (Verdict.REGRESSED, Verdict.BELOW_TARGET)

@@ -1,0 +1,248 @@
+"""Committed baseline files: one JSON file per device model, read and validated here.
+
+A baseline decides what "slower" means, so a malformed one must never be read as "nothing to compare":
+every median is a finite positive number, every sample list non-empty and finite, every field of the
+right type, or the file is refused with one line naming it and the field. Version 1 files (before
+calibration) still read; they are uncalibrated.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perfgate.errors import BaselineError
+from perfgate.gate.decision import MIN_CALIBRATION_PROCESSES, BaselineTiming
+from perfgate.inputs import load_json_file
+from perfgate.model import Environment, GpuState, Metric, Timer
+
+FORMAT = "perfgate-baseline"
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
+MAX_UPDATES_KEPT = 20
+_ENV_FIELDS = tuple(Environment.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
+class BaselineCase:
+    case_id: str
+    timer: Timer
+    median_ms: float
+    samples_ms: tuple[float, ...]
+    metrics: tuple[Metric, ...] = ()
+    process_medians_ms: tuple[float, ...] = ()  # one per calibration process (calibrated cases)
+    noise_pct: float | None = None  # between-process noise, written for review (recomputed when gating)
+    threshold_pct: float | None = None  # what the case can detect, written for review
+    autotune: tuple[tuple[str, str], ...] = ()
+    gpu_state: GpuState | None = None
+    process_speedups: tuple[float, ...] = ()  # one per calibration process, for cases with a reference
+    speedup_noise_pct: float | None = None
+    speedup_threshold_pct: float | None = None
+
+    @property
+    def calibrated(self) -> bool:
+        return len(self.process_medians_ms) >= MIN_CALIBRATION_PROCESSES
+
+    def timing(self) -> BaselineTiming:
+        return BaselineTiming(self.median_ms, self.samples_ms, self.process_medians_ms, self.timer)
+
+
+@dataclass(frozen=True)
+class Update:
+    at: str
+    by: str
+    commit: str
+    reason: str
+    cases: int
+    calibrated_runs: int = 0  # > 0: written by `perfgate calibrate` from this many processes
+
+
+@dataclass(frozen=True)
+class Baseline:
+    path: Path
+    environment: Environment
+    cases: dict[str, BaselineCase]
+    updates: tuple[Update, ...] = ()
+
+    @property
+    def calibrated(self) -> bool:
+        return bool(self.cases) and all(c.calibrated for c in self.cases.values())
+
+
+def slug(device_name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-") or "unknown-device"
+
+
+def baseline_path(baseline_dir: Path, env: Environment) -> Path:
+    """baselines/nvidia-h100-80gb-hbm3.json; host-timed runs get a host- prefix."""
+    prefix = "" if env.device_kind == "cuda" else "host-"
+    return Path(baseline_dir) / f"{prefix}{slug(env.device_name)}.json"
+
+
+def load_baseline(path: Path) -> Baseline | None:
+    """The baseline at path, None if there is no file; BaselineError naming the file if malformed."""
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        return None
+    data = load_json_file(path, BaselineError)
+    return parse_baseline(path, data)
+
+
+def parse_baseline(path: Path, data: Any) -> Baseline:
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise BaselineError(path, f"not a perfgate baseline (expected \"format\": \"{FORMAT}\")")
+    version = data.get("version")
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
+        raise BaselineError(path, f"format version {version!r} is not supported (this perfgate reads "
+                                  f"{', '.join(map(str, READABLE_VERSIONS))})")
+    env = _environment(path, _field(path, data, "environment", dict))
+    cases_raw = _field(path, data, "cases", dict)
+    cases = {cid: _case(path, cid, c) for cid, c in cases_raw.items()}
+    updates_raw = data.get("updates", [])
+    if not isinstance(updates_raw, list):
+        raise BaselineError(path, '"updates" must be a list')
+    updates = tuple(_update(path, i, u) for i, u in enumerate(updates_raw))
+    return Baseline(path=path, environment=env, cases=cases, updates=updates)
+
+
+def _field(path: Path, obj: dict[str, Any], key: str, kind: type, where: str = "") -> Any:
+    prefix = f"{where}: " if where else ""
+    if key not in obj:
+        raise BaselineError(path, f'{prefix}missing "{key}"')
+    value = obj[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise BaselineError(path, f'{prefix}"{key}" must be {_kind_name(kind)}')
+    return value
+
+
+def _kind_name(kind: type) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "true or false"}.get(kind, kind.__name__)
+
+
+def _environment(path: Path, raw: dict[str, Any]) -> Environment:
+    for key in ("device_kind", "device_name"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            raise BaselineError(path, f"environment: \"{key}\" must be a non-empty string")
+    if raw["device_kind"] not in ("cuda", "host"):
+        raise BaselineError(path, f"environment: device_kind must be \"cuda\" or \"host\", got {raw['device_kind']!r}")
+    values = {}
+    for key in _ENV_FIELDS:
+        if key in raw:
+            if not isinstance(raw[key], str):
+                raise BaselineError(path, f"environment: \"{key}\" must be a string")
+            values[key] = raw[key]
+    return Environment(**values)
+
+
+def _finite(path: Path, where: str, key: str, value: Any, positive: bool) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or (positive and value <= 0) or (not positive and value < 0):
+        need = "a finite number > 0" if positive else "a finite number >= 0"
+        raise BaselineError(path, f"{where}: \"{key}\" must be {need}, got {value!r}")
+    return float(value)
+
+
+def _numbers(path: Path, where: str, key: str, raw: Any, min_len: int, positive: bool) -> tuple[float, ...]:
+    if not isinstance(raw, list) or len(raw) < min_len:
+        raise BaselineError(path, f"{where}: \"{key}\" must be a list of at least {min_len} numbers")
+    return tuple(_finite(path, where, f"{key}[{i}]", v, positive) for i, v in enumerate(raw))
+
+
+def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
+    where = f"case {case_id!r}"
+    if not case_id.strip():
+        raise BaselineError(path, "a case id must not be empty")
+    if not isinstance(c, dict):
+        raise BaselineError(path, f"{where} must be an object")
+    timer_raw = c.get("timer", "cuda_event")
+    if not isinstance(timer_raw, str) or timer_raw not in {t.value for t in Timer}:
+        raise BaselineError(path, f"{where}: unknown timer {timer_raw!r}")
+    if "median_ms" not in c:
+        raise BaselineError(path, f'{where}: missing "median_ms"')
+    median = _finite(path, where, "median_ms", c["median_ms"], positive=True)
+    samples = _numbers(path, where, "samples_ms", _field(path, c, "samples_ms", list, where), 2, positive=False)
+    procs: tuple[float, ...] = ()
+    if c.get("process_medians_ms") not in (None, []):
+        procs = _numbers(path, where, "process_medians_ms", c["process_medians_ms"], MIN_CALIBRATION_PROCESSES, True)
+    speedups: tuple[float, ...] = ()
+    if c.get("process_speedups") not in (None, []):
+        speedups = _numbers(path, where, "process_speedups", c["process_speedups"], MIN_CALIBRATION_PROCESSES, True)
+    # the median is one of its own numbers: of the calibration processes' medians, else of the samples
+    spread = procs or samples
+    if not min(spread) * (1 - 1e-9) <= median <= max(spread) * (1 + 1e-9):
+        source = "process_medians_ms" if procs else "samples_ms"
+        raise BaselineError(path, f"{where}: \"median_ms\" {median:g} lies outside the range of its {source} "
+                                  f"[{min(spread):g}, {max(spread):g}]")
+    optional = {k: _finite(path, where, k, c[k], positive=False)
+                for k in ("noise_pct", "threshold_pct", "speedup_noise_pct", "speedup_threshold_pct")
+                if c.get(k) is not None}
+    return BaselineCase(case_id, Timer(timer_raw), median, samples, _metrics(path, where, c.get("metrics", [])),
+                        procs, optional.get("noise_pct"), optional.get("threshold_pct"),
+                        _autotune(path, where, c.get("autotune", {})), _gpu_state(path, where, c.get("gpu_state")),
+                        speedups, optional.get("speedup_noise_pct"), optional.get("speedup_threshold_pct"))
+
+
+def _metrics(path: Path, where: str, raw: Any) -> tuple[Metric, ...]:
+    if not isinstance(raw, list):
+        raise BaselineError(path, f'{where}: "metrics" must be a list')
+    out = []
+    for i, m in enumerate(raw):
+        here = f"{where} metrics[{i}]"
+        if not isinstance(m, dict) or not isinstance(m.get("name"), str) or not m["name"]:
+            raise BaselineError(path, f"{here}: needs a \"name\" string and a numeric \"value\"")
+        # every catalogue metric is a count, size, time, rate, ratio or percentage: never negative
+        value = _finite(path, here, "value", m.get("value"), positive=False)
+        for key in ("unit", "source", "kernel"):
+            if not isinstance(m.get(key, ""), str):
+                raise BaselineError(path, f"{here}: \"{key}\" must be a string")
+        out.append(Metric(name=m["name"], value=value, unit=m.get("unit", ""), source=m.get("source", ""),
+                          kernel=m.get("kernel", "")))
+    return tuple(out)
+
+
+def _autotune(path: Path, where: str, raw: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
+        raise BaselineError(path, f'{where}: "autotune" must map kernel names to config strings')
+    return tuple(sorted(raw.items()))
+
+
+_GPU_NUMBERS = ("sm_clock_mhz", "sm_clock_min_mhz", "mem_clock_mhz", "temperature_max_c", "power_median_w",
+                "power_limit_w", "throttled_fraction", "cooldown_ms")
+
+
+def _gpu_state(path: Path, where: str, raw: Any) -> GpuState | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise BaselineError(path, f'{where}: "gpu_state" must be an object')
+    here = f"{where} gpu_state"
+    values: dict[str, Any] = {k: _finite(path, here, k, raw[k], positive=False) for k in _GPU_NUMBERS
+                              if raw.get(k) is not None}
+    for key in ("polls", "throttle_reasons", "excluded_samples"):
+        v = raw.get(key, 0)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise BaselineError(path, f"{here}: \"{key}\" must be an integer >= 0")
+        values[key] = v
+    if not isinstance(raw.get("clocks_locked", False), bool):
+        raise BaselineError(path, f"{here}: \"clocks_locked\" must be true or false")
+    return GpuState(clocks_locked=raw.get("clocks_locked", False), **values)
+
+
+def _update(path: Path, i: int, u: Any) -> Update:
+    where = f"updates[{i}]"
+    if not isinstance(u, dict):
+        raise BaselineError(path, f"{where} must be an object")
+    for key in ("at", "by", "commit", "reason"):
+        if not isinstance(u.get(key, ""), str):
+            raise BaselineError(path, f"{where}: \"{key}\" must be a string")
+    counts = {}
+    for key in ("cases", "calibrated_runs"):
+        v = u.get(key, 0)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise BaselineError(path, f"{where}: \"{key}\" must be an integer >= 0")
+        counts[key] = v
+    return Update(at=u.get("at", ""), by=u.get("by", ""), commit=u.get("commit", ""), reason=u.get("reason", ""),
+                  **counts)

@@ -1,0 +1,68 @@
+"""Calibration: a baseline from N fresh processes.
+
+Each process is a normal `pytest --perfgate` measurement (measure/processes.py). The baseline keeps, per
+case, the median of the process medians, every process median, the between-process noise and the change
+the case can detect; later `pytest --perfgate` runs gate on that noise (gate/decision.py). With
+`pin_autotune`, the first process's autotune choices are held in the others, so the calibration measures
+noise, not the autotuner changing its mind.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from perfgate.baseline.write import updated_baseline, write_baseline
+from perfgate.config.settings import Settings
+from perfgate.errors import PerfgateError
+from perfgate.measure.environment import utc_now, who
+from perfgate.measure.processes import ChildRun, ChildRunner
+from perfgate.model import Run
+
+
+def calibrate(settings: Settings, runs: int, pytest_args: list[str]) -> list[Run]:
+    """N fresh measuring processes -> N runs (one environment); PerfgateError if any process failed."""
+    runner = ChildRunner(settings.rootdir, settings, settings.baseline_file)
+    out: list[Run] = []
+    with tempfile.TemporaryDirectory(prefix="perfgate-calibrate-") as tmp:
+        for i in range(1, runs + 1):
+            started, started_at = time.monotonic(), utc_now()
+            child = runner.run(pytest_args)
+            _check_child(i, child, out)
+            run = _as_run(child, settings.rootdir, started_at)
+            out.append(run)
+            print(f"perfgate: calibration process {i}/{runs}: {len(run.results)} case(s) in "
+                  f"{time.monotonic() - started:.1f} s", file=sys.stderr)
+            if i == 1 and settings.pin_autotune and any(r.autotune for r in run.results):
+                runner = _pinned_runner(settings, run, Path(tmp))
+    return out
+
+
+def _check_child(i: int, child: ChildRun, earlier: list[Run]) -> None:
+    if child.returncode != 0:
+        raise PerfgateError(f"perfgate calibrate: process {i}: pytest exited with status {child.returncode} "
+                            f"(tests failed, errored or none were collected); no baseline written")
+    if not child.results or child.environment is None:
+        raise PerfgateError(f"perfgate calibrate: process {i} measured no perf case; no baseline written")
+    if earlier and earlier[0].environment.comparability_key() != child.environment.comparability_key():
+        raise PerfgateError(f"perfgate calibrate: process {i} ran on {child.environment.device_name}, process 1 on "
+                            f"{earlier[0].environment.device_name}; no baseline written")
+
+
+def _as_run(child: ChildRun, rootdir: Path, started_at: str) -> Run:
+    from perfgate.gate.run import build_run
+
+    assert child.environment is not None
+    return build_run(child.results, child.unmeasured, child.environment, rootdir, started_at)
+
+
+def _pinned_runner(settings: Settings, first: Run, tmp: Path) -> ChildRunner:
+    """Processes 2..N hold the autotune choices of process 1 (a throwaway baseline carries the pins)."""
+    pins = tmp / "pins.json"
+    write_baseline(replace(updated_baseline(None, first, pins, who(), "autotune pins"), path=pins))
+    return ChildRunner(settings.rootdir, settings, pins)
+
+

@@ -1,0 +1,86 @@
+"""`perfgate compare` and `perfgate baseline show|diff`: the gate without pytest, on stored data."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+from perfgate.baseline import BaselineCase, load_baseline
+from perfgate.cli.settings import command_settings
+from perfgate.errors import BaselineError, PerfgateError
+
+
+def compare(args: argparse.Namespace) -> int:
+    """Re-gate a stored run with the plugin's orchestration: same thresholds (stored with each case), same
+    confirmation medians, same baseline resolution; creates nothing but the outputs asked for."""
+    from perfgate.gate.run import GateRequest, resolve_baseline, run_gate
+    from perfgate.report.terminal import render_terminal
+    from perfgate.store import open_store
+
+    settings = command_settings(args, enabled=True)
+    with open_store(settings.db_path, readonly=True) as store:
+        run = store.load_run(args.run)
+    path, baseline, facts = resolve_baseline(settings, run.environment)
+    if baseline is None:
+        print(f"perfgate: no baseline at {path}; every case is new", file=sys.stderr)
+    outcome = run_gate(GateRequest(run=run, settings=settings, baseline=baseline, baseline_path=path, facts=facts,
+                                   confirmer=None, store=False, may_write_baseline=False))
+    print(f"perfgate: run {run.run_id} ({run.info.started_at}, commit {run.info.git_commit[:12] or '-'}) vs {path}")
+    print("\n".join([*outcome.messages, *render_terminal(outcome.gate)]))
+    return outcome.exit_code
+
+
+def _baseline_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        files = sorted(path.glob("*.json"))
+        if not files:
+            raise PerfgateError(f"perfgate: no baseline files in {path}")
+        return files
+    if not path.exists():
+        raise BaselineError(path, "no such file")
+    return [path]
+
+
+def baseline_show(args: argparse.Namespace) -> int:
+    from perfgate.report.format import fmt_value
+    from perfgate.report.terminal import render_table
+
+    for f in _baseline_files(args.path):
+        b = load_baseline(f)
+        assert b is not None
+        state = "calibrated" if b.calibrated else "uncalibrated"
+        print(f"{f}: {b.environment.device_name} ({b.environment.device_kind}), {len(b.cases)} case(s), {state}")
+        for u in b.updates[-3:]:
+            runs = f" from {u.calibrated_runs} processes" if u.calibrated_runs else ""
+            print(f"  updated {u.at} by {u.by} at {u.commit[:12] or '-'}{runs}: {u.reason}")
+        rows = [(cid, fmt_value(c.median_ms, "ms"), _pct(c.noise_pct), _detects(c.threshold_pct), _speedup(c),
+                 _pct(c.speedup_noise_pct), _detects(c.speedup_threshold_pct), str(len(c.samples_ms)),
+                 str(len(c.metrics))) for cid, c in sorted(b.cases.items())]
+        print("\n".join(render_table(rows, ("case", "median", "noise", "detects", "speedup", "noise", "detects",
+                                             "samples", "metrics"))))
+    return 0
+
+
+def _pct(value: float | None) -> str:
+    return f"{value:.2f}%" if value is not None else "-"
+
+
+def _detects(value: float | None) -> str:
+    return f">= {value:.2f}%" if value is not None else "-"
+
+
+def _speedup(case: BaselineCase) -> str:
+    return f"{statistics.median(case.process_speedups):.2f}x" if case.process_speedups else "-"
+
+
+def baseline_diff(args: argparse.Namespace) -> int:
+    from perfgate.report.baseline_diff import render_baseline_diff
+
+    old = load_baseline(args.old)
+    new = load_baseline(args.new)
+    if new is None:
+        raise BaselineError(args.new, "no such file")
+    print(render_baseline_diff(old, new, markdown=args.format == "md"), end="")
+    return 0

@@ -1,0 +1,1 @@
+"""Settings: the one table of options (options.py), `[tool.perfgate]` and markers validated into frozen Settings."""

@@ -1,0 +1,43 @@
+"""The README's tables of options and `[tool.perfgate]` keys, made from the one option table (tests/test_options.py
+keeps README.md equal to them)."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from perfgate.config.options import OPTIONS, Arg, Option
+from perfgate.config.settings import MeasureOptions, Settings
+
+
+def render_flags_markdown() -> str:
+    """Every pytest flag with its help."""
+    rows = ["| option | meaning |", "|---|---|"]
+    for opt in OPTIONS:
+        if opt.flag:
+            value = f" {opt.metavar}" if opt.metavar and opt.arg not in (Arg.FLAG, Arg.NO_FLAG) else ""
+            also = f" (`{opt.key}` in pyproject)" if opt.key else ""
+            rows.append(f"| `{opt.flag}{value}` | {opt.help}{also} |")
+    return "\n".join(rows) + "\n"
+
+
+def render_keys_markdown() -> str:
+    """Every `[tool.perfgate]` key with its default and help."""
+    rows = ["| key | default | meaning |", "|---|---|---|"]
+    for opt in OPTIONS:
+        if opt.key:
+            rows.append(f"| `{opt.key}` | {_default(opt)} | {opt.help} |")
+    rows.append("| `[tool.perfgate.metrics]` | catalogue | per-metric thresholds, % in the worse direction |")
+    rows.append("| `[[tool.perfgate.overrides]]` | - | `pattern` (shell pattern on case ids) with `threshold_pct`, "
+                "`metrics`, `min_speedup`; later entries win |")
+    return "\n".join(rows) + "\n"
+
+
+def _default(opt: Option) -> str:
+    owner: Any = MeasureOptions if opt.measure else Settings
+    value = {f.name: f.default for f in fields(owner)}[opt.attr]
+    if value is None or value in ((), ""):
+        return "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f"`{value}`"

@@ -1,0 +1,220 @@
+"""Every perfgate option, declared once.
+
+One row per setting: the Settings (or MeasureOptions) attribute it fills, how a value is checked, its help,
+and where a user may set it: the `[tool.perfgate]` key, the pytest flag, the `perfgate` command-line flag,
+the `@pytest.mark.perfgate(...)` marker. `pytest_addoption`, the settings loader, the commands' argparse
+parsers and the README's options table are all made from this table (tests/test_options.py checks the
+README), so a new option is one row here and one field in Settings.
+
+Precedence for a value: default < `[tool.perfgate]` < environment (PERFGATE_DB) < command line.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perfgate.config import validate as v
+from perfgate.errors import ConfigError
+
+PROFILERS = ("nsys", "ncu")
+
+
+class Arg(enum.Enum):
+    """How a command-line value is read before `parse` checks it."""
+
+    FLAG = "flag"  # --x: True when given
+    NO_FLAG = "no flag"  # --no-x: False when given
+    PATH = "path"
+    INT = "int"
+    NUMBER = "number"
+    TEXT = "text"
+
+
+def parse_profile_list(value: Any, where: str) -> frozenset[str]:
+    """"nsys", "ncu" or "nsys,ncu" (or an already parsed set) -> the profilers to run."""
+    if isinstance(value, frozenset):
+        return value
+    tools = frozenset(t.strip() for t in v.text(value, where).split(",") if t.strip())
+    bad = tools - set(PROFILERS)
+    if bad or not tools:
+        raise ConfigError(f"perfgate: {where}: unknown profiler(s) {sorted(bad)}; use nsys, ncu or nsys,ncu")
+    return tools
+
+
+@dataclass(frozen=True)
+class Option:
+    attr: str  # the Settings attribute (MeasureOptions when `measure`)
+    help: str
+    parse: v.Parser
+    key: str | None = None  # [tool.perfgate] key
+    flag: str | None = None  # pytest flag
+    cli: str | None = None  # `perfgate` command flag (a command names the attributes it takes)
+    arg: Arg = Arg.TEXT
+    marker: bool = False  # may be set per test with @pytest.mark.perfgate(...)
+    measure: bool = False  # a MeasureOptions field (how one case is timed)
+    metavar: str | None = None
+
+    @property
+    def where(self) -> str:
+        """How a user spells it, for messages."""
+        return self.flag or self.cli or f"[tool.perfgate] {self.key}"
+
+
+_P = v.path
+OPTIONS: tuple[Option, ...] = (
+    # --- what a run does ------------------------------------------------------------------------------
+    Option("enabled", "measure perf cases, store the run, gate on baselines", v.boolean, flag="--perfgate",
+           arg=Arg.FLAG),
+    Option("strict", "fail closed: no case measured, a baseline case skipped or not collected, not comparable, a "
+           "profiler failure, the host clock against a CUDA baseline each fail the gate", v.boolean, key="strict",
+           flag="--perfgate-strict", cli="--strict", arg=Arg.FLAG),
+    Option("update_baseline", "write the baseline from this run (uncalibrated; prefer perfgate calibrate)",
+           v.boolean, flag="--perfgate-update-baseline", arg=Arg.FLAG),
+    Option("reason", "why the baseline changes (required with --perfgate-update-baseline)", v.text,
+           flag="--perfgate-reason", metavar="TEXT"),
+    Option("store", "write nothing: no history, no baseline (outputs asked for are still written)", v.boolean,
+           flag="--perfgate-no-store", cli="--no-store", arg=Arg.NO_FLAG),
+    Option("allow_env_mismatch", "compare even when the baseline was measured on another device model",
+           v.boolean, flag="--perfgate-allow-env-mismatch", cli="--allow-env-mismatch", arg=Arg.FLAG),
+    # --- where things are -------------------------------------------------------------------------------
+    Option("db_path", "history database (default .perfgate/history.db, or $PERFGATE_DB)", _P, key="db",
+           flag="--perfgate-db", cli="--db", arg=Arg.PATH, metavar="PATH"),
+    Option("baseline_dir", "directory of committed baselines, one file per GPU model (default baselines/)", _P,
+           key="baseline_dir", flag="--perfgate-baseline-dir", cli="--baseline-dir", arg=Arg.PATH, metavar="DIR"),
+    Option("baseline_file", "use this baseline file instead (it must exist)", _P,
+           flag="--perfgate-baseline-file", cli="--baseline-file", arg=Arg.PATH, metavar="PATH"),
+    # --- outputs ----------------------------------------------------------------------------------------
+    Option("summary_path", "write the Markdown summary here (also appended to $GITHUB_STEP_SUMMARY)", _P,
+           flag="--perfgate-summary", cli="--summary", arg=Arg.PATH, metavar="PATH"),
+    Option("json_path", "write the JSON results here (perfgate_json_version 2)", _P, flag="--perfgate-json",
+           cli="--json", arg=Arg.PATH, metavar="PATH"),
+    Option("report_dir", "write the charts (PNG) here", _P, flag="--perfgate-report-dir", cli="--report-dir",
+           arg=Arg.PATH, metavar="DIR"),
+    Option("benchmark_json_path", "write github-action-benchmark customSmallerIsBetter JSON here", _P,
+           flag="--perfgate-benchmark-json", arg=Arg.PATH, metavar="PATH"),
+    Option("publish_host", "keep the hostname and absolute paths in published outputs", v.boolean,
+           key="publish_host", flag="--perfgate-publish-host", arg=Arg.FLAG),
+    Option("chart_url", "base URL the charts are published at (links in a job summary)", v.text, key="chart_url",
+           flag="--perfgate-chart-url", metavar="URL"),
+    # --- the decision -----------------------------------------------------------------------------------
+    Option("threshold_pct", "time threshold (%) for cases of an uncalibrated baseline; set per case (marker, "
+           "override) it also floors a calibrated case", v.THRESHOLD, key="threshold_pct", marker=True),
+    Option("min_effect_pct", "a change smaller than this (%) never regresses, however certain", v.MIN_EFFECT,
+           key="min_effect_pct"),
+    Option("alpha", "false-alarm rate of one test on one process", v.ALPHA, key="alpha"),
+    Option("confirm_alpha", "false-alarm rate once confirmation processes joined", v.ALPHA, key="confirm_alpha"),
+    Option("confirm_runs", "fresh processes that may re-measure a suspect case", v.integer(0, 20),
+           key="confirm_runs", flag="--perfgate-confirm-runs", arg=Arg.INT, metavar="N"),
+    Option("noise_floor_pct", "the smallest between-process noise (%) a case is credited with (default 0.1 for "
+           "CUDA events, 0.5 for the host clock)", v.number(0.0, 50.0), key="noise_floor_pct"),
+    Option("min_speedup", "fail a case with a reference when its speedup's upper bound is below this",
+           v.SPEEDUP, key="min_speedup", marker=True),
+    Option("pin_autotune", "hold Triton autotuners to the configs the baseline recorded", v.boolean,
+           key="pin_autotune", flag="--perfgate-pin-autotune", arg=Arg.FLAG),
+    # --- how a case is timed (MeasureOptions; the marker may change each) ----------------------------------
+    Option("warmup_ms", "warm-up before sampling (ms)", v.number(0.0, 60_000.0), key="warmup_ms", marker=True,
+           measure=True),
+    Option("min_samples", "fewest samples per case", v.integer(2, 1_000_000), key="min_samples", marker=True,
+           measure=True),
+    Option("max_samples", "most samples per case", v.integer(2, 1_000_000), key="max_samples", marker=True,
+           measure=True),
+    Option("budget_ms", "time budget for one case's samples (ms)", v.number(0.0, 3_600_000.0, low_open=True),
+           key="budget_ms", marker=True, measure=True),
+    Option("flush_l2", "flush the L2 cache between samples", v.boolean, key="flush_l2", marker=True,
+           measure=True),
+    Option("cooldown_max_ms", "wait at most this long (ms) for the GPU to leave its power cap before a case",
+           v.number(0.0, 600_000.0), key="cooldown_max_ms", marker=True, measure=True),
+    Option("exclude_throttled", "drop samples taken under a power/thermal cap", v.boolean,
+           key="exclude_throttled", marker=True, measure=True),
+    Option("memory", "measure and gate peak memory per call", v.boolean, key="memory", marker=True, measure=True),
+    # --- profilers ---------------------------------------------------------------------------------------
+    Option("profile", "also run the cases under profilers: nsys, ncu or nsys,ncu", parse_profile_list,
+           flag="--perfgate-profile", metavar="TOOLS"),
+    Option("fail_on_profile_error", "a profiler failure fails the gate", v.boolean, key="fail_on_profile_error"),
+    Option("ncu_sections", "Nsight Compute sections to collect", v.text_list, key="ncu_sections"),
+    Option("ncu_metrics", "extra Nsight Compute metrics to collect (and allow in metric thresholds)", v.text_list,
+           key="ncu_metrics"),
+    Option("ncu_set", "an Nsight Compute section set (e.g. full) instead of ncu_sections", v.text, key="ncu_set"),
+    Option("profile_timeout_s", "time limit for one profiler run (s)", v.number(1.0, 86_400.0),
+           key="profile_timeout_s"),
+    # --- charts ------------------------------------------------------------------------------------------
+    Option("peak_tflops", "roofline compute ceiling (TFLOP/s; default: the device's spec sheet)", v.POSITIVE,
+           key="peak_tflops"),
+    Option("peak_gbps", "roofline memory ceiling (GB/s; default: the device's spec sheet)", v.POSITIVE,
+           key="peak_gbps"),
+)
+TABLE_KEYS = ("metrics", "overrides")  # [tool.perfgate] sub-tables, read by settings.py
+MARKER_TABLE_KEYS = ("metrics",)
+
+
+def by_attr() -> dict[str, Option]:
+    return {o.attr: o for o in OPTIONS}
+
+
+def pyproject_keys() -> set[str]:
+    return {o.key for o in OPTIONS if o.key} | set(TABLE_KEYS)
+
+
+def marker_keys() -> set[str]:
+    return {o.attr for o in OPTIONS if o.marker} | set(MARKER_TABLE_KEYS)
+
+
+def argparse_kwargs(opt: Option) -> dict[str, Any]:
+    """What argparse (and pytest's parser, which mirrors it) needs for this option's flag. Every default is
+    None: "not given" must not override the configured value."""
+    kwargs: dict[str, Any] = {"help": opt.help, "default": None}
+    if opt.arg is Arg.FLAG:
+        kwargs["action"] = "store_true"
+    elif opt.arg is Arg.NO_FLAG:
+        kwargs["action"] = "store_false"
+    else:
+        kwargs["type"] = {Arg.PATH: Path, Arg.INT: int, Arg.NUMBER: float, Arg.TEXT: str}[opt.arg]
+        if opt.metavar:
+            kwargs["metavar"] = opt.metavar
+    return kwargs
+
+
+def add_pytest_options(addoption: Callable[..., Any]) -> None:
+    """pytest_addoption: every option that has a pytest flag."""
+    for opt in OPTIONS:
+        if opt.flag:
+            addoption(opt.flag, **argparse_kwargs(opt))
+
+
+def pytest_values(getoption: Callable[[str], Any]) -> dict[str, Any]:
+    """The pytest flags the user gave, by Settings attribute."""
+    values = {o.attr: getoption(o.flag) for o in OPTIONS if o.flag}
+    return {k: value for k, value in values.items() if value is not None}
+
+
+def add_cli_options(parser: Any, attrs: Iterable[str]) -> None:
+    """A command's flags for the named settings (a misspelt attribute is a KeyError when the parser is built:
+    every CLI test fails on it)."""
+    table = by_attr()
+    for attr in attrs:
+        opt = table[attr]
+        if opt.cli is None:
+            raise KeyError(f"option {attr!r} has no command-line flag")
+        parser.add_argument(opt.cli, dest=attr, **argparse_kwargs(opt))
+
+
+def cli_values(args: Any, attrs: Iterable[str]) -> dict[str, Any]:
+    """The command-line flags the user gave, by Settings attribute."""
+    values = {attr: getattr(args, attr) for attr in attrs}
+    return {k: value for k, value in values.items() if value is not None}
+
+
+def check_overrides(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Command-line values checked by their option's parser; an attribute the table does not know is an error."""
+    table = by_attr()
+    out = {}
+    for attr, value in values.items():
+        opt = table.get(attr)
+        if opt is None or opt.measure:
+            raise ConfigError(f"perfgate: unknown setting {attr!r}")
+        out[attr] = opt.parse(value, opt.where)
+    return out

@@ -1,0 +1,94 @@
+"""Fresh pytest processes that only measure: `perfgate calibrate` runs N of them, confirmation one per round.
+
+Between-process noise (power state, autotuning, allocation) only shows between processes, so a baseline
+is calibrated from several and a suspect case is re-measured in a new one. Each child is a normal
+`pytest --perfgate` run with PERFGATE_MEASURE_CHILD set to a JSON path: it measures exactly as the gate
+does, writes its cases there, and stores, compares and writes nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfgate.codec import CodecError, case_from_dict, environment_from_dict, unmeasured_from_dict
+from perfgate.config.settings import Settings
+from perfgate.errors import PerfgateError, ReportFileError, ToolFailed
+from perfgate.inputs import parse_json, read_bytes
+from perfgate.measure.tools import run_tool
+from perfgate.model import CaseResult, Environment, UnmeasuredTest
+
+CHILD_TIMEOUT_S = 3600.0
+PROFILE_CHILD_ENV = "PERFGATE_PROFILE_CHILD"  # "nsys"/"ncu" in the child pytest run under a profiler
+MEASURE_CHILD_ENV = "PERFGATE_MEASURE_CHILD"  # a JSON path: a fresh process measuring for calibrate/confirm
+
+
+@dataclass(frozen=True)
+class ChildRun:
+    results: tuple[CaseResult, ...]
+    unmeasured: tuple[UnmeasuredTest, ...]
+    environment: Environment | None
+    returncode: int
+
+
+class ChildRunner:
+    def __init__(self, rootdir: Path, settings: Settings, baseline_file: Path | None = None,
+                 timeout_s: float = CHILD_TIMEOUT_S) -> None:
+        self.rootdir = rootdir
+        self.settings = settings
+        self.baseline_file = baseline_file
+        self.timeout_s = timeout_s
+
+    def argv(self, pytest_args: Sequence[str]) -> list[str]:
+        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", "--perfgate",
+                "--perfgate-no-store"]
+        if self.baseline_file is not None and self.baseline_file.exists():
+            argv += ["--perfgate-baseline-file", str(self.baseline_file)]  # the autotune pins live there
+        if self.settings.pin_autotune:
+            argv.append("--perfgate-pin-autotune")
+        return argv + list(pytest_args)
+
+    def run(self, pytest_args: Sequence[str]) -> ChildRun:
+        """One fresh process; PerfgateError when it wrote no results (it crashed, or its tests errored
+        before anything was measured)."""
+        with tempfile.TemporaryDirectory(prefix="perfgate-child-") as tmp:
+            out = Path(tmp) / "results.json"
+            env = {k: v for k, v in os.environ.items() if k != PROFILE_CHILD_ENV}
+            env[MEASURE_CHILD_ENV] = str(out)
+            argv = self.argv(pytest_args)
+            proc = run_tool(argv, self.timeout_s, cwd=self.rootdir, env=env, check=False)
+            if not out.is_file():
+                raise ToolFailed(argv, proc.returncode, proc.stdout[-2000:] + proc.stderr[-2000:])
+            return parse_child_output(out, proc.returncode)
+
+    def confirmer(self, results: Mapping[str, CaseResult]) -> _Confirm:
+        return _Confirm(self, results)
+
+
+class _Confirm:
+    """The gate's Confirmer: measure the suspects' tests in one fresh process, return their medians."""
+
+    def __init__(self, runner: ChildRunner, results: Mapping[str, CaseResult]) -> None:
+        self.runner = runner
+        self.results = results
+
+    def __call__(self, case_ids: Sequence[str]) -> dict[str, CaseResult]:
+        nodeids = sorted({self.results[c].nodeid or c.split("::")[0] for c in case_ids if c in self.results})
+        child = self.runner.run(nodeids)
+        wanted = set(case_ids)
+        return {r.case_id: r for r in child.results if r.case_id in wanted}
+
+
+def parse_child_output(path: Path, returncode: int) -> ChildRun:
+    try:
+        doc = parse_json(read_bytes(path, ReportFileError), path, ReportFileError, unique_keys=False)
+        return ChildRun(results=tuple(case_from_dict(d) for d in doc["results"]),
+                        unmeasured=tuple(unmeasured_from_dict(d) for d in doc.get("unmeasured", ())),
+                        environment=environment_from_dict(doc["environment"]) if doc.get("environment") else None,
+                        returncode=returncode)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, CodecError) as err:
+        raise PerfgateError(f"perfgate: a measurement child wrote unreadable results {path}: {err}") from err

@@ -1,0 +1,110 @@
+"""The pytest plugin (entry point `pytest11: perfgate`): hooks and the `perfgate` fixture, in the order pytest
+calls them. Thin: runtime.py does what the hooks ask, session.py holds the run's state, fixture.py and
+benchmark.py serve the fixtures, xdist.py spreads workers over GPUs; the verdict is the library's
+(perfgate.gate.run, shared with the command line)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from perfgate.errors import PerfgateError
+from perfgate.pytest_plugin.session import SESSION_KEY, Mode
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    from perfgate.config.options import add_pytest_options
+
+    add_pytest_options(parser.getgroup("perfgate", "performance gate for GPU kernels").addoption)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    # pytest-benchmark steps aside before its own pytest_configure runs: once configured it has already
+    # warned "Benchmarks are automatically disabled because xdist plugin is active" in every -n log
+    import os
+
+    from perfgate.measure.processes import PROFILE_CHILD_ENV
+
+    if config.getoption("--perfgate") or os.environ.get(PROFILE_CHILD_ENV):
+        from perfgate.pytest_plugin.runtime import step_aside_pytest_benchmark
+
+        step_aside_pytest_benchmark(config)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "perfgate(**options): perfgate options for this test's cases "
+                            "(threshold_pct, metrics={name: pct}, min_speedup, warmup_ms, min_samples, "
+                            "max_samples, budget_ms, cooldown_max_ms, exclude_throttled, memory)")
+    from perfgate.pytest_plugin.runtime import make_session, register_benchmark_fixture
+
+    try:
+        state = make_session(config)
+    except PerfgateError as err:
+        raise pytest.UsageError(str(err)) from err
+    config.stash[SESSION_KEY] = state
+    if state.measuring or state.mode is Mode.PROFILE_CHILD:
+        register_benchmark_fixture(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist controller: give each worker its own GPU."""
+    from perfgate.pytest_plugin.xdist import assign_gpu
+
+    state = node.config.stash.get(SESSION_KEY, None)
+    if state is not None and state.measuring:
+        assign_gpu(node)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Skipped, failed and errored perf tests: strict mode must know a baseline case went unmeasured."""
+    outcome = yield
+    state = item.config.stash.get(SESSION_KEY, None)
+    if state is not None and state.measuring:
+        from perfgate.pytest_plugin.runtime import note_outcome
+
+        note_outcome(state, item, outcome.get_result())
+
+
+@pytest.fixture
+def perfgate(request: pytest.FixtureRequest) -> Any:
+    """Measure a callable: `perfgate(fn, *args, **kwargs)` -> TimingStats."""
+    from perfgate.pytest_plugin.fixture import fixture_for
+
+    return fixture_for(request, request.config.stash.get(SESSION_KEY, None))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist controller: a worker finished; take its measurements into the one run."""
+    from perfgate.pytest_plugin.xdist import receive_worker_results
+
+    state = node.config.stash.get(SESSION_KEY, None)
+    if state is not None and state.measuring:
+        receive_worker_results(state, node, error)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = session.config.stash.get(SESSION_KEY, None)
+    if state is None or not state.measuring:
+        return
+    from perfgate.pytest_plugin.runtime import finish
+
+    code = finish(session.config, state, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
+                  tests_failed=exitstatus != 0)
+    if code and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = code
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(SESSION_KEY, None)
+    if state is None or (not state.messages and state.gate is None and not state.error):
+        return
+    from perfgate.pytest_plugin.runtime import summary_lines
+
+    terminalreporter.section("perfgate")
+    for line in summary_lines(state):
+        terminalreporter.write_line(line)

@@ -1,0 +1,170 @@
+"""The `perfgate` fixture object: what a perf test calls."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pytest
+
+from perfgate.config.settings import MarkerOptions, MeasureOptions, Settings, marker_options, measure_for
+from perfgate.errors import ConfigError, PerfgateError
+from perfgate.model import CaseResult, Timer, TimingStats
+from perfgate.pytest_plugin.session import Mode, PerfgateSession
+from perfgate.stats import summarize
+
+
+class PerfgateFixture:
+    """`perfgate(fn, *args, **kwargs)` measures fn(*args, **kwargs) and returns its TimingStats.
+
+    `perfgate.work(bytes_moved=..., flops=...)` declares the work of the *next* measurement (GB/s,
+    TFLOP/s); `perfgate.measure(fn, args, kwargs, name="bf16", reference=torch_fn, min_speedup=1.2,
+    check=True)` measures one named case, optionally against a reference timed alternately with it.
+    The last case measured is `perfgate.last`.
+    """
+
+    def __init__(self, session: PerfgateSession | None, nodeid: str, marker: MarkerOptions | None,
+                 location: tuple[str, int] | None = None) -> None:
+        self._session = session
+        self._nodeid = nodeid
+        self._marker = marker
+        self._location = location
+        self._work: tuple[int | None, int | None] = (None, None)
+        self.last: CaseResult | None = None
+
+    def work(self, bytes_moved: int | None = None, flops: int | None = None) -> PerfgateFixture:
+        """Bytes read + written and floating-point operations of one call, for the next measurement."""
+        for key, value in (("bytes_moved", bytes_moved), ("flops", flops)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"perfgate.work: {key} must be a non-negative int, got {value!r}")
+        self._work = (bytes_moved, flops)
+        return self
+
+    def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> TimingStats:
+        return self.measure(fn, args, kwargs)
+
+    def measure(self, fn: Callable[..., Any], args: tuple[Any, ...] = (), kwargs: Mapping[str, Any] | None = None,
+                name: str | None = None, timer: Timer | None = None, *, reference: Callable[..., Any] | None = None,
+                reference_name: str = "", min_speedup: float | None = None, check: bool = False,
+                rtol: float | None = None, atol: float | None = None, bytes_moved: int | None = None,
+                flops: int | None = None) -> TimingStats:
+        kwargs = dict(kwargs or {})
+        request = _Request(fn=fn, args=args, kwargs=kwargs, name=name, timer=timer, reference=reference,
+                           reference_name=reference_name, min_speedup=min_speedup, check=check, rtol=rtol, atol=atol,
+                           bytes_moved=bytes_moved, flops=flops)
+        return self._dispatch(request)
+
+    def measure_benchmark(self, call: Any, rounds: int | None, warmup_rounds: int, iterations: int) -> TimingStats:
+        """pytest-benchmark's fixture (pytest_plugin/benchmark.py): `call` runs the work, `call.prepare` its setup."""
+        return self._dispatch(_Request(fn=call, prepare=call.prepare, calls_per_sample=iterations, rounds=rounds,
+                                       warmup_rounds=warmup_rounds))
+
+    def _dispatch(self, q: _Request) -> TimingStats:
+        work, self._work = self._work, (None, None)  # work() applies to one measurement only
+        q = replace(q, bytes_moved=q.bytes_moved if q.bytes_moved is not None else work[0],
+                    flops=q.flops if q.flops is not None else work[1])
+        case_id = self._nodeid if q.name is None else f"{self._nodeid}::{q.name}"
+        session = self._session
+        if session is not None and session.mode is Mode.PROFILE_CHILD:
+            from perfgate.measure.in_profiler import PROFILE_CALLS, run_under_profiler
+
+            if q.prepare is not None:
+                q.prepare()
+            ms = run_under_profiler(session.profile_tool, case_id, q.fn, q.args, dict(q.kwargs), PROFILE_CALLS)
+            return summarize([ms], Timer.HOST)  # no extra call: it would add launches to the capture
+        if session is None or not session.measuring:
+            return _single_call(q)
+        result = self._measured(session, case_id, q)
+        session.record(result)
+        self.last = result
+        return result.timing
+
+    def _measured(self, session: PerfgateSession, case_id: str, q: _Request) -> CaseResult:
+        from perfgate.config import validate as cs
+        from perfgate.gate.thresholds import resolve_thresholds
+        from perfgate.measure.case import CaseSpec, measure_case
+
+        thresholds = resolve_thresholds(session.settings, case_id, self._marker)
+        if q.min_speedup is not None:
+            thresholds = replace(thresholds, min_speedup=cs.POSITIVE(q.min_speedup, f"{case_id}: min_speedup"))
+        options = rounds_options(measure_for(session.settings, self._marker), q.rounds, q.warmup_rounds)
+        spec = CaseSpec(case_id=case_id, fn=q.fn, args=q.args, kwargs=q.kwargs, options=options, timer=q.timer,
+                        reference=q.reference, reference_name=q.reference_name, check=q.check, rtol=q.rtol,
+                        atol=q.atol, bytes_moved=q.bytes_moved, flops=q.flops, thresholds=thresholds,
+                        autotune_pins=session.autotune_pins(case_id), nodeid=self._nodeid, location=self._location,
+                        prepare=q.prepare, calls_per_sample=q.calls_per_sample)
+        result = measure_case(spec, session.device)
+        if session.environment is not None and result.timing.timer is Timer.CUDA_EVENT:
+            result = replace(result, device_uuid=session.environment.device_uuid)
+        return result
+
+
+@dataclass(frozen=True)
+class _Request:
+    """One measurement as the test asked for it."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    name: str | None = None
+    timer: Timer | None = None
+    reference: Callable[..., Any] | None = None
+    reference_name: str = ""
+    min_speedup: float | None = None
+    check: bool = False
+    rtol: float | None = None
+    atol: float | None = None
+    bytes_moved: int | None = None
+    flops: int | None = None
+    prepare: Callable[[], Any] | None = None
+    calls_per_sample: int = 1
+    rounds: int | None = None
+    warmup_rounds: int = 0
+
+
+def _single_call(q: _Request) -> TimingStats:
+    """Without --perfgate: run once, so correctness failures (and the output check) still surface."""
+    if q.prepare is not None:
+        q.prepare()
+    t0 = time.perf_counter_ns()
+    out = q.fn(*q.args, **q.kwargs)
+    ms = (time.perf_counter_ns() - t0) / 1e6
+    if q.check:
+        if q.reference is None:
+            raise ValueError("perfgate: check=True needs a reference= callable to compare with")
+        from perfgate.measure.check import check_outputs
+
+        check_outputs(out, q.reference(*q.args, **q.kwargs), q.rtol, q.atol)
+    return summarize([ms], Timer.HOST)
+
+
+def marker_for(node: pytest.Item, settings: Settings) -> MarkerOptions | None:
+    """Closest `perfgate` marker wins (function over class over module)."""
+    mark = node.get_closest_marker("perfgate")
+    if mark is None:
+        return None
+    if mark.args:
+        raise ConfigError(f"perfgate: {node.nodeid}: the perfgate marker takes keyword arguments only")
+    return marker_options(dict(mark.kwargs), node.nodeid, settings.ncu_metrics)
+
+
+def fixture_for(request: pytest.FixtureRequest, state: PerfgateSession | None) -> Any:
+    node = request.node
+    marker = None
+    if state is not None and state.measuring:
+        try:
+            marker = marker_for(node, state.settings)
+        except PerfgateError as err:
+            pytest.fail(str(err), pytrace=False)
+    path, line = node.location[0], node.location[1]
+    return PerfgateFixture(state, node.nodeid, marker, (path, line + 1) if line is not None else None)
+
+
+def rounds_options(options: MeasureOptions, rounds: int | None, warmup_rounds: int) -> MeasureOptions:
+    """pedantic(rounds=..., warmup_rounds=...) are the sample and warm-up counts the suite asked for."""
+    if rounds is None:
+        return options
+    n = max(2, rounds)
+    return replace(options, min_samples=n, max_samples=n, warmup_ms=0.0 if warmup_rounds == 0 else options.warmup_ms)
