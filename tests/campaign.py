@@ -145,7 +145,7 @@ def read_results(path: Path, tmp: Path, rng: random.Random) -> Iterator[Callable
 
 
 def read_child(path: Path, tmp: Path, rng: random.Random) -> Iterator[Callable[[], list[str]]]:
-    from perfgate.measure.children import parse_child_output
+    from perfgate.measure.processes import parse_child_output
 
     yield lambda: [v for r in parse_child_output(path, 0).results for v in oracle.case_result(r)]
 

@@ -188,7 +188,8 @@ def make_nsys(rng: random.Random, tmp: Path) -> Path:
     try:
         if rng.random() < 0.3:  # the recorded run made no copies: a memcpy table from its memsets
             con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY AS SELECT start, end, deviceId, streamId, "
-                        "correlationId, globalPid, bytes, abs(random()) % 12 AS copyKind FROM CUPTI_ACTIVITY_KIND_MEMSET")
+                        "correlationId, globalPid, bytes, abs(random()) % 12 AS copyKind "
+                        "FROM CUPTI_ACTIVITY_KIND_MEMSET")
             con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY SELECT * FROM CUPTI_ACTIVITY_KIND_MEMCPY")
         for _ in range(rng.choice([1, 1, 2, 3, 5])):
             _sql_mutations(con, rng)
