@@ -192,7 +192,8 @@ def run_one(reader: str, seed: int, tmp: Path) -> tuple[str, str]:
         except (PerfgateError, Clean) as err:
             if "\n" in str(err).strip():
                 return "traceback", f"multi-line error: {str(err)[:200]!r}"
-            outcome = "clean error" if outcome == "read" else outcome
+            if outcome == "read":
+                outcome, detail = "clean error", str(err)[:200]
             continue
         except BaseException as err:  # noqa: BLE001 - every other escape is a finding
             return "traceback", crash_site(err)

@@ -14,6 +14,7 @@ import contextlib
 import csv
 import functools
 import gzip
+import json
 import random
 import re
 import shutil
@@ -105,10 +106,51 @@ def mutate_json_text(text: str, rng: random.Random) -> str:
     return out
 
 
+def _leaves(doc: object, path: tuple[object, ...] = ()) -> list[tuple[tuple[object, ...], object]]:
+    if isinstance(doc, dict):
+        return [leaf for k, v in doc.items() for leaf in _leaves(v, (*path, k))]
+    if isinstance(doc, list):
+        return [leaf for i, v in enumerate(doc) for leaf in _leaves(v, (*path, i))]
+    return [(path, doc)]
+
+
+def _set(doc: object, path: tuple[object, ...], value: object) -> None:
+    for key in path[:-1]:
+        doc = doc[key]  # type: ignore[index]
+    doc[path[-1]] = value  # type: ignore[index]
+
+
+def mutate_json_values(text: str, rng: random.Random) -> str:
+    """Valid JSON with numbers that cannot be true: negative, scaled past physics, swapped with each
+    other (a median above its max), huge but finite; the structure stays, so the reader gets past parsing."""
+    doc = json.loads(text)
+    numbers = [(p, v) for p, v in _leaves(doc) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not numbers:
+        return text
+    for _ in range(rng.choice([1, 1, 2, 3, 6])):
+        path, value = rng.choice(numbers)
+        roll = rng.random()
+        if roll < 0.2:
+            other_path, other = rng.choice(numbers)
+            _set(doc, other_path, value)
+            new: object = other
+        elif roll < 0.4:
+            new = -abs(value) - rng.choice([0, 1, 0.5])
+        elif roll < 0.6:
+            new = value * rng.choice([1e6, 1e12, 1e300, -1])
+        else:
+            new = rng.choice([0, -0.0, 1e306, -1e306, 9.9e14, 1e15, 4e18, 2**63 - 1, 2**63, 2**64, 1e-320, 3e38,
+                              True, None, "1.0", [], {}])
+        _set(doc, path, new)
+    return json.dumps(doc)
+
+
 def _json_input(sources: list[Path], rng: random.Random, tmp: Path, name: str) -> Path:
     data = _bytes(rng.choice(sources))
     roll = rng.random()
-    if roll < 0.75:
+    if roll < 0.4:
+        content = mutate_json_values(data.decode("utf-8"), rng).encode("utf-8")
+    elif roll < 0.8:
         content = mutate_json_text(data.decode("utf-8"), rng).encode("utf-8", errors="surrogatepass")
     else:
         content = mutate_bytes(data, rng, _bytes(rng.choice(sources)))

@@ -53,8 +53,9 @@ def check_name(path: Path, launch: int, name: object) -> str:
 class Budget:
     """Metric values read so far against MAX_METRIC_VALUES."""
 
-    def __init__(self, path: Path, limit: int = MAX_METRIC_VALUES) -> None:
-        self.path, self.limit, self.used = path, limit, 0
+    def __init__(self, path: Path, limit: int | None = None) -> None:
+        self.path, self.used = path, 0
+        self.limit = MAX_METRIC_VALUES if limit is None else limit
 
     def take(self, count: int) -> None:
         self.used += count
