@@ -24,6 +24,7 @@ from perfgate.model import (
     TimingStats,
     UnmeasuredTest,
 )
+from perfgate.parse.invariants import INT64_MAX
 
 
 class CodecError(ValueError):
@@ -84,6 +85,11 @@ def case_from_dict(d: Any) -> CaseResult:
 _ROUNDING = 1e-9  # numpy's mean and interpolated quantiles may sit a few ulps outside [min, max]
 
 
+def _count(value: Any) -> bool:
+    """An integer a history column can hold (SQLite integers are int64)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT64_MAX
+
+
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -101,8 +107,8 @@ def _timing_problem(t: TimingStats) -> str | None:
     bad = next((k for k, v in times.items() if not _number(v) or v < 0), None)
     if bad:
         return f"timing.{bad} must be a finite number >= 0, got {times[bad]!r}"
-    if isinstance(t.n_samples, bool) or not isinstance(t.n_samples, int) or t.n_samples < 0:
-        return "timing.n_samples must be an integer >= 0"
+    if not _count(t.n_samples):
+        return "timing.n_samples must be an integer in [0, 2**63)"
     if any(not _number(v) or v < 0 for v in (t.gbps, t.tflops) if v is not None):
         return "timing.gbps and timing.tflops must be finite numbers >= 0"
     slack = _ROUNDING * t.max_ms
@@ -123,9 +129,8 @@ def _values_problem(r: CaseResult) -> str | None:
             return f"{name} must hold finite numbers >= 0"
     if any(not isinstance(m.name, str) or not _number(m.value) for m in r.metrics):
         return "every metric needs a name and a finite value"
-    if any(v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0)
-           for v in (r.bytes_moved, r.flops)):
-        return "bytes_moved and flops must be integers >= 0"
+    if any(v is not None and not _count(v) for v in (r.bytes_moved, r.flops)):
+        return "bytes_moved and flops must be integers in [0, 2**63)"
     return None
 
 

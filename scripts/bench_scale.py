@@ -317,6 +317,34 @@ def ncu_rows(report: Path, src: Path) -> list[dict[str, object]]:
              "ref_rss_mb": ref_rss}]
 
 
+ANALYZE_TO_DIR = """
+from perfgate.cli import main
+assert main(["analyze", PATH, "--output-dir", OUT]) == 0
+"""
+
+
+def analyze_output_rows(sizes: list[int], src: Path, tmp: Path) -> list[dict[str, object]]:
+    """`perfgate analyze --output-dir` (charts, analysis.json, report.md): the whole command's CPU and peak
+    RSS on an nsys export per size, and on an ncu CSV of 6,000 launches x 759 metrics (the recorded
+    6-launch export replicated: the size that took 184 s and 3.6 GB in issue 23)."""
+    rows: list[dict[str, object]] = []
+    for size in sizes:
+        path = tmp / f"nsys_out_{size}.sqlite"
+        kernels = build_nsys(size, path) * recorded_kernels()
+        cpu, rss, _ = measure(define(ANALYZE_TO_DIR, PATH=str(path), OUT=str(tmp / f"out_{size}")), src)
+        rows.append({"input": f"`analyze --output-dir` (charts), nsys export, {kernels:,} kernels", "size": kernels,
+                     "perfgate_s": cpu, "reference_s": None, "reference": "", "rss_mb": rss})
+        path.unlink()
+    csv_path = tmp / "ncu_6000.csv"
+    lines = (ROOT / "tests" / "data" / "h100" / "perfgate-ncu_raw.csv").read_text().splitlines()
+    body = [lines[2 + i % (len(lines) - 2)] for i in range(6000)]
+    csv_path.write_text("\n".join(lines[:2] + [f'"{i}"' + r[r.index(","):] for i, r in enumerate(body)]) + "\n")
+    cpu, rss, _ = measure(define(ANALYZE_TO_DIR, PATH=str(csv_path), OUT=str(tmp / "out_ncu")), src)
+    rows.append({"input": "`analyze --output-dir` (charts), ncu CSV, 6,000 launches x 759 metrics", "size": 6000,
+                 "perfgate_s": cpu, "reference_s": None, "reference": "", "rss_mb": rss})
+    return rows
+
+
 def exponent(rows: list[dict[str, object]], prefix: str) -> float | None:
     pts = [(float(r["size"]), float(r["perfgate_s"])) for r in rows if str(r["input"]).startswith(prefix)]  # type: ignore[arg-type]
     if len(pts) < 2:
@@ -350,7 +378,7 @@ def main() -> int:
     parser.add_argument("--sizes", default="100000,1000000,5000000")
     parser.add_argument("--torch-sizes", default="100000,1000000")
     parser.add_argument("--perfgate-src", type=Path, default=ROOT)
-    parser.add_argument("--skip", default="", help="comma list of: nsys,torch,compare,store,history")
+    parser.add_argument("--skip", default="", help="comma list of: nsys,torch,compare,store,history,analyze-output")
     parser.add_argument("--ncu-report", type=Path, help="an .ncu-rep to time reading (e.g. one with 1,000 launches)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
@@ -368,6 +396,8 @@ def main() -> int:
             rows += store_rows(args.perfgate_src, t)
         if "history" not in skip:
             rows += history_rows(args.perfgate_src, t)
+        if "analyze-output" not in skip:
+            rows += analyze_output_rows([int(s) for s in args.sizes.split(",")], args.perfgate_src, t)
         if args.ncu_report:
             rows += ncu_rows(args.ncu_report, args.perfgate_src)
     text = render(rows)

@@ -271,17 +271,24 @@ def _line(cells: list[str]) -> str:
     return ",".join('"' + c.replace('"', '""') + '"' for c in cells)
 
 
+def _put(row: list[str], j: int, value: str) -> None:
+    row += [""] * (j + 1 - len(row))
+    row[j] = value
+
+
 def mutate_csv_text(text: str, rng: random.Random) -> str:
     lines = text.splitlines()
     if len(lines) < 3:
         return text
     header, units, rows = _cells(lines[0]), _cells(lines[1]), [_cells(x) for x in lines[2:]]
+    units += [""] * (len(header) - len(units))  # a --page details export has no units row
+    rows = [r for r in rows if r] or [[""] * len(header)]
     roll = rng.random()
     if roll < 0.1:
         return "\n".join([lines[0], ""] + lines[1:])  # a blank line after the header
     if roll < 0.15:
         j = rng.randrange(len(header))
-        rows[rng.randrange(len(rows))][j] = "x" * rng.choice([131_073, 300_000])  # past csv's field limit
+        _put(rows[rng.randrange(len(rows))], j, "x" * rng.choice([131_073, 300_000]))  # past csv's field limit
     elif roll < 0.25:
         j = rng.randrange(len(header))
         header, units = header + [header[j]], units + [units[j]]
@@ -301,7 +308,7 @@ def mutate_csv_text(text: str, rng: random.Random) -> str:
         rows = rows * rng.choice([2, 10, 50])  # many launches
     elif roll < 0.75:
         name = header.index("Kernel Name") if "Kernel Name" in header else 0
-        rows[rng.randrange(len(rows))][name] = rng.choice(["", " ", "\x00"])
+        _put(rows[rng.randrange(len(rows))], name, rng.choice(["", " ", "\x00"]))
     elif roll < 0.8:
         r = rows[rng.randrange(len(rows))]
         del r[rng.randrange(len(r)):]

@@ -18,6 +18,7 @@ from perfgate.errors import BaselineError
 from perfgate.gate.decision import MIN_CALIBRATION_PROCESSES, BaselineTiming
 from perfgate.inputs import load_json_file
 from perfgate.model import Environment, GpuState, Metric, Timer
+from perfgate.parse.invariants import INT64_MAX
 
 FORMAT = "perfgate-baseline"
 VERSION = 2
@@ -223,8 +224,8 @@ def _gpu_state(path: Path, where: str, raw: Any) -> GpuState | None:
                               if raw.get(k) is not None}
     for key in ("polls", "throttle_reasons", "excluded_samples"):
         v = raw.get(key, 0)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise BaselineError(path, f"{here}: \"{key}\" must be an integer >= 0")
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= INT64_MAX:
+            raise BaselineError(path, f"{here}: \"{key}\" must be an integer in [0, 2**63)")
         values[key] = v
     if not isinstance(raw.get("clocks_locked", False), bool):
         raise BaselineError(path, f"{here}: \"clocks_locked\" must be true or false")
@@ -241,8 +242,8 @@ def _update(path: Path, i: int, u: Any) -> Update:
     counts = {}
     for key in ("cases", "calibrated_runs"):
         v = u.get(key, 0)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise BaselineError(path, f"{where}: \"{key}\" must be an integer >= 0")
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= INT64_MAX:
+            raise BaselineError(path, f"{where}: \"{key}\" must be an integer in [0, 2**63)")
         counts[key] = v
     return Update(at=u.get("at", ""), by=u.get("by", ""), commit=u.get("commit", ""), reason=u.get("reason", ""),
                   **counts)
