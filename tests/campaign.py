@@ -71,9 +71,10 @@ def _strict_json(text: str) -> Any:
     return json.loads(text, parse_constant=constant)
 
 
-def _analyze(path: Path, tmp: Path, charts: bool) -> list[str]:
+def _analyze(path: Path, tmp: Path, charts: bool, rows: Callable[[dict[str, Any]], list[str]] | None = None
+             ) -> list[str]:
     doc = _strict_json(_cli(["analyze", str(path), "--format", "json"]))
-    found = oracle.analysis(doc)
+    found = oracle.analysis(doc) + (rows(doc) if rows else [])
     if charts and not found:  # charts and report.md: names and numbers reach matplotlib and Markdown
         _cli(["analyze", str(path), "--output-dir", str(tmp / "out")])
     return found
@@ -87,7 +88,7 @@ def read_nsys(path: Path, tmp: Path, rng: random.Random) -> Iterator[Callable[[]
         t = read_nsys_sqlite(path)
         return oracle.timeline(t) + oracle.case_metrics(nsys_case_metrics(t, calls=3))
 
-    yield lambda: _analyze(path, tmp, charts=rng.random() < 0.04)
+    yield lambda: _analyze(path, tmp, charts=rng.random() < 0.04, rows=lambda doc: oracle.nsys_rows(path, doc))
     yield timeline
 
 

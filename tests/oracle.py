@@ -93,6 +93,32 @@ def idle(g: Any) -> list[str]:
     return out
 
 
+def nsys_rows(path: Any, doc: dict[str, Any]) -> list[str]:
+    """Every row of the kernel, runtime and memset tables is either in a summary or in a counted note:
+    nothing dropped silently."""
+    import re
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        out = []
+        for table, section, key in (("CUPTI_ACTIVITY_KIND_KERNEL", "kernels", None),
+                                    ("CUPTI_ACTIVITY_KIND_RUNTIME", "api", None),
+                                    ("CUPTI_ACTIVITY_KIND_MEMSET", "memory", "memset")):
+            if table not in tables:
+                continue
+            rows = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            counted = sum(r["count"] for r in doc.get(section, []) if key is None or r.get("kind") == key)
+            dropped = sum(int(m.group(1).replace(",", "")) for n in doc.get("notes", [])
+                          if (m := re.match(rf"([\d,]+) {table} rows", n)))
+            if counted + dropped != rows:
+                out.append(f"{table}: {rows} rows, {counted} summarised and {dropped} noted as dropped")
+        return out
+    finally:
+        con.close()
+
+
 NCU_NONNEGATIVE = ("duration_ns", "dram_bytes", "dram_bandwidth_bps", "registers_per_thread",
                    "shared_mem_per_block_bytes", "block_size", "grid_size", "waves_per_sm", "spill_requests")
 
