@@ -1,8 +1,8 @@
 """Read a torch.profiler (Kineto) Chrome trace. `ts`/`dur` are microseconds (floats); we keep nanoseconds.
 
-`TraceStream` reads the file once and hands over its complete ("X") events one at a time: the top-level
-object is walked by hand and each element of `traceEvents` decoded on its own (json's C scanner), so a
-million-event trace never exists as a million dicts at once; readers keep what they need.
+`TraceStream` reads the file once, a window at a time, and hands over its complete ("X") events one at
+a time (parse/json_stream.py), so a million-event trace never exists as its whole text or a million
+dicts at once; readers keep what they need.
 `read_torch_trace` builds a Timeline whose kernels carry the innermost `user_annotation`
 (record_function) range of the launching thread, found through the launch call's correlation id and a
 sort-and-sweep interval join (parse/intervals.py), as NVTX ranges are for nsys. analyze/torch_summary.py
@@ -17,19 +17,18 @@ hook per number (75 % slower on large traces), so every number used is range-che
 from __future__ import annotations
 
 import gzip
-import io
-import json
-import re
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from perfgate.errors import ReportFileError
 from perfgate.inputs import MAX_JSON_BYTES, check_regular_file
 from perfgate.parse.intervals import Span, enclosing
 from perfgate.parse.invariants import DropCount, as_finite, as_int64
+from perfgate.parse.json_stream import JsonStreamError, object_members
 from perfgate.parse.records import ApiCall, KernelLaunch, MemoryOp, NvtxRange, Timeline
 
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
@@ -38,17 +37,13 @@ READ_CATS = frozenset({"kernel", "user_annotation", *LAUNCH_CATS, *MEMORY_CATS})
 COPY_KINDS = {"HtoD": "Host-to-Device", "DtoH": "Device-to-Host", "DtoD": "Device-to-Device", "PtoP": "Peer-to-Peer"}
 MAX_US = 1e15  # 31 years of microseconds: anything larger is not a timestamp (and 1e18 ns fits int64)
 MAX_TRACE_BYTES = MAX_JSON_BYTES * 4  # decompressed, too: a small .gz can hold gigabytes
-_WS = re.compile(r"[ \t\n\r]*")
-
-
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
 
 
 @dataclass
 class TraceStream:
     """One pass over a trace's complete events; `gpu_name`, `schema_version` and `notes` are known once
-    `events()` is exhausted (the header may follow the events in the file)."""
+    `events()` is exhausted (the header may follow the events in the file). The file is read a window
+    at a time (parse/json_stream.py): memory holds the events a reader keeps, never the whole text."""
 
     path: Path
     gpu_name: str = ""
@@ -57,26 +52,46 @@ class TraceStream:
 
     def events(self) -> Iterator[dict[str, Any]]:
         """Complete events of the kinds perfgate reads, with a valid ts/dur; others are skipped."""
-        text = _text(self.path)
+        st = check_regular_file(self.path, ReportFileError)
+        if st.st_size > MAX_TRACE_BYTES:
+            raise ReportFileError(self.path, f"too large ({st.st_size:,} bytes; at most {MAX_TRACE_BYTES:,})")
         try:
-            for key, value in _top_level(text, self.path):
-                if key != "traceEvents":
-                    self._header(key, value)
-                    continue
-                for e in value:
-                    if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in READ_CATS:
-                        if span_ns(e) is None:
-                            self.dropped.add(f"{e['cat']} trace events whose ts/dur is not a number in "
-                                             f"[0, {MAX_US:.0e}) us")
-                            continue
-                        yield e
-        except json.JSONDecodeError as err:
-            raise ReportFileError(self.path, f"not valid JSON (line {err.lineno}, column {err.colno}: "
-                                             f"{err.msg})") from err
+            with _open(self.path) as source:
+                yield from self._events(source)
+        except JsonStreamError as err:
+            problem = str(err)
+            if problem == "the file is empty":
+                raise ReportFileError(self.path, problem) from err
+            if problem.startswith(("the top level", "traceEvents is not")):
+                raise ReportFileError(self.path, "not a torch profiler trace (no traceEvents list)") from err
+            raise ReportFileError(self.path, f"not valid JSON ({problem})") from err
+        except (OSError, EOFError, zlib.error) as err:  # a corrupt gzip member: BadGzipFile is an OSError
+            raise ReportFileError(self.path, f"cannot be read ({err})") from err
+        except UnicodeDecodeError as err:
+            raise ReportFileError(self.path, f"not UTF-8 text ({err.reason})") from err
         except RecursionError as err:
             raise ReportFileError(self.path, "nested too deeply to read") from err
-        except ValueError as err:  # NaN/Infinity, or an integer past Python's int-string conversion limit
+        except ValueError as err:  # an integer past Python's int-string conversion limit
             raise ReportFileError(self.path, f"not valid JSON ({str(err)[:100]})") from err
+
+    def _events(self, source: BinaryIO) -> Iterator[dict[str, Any]]:
+        seen_events = False
+        for key, value in object_members(source, MAX_TRACE_BYTES, "traceEvents"):
+            if key != "traceEvents":
+                self._header(key, value)
+                continue
+            if seen_events:
+                raise ReportFileError(self.path, "two traceEvents lists")  # json.loads would keep the last
+            seen_events = True
+            for e in value:
+                if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in READ_CATS:
+                    if span_ns(e) is None:
+                        self.dropped.add(f"{e['cat']} trace events whose ts/dur is not a number in "
+                                         f"[0, {MAX_US:.0e}) us")
+                        continue
+                    yield e
+        if not seen_events:
+            raise ReportFileError(self.path, "not a torch profiler trace (no traceEvents list)")
 
     def _header(self, key: str, value: Any) -> None:
         if key == "deviceProperties" and isinstance(value, list) and value and isinstance(value[0], dict):
@@ -90,99 +105,17 @@ class TraceStream:
         return self.dropped.notes()
 
 
-def _text(path: Path) -> str:
-    st = check_regular_file(path, ReportFileError)
-    if st.st_size > MAX_TRACE_BYTES:
-        raise ReportFileError(path, f"too large ({st.st_size:,} bytes; at most {MAX_TRACE_BYTES:,})")
-    try:
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_TRACE_BYTES + 1)
-        if raw[:2] == b"\x1f\x8b":
-            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as gz:
-                raw = gz.read(MAX_TRACE_BYTES + 1)
-    except (OSError, EOFError, zlib.error, ValueError) as err:  # BadGzipFile is an OSError; zlib.error is not
-        raise ReportFileError(path, f"cannot be read ({err})") from err
-    if len(raw) > MAX_TRACE_BYTES:
-        raise ReportFileError(path, f"decompresses to more than {MAX_TRACE_BYTES:,} bytes")
-    if not raw.strip():
-        raise ReportFileError(path, "the file is empty")
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise ReportFileError(path, f"not UTF-8 text (byte {err.start})") from err
-
-
-def _top_level(text: str, path: Path) -> Iterator[tuple[str, Any]]:
-    """(key, value) of the top-level object; `traceEvents` comes as an iterator over its elements."""
-    decoder = json.JSONDecoder(parse_constant=_no_constants)
-    i = _skip(text, 0)
-    if text[i:i + 1] != "{":
-        decoder.raw_decode(text, i)  # a syntax error is named where it is; valid JSON is not a trace
-        raise ReportFileError(path, "not a torch profiler trace (no traceEvents list)")
-    i, seen_events = _skip(text, i + 1), False
-    more = text[i:i + 1] != "}"
-    while more:
-        if text[i:i + 1] != '"':
-            raise json.JSONDecodeError("Expecting property name enclosed in double quotes", text, i)
-        key, i = decoder.raw_decode(text, i)
-        i = _expect(text, i, ":")
-        if key == "traceEvents":
-            if text[i:i + 1] != "[":
-                raise ReportFileError(path, "not a torch profiler trace (traceEvents is not a list)")
-            if seen_events:
-                raise ReportFileError(path, "two traceEvents lists")  # json.loads would keep the last
-            seen_events = True
-            items = _Elements(decoder, text, i)
-            yield key, items
-            i = items.end
+@contextmanager
+def _open(path: Path) -> Iterator[BinaryIO]:
+    """The file's bytes, decompressed on the fly when it is gzip (by content, not by name)."""
+    with path.open("rb") as fh:
+        if fh.read(2) == b"\x1f\x8b":
+            fh.seek(0)
+            with gzip.GzipFile(fileobj=fh) as gz:
+                yield gz  # type: ignore[misc]
         else:
-            value, i = decoder.raw_decode(text, i)
-            yield key, value
-        i = _skip(text, i)
-        if text[i:i + 1] == ",":
-            i = _skip(text, i + 1)
-        elif text[i:i + 1] == "}":
-            more = False
-        else:
-            raise json.JSONDecodeError("Expecting ',' delimiter", text, i)
-    if _skip(text, i + 1) != len(text):
-        raise json.JSONDecodeError("Extra data", text, i + 1)
-    if not seen_events:
-        raise ReportFileError(path, "not a torch profiler trace (no traceEvents list)")
-
-
-def _skip(text: str, i: int) -> int:
-    """Past JSON whitespace at i."""
-    match = _WS.match(text, i)
-    return match.end() if match else i
-
-
-def _expect(text: str, i: int, char: str) -> int:
-    i = _skip(text, i)
-    if text[i:i + 1] != char:
-        raise json.JSONDecodeError(f"Expecting '{char}' delimiter", text, i)
-    return _skip(text, i + 1)
-
-
-class _Elements:
-    """The elements of a JSON array at text[i] == '[', decoded one at a time; `end` is past its ']'."""
-
-    def __init__(self, decoder: json.JSONDecoder, text: str, i: int) -> None:
-        self.decoder, self.text, self.end = decoder, text, i
-
-    def __iter__(self) -> Iterator[Any]:
-        text, i = self.text, _skip(self.text, self.end + 1)
-        if text[i:i + 1] != "]":
-            while True:
-                value, i = self.decoder.raw_decode(text, i)
-                yield value
-                i = _skip(text, i)
-                if text[i:i + 1] == "]":
-                    break
-                if text[i:i + 1] != ",":
-                    raise json.JSONDecodeError("Expecting ',' delimiter", text, i)
-                i = _skip(text, i + 1)
-        self.end = i + 1
+            fh.seek(0)
+            yield fh
 
 
 def span_ns(e: dict[str, Any]) -> tuple[int, int] | None:
