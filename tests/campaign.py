@@ -177,8 +177,8 @@ def crash_site(err: BaseException) -> str:
     return f"{type(err).__name__} at {where}: {str(err)[:120]}"
 
 
-def run_one(reader: str, seed: int, tmp: Path) -> tuple[str, str]:
-    """(outcome, detail) of one input, in this process."""
+def run_one(reader: str, seed: int, tmp: Path, made: Callable[[], None] | None = None) -> tuple[str, str]:
+    """(outcome, detail) of one input, in this process; `made` is called once the input exists."""
     from perfgate.errors import PerfgateError
 
     rng = random.Random(f"{reader}:{seed}")
@@ -186,6 +186,8 @@ def run_one(reader: str, seed: int, tmp: Path) -> tuple[str, str]:
         path = MAKERS[reader](rng, tmp)
     except Exception as err:  # noqa: BLE001 - a generator bug is reported, not counted as perfgate's
         return "generator error", crash_site(err)
+    if made is not None:
+        made()
     outcome, detail = "read", ""
     for step in READERS[reader](path, tmp, rng):
         try:
@@ -218,7 +220,7 @@ def worker() -> None:
         reader, seed = line.split()
         tmp = Path(tempfile.mkdtemp(prefix=f"mut-{reader}-"))
         try:
-            outcome, detail = run_one(reader, int(seed), tmp)
+            outcome, detail = run_one(reader, int(seed), tmp, made=lambda: answers.write("made\n"))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         answers.write(json.dumps({"seed": int(seed), "outcome": outcome, "detail": detail}) + "\n")
@@ -244,24 +246,45 @@ class Tally:
 class Worker:
     def __init__(self) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.campaign"], cwd=ROOT, env=env, text=True,
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.campaign"], cwd=ROOT, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
+        self.pending = b""  # read from the pipe, not yet a whole line
+
+    def _line(self, timeout_s: float) -> bytes | None:
+        """The worker's next line; b"" when it died, None past the deadline. The pipe is read raw: a
+        buffered reader could hold a second line that select() would never see."""
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self.pending:
+            ready, _, _ = select.select([self.proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                return None
+            chunk = os.read(self.proc.stdout.fileno(), 65536)
+            if not chunk:
+                return b""
+            self.pending += chunk
+        line, self.pending = self.pending.split(b"\n", 1)
+        return line + b"\n"
 
     def ask(self, reader: str, seed: int, timeout_s: float) -> tuple[str, str]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(f"{reader} {seed}\n")
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{reader} {seed}\n".encode())
         self.proc.stdin.flush()
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
-        if not ready:
-            self.kill()
-            return "hang", f"no answer in {timeout_s:.0f} s"
-        line = self.proc.stdout.readline()
-        if not line:
-            code = self.proc.wait()
-            name = signal.Signals(-code).name if code < 0 and -code in signal.Signals._value2member_map_ else ""
-            return "native abort", f"worker died ({name or f'exit {code}'})"
-        answer = json.loads(line)
-        return str(answer["outcome"]), str(answer["detail"])
+        made = False
+        while True:  # "made" once the input exists (a generator that hangs is not perfgate's hang), then the answer
+            line = self._line(timeout_s)
+            if line is None:
+                self.kill()
+                return ("hang", f"no answer in {timeout_s:.0f} s") if made else ("generator error", "hang")
+            if not line:
+                code = self.proc.wait()
+                name = signal.Signals(-code).name if code < 0 and -code in signal.Signals._value2member_map_ else ""
+                return "native abort", f"worker died ({name or f'exit {code}'})"
+            if line == b"made\n":
+                made = True
+                continue
+            answer = json.loads(line)
+            return str(answer["outcome"]), str(answer["detail"])
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -287,7 +310,7 @@ def run_campaign(reader: str, seeds: range, timeout_s: float, progress: Callable
         for n, seed in enumerate(seeds, 1):
             outcome, detail = worker.ask(reader, seed, timeout_s)
             tally.add(seed, outcome, detail)
-            if outcome in ("hang", "native abort"):
+            if outcome in ("hang", "native abort") or detail == "hang":
                 worker.kill()
                 worker = Worker()
             if progress and n % 100 == 0:

@@ -207,7 +207,8 @@ def _sql_mutations(con: sqlite3.Connection, rng: random.Random) -> None:
     ]
     sql, params = rng.choice(actions)
     with contextlib.suppress(sqlite3.DatabaseError):
-        if rng.random() < 0.5:  # as a damaged file can: the table without its NOT NULL and type constraints
+        kind = con.execute("SELECT type FROM sqlite_master WHERE name = ?", (t,)).fetchone()
+        if rng.random() < 0.5 and kind == ("table",):  # the table without its NOT NULL and type constraints
             con.execute(f"CREATE TABLE loose AS SELECT * FROM {t}")
             con.execute(f"DROP TABLE {t}")
             con.execute(f"ALTER TABLE loose RENAME TO {t}")
