@@ -17,6 +17,7 @@ import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -245,6 +246,6 @@ def _idle(ex: NsysExport) -> IdleSummary:
     if parts:
         cursor = ex.con.execute(" UNION ALL ".join(parts) + " ORDER BY start")
         while rows := cursor.fetchmany(65_536):
-            chunk = np.array(rows, dtype=np.int64)
+            chunk = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=2 * len(rows)).reshape(-1, 2)
             sweep.add(chunk[:, 0], chunk[:, 1])
     return sweep.summary()
