@@ -202,6 +202,12 @@ def test_torch_events_with_negative_durations_are_dropped_and_counted(tmp_path):
     assert doc["notes"] == ["1 kernel trace events whose ts/dur is not a number in [0, 1e+15) us ignored"]
 
 
+def test_control_characters_in_names_never_reach_the_terminal(tmp_path):
+    path = trace(tmp_path, [{"ph": "X", "cat": "kernel", "name": "k\x1b[2J\x1b]0;owned\x07", "ts": 1, "dur": 1}])
+    code, out, _ = run_cli("analyze", path)
+    assert code == 0 and "\x1b" not in out and "\x07" not in out and "k\ufffd[2J" in out
+
+
 def test_a_corrupt_gzip_member_is_one_clear_line(tmp_path):
     events = [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1}] * 50
     packed = bytearray(gzip.compress(json.dumps({"traceEvents": events}).encode()))

@@ -60,6 +60,15 @@ def int64_total(total: int, what: str) -> int:
     return total
 
 
+_CONTROL = {c: 0xFFFD for c in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+def printable(name: str) -> str:
+    """A name from a file with its control characters (NUL, ESC, newlines...) replaced by U+FFFD: no
+    kernel or range name has them, and they would reach terminals, Markdown and charts."""
+    return name if name.isprintable() else name.translate(_CONTROL)
+
+
 def within(value: float, low: float, high: float) -> float:
     """A statistic the arithmetic says lies in [low, high] (a mean, a median of int64 values), kept there:
     float rounding of values above 2**53 can put it a few ulps outside."""

@@ -22,7 +22,7 @@ import math
 from pathlib import Path
 
 from perfgate.errors import ReportFileError
-from perfgate.parse.invariants import INT64_MAX
+from perfgate.parse.invariants import INT64_MAX, printable
 
 MAX_METRIC_VALUES = 20_000_000  # ~30 bytes each in memory: 6,000 launches x 759 metrics is 4.6M
 
@@ -47,7 +47,7 @@ def check_value(path: Path, launch: int, name: str, value: float, unit: str) -> 
 def check_name(path: Path, launch: int, name: object) -> str:
     if not isinstance(name, str) or not name.strip():
         raise ReportFileError(path, f"launch {launch} has no kernel name (the report is damaged or truncated)")
-    return name
+    return printable(name)
 
 
 class Budget:

@@ -20,7 +20,7 @@ from urllib.parse import quote
 from perfgate.errors import ReportFileError
 from perfgate.inputs import check_regular_file
 from perfgate.parse.intervals import Span, enclosing
-from perfgate.parse.invariants import DropCount
+from perfgate.parse.invariants import DropCount, printable
 from perfgate.parse.records import ApiCall, KernelLaunch, MemoryOp, NvtxRange, Timeline
 
 SUPPORTED_MAJOR = 3
@@ -129,11 +129,11 @@ class NsysExport:
 
 def text(value: Any) -> str:
     """A name from the export as text: nsys writes TEXT, a damaged file can hold numbers, blobs or NULL
-    (a blob is decoded, not printed as b'...'; NULL is the empty name)."""
+    (a blob is decoded, not printed as b'...'; NULL is the empty name); control characters replaced."""
     if isinstance(value, str):
-        return value
+        return printable(value)
     if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
+        return printable(value.decode("utf-8", errors="replace"))
     return "" if value is None else str(value)
 
 

@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 from perfgate.errors import ReportFileError
 from perfgate.inputs import MAX_JSON_BYTES, check_regular_file
 from perfgate.parse.intervals import Span, enclosing
-from perfgate.parse.invariants import DropCount, as_finite, as_int64
+from perfgate.parse.invariants import DropCount, as_finite, as_int64, printable
 from perfgate.parse.json_stream import JsonStreamError, object_members
 from perfgate.parse.records import ApiCall, KernelLaunch, MemoryOp, NvtxRange, Timeline
 
@@ -142,7 +142,7 @@ def args_of(e: dict[str, Any]) -> dict[str, Any]:
 
 def name_of(e: dict[str, Any]) -> str:
     name = e.get("name", "")
-    return name if isinstance(name, str) else str(name)[:200]
+    return printable(name if isinstance(name, str) else str(name)[:200])
 
 
 def count(value: Any) -> int | None:
