@@ -16,8 +16,9 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 LOCK_DIR_ENV = "PERFGATE_LOCK_DIR"
 TMP_SUFFIX = ".tmp"
@@ -25,6 +26,11 @@ _MKSTEMP_PART = re.compile(r"[a-z0-9_]{8}")  # what tempfile.mkstemp puts betwee
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    atomic_write_stream(path, lambda fh: fh.write(data))
+
+
+def atomic_write_stream(path: Path, fill: Callable[[BinaryIO], object]) -> None:
+    """As atomic_write_bytes, for content written in pieces by `fill` (never one string in memory)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(path), suffix=TMP_SUFFIX, dir=path.parent)
@@ -32,7 +38,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         if hasattr(os, "fchmod"):  # POSIX
             os.fchmod(fd, _mode_for(path))
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            fill(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

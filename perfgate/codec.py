@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict
+from itertools import pairwise
 from typing import Any
 
 from perfgate.model import (
@@ -25,6 +26,7 @@ from perfgate.model import (
     TimingStats,
     UnmeasuredTest,
 )
+from perfgate.parse.invariants import INT64_MAX
 
 
 class CodecError(ValueError):
@@ -58,7 +60,7 @@ def case_from_dict(d: Any) -> CaseResult:
         timing = dict(d["timing"])
         timing["timer"] = Timer(timing["timer"])
         speedup = d.get("speedup")
-        return CaseResult(
+        result = CaseResult(
             case_id=str(d["case_id"]), timing=TimingStats(**timing),
             samples_ms=tuple(float(v) for v in d["samples_ms"]),
             metrics=tuple(Metric(**m) for m in d.get("metrics", ())),
@@ -77,8 +79,78 @@ def case_from_dict(d: Any) -> CaseResult:
             if d.get("location") else None, device_uuid=str(d.get("device_uuid", "")),
             calls_per_sample=int(d.get("calls_per_sample", 1)), group=str(d.get("group") or ""),
             extra_info=tuple((str(k), v) for k, v in dict(d.get("extra_info") or {}).items()))
-    except (KeyError, TypeError, ValueError, IndexError) as err:
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError) as err:
         raise CodecError(f"not a perfgate case result ({type(err).__name__}: {err})") from err
+    problem = case_problem(result)
+    if problem:
+        raise CodecError(f"case {result.case_id[:120]!r}: {problem}")
+    return result
+
+
+_ROUNDING = 1e-9  # numpy's mean and interpolated quantiles may sit a few ulps outside [min, max]
+
+
+def _count(value: Any) -> bool:
+    """An integer a history column can hold (SQLite integers are int64)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT64_MAX
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def case_problem(r: CaseResult) -> str | None:
+    """What makes a case result impossible (None if nothing): times and samples finite and >= 0, the
+    order statistics in order, a speedup inside its interval. A measurement child or an xdist worker
+    wrote it; anything else wrote something perfgate must not gate."""
+    return _timing_problem(r.timing) or _values_problem(r) or _speedup_problem(r.speedup)
+
+
+def _timing_problem(t: TimingStats) -> str | None:
+    times = {"median_ms": t.median_ms, "mean_ms": t.mean_ms, "stdev_ms": t.stdev_ms, "min_ms": t.min_ms,
+             "max_ms": t.max_ms, "q1_ms": t.q1_ms, "q3_ms": t.q3_ms}
+    bad = next((k for k, v in times.items() if not _number(v) or v < 0), None)
+    if bad:
+        return f"timing.{bad} must be a finite number >= 0, got {times[bad]!r}"
+    if not _count(t.n_samples):
+        return "timing.n_samples must be an integer in [0, 2**63)"
+    if any(not _number(v) or v < 0 for v in (t.gbps, t.tflops) if v is not None):
+        return "timing.gbps and timing.tflops must be finite numbers >= 0"
+    slack = _ROUNDING * t.max_ms
+    order = ("min_ms", "q1_ms", "median_ms", "q3_ms", "max_ms")
+    out_of_order = [(a, b) for a, b in pairwise(order) if times[a] > times[b] + slack]
+    if out_of_order:
+        a, b = out_of_order[0]
+        return f"timing.{a} ({times[a]:g}) is above timing.{b} ({times[b]:g})"
+    if not t.min_ms - slack <= t.mean_ms <= t.max_ms + slack:
+        return f"timing.mean_ms ({t.mean_ms:g}) lies outside [min_ms, max_ms]"
+    return None
+
+
+def _values_problem(r: CaseResult) -> str | None:
+    for name, values in (("samples_ms", r.samples_ms), ("confirmation_medians_ms", r.confirmation_medians_ms),
+                         ("confirmation_speedups", r.confirmation_speedups),
+                         ("confirmation_memory", r.confirmation_memory)):
+        if any(not _number(v) or v < 0 for v in values):
+            return f"{name} must hold finite numbers >= 0"
+    if any(not isinstance(m.name, str) or not _number(m.value) for m in r.metrics):
+        return "every metric needs a name and a finite value"
+    if any(v is not None and not _count(v) for v in (r.bytes_moved, r.flops)):
+        return "bytes_moved and flops must be integers in [0, 2**63)"
+    if not _count(r.calls_per_sample) or r.calls_per_sample < 1:
+        return "calls_per_sample must be an integer >= 1"
+    return None
+
+
+def _speedup_problem(sp: Speedup | None) -> str | None:
+    if sp is None:
+        return None
+    if not all(_number(v) and v > 0 for v in (sp.median, sp.ci_low, sp.ci_high)) or not (
+            sp.ci_low * (1 - _ROUNDING) <= sp.median <= sp.ci_high * (1 + _ROUNDING)):
+        return "speedup median and interval must be finite, > 0 and ci_low <= median <= ci_high"
+    if any(not _number(v) or v < 0 for v in sp.reference_samples_ms):
+        return "speedup.reference_samples_ms must hold finite numbers >= 0"
+    return None
 
 
 _THRESHOLD_FIELDS = frozenset(CaseThresholds.__dataclass_fields__)

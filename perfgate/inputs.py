@@ -1,8 +1,9 @@
 """Reading outside files defensively: regular files only, bounded size, strict JSON.
 
 A FIFO passed as a report would block `open()` forever, a 10 GB "baseline" would exhaust memory, and
-Python's json module accepts NaN, Infinity, duplicate keys and recursion deep enough to crash. Every
-reader of outside input starts here.
+Python's json module accepts NaN, Infinity, duplicate keys and recursion deep enough to crash, turns
+`1e400` into inf, and raises a bare ValueError on an integer of 5,000 digits (the int-string conversion
+limit). Every reader of outside input starts here.
 """
 
 from __future__ import annotations
@@ -66,23 +67,51 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def parse_json(data: bytes, path: Path, error: ErrorFactory, unique_keys: bool = True) -> Any:
+MAX_INT_DIGITS = 20  # 2**64 has 20 digits: no tool writes a longer integer
+
+
+def _int64ish(token: str) -> int:
+    if len(token.lstrip("-")) > MAX_INT_DIGITS:
+        raise _JsonProblem(f"an integer of {len(token.lstrip('-')):,} digits: no 64-bit value is that long")
+    return int(token)
+
+
+def _finite_float(token: str) -> float:
+    value = float(token)
+    if value - value != 0:  # inf: the literal overflows a double (1e400)
+        raise _JsonProblem(f"the number {token[:40]} is outside the range of a double")
+    return value
+
+
+def parse_json(data: bytes | str, path: Path, error: ErrorFactory, unique_keys: bool = True,
+               strict_numbers: bool = True) -> Any:
     """Strict JSON: no NaN/Infinity, no duplicate keys (optional: a Python hook per object is slow on
-    million-event traces), bounded nesting; errors name the line and column."""
+    million-event traces), bounded nesting, numbers that fit (integers of at most 20 digits, floats that
+    do not overflow to inf); errors name the line and column. Without strict_numbers (a hook per number
+    costs 75 % on large traces) integers may be huge and floats inf: the caller range-checks every
+    number it uses (parse/invariants.py); integers past Python's conversion limit are still one line."""
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as err:
+            raise error(path, f"not UTF-8 text (byte {err.start})") from err
+    else:
+        text = data
+    hooks: dict[str, Any] = {"parse_constant": _no_constants}
+    if strict_numbers:
+        hooks.update(parse_int=_int64ish, parse_float=_finite_float)
+    if unique_keys:
+        hooks["object_pairs_hook"] = _no_duplicates
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise error(path, f"not UTF-8 text (byte {err.start})") from err
-    try:
-        if unique_keys:
-            return json.loads(text, parse_constant=_no_constants, object_pairs_hook=_no_duplicates)
-        return json.loads(text, parse_constant=_no_constants)
+        return json.loads(text, **hooks)
     except json.JSONDecodeError as err:
         raise error(path, f"not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})") from err
     except _JsonProblem as err:
         raise error(path, f"not valid JSON ({err})") from err
     except RecursionError as err:  # the C decoder guards its recursion: deep nesting is an error, not a crash
         raise error(path, "nested too deeply to read") from err
+    except ValueError as err:  # int(): more digits than Python converts (sys.get_int_max_str_digits)
+        raise error(path, f"not valid JSON (a number too long to read: {str(err)[:80]})") from err
 
 
 def load_json_file(path: Path, error: ErrorFactory, max_bytes: int = MAX_JSON_BYTES) -> Any:

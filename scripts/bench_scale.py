@@ -60,8 +60,10 @@ def measure(code: str, src: Path) -> tuple[float, float, str]:
     env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{ROOT / 'scripts'}"}
     with tempfile.TemporaryDirectory(prefix="perfgate-measure-") as tmp:
         usage_file = Path(tmp) / "usage"
+        # cwd: `python -c` puts the working directory first on sys.path, ahead of PYTHONPATH: run from the
+        # repository, it would import this checkout's perfgate whatever --perfgate-src says
         proc = subprocess.run([PY, "-c", LAUNCHER, str(usage_file), PY, "-c", textwrap.dedent(code)],
-                              capture_output=True, text=True, env=env, check=False)
+                              capture_output=True, text=True, env=env, check=False, cwd=tmp)
         if proc.returncode != 0 or not usage_file.exists():
             raise RuntimeError(f"benchmark step failed: {proc.stderr[-2000:]}")
         status, cpu_s, maxrss_kb = usage_file.read_text().split()
@@ -325,6 +327,36 @@ def ncu_rows(report: Path, src: Path) -> list[dict[str, object]]:
              "ref_rss_mb": ref_rss}]
 
 
+ANALYZE_TO_DIR = """
+from perfgate.cli import main
+assert main(["analyze", PATH, "--output-dir", OUT, *EXTRA]) == 0
+"""
+
+
+def analyze_output_rows(sizes: list[int], src: Path, tmp: Path) -> list[dict[str, object]]:
+    """`perfgate analyze --output-dir` (charts, analysis.json, report.md): the whole command's CPU and peak
+    RSS on an nsys export per size, and (without charts: they are the report layer's) on an ncu CSV of
+    6,000 launches x 759 metrics (the recorded 6-launch export replicated: the size that took 184 s and
+    3.6 GB in issue 23)."""
+    rows: list[dict[str, object]] = []
+    for size in sizes:
+        path = tmp / f"nsys_out_{size}.sqlite"
+        kernels = build_nsys(size, path) * recorded_kernels()
+        cpu, rss, _ = measure(define(ANALYZE_TO_DIR, PATH=str(path), OUT=str(tmp / f"out_{size}"), EXTRA=[]), src)
+        rows.append({"input": f"`analyze --output-dir` (charts), nsys export, {kernels:,} kernels", "size": kernels,
+                     "perfgate_s": cpu, "reference_s": None, "reference": "", "rss_mb": rss})
+        path.unlink()
+    csv_path = tmp / "ncu_6000.csv"
+    lines = (ROOT / "tests" / "data" / "h100" / "perfgate-ncu_raw.csv").read_text().splitlines()
+    body = [lines[2 + i % (len(lines) - 2)] for i in range(6000)]
+    csv_path.write_text("\n".join(lines[:2] + [f'"{i}"' + r[r.index(","):] for i, r in enumerate(body)]) + "\n")
+    cpu, rss, _ = measure(define(ANALYZE_TO_DIR, PATH=str(csv_path), OUT=str(tmp / "out_ncu"), EXTRA=["--no-charts"]),
+                          src)
+    rows.append({"input": "`analyze --output-dir --no-charts`, ncu CSV, 6,000 launches x 759 metrics", "size": 6000,
+                 "perfgate_s": cpu, "reference_s": None, "reference": "", "rss_mb": rss})
+    return rows
+
+
 def exponent(rows: list[dict[str, object]], prefix: str) -> float | None:
     pts = [(float(r["size"]), float(r["perfgate_s"])) for r in rows if str(r["input"]).startswith(prefix)]  # type: ignore[arg-type]
     if len(pts) < 2:
@@ -363,7 +395,8 @@ def main() -> int:
     parser.add_argument("--torch-sizes", default="100000,1000000")
     parser.add_argument("--perfgate-src", type=Path, default=ROOT)
     parser.add_argument("--skip", default="",
-                        help="comma list of: nsys,torch,compare,store,history,history-scale,gate,reports")
+                        help="comma list of: nsys,torch,compare,store,history,analyze-output,"
+                             "history-scale,gate,reports")
     parser.add_argument("--history-runs", default="1000,10000", help="stored runs for the post-step and prune rows")
     parser.add_argument("--gate-sizes", default="1000,10000", help="host cases: the gate beside plain pytest")
     parser.add_argument("--report-sizes", default="1000,10000,16000", help="cases: summary and comment rendering")
@@ -384,6 +417,8 @@ def main() -> int:
             rows += store_rows(args.perfgate_src, t)
         if "history" not in skip:
             rows += history_rows(args.perfgate_src, t)
+        if "analyze-output" not in skip:
+            rows += analyze_output_rows([int(s) for s in args.sizes.split(",")], args.perfgate_src, t)
         if args.ncu_report:
             rows += ncu_rows(args.ncu_report, args.perfgate_src)
         if "history-scale" not in skip:

@@ -8,6 +8,8 @@ from typing import Any
 
 from perfgate.analyze.ncu_diagnosis import diagnose
 from perfgate.analyze.summary import Document, LaunchRow, NcuSummary, TimelineSummary
+from perfgate.errors import ReportFileError
+from perfgate.parse.invariants import OutOfRange
 from perfgate.parse.load import detect
 from perfgate.parse.records import NcuLaunch
 
@@ -16,16 +18,12 @@ def analyze_file(path: Path, with_spans: bool = False) -> Document:
     """Timeline sources (nsys export or report, torch trace) get the four summaries and GPU idle time;
     ncu sources get their launches (metrics in base units) and a diagnosis per launch."""
     kind = detect(path)
-    if kind in ("nsys-sqlite", "nsys-rep"):
+    if kind == "nsys-sqlite":
         from perfgate.analyze.nsys_summary import summarize_nsys
 
-        sqlite = path
-        if kind == "nsys-rep":
-            from perfgate.measure.nsys import export_sqlite
-
-            sqlite = export_sqlite(Path(path))
-        summary = summarize_nsys(sqlite, kind, with_spans)
-        return summary if kind == "nsys-sqlite" else _with_source(summary, path)
+        return summarize_nsys(path, kind, with_spans)
+    if kind == "nsys-rep":
+        return _with_source(_summarize_report(Path(path), with_spans), path)
     if kind == "torch-json":
         from perfgate.analyze.torch_summary import summarize_torch
 
@@ -39,6 +37,19 @@ def analyze_file(path: Path, with_spans: bool = False) -> Document:
     return ncu_summary(path, kind, read_ncu_csv(path))
 
 
+def _summarize_report(path: Path, with_spans: bool) -> TimelineSummary:
+    """An .nsys-rep through `nsys export`, into a private temporary directory: the user's directory may
+    hold an X.sqlite of their own beside X.nsys-rep, and analyze never writes over a user's file."""
+    import tempfile
+
+    from perfgate.analyze.nsys_summary import summarize_nsys
+    from perfgate.measure.nsys import export_sqlite
+
+    with tempfile.TemporaryDirectory(prefix="perfgate-export-") as tmp:
+        sqlite = export_sqlite(path, target=Path(tmp) / (path.stem + ".sqlite"))
+        return summarize_nsys(sqlite, "nsys-rep", with_spans)
+
+
 def _with_source(summary: TimelineSummary, path: Path) -> TimelineSummary:
     from dataclasses import replace
 
@@ -46,10 +57,13 @@ def _with_source(summary: TimelineSummary, path: Path) -> TimelineSummary:
 
 
 def ncu_summary(path: Path, kind: str, launches: list[NcuLaunch]) -> NcuSummary:
-    rows = tuple(LaunchRow(id=launch.launch_id, name=launch.name, nvtx=launch.nvtx_ranges,
-                           metrics={k: m.value for k, m in sorted(launch.metrics.items())},
-                           units={k: m.unit for k, m in sorted(launch.metrics.items())}) for launch in launches)
-    return NcuSummary(source=str(path), type=kind, launches=rows, diagnosis=tuple(diagnose(lc) for lc in launches))
+    rows = tuple(LaunchRow(id=launch.launch_id, name=launch.name, nvtx=launch.nvtx_ranges, table=launch.metrics)
+                 for launch in launches)
+    try:
+        diagnosis = tuple(diagnose(lc) for lc in launches)
+    except OutOfRange as err:
+        raise ReportFileError(path, str(err)) from err
+    return NcuSummary(source=str(path), type=kind, launches=rows, diagnosis=diagnosis)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,13 @@
 """`perfgate analyze` on an nsys export: the four `nsys stats` summaries and GPU idle time, aggregated where
 it is cheapest. SQLite groups the rows and hands each group's durations over as one packed string; numpy
-turns that into an array and computes the statistics. No Python object per row, so a million-kernel
-capture takes seconds, and memory grows with the number of distinct kernels and API calls, not rows.
+turns that into an array and computes the statistics. Groups are reduced as they are read (the cursor
+is iterated, never fetched whole), so memory follows the largest group, not the capture: a 5M-kernel
+export with 30M runtime calls stays in a few hundred MB.
+
+Rows that cannot be true (start/end not integers, end before start, a negative size) are dropped and
+counted in the summary's notes, not refused: CUPTI can leave incomplete records at the end of a capture,
+one of them should not hide a million good rows, and the note keeps them visible. Sums that leave int64
+refuse the file (no real capture runs for 292 years). See parse/invariants.py.
 """
 
 from __future__ import annotations
@@ -9,6 +15,9 @@ from __future__ import annotations
 import sqlite3
 import warnings
 from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +25,21 @@ import numpy as np
 
 from perfgate.analyze.summary import (
     ApiRow,
+    DurationStats,
     IdleSummary,
+    IdleSweep,
     IntArray,
     KernelRow,
     MemoryRow,
     NvtxRow,
     TimelineSummary,
     duration_stats,
-    idle_summary,
 )
 from perfgate.errors import ReportFileError
+from perfgate.parse.invariants import DropCount, OutOfRange, exact_total
 from perfgate.parse.nsys_sqlite import (
+    BAD_SIZE,
+    BAD_SPAN,
     KERNEL_TABLE,
     MEMCPY_TABLE,
     MEMSET_TABLE,
@@ -36,22 +49,30 @@ from perfgate.parse.nsys_sqlite import (
     START_END,
     NsysExport,
     api_name,
+    text,
 )
 
 SPAN_CHART_TOP = 12
 SPANS_PER_KERNEL = 20_000  # a chart cannot show more bars than this per row anyway
-_OK_TIMES = "typeof(start) = 'integer' AND typeof(end) = 'integer'"
+# a row is a span when both times are integers with 0 <= start <= end: then every difference of two
+# timestamps (durations, gaps, the capture's span) fits int64 (nsys timestamps count from 0)
+OK = "typeof(start) = 'integer' AND typeof(end) = 'integer' AND start >= 0 AND end >= start"
+_SIZE_OK = "(bytes IS NULL OR (typeof(bytes) = 'integer' AND bytes >= 0))"
 
 
 def summarize_nsys(path: Path, type_label: str, with_spans: bool = False) -> TimelineSummary:
     with NsysExport(path) as ex:
         try:
-            kernels, spans = _kernels(ex, with_spans)
+            dropped = DropCount()
+            kernels, spans = _kernels(ex, dropped, with_spans)
             return TimelineSummary(source=str(path), type=type_label, kind="nsys", gpu=ex.gpu_name,
                                    meta={"export_schema_version": ex.version}, kernels=kernels,
-                                   memory=_memory(ex), api=_api(ex), nvtx=_nvtx(ex), gpu_idle=_idle(ex), spans=spans)
+                                   memory=_memory(ex, dropped), api=_api(ex, dropped), nvtx=_nvtx(ex, dropped),
+                                   gpu_idle=_idle(ex), spans=spans, notes=dropped.notes())
         except (sqlite3.DatabaseError, UnicodeDecodeError) as err:
             raise ReportFileError(path, f"SQLite error while reading the export ({err})") from err
+        except OutOfRange as err:
+            raise ReportFileError(path, str(err)) from err
 
 
 def _unpack(ex: NsysExport, packed: Any, expected: int, what: str) -> IntArray:
@@ -63,114 +84,168 @@ def _unpack(ex: NsysExport, packed: Any, expected: int, what: str) -> IntArray:
         try:
             values: IntArray = np.fromstring(str(packed), dtype=np.int64, sep=",")
         except (ValueError, DeprecationWarning) as err:
-            raise ReportFileError(ex.path, f"{what}: non-integer start/end values") from err
+            raise ReportFileError(ex.path, f"{what}: non-integer values") from err
     if values.size != expected:
-        raise ReportFileError(ex.path, f"{what}: non-integer start/end values")
+        raise ReportFileError(ex.path, f"{what}: non-integer values")
     return values
 
 
-def _check_times(ex: NsysExport, table: str, usable: int, total: int) -> None:
-    if usable != total:
-        raise ReportFileError(ex.path, f"{table}: {total - usable} row(s) with missing or non-integer start/end")
+@dataclass
+class _Groups:
+    """Per name, the statistics of its rows, each group reduced as soon as SQLite hands it over. A group
+    with dropped rows, or two groups that turn out to share a name (two string ids with one text,
+    cudaFoo_v3020 and cudaFoo), is deferred: `finish` reads the usable rows of the deferred groups in one
+    more grouped pass and reduces each name over all of its groups, exactly."""
+
+    stats: dict[str, DurationStats]
+    keys: dict[str, list[Any]]
+    deferred: set[str]
+    what: str
+
+    @classmethod
+    def empty(cls, what: str) -> _Groups:
+        return cls({}, defaultdict(list), set(), what)
+
+    def add(self, name: str, key: Any, values: IntArray | None) -> None:
+        self.keys[name].append(key)
+        if values is None or name in self.stats or name in self.deferred:
+            self.stats.pop(name, None)
+            self.deferred.add(name)
+        else:
+            self.stats[name] = duration_stats(values, self.what)
+
+    def finish(self, fetch: Callable[[list[Any]], Iterator[tuple[Any, IntArray]]]) -> dict[str, DurationStats]:
+        name_of = {key: name for name in self.deferred for key in self.keys[name]}
+        parts: dict[str, list[IntArray]] = defaultdict(list)
+        for key, values in fetch(list(name_of)):
+            parts[name_of[key]].append(values)
+        for name, arrays in parts.items():
+            self.stats[name] = duration_stats(np.concatenate(arrays), self.what)
+        return self.stats
 
 
-def _kernels(ex: NsysExport, with_spans: bool) -> tuple[tuple[KernelRow, ...], dict[str, tuple[IntArray, IntArray]]]:
-    regs = "max(registersPerThread)" if "registersPerThread" in ex.columns(KERNEL_TABLE) else "NULL"
-    rows = ex.con.execute(
-        f"SELECT demangledName, count(*), sum({_OK_TIMES}), {regs}, group_concat(end - start) "
-        f"FROM {KERNEL_TABLE} GROUP BY demangledName").fetchall()
-    names = ex.strings({r[0] for r in rows})
-    grouped: dict[str, list[IntArray]] = defaultdict(list)
+def _grouped(ex: NsysExport, table: str, key: str, what: str, dropped: DropCount, *extra: str
+             ) -> Iterator[tuple[Any, ...]]:
+    """(key, *extra aggregates, durations) per group, streamed. Rows that are not spans are counted as
+    dropped; their group's durations are None (read again, without them, by `_usable`). Filtering in
+    the grouped pass itself would cost every clean capture a CASE per row (a fifth of the time)."""
+    aggs = "".join(f", {e}" for e in extra)
+    for row in ex.con.execute(f"SELECT {key}, count(*), sum({OK}){aggs}, group_concat(end - start) FROM {table} "
+                              f"GROUP BY {key}"):
+        count, ok = row[1], row[2] or 0
+        dropped.add(f"{what} rows {BAD_SPAN}", count - ok)
+        yield (row[0], *row[3:-1], _unpack(ex, row[-1], count, what) if ok == count else None)
+
+
+def _usable(ex: NsysExport, table: str, key: str, what: str) -> Callable[[list[Any]], Iterator[tuple[Any, IntArray]]]:
+    """The durations of the rows that are spans, for these group keys, one group at a time."""
+    def fetch(keys: list[Any]) -> Iterator[tuple[Any, IntArray]]:
+        for k in range(0, len(keys), 900):  # SQLite's bound-parameter limit
+            chunk = keys[k:k + 900]
+            where = " OR ".join(f"{key} IS ?" for _ in chunk)  # IS, not IN: a NULL key is a group too
+            for group, count, packed in ex.con.execute(
+                    f"SELECT {key}, count(*), group_concat(end - start) FROM {table} WHERE {OK} AND ({where}) "
+                    f"GROUP BY {key}", chunk):
+                yield group, _unpack(ex, packed, count, what)
+    return fetch
+
+
+def _kernels(ex: NsysExport, dropped: DropCount, with_spans: bool
+             ) -> tuple[tuple[KernelRow, ...], dict[str, tuple[IntArray, IntArray]]]:
+    regs = ("max(CASE WHEN typeof(registersPerThread) = 'integer' AND registersPerThread >= 0 "
+            "THEN registersPerThread END)" if "registersPerThread" in ex.columns(KERNEL_TABLE) else "NULL")
+    groups = _Groups.empty("kernel durations")
     registers: dict[str, int | None] = {}
-    ids: dict[str, list[int]] = defaultdict(list)
-    for name_id, count, ok, reg, packed in rows:
-        _check_times(ex, KERNEL_TABLE, ok, count)
-        name = names.get(name_id, str(name_id))
-        grouped[name].append(_unpack(ex, packed, count, KERNEL_TABLE))
-        registers[name] = max((r for r in (registers.get(name), reg) if isinstance(r, int)), default=None)
-        ids[name].append(name_id)
-    stats = {name: duration_stats(np.concatenate(parts)) for name, parts in grouped.items()}
-    total = sum(s.total_ns for s in stats.values()) or 1
-    out = tuple(sorted((KernelRow(n, s, 100.0 * s.total_ns / total, registers[n]) for n, s in stats.items()),
-                       key=lambda k: (-k.stats.total_ns, k.name)))
-    spans = _spans(ex, [(k.name, ids[k.name]) for k in out[:SPAN_CHART_TOP]]) if with_spans else {}
+    for name_id, reg, values in _grouped(ex, KERNEL_TABLE, "demangledName", KERNEL_TABLE, dropped, regs):
+        name = ex.string(name_id)
+        groups.add(name, name_id, values)
+        registers[name] = max((r for r in (registers.get(name), reg) if type(r) is int), default=None)
+    stats = groups.finish(_usable(ex, KERNEL_TABLE, "demangledName", KERNEL_TABLE))
+    total = exact_total(np.array([s.total_ns for s in stats.values()], dtype=np.int64), "kernel durations")
+    out = tuple(sorted((KernelRow(n, s, 100.0 * s.total_ns / total if total else 0.0, registers[n])
+                        for n, s in stats.items()), key=lambda k: (-k.stats.total_ns, k.name)))
+    spans = {k.name: _spans(ex, groups.keys[k.name], k.stats.count) for k in out[:SPAN_CHART_TOP]} if with_spans else {}
     return out, spans
 
 
-def _spans(ex: NsysExport, top: list[tuple[str, list[int]]]) -> dict[str, tuple[IntArray, IntArray]]:
-    out = {}
-    for name, name_ids in top:
-        marks = ",".join("?" * len(name_ids))
-        starts, ends, n = ex.con.execute(
-            f"SELECT group_concat(start), group_concat(end), count(*) FROM (SELECT start, end FROM {KERNEL_TABLE} "
-            f"WHERE demangledName IN ({marks}) ORDER BY start)", name_ids).fetchone()
-        s, e = _unpack(ex, starts, n, KERNEL_TABLE), _unpack(ex, ends, n, KERNEL_TABLE)
-        step = max(1, s.size // SPANS_PER_KERNEL)
-        out[name] = (s[::step], e[::step])
-    return out
+def _spans(ex: NsysExport, keys: list[Any], count: int) -> tuple[IntArray, IntArray]:
+    """Every step-th launch of these name ids in time order (a chart shows at most SPANS_PER_KERNEL)."""
+    step = max(1, count // SPANS_PER_KERNEL)
+    keys = keys[:900]  # SQLite's bound-parameter limit; only a damaged export has more ids for one name
+    where = " OR ".join("demangledName IS ?" for _ in keys)
+    rows = ex.con.execute(
+        f"SELECT start, end FROM (SELECT start, end, row_number() OVER (ORDER BY start) - 1 AS i FROM {KERNEL_TABLE} "
+        f"WHERE {OK} AND ({where})) WHERE i % {step} = 0 ORDER BY start", keys).fetchall()
+    arr = np.array(rows, dtype=np.int64).reshape(-1, 2)
+    return arr[:, 0].copy(), arr[:, 1].copy()
 
 
-def _memory(ex: NsysExport) -> tuple[MemoryRow, ...]:
-    rows: list[MemoryRow] = []
-    if ex.has(MEMCPY_TABLE):
-        kinds = ex.copy_kinds()
-        for kind, count, ok, nbytes, packed in ex.con.execute(
-                f"SELECT copyKind, count(*), sum({_OK_TIMES}), sum(CAST(bytes AS INTEGER)), group_concat(end - start) "
-                f"FROM {MEMCPY_TABLE} GROUP BY copyKind"):
-            _check_times(ex, MEMCPY_TABLE, ok, count)
-            rows.append(MemoryRow(kinds.get(kind, f"copy kind {kind}"),
-                                  duration_stats(_unpack(ex, packed, count, MEMCPY_TABLE)), int(nbytes or 0)))
-    if ex.has(MEMSET_TABLE):
-        count, ok, nbytes, packed = ex.con.execute(
-            f"SELECT count(*), sum({_OK_TIMES}), sum(CAST(bytes AS INTEGER)), group_concat(end - start) "
-            f"FROM {MEMSET_TABLE}").fetchone()
-        if count:
-            _check_times(ex, MEMSET_TABLE, ok, count)
-            rows.append(MemoryRow("memset", duration_stats(_unpack(ex, packed, count, MEMSET_TABLE)), int(nbytes or 0)))
+def _memory(ex: NsysExport, dropped: DropCount) -> tuple[MemoryRow, ...]:
+    """Transfers by kind. Transfer tables are small next to kernels and API calls: each kind's usable
+    rows are filtered in SQL and their arrays kept until every table is read (kinds can meet across
+    tables), which keeps this exact without a second pass."""
+    durations: dict[str, list[IntArray]] = defaultdict(list)
+    sizes: dict[str, list[IntArray]] = defaultdict(list)
+    kinds = ex.copy_kinds()
+    usable = f"{OK} AND {_SIZE_OK}"
+    for table, key in ((MEMCPY_TABLE, "copyKind"), (MEMSET_TABLE, "NULL")):
+        if not ex.has(table):
+            continue
+        bad = ex.con.execute(f"SELECT count(*) FROM {table} WHERE NOT ({usable})").fetchone()[0]
+        dropped.add(f"{table} rows {BAD_SIZE}, or {BAD_SPAN.removeprefix('with ')}", bad)
+        for kind, count, packed, packed_bytes in ex.con.execute(
+                f"SELECT {key}, count(*), group_concat(end - start), group_concat(coalesce(bytes, 0)) FROM {table} "
+                f"WHERE {usable} GROUP BY {key}"):
+            label = "memset" if table == MEMSET_TABLE else kinds.get(kind, f"copy kind {text(kind)}")
+            durations[label].append(_unpack(ex, packed, count, table))
+            sizes[label].append(_unpack(ex, packed_bytes, count, table))
+    rows = (MemoryRow(kind, duration_stats(np.concatenate(parts), "transfer durations"),
+                      exact_total(np.concatenate(sizes[kind]), "transfer sizes")) for kind, parts in durations.items())
     return tuple(sorted(rows, key=lambda m: (-m.stats.total_ns, m.kind)))
 
 
-def _api(ex: NsysExport) -> tuple[ApiRow, ...]:
+def _api(ex: NsysExport, dropped: DropCount) -> tuple[ApiRow, ...]:
     if not ex.has(RUNTIME_TABLE):
         return ()
-    rows = ex.con.execute(f"SELECT nameId, count(*), sum({_OK_TIMES}), group_concat(end - start) "
-                          f"FROM {RUNTIME_TABLE} GROUP BY nameId").fetchall()
-    names = ex.strings({r[0] for r in rows})
-    grouped: dict[str, list[IntArray]] = defaultdict(list)
-    for name_id, count, ok, packed in rows:
-        _check_times(ex, RUNTIME_TABLE, ok, count)
-        grouped[api_name(names.get(name_id, str(name_id)))].append(_unpack(ex, packed, count, RUNTIME_TABLE))
-    out = (ApiRow(name, duration_stats(np.concatenate(parts))) for name, parts in grouped.items())
-    return tuple(sorted(out, key=lambda a: (-a.stats.total_ns, a.name)))
+    groups = _Groups.empty("runtime call durations")
+    for name_id, values in _grouped(ex, RUNTIME_TABLE, "nameId", RUNTIME_TABLE, dropped):
+        groups.add(api_name(ex.string(name_id)), name_id, values)
+    stats = groups.finish(_usable(ex, RUNTIME_TABLE, "nameId", RUNTIME_TABLE))
+    return tuple(sorted((ApiRow(n, s) for n, s in stats.items()), key=lambda a: (-a.stats.total_ns, a.name)))
 
 
-def _nvtx(ex: NsysExport) -> tuple[NvtxRow, ...]:
+def _nvtx(ex: NsysExport, dropped: DropCount) -> tuple[NvtxRow, ...]:
+    """Push/pop and start/end ranges by text and style. A range without an end (still open when the
+    capture stopped) is not a range, as for nsys stats; one with a bad time is dropped and counted."""
     if not ex.has(NVTX_TABLE):
         return ()
     join = "LEFT JOIN StringIds s ON s.id = n.textId" if ex.has("StringIds") else ""
-    text = "coalesce(n.text, s.value)" if join else "n.text"
-    grouped: dict[tuple[str, str], list[IntArray]] = defaultdict(list)
-    for label, event_type, count, packed in ex.con.execute(
-            f"SELECT {text}, n.eventType, count(*), group_concat(n.end - n.start) FROM {NVTX_TABLE} n {join} "
-            f"WHERE n.eventType IN ({PUSH_POP}, {START_END}) AND typeof(n.start) = 'integer' "
-            f"AND typeof(n.end) = 'integer' GROUP BY 1, 2"):
-        style = "PushPop" if event_type == PUSH_POP else "StartEnd"
-        grouped[(str(label) if label is not None else "", style)].append(_unpack(ex, packed, count, NVTX_TABLE))
-    out = (NvtxRow(text_, style, duration_stats(np.concatenate(parts))) for (text_, style), parts in grouped.items())
+    label = "coalesce(n.text, s.value)" if join else "n.text"
+    out = []
+    for event_type, style in ((PUSH_POP, "PushPop"), (START_END, "StartEnd")):
+        source = (f"(SELECT {label} AS label, n.start AS start, n.end AS end FROM {NVTX_TABLE} n {join} "
+                  f"WHERE n.eventType = {event_type} AND n.end IS NOT NULL)")
+        what = f"{NVTX_TABLE} {style}"
+        groups = _Groups.empty("NVTX range durations")
+        for key, values in _grouped(ex, source, "label", what, dropped):
+            groups.add(text(key), key, values)
+        stats = groups.finish(_usable(ex, source, "label", what))
+        out += [NvtxRow(name, style, s) for name, s in stats.items()]
     return tuple(sorted(out, key=lambda r: (-r.stats.total_ns, r.range)))
 
 
 def _idle(ex: NsysExport) -> IdleSummary:
-    starts, ends = [], []
+    """GPU busy time over kernels and transfers: SQLite sorts the usable rows by start (its sorter spills
+    to disk) and they are swept in chunks, so memory does not grow with the capture."""
+    parts = []
     for table in (KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE):
-        if not ex.has(table):
-            continue
-        count, ok, s, e = ex.con.execute(
-            f"SELECT count(*), sum({_OK_TIMES}), group_concat(start), group_concat(end) FROM {table}").fetchone()
-        if count:
-            _check_times(ex, table, ok, count)
-            starts.append(_unpack(ex, s, count, table))
-            ends.append(_unpack(ex, e, count, table))
-    if not starts:
-        return idle_summary(np.zeros(0, np.int64), np.zeros(0, np.int64))
-    return idle_summary(np.concatenate(starts), np.concatenate(ends))
+        if ex.has(table):
+            sized = "" if table == KERNEL_TABLE else f" AND {_SIZE_OK}"  # as the memory summary counts them
+            parts.append(f"SELECT start, end FROM {table} WHERE {OK}{sized}")
+    sweep = IdleSweep()
+    if parts:
+        cursor = ex.con.execute(" UNION ALL ".join(parts) + " ORDER BY start")
+        while rows := cursor.fetchmany(65_536):
+            chunk = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=2 * len(rows)).reshape(-1, 2)
+            sweep.add(chunk[:, 0], chunk[:, 1])
+    return sweep.summary()

@@ -27,6 +27,7 @@ from typing import Any
 from perfgate.errors import BaselineError
 from perfgate.inputs import load_json_file
 from perfgate.model import Environment, GpuState, HostState, Metric, Timer
+from perfgate.parse.invariants import INT64_MAX
 
 FORMAT = "perfgate-baseline"
 VERSION = 2
@@ -196,6 +197,12 @@ def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
     speedups: tuple[float, ...] = ()
     if c.get("process_speedups") not in (None, []):
         speedups = _numbers(path, where, "process_speedups", c["process_speedups"], MIN_CALIBRATION_PROCESSES, True)
+    # the median is one of its own numbers: of the calibration processes' medians, else of the samples
+    spread = procs or samples
+    if not min(spread) * (1 - 1e-9) <= median <= max(spread) * (1 + 1e-9):
+        source = "process_medians_ms" if procs else "samples_ms"
+        raise BaselineError(path, f"{where}: \"median_ms\" {median:g} lies outside the range of its {source} "
+                                  f"[{min(spread):g}, {max(spread):g}]")
     optional = {k: _finite(path, where, k, c[k], positive=False)
                 for k in ("noise_pct", "threshold_pct", "speedup_noise_pct", "speedup_threshold_pct")
                 if c.get(k) is not None}
@@ -273,8 +280,8 @@ def _gpu_state(path: Path, where: str, raw: Any) -> GpuState | None:
                               if raw.get(k) is not None}
     for key in ("polls", "throttle_reasons", "excluded_samples"):
         v = raw.get(key, 0)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise BaselineError(path, f"{here}: \"{key}\" must be an integer >= 0")
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= INT64_MAX:
+            raise BaselineError(path, f"{here}: \"{key}\" must be an integer in [0, 2**63)")
         values[key] = v
     if not isinstance(raw.get("clocks_locked", False), bool):
         raise BaselineError(path, f"{here}: \"clocks_locked\" must be true or false")
@@ -309,8 +316,8 @@ def _update(path: Path, i: int, u: Any) -> Update:
     counts = {}
     for key in ("cases", "calibrated_runs"):
         v = u.get(key, 0)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise BaselineError(path, f"{where}: \"{key}\" must be an integer >= 0")
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= INT64_MAX:
+            raise BaselineError(path, f"{where}: \"{key}\" must be an integer in [0, 2**63)")
         counts[key] = v
     return Update(at=u.get("at", ""), by=u.get("by", ""), commit=u.get("commit", ""), reason=u.get("reason", ""),
                   **counts)

@@ -70,7 +70,8 @@ def parse_action_ref(text: str) -> ActionRef:
     m = _ACTION_REF.fullmatch(text)  # whole: no stray newline or space either
     if m is None:
         raise PerfgateError(f"perfgate: --action-ref must pin the action by a full commit sha "
-                            f"(OWNER/REPO@COMMIT_SHA, 40 hex digits), got {text[:80]!r}: a tag can be moved to other code")
+                            f"(OWNER/REPO@COMMIT_SHA, 40 hex digits), got {text[:80]!r}: a tag can be moved "
+                            "to other code")
     return ActionRef(m["owner"], m["repo"], (m["path"] or "").strip("/"), m["sha"])
 
 

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from perfgate.codec import finite_or_none
+from perfgate.analyze.streamed_json import write_json
+
+if TYPE_CHECKING:
+    from perfgate.analyze.document import ComparisonRow
+    from perfgate.analyze.summary import Document
 
 
 def analyze(args: argparse.Namespace) -> int:
@@ -21,25 +25,37 @@ def analyze(args: argparse.Namespace) -> int:
     documents = [analyze_file(f, with_spans=want_charts) for f in _progress(args.files)]
     table = comparison(documents)
     charts: list[str] = []
-    files = [d.as_dict() for d in documents]
-    rows = [r.as_dict() for r in table]
     if args.output_dir:
         if want_charts:
             from perfgate.report.analyze_charts import write_analysis_charts
 
             charts = write_analysis_charts(documents, args.output_dir)
-        write_text(args.output_dir / "analysis.json", _json({"files": files, "comparison": rows}))
+        write_json_file(args.output_dir / "analysis.json", _doc(documents, table, single=False))
         write_text(args.output_dir / "report.md", render_analysis_markdown(documents, table, charts))
     if args.format == "json":
-        print(_json(files[0] if len(files) == 1 else {"files": files, "comparison": rows}), end="")
+        write_json(_doc(documents, table, single=True), sys.stdout.write)
     else:
         print(render_analysis_markdown(documents, table, charts), end="")
     return 0
 
 
-def _json(doc: object) -> str:
-    """Strict JSON: ncu can report NaN for a metric it could not compute; that is null here."""
-    return json.dumps(finite_or_none(doc), indent=2, default=str, allow_nan=False) + "\n"
+def _doc(documents: list[Document], table: list[ComparisonRow], single: bool) -> Any:
+    """The documented JSON: one file's document, or every file's and the comparison. Launch tables are
+    iterators (analyze/streamed_json.py writes them a launch at a time)."""
+    if single and len(documents) == 1:
+        return documents[0].as_stream()
+    return {"files": [d.as_stream() for d in documents], "comparison": [r.as_dict() for r in table]}
+
+
+def write_json_file(path: Path, doc: Any) -> None:
+    """Atomically, as publish.write_text does, but in pieces: the text of a large analysis is never one string."""
+    from perfgate.atomic import atomic_write_stream
+    from perfgate.errors import PerfgateError
+
+    try:
+        atomic_write_stream(path, lambda fh: write_json(doc, lambda piece: fh.write(piece.encode("utf-8"))))
+    except OSError as err:
+        raise PerfgateError(f"perfgate: cannot write {path}: {err.strerror or err}") from err
 
 
 def _progress(files: list[Path]) -> Iterator[Path]:

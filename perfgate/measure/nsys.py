@@ -32,10 +32,12 @@ def profile(command: list[str], output: Path, timeout_s: float, env: dict[str, s
     return rep
 
 
-def export_sqlite(report: Path, timeout_s: float = 600.0) -> Path:
-    """report.nsys-rep -> report.sqlite (re-exported every time: a stale export would mislead)."""
+def export_sqlite(report: Path, timeout_s: float = 600.0, target: Path | None = None) -> Path:
+    """report.nsys-rep -> target (default report.sqlite beside it, for perfgate's own captures only:
+    re-exported every time, a stale export would mislead; a user's report goes to a target of the
+    caller's, never over a file of theirs)."""
     nsys = find_tool("nsys")
-    target = report.with_suffix(".sqlite")
+    target = target or report.with_suffix(".sqlite")
     run_tool([nsys, "export", "--type=sqlite", "--force-overwrite=true", f"--output={target}", str(report)],
              timeout_s)
     if not target.is_file():

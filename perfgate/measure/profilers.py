@@ -51,7 +51,8 @@ class NsysProfiler:
 
         rep = nsys.profile(command, out_dir / "perfgate-nsys", timeout_s, env, cwd)
         timeline = read_nsys_sqlite(nsys.export_sqlite(rep, timeout_s))
-        return CaseFindings(nsys_case_metrics(timeline, self.calls), {}, f"nsys: {rep}")
+        # rows the reader left out are said where the profile is described, never folded in silently
+        return CaseFindings(nsys_case_metrics(timeline, self.calls), {}, "; ".join((f"nsys: {rep}", *timeline.notes)))
 
 
 class NcuProfiler:

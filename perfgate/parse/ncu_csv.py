@@ -1,70 +1,143 @@
 """Read `ncu --import R.ncu-rep --csv --page raw` exports: one row per launch, a units row, auto-scaled
-values with thousands separators. Parsed by column name; values brought to ncu_report's base units."""
+values with thousands separators. Parsed by column name; values brought to ncu_report's base units.
+
+Streamed row by row (csv over the open file), with launches sharing their metric names, units and
+index, so memory follows the values (a 6,000-launch x 759-metric export is 4.6M of them), never the
+text. The launch checks are parse/ncu_values.py's, shared with `.ncu-rep`; quirks of hand-edited CSV
+are one line each: a blank line is skipped, a duplicated column, a field past the csv module's limit,
+a launch ID that is not a non-negative integer (`inf`, `1e30`, `-1`) or a short row refuse the file.
+"""
 
 from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 from perfgate.errors import ReportFileError
-from perfgate.inputs import read_bytes
-from perfgate.parse.records import NcuLaunch, NcuMetric
-from perfgate.parse.units import parse_number, to_base_unit
+from perfgate.inputs import check_regular_file
+from perfgate.parse.invariants import INT64_MAX
+from perfgate.parse.ncu_values import Budget, check_name, check_value
+from perfgate.parse.records import MetricTable, NcuLaunch
+from perfgate.parse.units import parse_number, unit_scale
 
 _ID_COLUMNS = {"ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
                "Grid Size", "Device", "CC"}
 _NVTX_ITEM = re.compile(r'"([^"]*)"')
+_NUMERIC = re.compile(r"[-+0-9.,eE]+")
+MAX_CSV_BYTES = 1 << 30
 
 
 def read_ncu_csv(path: Path) -> list[NcuLaunch]:
     path = Path(path)
+    st = check_regular_file(path, ReportFileError)
+    if st.st_size > MAX_CSV_BYTES:
+        raise ReportFileError(path, f"too large ({st.st_size:,} bytes; at most {MAX_CSV_BYTES:,})")
     try:
-        text = read_bytes(path, ReportFileError).decode("utf-8-sig")
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            launches = _read(path, fh)
     except UnicodeDecodeError as err:
-        raise ReportFileError(path, f"not UTF-8 text (byte {err.start})") from err
-    rows = list(csv.reader(text.splitlines()))
-    if not rows:
-        raise ReportFileError(path, "the file is empty")
-    header = rows[0]
-    if "Kernel Name" not in header or "ID" not in header:
-        raise ReportFileError(path, "not an ncu CSV export (no 'ID' and 'Kernel Name' columns); "
-                                    "export with: ncu --import R.ncu-rep --csv --page raw")
-    if len(rows) < 2 or rows[1][header.index("ID")] != "":
-        raise ReportFileError(path, "no units row after the header; export with --page raw (not --page details)")
-    units = rows[1]
-    launches = []
-    for line_no, row in enumerate(rows[2:], start=3):
-        if len(row) != len(header):
-            raise ReportFileError(path, f"line {line_no} has {len(row)} fields, the header {len(header)} (truncated?)")
-        launches.append(_launch(header, units, row))
+        raise ReportFileError(path, f"not UTF-8 text (byte {err.start} of a block)") from err
+    except csv.Error as err:  # NUL bytes, a field past csv.field_size_limit(), a broken quote
+        raise ReportFileError(path, f"not a readable CSV ({err})") from err
+    except OSError as err:
+        raise ReportFileError(path, f"cannot be read ({err.strerror or err})") from err
     if not launches:
         raise ReportFileError(path, "the export holds no kernel launches")
     return launches
 
 
-def _launch(header: list[str], units: list[str], row: list[str]) -> NcuLaunch:
-    metrics: dict[str, NcuMetric] = {}
-    nvtx: tuple[str, ...] = ()
-    for name, unit, cell in zip(header, units, row):
-        if name.startswith("thread Domain:Push/Pop_Range"):
-            nvtx = _nvtx_ranges(cell)
-            continue
-        if name in _ID_COLUMNS or ":" in name:
-            continue
-        number = parse_number(cell)
+def _rows(fh: TextIO) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields), blank lines skipped (a CSV written by hand or a tool may carry them)."""
+    reader = csv.reader(fh)
+    for row in reader:
+        if row:
+            yield reader.line_num, row
+
+
+class _Columns:
+    """What each column of the header is: identity, the NVTX stack, or a metric, with its unit's scale
+    (found once per column, not per cell)."""
+
+    def __init__(self, path: Path, header: list[str], units: list[str]) -> None:
+        dupes = sorted({h for h in header if header.count(h) > 1}) if len(set(header)) != len(header) else []
+        if dupes:
+            raise ReportFileError(path, f"column {dupes[0]!r} appears more than once")
+        self.width = len(header)
+        self.id, self.kernel = header.index("ID"), header.index("Kernel Name")
+        self.nvtx = next((j for j, h in enumerate(header) if h.startswith("thread Domain:Push/Pop_Range")), None)
+        self.metrics = [(j, h, units[j], *unit_scale(units[j])) for j, h in enumerate(header)
+                        if h not in _ID_COLUMNS and ":" not in h]
+
+
+def _read(path: Path, fh: TextIO) -> list[NcuLaunch]:
+    rows = _rows(fh)
+    first = next(rows, None)
+    if first is None:
+        raise ReportFileError(path, "the file is empty")
+    header = first[1]
+    if "Kernel Name" not in header or "ID" not in header:
+        raise ReportFileError(path, "not an ncu CSV export (no 'ID' and 'Kernel Name' columns); "
+                                    "export with: ncu --import R.ncu-rep --csv --page raw")
+    units = next(rows, None)
+    if units is None or len(units[1]) != len(header) or units[1][header.index("ID")] != "":
+        raise ReportFileError(path, "no units row after the header; export with --page raw (not --page details)")
+    columns = _Columns(path, header, units[1])
+    shared: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...], dict[str, int]]] = {}
+    budget = Budget(path)
+    launches = []
+    for line_no, row in rows:
+        if len(row) != columns.width:
+            raise ReportFileError(path, f"line {line_no} has {len(row)} fields, the header {columns.width} "
+                                        "(truncated?)")
+        budget.take(len(columns.metrics))
+        launches.append(_launch(path, line_no, columns, row, shared))
+    return launches
+
+
+def _launch(path: Path, line_no: int, columns: _Columns, row: list[str],
+            shared: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...], dict[str, int]]]) -> NcuLaunch:
+    launch_id = _launch_id(path, line_no, row[columns.id])
+    names: list[str] = []
+    values: list[float | str] = []
+    units: list[str] = []
+    for j, name, unit, factors, base_unit in columns.metrics:
+        cell = row[j]
+        try:
+            number: float | None = float(cell)  # the common case; "4,096", "" and "n/a" take the long way
+        except ValueError:
+            number = parse_number(cell)
         if number is None:
-            if cell.strip() and not _looks_numeric(cell):
-                metrics[name] = NcuMetric(cell.strip(), unit)
+            if cell.strip() and not _NUMERIC.fullmatch(cell.strip()):
+                names.append(name)
+                values.append(cell.strip())
+                units.append(unit)
             continue  # empty cell: the metric is absent for this launch
-        value, base_unit = to_base_unit(number, unit)
-        metrics[name] = NcuMetric(value, base_unit)
-    launch_id = int(parse_number(row[header.index("ID")]) or 0)
-    return NcuLaunch(launch_id=launch_id, name=row[header.index("Kernel Name")], metrics=metrics, nvtx_ranges=nvtx)
+        for factor in factors:  # as to_base_unit does, one multiplication at a time
+            number *= factor
+        if number - number != 0:
+            continue  # NaN/inf (or overflowing when scaled): ncu could not compute it; absent, never a number
+        if not 0 <= number <= INT64_MAX:
+            check_value(path, launch_id, name, number, base_unit)
+        names.append(name)
+        values.append(number)
+        units.append(base_unit)
+    key = tuple(names)
+    found = shared.get(key)
+    if found is None or found[1] != tuple(units):
+        found = shared[key] = (key, tuple(units), {n: i for i, n in enumerate(key)})
+    nvtx = _nvtx_ranges(row[columns.nvtx]) if columns.nvtx is not None else ()
+    return NcuLaunch(launch_id=launch_id, name=check_name(path, launch_id, row[columns.kernel]),
+                     metrics=MetricTable(found[0], tuple(values), found[1], found[2]), nvtx_ranges=nvtx)
 
 
-def _looks_numeric(cell: str) -> bool:
-    return bool(re.fullmatch(r"[-+0-9.,eE]+", cell.strip()))
+def _launch_id(path: Path, line_no: int, cell: str) -> int:
+    text = cell.strip().replace(",", "")
+    if not (text.isascii() and text.isdigit()) or len(text) > 19 or int(text) > INT64_MAX:
+        raise ReportFileError(path, f"line {line_no}: the launch ID {cell[:40]!r} is not a non-negative integer")
+    return int(text)
 
 
 def _nvtx_ranges(cell: str) -> tuple[str, ...]:

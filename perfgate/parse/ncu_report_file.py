@@ -18,6 +18,7 @@ from typing import Any
 
 from perfgate.errors import ReportFileError
 from perfgate.inputs import check_regular_file
+from perfgate.parse.ncu_values import Budget, check_name, check_value, is_count_unit, usable
 from perfgate.parse.records import MetricTable, NcuLaunch
 
 _STRING_KIND = 2  # ncu_report ValueKind_STRING
@@ -47,7 +48,7 @@ def read_ncu_report(path: Path, metric_names: tuple[str, ...] | None = None, iso
         raise ReportFileError(path, f"ncu_report failed reading it ({tail[0]})") from err
     if status == "error":
         raise ReportFileError(path, str(payload))
-    return _build(payload)
+    return _build(path, payload)
 
 
 def _check_readable(path: Path) -> None:
@@ -69,18 +70,31 @@ RawLaunch = tuple[str, tuple[str, ...], tuple[float | str, ...], tuple[str, ...]
 
 
 def read_in_process(path: Path, metric_names: tuple[str, ...] | None = None) -> list[NcuLaunch]:
-    return _build(_raw_launches(path, metric_names))
+    return _build(path, _raw_launches(path, metric_names))
 
 
-def _build(raw: list[RawLaunch]) -> list[NcuLaunch]:
+def _build(path: Path, raw: list[RawLaunch]) -> list[NcuLaunch]:
+    """Launches from the child's columns, each checked (parse/ncu_values.py): a name, and counts, sizes,
+    durations and rates within [0, int64]. Launches share their units tuple, so the positions of the
+    count units are found once per distinct tuple."""
     indexes: dict[tuple[str, ...], dict[str, int]] = {}
+    counted: dict[tuple[str, ...], list[int]] = {}
+    budget = Budget(path)
     out = []
     for i, (name, names, values, units, nvtx) in enumerate(raw):
+        budget.take(len(values))
         index = indexes.get(names)
         if index is None:
             index = indexes[names] = {n: j for j, n in enumerate(names)}
-        out.append(NcuLaunch(launch_id=i, name=name, metrics=MetricTable(names, values, units, index),
-                             nvtx_ranges=tuple(nvtx)))
+        positions = counted.get(units)
+        if positions is None:
+            positions = counted[units] = [j for j, u in enumerate(units) if is_count_unit(u)]
+        for j in positions:
+            value = values[j]
+            if not isinstance(value, str):
+                check_value(path, i, names[j], value, units[j])
+        out.append(NcuLaunch(launch_id=i, name=check_name(path, i, name),
+                             metrics=MetricTable(names, values, units, index), nvtx_ranges=tuple(nvtx)))
     return out
 
 
@@ -96,11 +110,13 @@ def _raw_launches(path: Path, metric_names: tuple[str, ...] | None) -> list[RawL
         raise ReportFileError(path, f"not a readable Nsight Compute report ({err})") from err
     launches: list[RawLaunch] = []
     seen: dict[Any, Any] = {}
+    budget = Budget(path)
     for r in range(ctx.num_ranges()):
         rng = ctx.range_by_idx(r)
         for a in range(rng.num_actions()):
             action = rng.action_by_idx(a)
             names, values, units = _metrics(action, metric_names, seen)
+            budget.take(len(values))
             # demangled, as nsys and `ncu --csv` print it (name() alone gives the bare function name)
             launches.append((action.name(ncu_report.IAction.NameBase_DEMANGLED), seen.setdefault(names, names),
                              values, seen.setdefault(units, units), _nvtx(action)))
@@ -120,13 +136,19 @@ def _metrics(action: Any, names: tuple[str, ...] | None, seen: dict[Any, Any]
         m = action.metric_by_name(name)
         if m is None:
             continue  # absent is absent, not 0
-        found.append(name)
         if m.kind() == _STRING_KIND:
             text = m.as_string()
+            if not isinstance(text, str):
+                continue
             values.append(seen.setdefault(text, text))
         else:
-            values.append(m.as_double())
-        units.append(m.unit())
+            number = m.as_double()
+            if not isinstance(number, float) or not usable(number):
+                continue  # NaN/inf: ncu could not compute it; absent, never a number
+            values.append(number)
+        found.append(name)
+        unit = m.unit()
+        units.append(unit if isinstance(unit, str) else "")
     return tuple(found), tuple(values), tuple(units)
 
 
@@ -136,7 +158,7 @@ def _nvtx(action: Any) -> tuple[str, ...]:
         return ()
     ranges: list[str] = []
     for dom_id in state.domains():
-        ranges.extend(state.domain_by_id(dom_id).push_pop_ranges())
+        ranges.extend(r for r in state.domain_by_id(dom_id).push_pop_ranges() if isinstance(r, str))
     return tuple(ranges)
 
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from perfgate.errors import ReportFileError
 from perfgate.inputs import check_regular_file
 from perfgate.parse.intervals import Span, enclosing
+from perfgate.parse.invariants import DropCount, printable
 from perfgate.parse.records import ApiCall, KernelLaunch, MemoryOp, NvtxRange, Timeline
 
 SUPPORTED_MAJOR = 3
@@ -48,6 +50,7 @@ class NsysExport:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.con = _connect(self.path)
+        self._strings: dict[Any, str] = {}
         try:
             self.tables = {r[0] for r in self.con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             self.version = _schema_version(self.con, self.path, self.tables)
@@ -80,30 +83,62 @@ class NsysExport:
         if missing:
             raise ReportFileError(self.path, f"{table} lacks column(s) {missing}; unsupported nsys export")
 
-    def strings(self, ids: set[int]) -> dict[int, str]:
-        """StringIds values for just these ids (a capture can hold millions of strings)."""
+    def strings(self, ids: set[Any]) -> dict[int, str]:
+        """StringIds values for just these ids (a capture can hold millions of strings), as text."""
         if not ids or "StringIds" not in self.tables:
             return {}
         out: dict[int, str] = {}
-        wanted = sorted(i for i in ids if isinstance(i, int))
+        wanted = sorted(i for i in ids if type(i) is int)
         for k in range(0, len(wanted), 900):  # SQLite's bound-parameter limit
             chunk = wanted[k:k + 900]
-            out.update((int(i), str(v)) for i, v in self.con.execute(
-                f"SELECT id, value FROM StringIds WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+            out.update((i, text(v)) for i, v in self.con.execute(
+                f"SELECT id, value FROM StringIds WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+                if type(i) is int)
         return out
+
+    def string(self, key: Any) -> str:
+        """One StringIds value as text; an id with no string (a damaged export) is named by itself."""
+        if key not in self._strings:
+            row = self.con.execute("SELECT value FROM StringIds WHERE id = ?", (key,)).fetchone() if (
+                type(key) is int and self.has("StringIds")) else None
+            self._strings[key] = text(row[0]) if row else text(key)
+        return self._strings[key]
 
     def copy_kinds(self) -> dict[int, str]:
         kinds = dict(COPY_KINDS)
         if "ENUM_CUDA_MEMCPY_OPER" in self.tables and "label" in self.columns("ENUM_CUDA_MEMCPY_OPER"):
-            kinds.update({int(i): str(label) for i, label in self.con.execute(
-                "SELECT id, label FROM ENUM_CUDA_MEMCPY_OPER") if isinstance(i, int)})
+            kinds.update({i: text(label) for i, label in self.con.execute(
+                "SELECT id, label FROM ENUM_CUDA_MEMCPY_OPER") if type(i) is int})
         return kinds
+
+    def row_count(self, table: str) -> int:
+        return int(self.con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]) if self.has(table) else 0
+
+    def within_budget(self, table: str, max_rows: int) -> None:
+        rows = self.row_count(table)
+        if rows > max_rows:
+            raise ReportFileError(self.path, f"{table} has {rows:,} rows, more than the {max_rows:,} a timeline "
+                                             "reads; summarise the capture with perfgate analyze instead")
 
     def _gpu_name(self) -> str:
         if "TARGET_INFO_GPU" not in self.tables or "name" not in self.columns("TARGET_INFO_GPU"):
             return ""
         row = self.con.execute("SELECT name FROM TARGET_INFO_GPU LIMIT 1").fetchone()
-        return str(row[0]) if row and row[0] is not None else ""
+        return text(row[0]) if row else ""
+
+
+def text(value: Any) -> str:
+    """A name from the export as text: nsys writes TEXT, a damaged file can hold numbers, blobs or NULL
+    (a blob is decoded, not printed as b'...'; NULL is the empty name); control characters replaced."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, bytes):
+        return printable(value.decode("utf-8", errors="replace"))
+    return "" if value is None else str(value)
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -115,6 +150,7 @@ def _connect(path: Path) -> sqlite3.Connection:
             raise ReportFileError(path, "not a SQLite file (export .nsys-rep with: nsys export --type sqlite)")
     try:
         con = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
+        con.text_factory = _decode  # TEXT that is not UTF-8 (a damaged string table) reads with U+FFFD
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except (sqlite3.DatabaseError, UnicodeDecodeError) as err:
         raise ReportFileError(path, f"corrupt or truncated SQLite file ({err})") from err
@@ -137,100 +173,131 @@ def _schema_version(con: sqlite3.Connection, path: Path, tables: set[str]) -> st
     return version
 
 
+BAD_SPAN = "with a missing, negative or non-integer start or end, or ending before they start"
+BAD_SIZE = "with a negative or non-integer size"
+MAX_TIMELINE_ROWS = 1_000_000  # per table: a record per row (~0.5 kB); analyze aggregates larger captures
+
+
 def read_nsys_sqlite(path: Path) -> Timeline:
-    """Every kernel, transfer, runtime call and NVTX range as records; kernels carry their NVTX stack."""
+    """Every kernel, transfer, runtime call and NVTX range as records; kernels carry their NVTX stack.
+
+    A row whose start/end are not integers or end before they start is dropped and counted in
+    `Timeline.notes`, not refused: CUPTI can leave incomplete records at the end of a capture (buffers
+    flushed at exit), and one such row should not hide every other kernel of a run; the note keeps it
+    visible. Budget: at most MAX_TIMELINE_ROWS per table (one line otherwise)."""
     path = Path(path)
     with NsysExport(path) as ex:
         try:
-            return Timeline(source=path, kind="nsys", kernels=tuple(_kernels(ex)), memory_ops=tuple(_memory_ops(ex)),
-                            api_calls=tuple(_api_calls(ex)), nvtx_ranges=tuple(_nvtx(ex)), gpu_name=ex.gpu_name,
-                            meta={"export_schema_version": ex.version})
+            for table in (KERNEL_TABLE, RUNTIME_TABLE, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE):
+                ex.within_budget(table, MAX_TIMELINE_ROWS)
+            dropped = DropCount()
+            return Timeline(source=path, kind="nsys", kernels=tuple(_kernels(ex, dropped)),
+                            memory_ops=tuple(_memory_ops(ex, dropped)), api_calls=tuple(_api_calls(ex, dropped)),
+                            nvtx_ranges=tuple(_nvtx(ex, dropped)), gpu_name=ex.gpu_name,
+                            meta={"export_schema_version": ex.version}, notes=dropped.notes())
         except (sqlite3.DatabaseError, UnicodeDecodeError) as err:
             raise ReportFileError(path, f"SQLite error while reading the export ({err})") from err
 
 
-def _int(column: str, alias: str = "") -> str:
-    return f"CAST({alias}{column} AS INTEGER)"
+def is_span(start: Any, end: Any) -> bool:
+    """SQLite hands back int, float, str, bytes or None: a span is two integers with 0 <= start <= end
+    (nsys timestamps count from 0; then every difference of two timestamps fits int64)."""
+    return type(start) is int and type(end) is int and 0 <= start <= end
 
 
-def _kernels(ex: NsysExport) -> list[KernelLaunch]:
+def _count(value: Any) -> int | None:
+    """A launch attribute (grid, block, registers, bytes): a non-negative integer, else absent."""
+    return value if type(value) is int and value >= 0 else None
+
+
+def _kernels(ex: NsysExport, dropped: DropCount) -> list[KernelLaunch]:
     cols = ex.columns(KERNEL_TABLE)
-    opt = {c: (_int(c) if c in cols else "NULL") for c in (
+    opt = [c if c in cols else "NULL" for c in (
         "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread", "staticSharedMemory",
-        "dynamicSharedMemory", "streamId", "deviceId")}
-    rows = ex.con.execute(
-        f"SELECT demangledName, {_int('start')}, {_int('end')}, {opt['gridX']}, {opt['gridY']}, {opt['gridZ']}, "
-        f"{opt['blockX']}, {opt['blockY']}, {opt['blockZ']}, {opt['registersPerThread']}, "
-        f"{opt['staticSharedMemory']}, {opt['dynamicSharedMemory']}, {opt['streamId']}, {opt['deviceId']}, "
-        f"{_int('correlationId')}, {_int('globalPid')} FROM {KERNEL_TABLE} "
-        f"WHERE start IS NOT NULL AND end IS NOT NULL ORDER BY start").fetchall()
+        "dynamicSharedMemory", "streamId", "deviceId")]
+    rows = [r for r in ex.con.execute(f"SELECT demangledName, start, end, {', '.join(opt)}, correlationId, globalPid "
+                                      f"FROM {KERNEL_TABLE} ORDER BY start") if is_span(r[1], r[2])]
+    dropped.add(f"{KERNEL_TABLE} rows {BAD_SPAN}",
+                ex.row_count(KERNEL_TABLE) - len(rows))
     names = ex.strings({r[0] for r in rows})
     stacks = _nvtx_stacks(ex, [(r[14], r[15]) for r in rows])
     out = []
     for r, stack in zip(rows, stacks):
-        shared = None if r[10] is None and r[11] is None else (r[10] or 0) + (r[11] or 0)
-        out.append(KernelLaunch(name=names.get(r[0], str(r[0])), start_ns=r[1], end_ns=r[2],
-                                grid=(r[3] or 0, r[4] or 0, r[5] or 0), block=(r[6] or 0, r[7] or 0, r[8] or 0),
-                                registers_per_thread=r[9], shared_mem_bytes=shared, stream=r[12], device=r[13],
-                                nvtx_range=stack[-1] if stack else "", nvtx_stack=stack))
+        static, dynamic = _count(r[10]), _count(r[11])
+        shared = None if static is None and dynamic is None else (static or 0) + (dynamic or 0)
+        out.append(KernelLaunch(name=names.get(r[0], text(r[0])), start_ns=r[1], end_ns=r[2],
+                                grid=(_count(r[3]) or 0, _count(r[4]) or 0, _count(r[5]) or 0),
+                                block=(_count(r[6]) or 0, _count(r[7]) or 0, _count(r[8]) or 0),
+                                registers_per_thread=_count(r[9]), shared_mem_bytes=shared, stream=_count(r[12]),
+                                device=_count(r[13]), nvtx_range=stack[-1] if stack else "", nvtx_stack=stack))
     return out
 
 
-def _nvtx_stacks(ex: NsysExport, launches: list[tuple[int | None, int | None]]) -> list[tuple[str, ...]]:
+def _nvtx_stacks(ex: NsysExport, launches: list[tuple[Any, Any]]) -> list[tuple[str, ...]]:
     """Per kernel (correlation id, process), the push/pop ranges on the launching thread that enclose its
     launch call, outermost first (parse/intervals.py)."""
-    if not (ex.has(RUNTIME_TABLE) and ex.has(NVTX_TABLE)):
+    if not (ex.has(RUNTIME_TABLE) and ex.has(NVTX_TABLE) and ex.has("StringIds")):
         return [()] * len(launches)
     calls: dict[tuple[int, int], Span] = {}
-    for corr, tid, start, end in ex.con.execute(
-            f"SELECT {_int('correlationId')}, {_int('globalTid')}, {_int('start')}, {_int('end')} FROM {RUNTIME_TABLE} "
-            "WHERE start IS NOT NULL AND end IS NOT NULL AND globalTid IS NOT NULL"):
-        calls[(corr, tid & PID_MASK)] = Span(tid, start, end)
-    ranges = ex.con.execute(
-        f"SELECT coalesce(n.text, s.value), {_int('globalTid', 'n.')}, {_int('start', 'n.')}, {_int('end', 'n.')} "
-        f"FROM {NVTX_TABLE} n LEFT JOIN StringIds s ON s.id = n.textId WHERE n.eventType = {PUSH_POP} "
-        "AND n.start IS NOT NULL AND n.end IS NOT NULL").fetchall() if ex.has("StringIds") else []
+    for corr, tid, start, end in ex.con.execute(f"SELECT correlationId, globalTid, start, end FROM {RUNTIME_TABLE}"):
+        if type(corr) is int and type(tid) is int and is_span(start, end):
+            calls[(corr, tid & PID_MASK)] = Span(tid, start, end)
+    ranges = [(label, tid, start, end) for label, tid, start, end in ex.con.execute(
+        f"SELECT coalesce(n.text, s.value), n.globalTid, n.start, n.end FROM {NVTX_TABLE} n "
+        f"LEFT JOIN StringIds s ON s.id = n.textId WHERE n.eventType = {PUSH_POP}")
+        if type(tid) is int and is_span(start, end)]
     spans = [Span(tid, start, end) for _, tid, start, end in ranges]
-    texts = [str(t) if t is not None else "" for t, _, _, _ in ranges]
-    wanted = [calls.get((corr, pid)) if corr is not None and pid is not None else None for corr, pid in launches]
+    texts = [text(t) for t, _, _, _ in ranges]
+    wanted = [calls.get((corr, pid)) if type(corr) is int and type(pid) is int else None for corr, pid in launches]
     present = [s for s in wanted if s is not None]
     found = iter(enclosing(present, spans))
     return [tuple(texts[j] for j in next(found)) if s is not None else () for s in wanted]
 
 
-def _memory_ops(ex: NsysExport) -> Iterator[MemoryOp]:
+def _memory_ops(ex: NsysExport, dropped: DropCount) -> Iterator[MemoryOp]:
     ops = []
-    if ex.has(MEMCPY_TABLE):
-        kinds = ex.copy_kinds()
-        for kind, nbytes, start, end in ex.con.execute(
-                f"SELECT {_int('copyKind')}, {_int('bytes')}, {_int('start')}, {_int('end')} FROM {MEMCPY_TABLE} "
-                "WHERE start IS NOT NULL AND end IS NOT NULL"):
-            ops.append(MemoryOp(kind=kinds.get(kind, f"copy kind {kind}"), bytes=nbytes or 0, start_ns=start,
-                                end_ns=end))
-    if ex.has(MEMSET_TABLE):
-        for nbytes, start, end in ex.con.execute(
-                f"SELECT {_int('bytes')}, {_int('start')}, {_int('end')} FROM {MEMSET_TABLE} "
-                "WHERE start IS NOT NULL AND end IS NOT NULL"):
-            ops.append(MemoryOp(kind="memset", bytes=nbytes or 0, start_ns=start, end_ns=end))
+    kinds = ex.copy_kinds()
+    for table, kind_sql in ((MEMCPY_TABLE, "copyKind"), (MEMSET_TABLE, "NULL")):
+        if not ex.has(table):
+            continue
+        bad = 0
+        for kind, nbytes, start, end in ex.con.execute(f"SELECT {kind_sql}, bytes, start, end FROM {table}"):
+            size = 0 if nbytes is None else _count(nbytes)
+            if not is_span(start, end) or size is None:
+                bad += 1
+                continue
+            label = "memset" if table == MEMSET_TABLE else kinds.get(kind, f"copy kind {text(kind)}")
+            ops.append(MemoryOp(kind=label, bytes=size, start_ns=start, end_ns=end))
+        dropped.add(f"{table} rows {BAD_SIZE}, or {BAD_SPAN.removeprefix('with ')}", bad)
     return iter(sorted(ops, key=lambda m: m.start_ns))
 
 
-def _api_calls(ex: NsysExport) -> list[ApiCall]:
+def _api_calls(ex: NsysExport, dropped: DropCount) -> list[ApiCall]:
     if not ex.has(RUNTIME_TABLE):
         return []
-    rows = ex.con.execute(f"SELECT {_int('nameId')}, {_int('start')}, {_int('end')} FROM {RUNTIME_TABLE} "
-                          "WHERE start IS NOT NULL AND end IS NOT NULL ORDER BY start").fetchall()
+    rows = [r for r in ex.con.execute(f"SELECT nameId, start, end FROM {RUNTIME_TABLE} ORDER BY start")
+            if is_span(r[1], r[2])]
+    dropped.add(f"{RUNTIME_TABLE} rows {BAD_SPAN}",
+                ex.row_count(RUNTIME_TABLE) - len(rows))
     names = ex.strings({r[0] for r in rows})
-    return [ApiCall(name=api_name(names.get(n, str(n))), start_ns=s, end_ns=e) for n, s, e in rows]
+    return [ApiCall(name=api_name(names.get(n, text(n))), start_ns=s, end_ns=e) for n, s, e in rows]
 
 
-def _nvtx(ex: NsysExport) -> list[NvtxRange]:
+def _nvtx(ex: NsysExport, dropped: DropCount) -> list[NvtxRange]:
+    """Push/pop and start/end ranges. A range without an end (still open when the capture stopped) is
+    not a range, as for nsys stats; one with a non-integer time or ending before it starts is dropped."""
     if not ex.has(NVTX_TABLE):
         return []
     join = "LEFT JOIN StringIds s ON s.id = n.textId" if ex.has("StringIds") else ""
-    text = "coalesce(n.text, s.value)" if join else "n.text"
-    sql = (f"SELECT {text}, {_int('start', 'n.')}, {_int('end', 'n.')}, {_int('eventType', 'n.')} FROM {NVTX_TABLE} n "
-           f"{join} WHERE n.eventType IN ({PUSH_POP}, {START_END}) AND n.start IS NOT NULL AND n.end IS NOT NULL "
-           "ORDER BY n.start")
-    return [NvtxRange(text=str(t) if t is not None else "", start_ns=s, end_ns=e,
-                      style="PushPop" if et == PUSH_POP else "StartEnd") for t, s, e, et in ex.con.execute(sql)]
+    label = "coalesce(n.text, s.value)" if join else "n.text"
+    out, bad = [], 0
+    for t, start, end, event_type in ex.con.execute(
+            f"SELECT {label}, n.start, n.end, n.eventType FROM {NVTX_TABLE} n {join} "
+            f"WHERE n.eventType IN ({PUSH_POP}, {START_END}) AND n.end IS NOT NULL ORDER BY n.start"):
+        if not is_span(start, end):
+            bad += 1
+            continue
+        out.append(NvtxRange(text=text(t), start_ns=start, end_ns=end,
+                             style="PushPop" if event_type == PUSH_POP else "StartEnd"))
+    dropped.add(f"{NVTX_TABLE} ranges {BAD_SPAN}", bad)
+    return out

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import math
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from perfgate.errors import ReportFileError
 from perfgate.inputs import parse_json, read_bytes
 from perfgate.model import CaseResult, Environment, Run, RunInfo, Timer, TimingStats
+from perfgate.parse.invariants import INT64_MAX, as_finite
 
 _STATS = ("min", "max", "mean", "stddev", "median", "q1", "q3")
 
@@ -56,28 +58,42 @@ def _text(value: Any) -> str:
 
 
 def _case(path: Path, i: int, b: Any) -> CaseResult:
+    """One benchmark, refused (one line) unless its statistics can be true: finite non-negative seconds
+    that stay finite in milliseconds, min <= q1 <= median <= q3 <= max, the mean within [min, max] and
+    every sample within it too. pytest-benchmark computes them all from one list of timings, so a file
+    that breaks one was edited or damaged; storing it would put impossible numbers in the history."""
     where = f"benchmarks[{i}]"
     if not isinstance(b, dict) or not isinstance(b.get("fullname") or b.get("name"), str):
         raise ReportFileError(path, f"{where}: needs a fullname")
     stats = b.get("stats")
     if not isinstance(stats, dict):
         raise ReportFileError(path, f"{where}: needs a stats object")
-    values = {k: _seconds(path, where, k, stats.get(k)) for k in _STATS}
+    ms = {k: _ms(path, where, k, stats.get(k)) for k in _STATS}
     rounds = stats.get("rounds")
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= INT64_MAX:
         raise ReportFileError(path, f"{where}: stats.rounds must be a positive integer")
     data = stats.get("data", [])
     if not isinstance(data, list):
         raise ReportFileError(path, f"{where}: stats.data must be a list")
-    samples = tuple(1e3 * _seconds(path, where, f"data[{j}]", v) for j, v in enumerate(data))
-    timing = TimingStats(timer=Timer.PYTEST_BENCHMARK, n_samples=rounds, median_ms=1e3 * values["median"],
-                         mean_ms=1e3 * values["mean"], stdev_ms=1e3 * values["stddev"], min_ms=1e3 * values["min"],
-                         max_ms=1e3 * values["max"], q1_ms=1e3 * values["q1"], q3_ms=1e3 * values["q3"])
+    samples = tuple(_ms(path, where, f"data[{j}]", v) for j, v in enumerate(data))
+    for low, high in pairwise(("min", "q1", "median", "q3", "max")):
+        if ms[low] > ms[high]:
+            raise ReportFileError(path, f"{where}: stats.{low} ({ms[low]:g} ms) is above "
+                                        f"stats.{high} ({ms[high]:g} ms)")
+    outside = [v for v in (ms["mean"], *samples) if not ms["min"] <= v <= ms["max"]]
+    if outside:
+        raise ReportFileError(path, f"{where}: {outside[0]:g} ms (the mean or a sample) lies outside "
+                                    f"[min, max] = [{ms['min']:g}, {ms['max']:g}] ms")
+    timing = TimingStats(timer=Timer.PYTEST_BENCHMARK, n_samples=rounds, median_ms=ms["median"], mean_ms=ms["mean"],
+                         stdev_ms=ms["stddev"], min_ms=ms["min"], max_ms=ms["max"], q1_ms=ms["q1"], q3_ms=ms["q3"])
     case_id = b.get("fullname") or b["name"]
     return CaseResult(case_id=case_id, timing=timing, samples_ms=samples, nodeid=case_id)
 
 
-def _seconds(path: Path, where: str, key: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise ReportFileError(path, f"{where}: {key} must be a finite number of seconds >= 0, got {value!r}")
-    return float(value)
+def _ms(path: Path, where: str, key: str, value: Any) -> float:
+    """Seconds in the file, milliseconds here: 1e306 s is finite, 1e309 ms is not."""
+    seconds = as_finite(value)
+    if seconds is None or seconds < 0 or not math.isfinite(seconds * 1e3):
+        raise ReportFileError(path, f"{where}: {key} must be a finite number of seconds >= 0 (and finite in "
+                                    f"milliseconds), got {str(value)[:40]}")
+    return seconds * 1e3

@@ -73,6 +73,7 @@ class Timeline:
     nvtx_ranges: tuple[NvtxRange, ...] = ()
     gpu_name: str = ""
     meta: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # rows the reader left out, counted ("3 ... rows ... ignored")
 
 
 class NcuMetric(NamedTuple):
@@ -110,6 +111,10 @@ class MetricTable(Mapping[str, NcuMetric]):
 
     def __repr__(self) -> str:
         return f"MetricTable({len(self._names)} metrics)"
+
+    def columns(self) -> tuple[tuple[str, ...], tuple[float | str, ...], tuple[str, ...]]:
+        """(names, values, units), without making an NcuMetric per metric."""
+        return self._names, self._values, self._units
 
 
 @dataclass(frozen=True)

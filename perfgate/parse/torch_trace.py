@@ -1,72 +1,131 @@
 """Read a torch.profiler (Kineto) Chrome trace. `ts`/`dur` are microseconds (floats); we keep nanoseconds.
 
-`load_events` validates and returns the complete ("X") events once; `read_torch_trace` builds a Timeline
-whose kernels carry the innermost `user_annotation` (record_function) range of the launching thread,
-found through the launch call's correlation id and a sort-and-sweep interval join (parse/intervals.py),
-as NVTX ranges are for nsys. analyze/torch_summary.py groups the same events without per-event records.
+`TraceStream` reads the file once, a window at a time, and hands over its complete ("X") events one at
+a time (parse/json_stream.py), so a million-event trace never exists as its whole text or a million
+dicts at once; readers keep what they need.
+`read_torch_trace` builds a Timeline whose kernels carry the innermost `user_annotation`
+(record_function) range of the launching thread, found through the launch call's correlation id and a
+sort-and-sweep interval join (parse/intervals.py), as NVTX ranges are for nsys. analyze/torch_summary.py
+groups the same events without per-event records.
+
+An event of a kind perfgate reads whose ts/dur is not a number in [0, MAX_US) or whose size is negative
+is dropped and counted in the notes, not refused: Chrome traces are also merged and edited by hand, and
+one broken event should not hide the rest; the note keeps it visible. Numbers are parsed without a Python
+hook per number (one made json.loads 75 % slower on a 200,000-event trace), so every number used is
+range-checked here (parse/invariants.py: a 400-digit integer is no finite float).
 """
 
 from __future__ import annotations
 
 import gzip
-import math
-from dataclasses import dataclass
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from perfgate.errors import ReportFileError
-from perfgate.inputs import MAX_JSON_BYTES, check_regular_file, parse_json
+from perfgate.inputs import MAX_JSON_BYTES, check_regular_file
 from perfgate.parse.intervals import Span, enclosing
+from perfgate.parse.invariants import DropCount, as_finite, as_int64, printable
+from perfgate.parse.json_stream import JsonStreamError, object_members
 from perfgate.parse.records import ApiCall, KernelLaunch, MemoryOp, NvtxRange, Timeline
 
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 MEMORY_CATS = {"gpu_memcpy": None, "gpu_memset": "memset"}
+READ_CATS = frozenset({"kernel", "user_annotation", *LAUNCH_CATS, *MEMORY_CATS})
 COPY_KINDS = {"HtoD": "Host-to-Device", "DtoH": "Device-to-Host", "DtoD": "Device-to-Device", "PtoP": "Peer-to-Peer"}
+MAX_US = 1e15  # 31 years of microseconds: anything larger is not a timestamp (and 1e18 ns fits int64)
+MAX_TRACE_BYTES = MAX_JSON_BYTES * 4  # decompressed, too: a small .gz can hold gigabytes
 
 
-@dataclass(frozen=True)
-class TraceEvents:
+@dataclass
+class TraceStream:
+    """One pass over a trace's complete events; `gpu_name`, `schema_version` and `notes` are known once
+    `events()` is exhausted (the header may follow the events in the file). The file is read a window
+    at a time (parse/json_stream.py): memory holds the events a reader keeps, never the whole text."""
+
     path: Path
-    events: list[dict[str, Any]]  # complete events with a valid ts/dur
-    gpu_name: str
-    schema_version: str
+    gpu_name: str = ""
+    schema_version: str = ""
+    dropped: DropCount = field(default_factory=DropCount)
+
+    def events(self) -> Iterator[dict[str, Any]]:
+        """Complete events of the kinds perfgate reads, with a valid ts/dur; others are skipped."""
+        st = check_regular_file(self.path, ReportFileError)
+        if st.st_size > MAX_TRACE_BYTES:
+            raise ReportFileError(self.path, f"too large ({st.st_size:,} bytes; at most {MAX_TRACE_BYTES:,})")
+        try:
+            with _open(self.path) as source:
+                yield from self._events(source)
+        except JsonStreamError as err:
+            problem = str(err)
+            if problem == "the file is empty":
+                raise ReportFileError(self.path, problem) from err
+            if problem.startswith(("the top level", "traceEvents is not")):
+                raise ReportFileError(self.path, "not a torch profiler trace (no traceEvents list)") from err
+            raise ReportFileError(self.path, f"not valid JSON ({problem})") from err
+        except (OSError, EOFError, zlib.error) as err:  # a corrupt gzip member: BadGzipFile is an OSError
+            raise ReportFileError(self.path, f"cannot be read ({err})") from err
+        except UnicodeDecodeError as err:
+            raise ReportFileError(self.path, f"not UTF-8 text ({err.reason})") from err
+        except RecursionError as err:
+            raise ReportFileError(self.path, "nested too deeply to read") from err
+        except ValueError as err:  # an integer past Python's int-string conversion limit
+            raise ReportFileError(self.path, f"not valid JSON ({str(err)[:100]})") from err
+
+    def _events(self, source: BinaryIO) -> Iterator[dict[str, Any]]:
+        seen_events = False
+        for key, value in object_members(source, MAX_TRACE_BYTES, "traceEvents"):
+            if key != "traceEvents":
+                self._header(key, value)
+                continue
+            if seen_events:
+                raise ReportFileError(self.path, "two traceEvents lists")  # json.loads would keep the last
+            seen_events = True
+            for e in value:
+                if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in READ_CATS:
+                    if span_ns(e) is None:
+                        self.dropped.add(f"{e['cat']} trace events whose ts/dur is not a number in "
+                                         f"[0, {MAX_US:.0e}) us")
+                        continue
+                    yield e
+        if not seen_events:
+            raise ReportFileError(self.path, "not a torch profiler trace (no traceEvents list)")
+
+    def _header(self, key: str, value: Any) -> None:
+        if key == "deviceProperties" and isinstance(value, list) and value and isinstance(value[0], dict):
+            name = value[0].get("name", "")
+            self.gpu_name = name if isinstance(name, str) else ""
+        elif key == "schemaVersion" and isinstance(value, (str, int)) and not isinstance(value, bool):
+            self.schema_version = str(value)[:40]
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return self.dropped.notes()
 
 
-def load_events(path: Path) -> TraceEvents:
-    path = Path(path)
-    st = check_regular_file(path, ReportFileError)
-    if st.st_size > MAX_JSON_BYTES * 4:
-        raise ReportFileError(path, f"too large ({st.st_size:,} bytes)")
-    try:
-        raw = path.read_bytes()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-    except (OSError, EOFError, gzip.BadGzipFile, ValueError) as err:
-        raise ReportFileError(path, f"cannot be read ({err})") from err
-    if not raw.strip():
-        raise ReportFileError(path, "the file is empty")
-    data = parse_json(raw, path, ReportFileError, unique_keys=False)
-    if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
-        raise ReportFileError(path, "not a torch profiler trace (no traceEvents list)")
-    events = [e for e in data["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X" and _timed(e)
-              and isinstance(e.get("cat", ""), str)]
-    props = data.get("deviceProperties")
-    gpu = props[0].get("name", "") if isinstance(props, list) and props and isinstance(props[0], dict) else ""
-    return TraceEvents(path, events, str(gpu), str(data.get("schemaVersion", "")))
+@contextmanager
+def _open(path: Path) -> Iterator[BinaryIO]:
+    """The file's bytes, decompressed on the fly when it is gzip (by content, not by name)."""
+    with path.open("rb") as fh:
+        if fh.read(2) == b"\x1f\x8b":
+            fh.seek(0)
+            with gzip.GzipFile(fileobj=fh) as gz:
+                yield gz  # type: ignore[misc]
+        else:
+            fh.seek(0)
+            yield fh
 
 
-MAX_US = 1e15  # 31 years of microseconds: anything larger is not a timestamp
-
-
-def _timed(e: dict[str, Any]) -> bool:
-    ts, dur = e.get("ts"), e.get("dur", 0)
-    return (all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and abs(v) < MAX_US
-                for v in (ts, dur)) and dur >= 0)
-
-
-def span_ns(e: dict[str, Any]) -> tuple[int, int]:
-    start = round(float(e["ts"]) * 1000)
-    return start, start + round(float(e.get("dur", 0)) * 1000)
+def span_ns(e: dict[str, Any]) -> tuple[int, int] | None:
+    """(start, end) in ns, or None unless ts and dur are numbers in [0, MAX_US) (dur absent: 0)."""
+    ts, dur = as_finite(e.get("ts")), as_finite(e.get("dur", 0))
+    if ts is None or dur is None or not (0 <= ts < MAX_US and 0 <= dur < MAX_US):
+        return None
+    start = round(ts * 1000)
+    return start, start + round(dur * 1000)
 
 
 def copy_kind(name: str) -> str:
@@ -81,67 +140,90 @@ def args_of(e: dict[str, Any]) -> dict[str, Any]:
     return a if isinstance(a, dict) else {}
 
 
+def name_of(e: dict[str, Any]) -> str:
+    name = e.get("name", "")
+    return printable(name if isinstance(name, str) else str(name)[:200])
+
+
+def count(value: Any) -> int | None:
+    """A launch attribute or size (registers, bytes, stream): a non-negative integer below 2**63 (a
+    finite whole float is accepted: Kineto writes some as floats), else None."""
+    number = as_int64(value)
+    if number is None and isinstance(value, float) and as_finite(value) is not None and value.is_integer():
+        number = as_int64(int(value))
+    return number if number is not None and number >= 0 else None
+
+
+def memory_bytes(e: dict[str, Any]) -> int | None:
+    """A transfer's size: absent is 0 (unknown); present but not a count is None (the event is dropped)."""
+    raw = args_of(e).get("bytes")
+    return 0 if raw is None else count(raw)
+
+
 def read_torch_trace(path: Path) -> Timeline:
-    trace = load_events(path)
+    trace = TraceStream(Path(path))
     kernels, mem_ops, api, ranges = [], [], [], []
-    for e in trace.events:
-        cat = e.get("cat")
+    for e in trace.events():
+        cat = e["cat"]
         if cat == "kernel":
             kernels.append(e)
         elif cat in MEMORY_CATS:
-            start, end = span_ns(e)
-            kind = MEMORY_CATS[str(cat)] or copy_kind(str(e.get("name", "")))
-            mem_ops.append(MemoryOp(kind=kind, bytes=finite_int(args_of(e).get("bytes")) or 0, start_ns=start,
-                                    end_ns=end))
+            start, end = span_ns(e) or (0, 0)
+            size = memory_bytes(e)
+            if size is None:
+                trace.dropped.add(f"{cat} trace events with a negative or non-integer size")
+                continue
+            kind = MEMORY_CATS[cat] or copy_kind(name_of(e))
+            mem_ops.append(MemoryOp(kind=kind, bytes=size, start_ns=start, end_ns=end))
         elif cat in LAUNCH_CATS:
             api.append(e)
-        elif cat == "user_annotation":
+        else:
             ranges.append(e)
     annotations = _annotations(kernels, api, ranges)
     return Timeline(source=trace.path, kind="torch",
                     kernels=tuple(sorted((_kernel(e, a) for e, a in zip(kernels, annotations)),
                                          key=lambda k: k.start_ns)),
                     memory_ops=tuple(sorted(mem_ops, key=lambda m: m.start_ns)),
-                    api_calls=tuple(sorted((ApiCall(str(e.get("name", "")), *span_ns(e)) for e in api),
-                                           key=lambda a: a.start_ns)),
-                    nvtx_ranges=tuple(NvtxRange(str(e.get("name", "")), *span_ns(e), style="PushPop") for e in ranges),
-                    gpu_name=trace.gpu_name, meta={"schemaVersion": trace.schema_version})
+                    api_calls=tuple(sorted((ApiCall(name_of(e), *_span(e)) for e in api), key=lambda a: a.start_ns)),
+                    nvtx_ranges=tuple(NvtxRange(name_of(e), *_span(e), style="PushPop") for e in ranges),
+                    gpu_name=trace.gpu_name, meta={"schemaVersion": trace.schema_version}, notes=trace.notes)
+
+
+def _span(e: dict[str, Any]) -> tuple[int, int]:
+    return span_ns(e) or (0, 0)  # events() hands over only events with a valid span
 
 
 def _annotations(kernels: list[dict[str, Any]], api: list[dict[str, Any]], ranges: list[dict[str, Any]]) -> list[str]:
     """The innermost annotation on the launching thread around each kernel's launch call."""
-    launches = {c: e for e in api if isinstance(c := args_of(e).get("correlation"), int)}
-    calls = [launches.get(c) if isinstance(c := args_of(k).get("correlation"), int) else None for k in kernels]
-    present = [c for c in calls if c is not None]
-    spans = [Span(_thread(r), *span_ns(r)) for r in ranges]
-    found = iter(enclosing([Span(_thread(c), *span_ns(c)) for c in present], spans))
+    launches = {corr: e for e in api if (corr := as_int64(args_of(e).get("correlation"))) is not None}
+    calls = [launches.get(corr) if (corr := as_int64(args_of(k).get("correlation"))) is not None else None
+             for k in kernels]
+    present = [call for call in calls if call is not None]
+    spans = [Span(_thread(r), *_span(r)) for r in ranges]
+    found = iter(enclosing([Span(_thread(call), *_span(call)) for call in present], spans))
     out = []
-    for c in calls:
-        idx = next(found) if c is not None else ()
-        out.append(str(ranges[idx[-1]].get("name", "")) if idx else "")  # innermost: the last opened
+    for call in calls:
+        idx = next(found) if call is not None else ()
+        out.append(name_of(ranges[idx[-1]]) if idx else "")  # innermost: the last opened
     return out
 
 
 def _thread(e: dict[str, Any]) -> tuple[str, str]:
-    return (str(e.get("pid")), str(e.get("tid")))
-
-
-def finite_int(value: Any) -> int | None:
-    """An int from a finite JSON number (trace arguments are untrusted: inf, strings, lists); else None."""
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value,
-                                                                            bool) and math.isfinite(value) else None
+    return (str(e.get("pid"))[:100], str(e.get("tid"))[:100])
 
 
 def _dims(value: Any) -> tuple[int, int, int]:
-    if isinstance(value, list) and len(value) == 3 and all(finite_int(v) is not None for v in value):
-        return (int(value[0]), int(value[1]), int(value[2]))
+    if isinstance(value, list) and len(value) == 3:
+        dims = [count(v) for v in value]
+        if all(d is not None for d in dims):
+            return (dims[0] or 0, dims[1] or 0, dims[2] or 0)
     return (0, 0, 0)
 
 
 def _kernel(e: dict[str, Any], annotation: str) -> KernelLaunch:
     a = args_of(e)
-    start, end = span_ns(e)
-    return KernelLaunch(name=str(e.get("name", "")), start_ns=start, end_ns=end, grid=_dims(a.get("grid")),
-                        block=_dims(a.get("block")), registers_per_thread=finite_int(a.get("registers per thread")),
-                        shared_mem_bytes=finite_int(a.get("shared memory")), stream=finite_int(a.get("stream")),
-                        device=finite_int(a.get("device")), nvtx_range=annotation)
+    start, end = _span(e)
+    return KernelLaunch(name=name_of(e), start_ns=start, end_ns=end, grid=_dims(a.get("grid")),
+                        block=_dims(a.get("block")), registers_per_thread=count(a.get("registers per thread")),
+                        shared_mem_bytes=count(a.get("shared memory")), stream=count(a.get("stream")),
+                        device=count(a.get("device")), nvtx_range=annotation)

@@ -3,6 +3,8 @@ units that ncu_report returns (ns, byte, byte/s, hz, sector/s), so both readers 
 
 from __future__ import annotations
 
+import functools
+
 _SI = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 # numerator: unit -> (base unit, factor)
 _TIME_NUM = {"ns": ("ns", 1.0), "nsecond": ("ns", 1.0), "us": ("ns", 1e3), "usecond": ("ns", 1e3),
@@ -22,21 +24,30 @@ def _scale_part(part: str) -> tuple[str, float]:
 
 def to_base_unit(value: float, unit: str) -> tuple[float, str]:
     """(value, unit) in base units: 15.648 us -> 15648 ns; 2.345 Tbyte/s -> 2.345e12 byte/s."""
+    factors, base = unit_scale(unit)
+    for factor in factors:
+        value *= factor
+    return value, base
+
+
+@functools.lru_cache(maxsize=4096)
+def unit_scale(unit: str) -> tuple[tuple[float, ...], str]:
+    """The factors (applied left to right, as one multiplication each) and the base unit of a unit."""
     if not unit:
-        return value, unit
+        return (), unit
     num, _, den = unit.partition("/")
     if not den and num in _TIME_NUM:
         base, factor = _TIME_NUM[num]
-        return value * factor, base
+        return (factor,), base
     num_base, num_factor = _scale_part(num)
     if not den:
-        return value * num_factor, num_base
+        return (num_factor,), num_base
     if den in _TIME_DEN:
-        return value * num_factor * _TIME_DEN[den], f"{num_base}/s"
+        return (num_factor, _TIME_DEN[den]), f"{num_base}/s"
     den_base, den_factor = _scale_part(den)
     # ncu scales a prefixed denominator the same way as a numerator (1.591 %/Kbyte is 1591 %/byte in
     # ncu_report); follow it, so CSV and report agree.
-    return value * num_factor * den_factor, f"{num_base}/{den_base}"
+    return (num_factor, den_factor), f"{num_base}/{den_base}"
 
 
 def parse_number(text: str) -> float | None:

@@ -14,6 +14,7 @@ def render_analysis_markdown(documents: Sequence[Document], comparison: Sequence
     out = ["# perfgate analyze", ""]
     for doc in documents:
         out += [f"## `{_code(doc.source)}` ({doc.type})", ""]
+        out += [f"> Note: {_escape(note)}." for note in doc.notes] + ([""] if doc.notes else [])
         out += _timeline(doc, top_n) if isinstance(doc, TimelineSummary) else _ncu(doc)
     if len(documents) > 1 and comparison:
         files = sorted({f for row in comparison for f in row.total_ns_by_file})

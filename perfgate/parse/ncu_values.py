@@ -1,0 +1,64 @@
+"""What an Nsight Compute launch must hold before perfgate reads it: one policy for `.ncu-rep` (through
+the isolated ncu_report child) and `ncu --csv --page raw` exports.
+
+Refused, with one line naming the file, the launch and the metric: a launch without a kernel name (a
+damaged or truncated report: every later step labels by name), and a count, size, duration or rate that
+is negative or past int64 (bytes, ns, byte/s, cycles, ... cannot be). ncu measures each launch as a
+whole, so one impossible value means the launch, and the file, cannot be trusted; refusing is the only
+way not to fold it into a diagnosis or a stored metric.
+
+Left out as absent, not refused: non-finite values. ncu itself writes NaN for a metric it could not
+compute (the recorded H100 reports have some), and absent is what that means; it is never 0.
+
+Not range-checked here: percentages and unitless ratios. ncu's raw percentages legitimately leave
+[0, 100] (a per-block-size occupancy table at 5706 %, a hit rate at 100.3 %, a min over units below 0
+in the recorded reports); the diagnosis checks the ones it interprets (analyze/ncu_diagnosis.py).
+Budget: at most MAX_METRIC_VALUES values per file, one line otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from perfgate.errors import ReportFileError
+from perfgate.parse.invariants import INT64_MAX, printable
+
+MAX_METRIC_VALUES = 20_000_000  # ~30 bytes each in memory: 6,000 launches x 759 metrics is 4.6M
+
+
+def is_count_unit(unit: str) -> bool:
+    """ns, byte, byte/s, cycle, inst, warp, sector/s, register/thread...: quantities that cannot be
+    negative. Percentages (% and %/x) and unitless values can be anything ncu computes."""
+    return bool(unit) and not unit.startswith("%")
+
+
+def usable(value: float) -> bool:
+    """A number to keep (NaN and inf are absent: ncu could not compute the metric)."""
+    return math.isfinite(value)
+
+
+def check_value(path: Path, launch: int, name: str, value: float, unit: str) -> None:
+    if not 0 <= value <= INT64_MAX and is_count_unit(unit):
+        raise ReportFileError(path, f"launch {launch}: {name} = {value:g} {unit} cannot be "
+                                    f"{'negative' if value < 0 else 'that large'} (the file is damaged)")
+
+
+def check_name(path: Path, launch: int, name: object) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise ReportFileError(path, f"launch {launch} has no kernel name (the report is damaged or truncated)")
+    return printable(name)
+
+
+class Budget:
+    """Metric values read so far against MAX_METRIC_VALUES."""
+
+    def __init__(self, path: Path, limit: int | None = None) -> None:
+        self.path, self.used = path, 0
+        self.limit = MAX_METRIC_VALUES if limit is None else limit
+
+    def take(self, count: int) -> None:
+        self.used += count
+        if self.used > self.limit:
+            raise ReportFileError(self.path, f"more than {self.limit:,} metric values; export fewer launches "
+                                             "or metrics (ncu --kernel-name / --section)")
