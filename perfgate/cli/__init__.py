@@ -100,8 +100,11 @@ def _settings_options(p: argparse.ArgumentParser, *attrs: str) -> None:
 def _compare_parser(sub: Any) -> None:
     c = _command(sub, "compare", "gate a stored run against the baselines (no pytest); reads only",
                  ("perfgate compare", "perfgate compare --run 12 --summary summary.md --json out.json --strict"))
-    _settings_options(c, "db_path", "baseline_dir", "baseline_file", "summary_path", "json_path", "report_dir",
-                      "allow_env_mismatch", "strict")
+    from perfgate.config.options import by_attr
+    from perfgate.report.outputs import output_options
+
+    outputs = [attr for attr in output_options() if by_attr()[attr].cli]  # every output that has a command flag
+    _settings_options(c, "db_path", "baseline_dir", "baseline_file", *outputs, "allow_env_mismatch", "strict")
     c.add_argument("--run", type=int, help="run id (default: the latest)")
     c.set_defaults(func=_lazy("perfgate.cli.gate", "compare"))
 

@@ -143,7 +143,7 @@ def settings_from_config(table: dict[str, Any], where: str = "[tool.perfgate]", 
     if "overrides" in table:
         values["overrides"] = _overrides(table["overrides"], where, known)
     root = rootdir or Path(".")
-    for attr in ("db_path", "baseline_dir", "worktree_dir"):  # relative to the project root, not the current directory
+    for attr in _table_paths():  # relative to the project root, not the current directory
         if attr in values and not values[attr].is_absolute():
             values[attr] = root / values[attr]
     if "db_path" not in values:
@@ -158,6 +158,11 @@ def settings_from_config(table: dict[str, Any], where: str = "[tool.perfgate]", 
     except ConfigError as err:
         raise ConfigError(f"{err} ({where})") from err
     return replace(settings, **opts.check_overrides(overrides or {}))
+
+
+def _table_paths() -> tuple[str, ...]:
+    """The path options a `[tool.perfgate]` key may set."""
+    return tuple(o.attr for o in opts.OPTIONS if o.key is not None and o.arg is opts.Arg.PATH)
 
 
 def _check_keys(table: dict[str, Any], where: str) -> None:
