@@ -113,6 +113,9 @@ OPTIONS: tuple[Option, ...] = (
            "JSON here", _P, flag="--perfgate-benchmark-speedup-json", arg=Arg.PATH, metavar="PATH"),
     Option("bencher_json_path", "write Bencher Metric Format (BMF) JSON here", _P, flag="--perfgate-bencher-json",
            arg=Arg.PATH, metavar="PATH"),
+    Option("junit_xml_path", "write the verdicts as JUnit XML here (one testcase per case: regressed cases fail, "
+           "undecided ones are skipped)", _P, key="junit_xml", flag="--perfgate-junit-xml", cli="--junit-xml",
+           arg=Arg.PATH, metavar="PATH"),
     Option("json_samples", "include every timed sample in --perfgate-json (large at many cases)", v.boolean,
            flag="--perfgate-json-samples", arg=Arg.FLAG),
     Option("full_table", "list every row in the terminal, not only failing and changed rows and the counts",

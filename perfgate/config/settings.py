@@ -97,6 +97,7 @@ class Settings:
     benchmark_json_path: Path | None = None  # github-action-benchmark's customSmallerIsBetter
     benchmark_speedup_json_path: Path | None = None  # github-action-benchmark's customBiggerIsBetter (speedups)
     bencher_json_path: Path | None = None  # Bencher Metric Format
+    junit_xml_path: Path | None = None  # the verdicts as JUnit XML
     json_samples: bool = False  # every timed sample in the JSON results (large)
     full_table: bool = False  # the terminal lists every row, not failing + changed + counts
     profile: frozenset[str] = frozenset()

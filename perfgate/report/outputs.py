@@ -176,6 +176,13 @@ def _bencher_json(p: Published, path: Path) -> Written:
     return Written()
 
 
+def _junit_xml(p: Published, path: Path) -> Written:
+    from perfgate.report.junit import render_junit
+
+    write_text(path, render_junit(p.gate, p.run))
+    return Written()
+
+
 OUTPUTS: tuple[Output, ...] = (
     Output("charts", "report_dir", _charts),  # first: the summaries link to them
     Output("Markdown summary", "summary_path", _summary),
@@ -184,6 +191,7 @@ OUTPUTS: tuple[Output, ...] = (
     Output("github-action-benchmark JSON", "benchmark_json_path", _benchmark_json),
     Output("github-action-benchmark speedup JSON", "benchmark_speedup_json_path", _benchmark_speedup_json),
     Output("Bencher Metric Format JSON", "bencher_json_path", _bencher_json),
+    Output("JUnit XML", "junit_xml_path", _junit_xml),
 )
 
 
