@@ -18,6 +18,20 @@ TIMED, MEASURED, COUNTER, DERIVED = MetricKind.TIMED, MetricKind.MEASURED, Metri
 
 
 @dataclass(frozen=True)
+class MetricGroup:
+    """A Markdown table of this run's values (report/markdown.py draws one per group, its columns the
+    catalogue's metrics of the group in catalogue order, whatever profiler measured them)."""
+
+    title: str
+    per_kernel: bool  # a row per case and kernel; else a row per case (metrics of the whole case, kernel "")
+
+
+KERNELS = MetricGroup("Profiler metrics per kernel", per_kernel=True)
+TRANSFERS = MetricGroup("Copy-engine transfers", per_kernel=False)
+GROUPS = (KERNELS, TRANSFERS)
+
+
+@dataclass(frozen=True)
 class MetricSpec:
     label: str
     unit: str
@@ -25,6 +39,17 @@ class MetricSpec:
     kind: MetricKind
     threshold_pct: float
     floor: float = 0.0  # an absolute change below this (in the metric's unit) is noise, whatever its ratio
+    group: MetricGroup | None = None  # the report table it is a column of (None: in none)
+    column: str = ""  # that column's header (default: the label)
+
+    @property
+    def gated(self) -> bool:
+        """False for a metric computed from another gated one: reported, never gated twice."""
+        return self.kind is not MetricKind.DERIVED
+
+    @property
+    def header(self) -> str:
+        return self.column or self.label
 
 
 TIME_METRIC = "median_ms"
@@ -50,21 +75,30 @@ _SPECS = {
     "nsys.kernel_ns_per_call": MetricSpec("GPU time/call (nsys)", "ns", LOWER, MEASURED, 10.0),
     "nsys.registers_per_thread": MetricSpec("registers/thread (nsys)", "register", LOWER, COUNTER, 0.0),
     "nsys.shared_mem_bytes": MetricSpec("shared memory/block (nsys)", "byte", LOWER, COUNTER, 0.0),
-    "nsys.memcpy_bytes_per_call": MetricSpec("memcpy bytes/call (nsys)", "byte", LOWER, COUNTER, 0.0),
-    "nsys.memcpy_ns_per_call": MetricSpec("memcpy time/call (nsys)", "ns", LOWER, MEASURED, 10.0),
-    "nsys.memcpy_bytes_per_second": MetricSpec("memcpy bandwidth (nsys)", "byte/s", HIGHER, MEASURED, 10.0),
-    "nsys.memset_bytes_per_call": MetricSpec("memset bytes/call (nsys)", "byte", LOWER, COUNTER, 0.0),
+    "nsys.memcpy_bytes_per_call": MetricSpec("memcpy bytes/call (nsys)", "byte", LOWER, COUNTER, 0.0, group=TRANSFERS,
+                                             column="copied per call"),
+    "nsys.memcpy_ns_per_call": MetricSpec("memcpy time/call (nsys)", "ns", LOWER, MEASURED, 10.0, group=TRANSFERS,
+                                          column="copy time per call"),
+    "nsys.memcpy_bytes_per_second": MetricSpec("memcpy bandwidth (nsys)", "byte/s", HIGHER, MEASURED, 10.0,
+                                               group=TRANSFERS, column="copy bandwidth"),
+    "nsys.memset_bytes_per_call": MetricSpec("memset bytes/call (nsys)", "byte", LOWER, COUNTER, 0.0, group=TRANSFERS,
+                                             column="memset per call"),
     # Nsight Compute, per kernel
-    "gpu__time_duration.sum": MetricSpec("duration", "ns", LOWER, MEASURED, 10.0),
-    "sm__warps_active.avg.pct_of_peak_sustained_active": MetricSpec("achieved occupancy", "%", HIGHER, MEASURED, 10.0),
-    "sm__maximum_warps_per_active_cycle_pct": MetricSpec("theoretical occupancy", "%", HIGHER, COUNTER, 0.0),
-    "launch__registers_per_thread": MetricSpec("registers/thread", "register/thread", LOWER, COUNTER, 0.0),
-    "derived__local_spilling_requests": MetricSpec("local spills", "request", LOWER, COUNTER, 0.0),
+    "gpu__time_duration.sum": MetricSpec("duration", "ns", LOWER, MEASURED, 10.0, group=KERNELS),
+    "sm__warps_active.avg.pct_of_peak_sustained_active": MetricSpec("achieved occupancy", "%", HIGHER, MEASURED, 10.0,
+                                                                    group=KERNELS, column="achieved occ."),
+    "sm__maximum_warps_per_active_cycle_pct": MetricSpec("theoretical occupancy", "%", HIGHER, COUNTER, 0.0,
+                                                         group=KERNELS, column="theoretical occ."),
+    "launch__registers_per_thread": MetricSpec("registers/thread", "register/thread", LOWER, COUNTER, 0.0,
+                                               group=KERNELS, column="registers"),
+    "derived__local_spilling_requests": MetricSpec("local spills", "request", LOWER, COUNTER, 0.0, group=KERNELS,
+                                                   column="spills"),
     "launch__shared_mem_per_block": MetricSpec("shared memory/block", "byte/block", LOWER, COUNTER, 0.0),
     "dram__bytes_read.sum": MetricSpec("DRAM bytes read", "byte", LOWER, COUNTER, 2.0),
     "dram__bytes_write.sum": MetricSpec("DRAM bytes written", "byte", LOWER, COUNTER, 2.0),
-    "dram__bytes.sum.per_second": MetricSpec("DRAM bandwidth", "byte/s", HIGHER, MEASURED, 10.0),
-    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed": MetricSpec("DRAM % of peak", "%", HIGHER, MEASURED, 10.0),
+    "dram__bytes.sum.per_second": MetricSpec("DRAM bandwidth", "byte/s", HIGHER, MEASURED, 10.0, group=KERNELS),
+    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed": MetricSpec("DRAM % of peak", "%", HIGHER, MEASURED, 10.0,
+                                                                         group=KERNELS),
     "sm__throughput.avg.pct_of_peak_sustained_elapsed": MetricSpec("SM speed-of-light", "%", HIGHER, MEASURED, 10.0),
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": MetricSpec("memory speed-of-light", "%",
                                                                                    HIGHER, MEASURED, 10.0),
@@ -91,6 +125,11 @@ CATALOGUE = MappingProxyType(_SPECS)
 # (SourceCounters is left out: per-instruction data makes reports ~10x larger and slower to collect.)
 NCU_DEFAULT_SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis",
                         "ComputeWorkloadAnalysis", "WarpStateStats")
+
+
+def columns(group: MetricGroup) -> tuple[tuple[str, MetricSpec], ...]:
+    """The group's metrics, in catalogue order: its table's columns."""
+    return tuple((name, spec) for name, spec in CATALOGUE.items() if spec.group == group)
 
 
 def default_threshold_pct(name: str) -> float:

@@ -169,3 +169,18 @@ def test_a_regression_with_nothing_that_moved_gets_no_empty_explanation(tmp_path
     gate = compare_run(_with_metrics(noisy(1.3, seed=2), peak).results, base, ENV, SETTINGS)
     assert verdict(gate).verdict is Verdict.REGRESSED
     assert "a" not in gate.explanations
+
+
+def test_metrics_are_compared_by_their_catalogue_entry_whatever_their_source(tmp_path):
+    from perfgate.gate.compare import compare_metrics
+
+    run = make_run({"a": noisy(1.0)})
+    before = (Metric("median_ms", 1.0, "ms", "timing"), Metric("gbps", 100.0, "GB/s", "timing"),
+              Metric("launch__registers_per_thread", 128.0, "register/thread", "rocprof", "k"))
+    after = (Metric("median_ms", 2.0, "ms", "timing"), Metric("gbps", 50.0, "GB/s", "timing"),
+             Metric("launch__registers_per_thread", 255.0, "register/thread", "rocprof", "k"))
+    base_case = replace(baseline_of(run, tmp_path).cases["a"], metrics=before)
+    rows = {c.metric: c for c in compare_metrics(replace(run.results[0], metrics=after), base_case)}
+    assert "median_ms" not in rows  # TIMED: compare_time decides it on the process noise, once
+    assert rows["gbps"].verdict is Verdict.UNCHANGED and rows["gbps"].threshold_pct is None  # derived: explains
+    assert rows["launch__registers_per_thread"].verdict is Verdict.REGRESSED  # a new source, gated by the catalogue

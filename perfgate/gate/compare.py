@@ -203,14 +203,20 @@ def compare_speedup(res: CaseResult, base: BaselineCase, settings: Settings, alp
 
 def compare_metrics(res: CaseResult, base: BaselineCase, skip: tuple[str, ...] = (), stages: int = 1
                     ) -> list[Comparison]:
-    """Profiler and memory metrics, matched by (source, kernel, name); ungated ones are compared for
-    explanations. Memory is re-measured by confirmation processes and regresses only when all show it."""
+    """Every catalogued metric of the case, whatever its source, matched by (source, kernel, name); ungated
+    (derived) ones are compared for explanations. Memory is re-measured by confirmation processes and
+    regresses only when all show it.
+
+    Left out, on purpose: a TIMED metric (the case's time, whichever source recorded it). It is decided by
+    `compare_time`'s rule on the between-process noise of many samples; a single-reading tolerance here
+    would gate the same samples a second time, at a weaker rule. Metrics the catalogue does not know are
+    stored, not compared (no direction, no threshold)."""
     before = {(m.source, m.kernel, m.name): m for m in base.metrics}
     rows = []
     for m in res.metrics:
         old = before.get((m.source, m.kernel, m.name))
         spec = spec_for(m.name)
-        if old is None or spec is None or m.source == "timing" or m.name in skip:
+        if old is None or spec is None or spec.kind is MetricKind.TIMED or m.name in skip:
             continue
         again = res.confirmation_memory if m.name in MEMORY_METRICS else ()
         rows.append(_metric_row(res.case_id, old, m, spec.direction, spec.kind,

@@ -257,10 +257,10 @@ def _bandwidth(ax: Any, cases: list[Any], gbps: float | None, source: str, other
 def profiler_figure(run: Run, baseline: Baseline | None, ranked: Sequence[str] = ()) -> Any | None:
     """Achieved vs theoretical occupancy and DRAM bandwidth per kernel, this run and (where the baseline
     has profiler metrics for the kernel) the baseline: no legend entry without bars behind it."""
-    cur = _ncu_values((r.case_id, m) for r in run.results for m in r.metrics)
+    cur = _kernel_values((r.case_id, m) for r in run.results for m in r.metrics)
     if not cur:
         return None
-    base = _ncu_values(((cid, m) for cid, c in (baseline.cases.items() if baseline else ()) for m in c.metrics))
+    base = _kernel_values(((cid, m) for cid, c in (baseline.cases.items() if baseline else ()) for m in c.metrics))
     order = {cid: i for i, cid in enumerate(ranked)}
     keys = sorted(cur, key=lambda k: (order.get(k[0], len(order)), k))[:TOP_N]  # most severe cases first
     names = zip(case_labels([cid for cid, _ in keys], 24), kernel_labels([k for _, k in keys], 20))
@@ -297,11 +297,11 @@ def _grouped(ax: Any, keys: list[tuple[str, str]], series: list[tuple[dict[Any, 
                   frameon=False)
 
 
-def _ncu_values(pairs: Any) -> dict[tuple[str, str], dict[str, float]]:
+def _kernel_values(pairs: Any) -> dict[tuple[str, str], dict[str, float]]:
     out: dict[tuple[str, str], dict[str, float]] = {}
     for case_id, m in pairs:
         assert isinstance(m, Metric)
-        if m.source == "ncu" and m.name in (ACHIEVED_OCC, THEORETICAL_OCC, DRAM_BW):
+        if m.name in (ACHIEVED_OCC, THEORETICAL_OCC, DRAM_BW):  # by name, whichever profiler measured it
             out.setdefault((case_id, m.kernel), {})[m.name] = m.value
     return out
 

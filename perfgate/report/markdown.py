@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
+from perfgate.metrics import GROUPS, MetricGroup, columns
 from perfgate.model import Comparison, Environment, Finding, GateResult, Run, Verdict
 from perfgate.report.format import (
     case_label,
@@ -61,7 +62,7 @@ def render_markdown(gate: GateResult, charts: Sequence[ChartLink] = (), top_n: i
     out += _attention(notes, gate.strict, top_n)
     if changed:
         out += [f"### Changed ({len(changed)})", ""] + _table(changed, top_n, labels) + [""]
-    out += _speedups(run, top_n) + _profile_table(run, top_n) + _transfers(run, top_n)
+    out += _speedups(run, top_n) + _metric_tables(run, top_n)
     problems = [c for c in rest if c.verdict in (Verdict.NOT_COMPARABLE, Verdict.PROFILE_FAILED) and c.note]
     if problems:
         out += ["### Could not compare", ""]
@@ -148,65 +149,43 @@ def _speedups(run: Run | None, top_n: int) -> list[str]:
     return out + _more_row(len(cases) - top_n, 3) + [""]
 
 
-_PROFILE_COLUMNS = (("gpu__time_duration.sum", "duration", "ns"),
-                    ("sm__warps_active.avg.pct_of_peak_sustained_active", "achieved occ.", "%"),
-                    ("sm__maximum_warps_per_active_cycle_pct", "theoretical occ.", "%"),
-                    ("dram__bytes.sum.per_second", "DRAM bandwidth", "byte/s"),
-                    ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "DRAM % of peak", "%"),
-                    ("launch__registers_per_thread", "registers", ""),
-                    ("derived__local_spilling_requests", "spills", ""))
-
-
-def _profile_table(run: Run | None, top_n: int) -> list[str]:
-    """Per case and kernel, the ncu readings people look for first (this run's values)."""
+def _metric_tables(run: Run | None, top_n: int) -> list[str]:
+    """One table per group of the metric catalogue (metrics.py), its columns the group's metrics, whichever
+    profiler measured them; then the profilers' notes on cases they rightly had nothing on."""
     if run is None:
         return []
+    out = [line for group in GROUPS for line in _group_table(run, group, top_n)]
+    notes = [(r.case_id, n) for r in run.results for n in r.profile_notes]
+    if notes:
+        out += ["### Profiler notes", ""]
+        out += [f"- ℹ️ `{_code(shorten(cid, 80))}`: {_escape(note)}" for cid, note in notes[:top_n]]
+        out += _more_item(len(notes) - top_n) + [""]
+    return out
+
+
+def _group_table(run: Run, group: MetricGroup, top_n: int) -> list[str]:
+    """This run's values of the group's metrics: a row per case (and kernel, for a per-kernel group) with
+    at least one of them non-zero; the title names the sources that measured them."""
+    cols = columns(group)
+    names = {name for name, _ in cols}
     rows: dict[tuple[str, str], dict[str, float]] = {}
+    sources: set[str] = set()
     for res in run.results:
         for m in res.metrics:
-            if m.source == "ncu":
-                rows.setdefault((res.case_id, m.kernel), {})[m.name] = m.value
-    if not rows:
+            if m.name in names and (group.per_kernel or not m.kernel):
+                rows.setdefault((res.case_id, m.kernel if group.per_kernel else ""), {})[m.name] = m.value
+                sources.add(m.source)
+    shown = sorted(key for key, values in rows.items() if any(values.values()))
+    if not shown:
         return []
-    out = ["### Profiler metrics (Nsight Compute, one launch per kernel per case)", "",
-           "| case | kernel | " + " | ".join(label for _, label, _ in _PROFILE_COLUMNS) + " |",
-           "|---|---|" + "---:|" * len(_PROFILE_COLUMNS)]
-    for (case_id, kernel), values in sorted(rows.items())[:top_n]:
-        cells = [fmt_value(values.get(name), unit) for name, _, unit in _PROFILE_COLUMNS]
-        names = f"| `{_code(case_label(case_id, 50))}` | `{_code(kernel_label(kernel, 40))}` | "
-        out.append(names + " | ".join(cells) + " |")
-    return out + _more_row(len(rows) - top_n, 2 + len(_PROFILE_COLUMNS)) + [""]
-
-
-_TRANSFER_COLUMNS = (("nsys.memcpy_bytes_per_call", "copied per call", "byte"),
-                     ("nsys.memcpy_ns_per_call", "copy time per call", "ns"),
-                     ("nsys.memcpy_bytes_per_second", "copy bandwidth", "byte/s"),
-                     ("nsys.memset_bytes_per_call", "memset per call", "byte"))
-
-
-def _transfers(run: Run | None, top_n: int) -> list[str]:
-    """Copy-engine work (memcpy/memset) per case from nsys, and the profilers' notes on such cases: a
-    case that launches no kernel has nothing for ncu to profile, which is not a failure."""
-    if run is None:
-        return []
-    rows: dict[str, dict[str, float]] = {}
-    for res in run.results:
-        values = {m.name: m.value for m in res.metrics if m.source == "nsys" and not m.kernel}
-        if values.get("nsys.memcpy_bytes_per_call") or values.get("nsys.memset_bytes_per_call"):
-            rows[res.case_id] = values
-    notes = [(r.case_id, n) for r in run.results for n in r.profile_notes]
-    if not rows and not notes:
-        return []
-    out = ["### Copy-engine transfers (Nsight Systems)", ""]
-    if rows:
-        out += ["| case | " + " | ".join(label for _, label, _ in _TRANSFER_COLUMNS) + " |",
-                "|---|" + "---:|" * len(_TRANSFER_COLUMNS)]
-        for case_id, values in sorted(rows.items())[:top_n]:
-            cells = [fmt_value(values.get(name), unit) for name, _, unit in _TRANSFER_COLUMNS]
-            out.append(f"| `{_code(case_label(case_id, 60))}` | " + " | ".join(cells) + " |")
-        out += _more_row(len(rows) - top_n, 1 + len(_TRANSFER_COLUMNS)) + [""]
-    out += [f"- ℹ️ `{_code(shorten(cid, 80))}`: {_escape(note)}" for cid, note in notes[:top_n]]
-    return out + _more_item(len(notes) - top_n) + [""]
+    head = ["| case | kernel |" if group.per_kernel else "| case |", "|---|---|" if group.per_kernel else "|---|"]
+    out = [f"### {group.title} ({_escape(', '.join(sorted(sources)))})", "",
+           head[0] + " " + " | ".join(_escape(spec.header) for _, spec in cols) + " |", head[1] + "---:|" * len(cols)]
+    for case_id, kernel in shown[:top_n]:
+        cells = [fmt_value(rows[(case_id, kernel)].get(name), spec.unit) for name, spec in cols]
+        kernel_cell = f"`{_code(kernel_label(kernel, 40))}` | " if group.per_kernel else ""
+        out.append(f"| `{_code(case_label(case_id, 50))}` | {kernel_cell}" + " | ".join(cells) + " |")
+    return out + _more_row(len(shown) - top_n, len(cols) + (2 if group.per_kernel else 1)) + [""]
 
 
 def _gpu_state(run: Run | None, top_n: int) -> list[str]:
