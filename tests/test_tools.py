@@ -3,13 +3,14 @@ import sys
 import pytest
 
 from perfgate.errors import ToolFailed, ToolMissing
+from perfgate.measure.profiler_registry import profiler_named
 from perfgate.measure.tools import find_tool, run_tool
 
 
 def test_missing_tool_names_it_and_how_to_get_it(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(ToolMissing, match="ncu not found on PATH; install Nsight Compute"):
-        find_tool("ncu")
+        find_tool("ncu", profiler_named("ncu").install_hint)
 
 
 def test_failing_tool_keeps_the_tail_of_its_stderr():

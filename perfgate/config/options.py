@@ -20,8 +20,6 @@ from typing import Any
 from perfgate.config import validate as v
 from perfgate.errors import ConfigError
 
-PROFILERS = ("nsys", "ncu")
-
 
 class Arg(enum.Enum):
     """How a command-line value is read before `parse` checks it."""
@@ -35,13 +33,19 @@ class Arg(enum.Enum):
 
 
 def parse_profile_list(value: Any, where: str) -> frozenset[str]:
-    """"nsys", "ncu" or "nsys,ncu" (or an already parsed set) -> the profilers to run."""
+    """"nsys", "ncu", "nsys,ncu" or any registered profiler's name (or an already parsed set) -> the profilers
+    to run (measure/profiler_registry.py knows which exist)."""
     if isinstance(value, frozenset):
         return value
+    from perfgate.measure.profiler_registry import profilers_named
+
     tools = frozenset(t.strip() for t in v.text(value, where).split(",") if t.strip())
-    bad = tools - set(PROFILERS)
-    if bad or not tools:
-        raise ConfigError(f"perfgate: {where}: unknown profiler(s) {sorted(bad)}; use nsys, ncu or nsys,ncu")
+    if not tools:
+        raise ConfigError(f"perfgate: {where}: name at least one profiler")
+    try:
+        profilers_named(tools)
+    except ConfigError as err:
+        raise ConfigError(f"{err} ({where})") from err
     return tools
 
 
@@ -180,7 +184,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("ab_timeout_s", "A/B mode: the longest a worker may take for one step (collecting, a test, compiling "
            "a case, a round) before it is called hung (s)", v.number(1.0, 86_400.0), key="ab_timeout_s"),
     # --- profilers ---------------------------------------------------------------------------------------
-    Option("profile", "also run the cases under profilers: nsys, ncu or nsys,ncu", parse_profile_list,
+    Option("profile", "also run the cases under profilers, comma-separated: nsys, ncu, nsys,ncu, or a profiler "
+           "installed under the perfgate.profilers entry-point group", parse_profile_list,
            flag="--perfgate-profile", metavar="TOOLS"),
     Option("fail_on_profile_error", "a profiler failure fails the gate", v.boolean, key="fail_on_profile_error"),
     Option("ncu_sections", "Nsight Compute sections to collect", v.text_list, key="ncu_sections"),

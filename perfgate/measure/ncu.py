@@ -9,6 +9,8 @@ from perfgate.errors import ToolFailed
 from perfgate.measure.tools import find_tool, run_tool
 from perfgate.metrics import CATALOGUE, NCU_DEFAULT_SECTIONS
 
+INSTALL_HINT = "install Nsight Compute (https://developer.nvidia.com/nsight-compute) or put it on PATH"
+
 
 @dataclass(frozen=True)
 class NcuSettings:
@@ -44,7 +46,7 @@ def ncu_argv(ncu: str, output: Path, settings: NcuSettings, command: list[str],
 
 
 def version() -> str:
-    out = run_tool([find_tool("ncu"), "--version"], 60)
+    out = run_tool([find_tool("ncu", INSTALL_HINT), "--version"], 60)
     lines = [line for line in out.stdout.splitlines() if "Version" in line]
     return lines[-1].split("Version", 1)[1].strip() if lines else out.stdout.strip().splitlines()[-1]
 
@@ -56,7 +58,7 @@ def profile(command: list[str], output: Path, settings: NcuSettings, timeout_s: 
             cwd: Path) -> Path | None:
     """The .ncu-rep written for the command, or None when ncu ran fine and found no kernel to profile
     (the cases only copied memory)."""
-    ncu = find_tool("ncu")
+    ncu = find_tool("ncu", INSTALL_HINT)
     output.parent.mkdir(parents=True, exist_ok=True)
     rep = output.with_suffix(".ncu-rep")
     rep.unlink(missing_ok=True)  # a stale report would pass for this run's

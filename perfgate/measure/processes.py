@@ -26,7 +26,7 @@ from perfgate.measure.tools import run_tool
 from perfgate.model import CaseResult, Environment, UnmeasuredTest
 
 CHILD_TIMEOUT_S = 3600.0
-PROFILE_CHILD_ENV = "PERFGATE_PROFILE_CHILD"  # "nsys"/"ncu" in the child pytest run under a profiler
+PROFILE_CHILD_ENV = "PERFGATE_PROFILE_CHILD"  # the profiler's name in the child pytest run under a profiler
 
 
 @dataclass(frozen=True)

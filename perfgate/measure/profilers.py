@@ -1,14 +1,18 @@
-"""The Profiler protocol and its two implementations: run a child command under the tool, read its
-report, attribute what it saw to perf cases (by the `perfgate:<case id>` NVTX range each case runs in)."""
+"""The Profiler protocol and its two built-in implementations, nsys and ncu: how to run a child command under
+the tool, read its report and attribute what it saw to perf cases (by the `perfgate:<case id>` NVTX range each
+case runs in). Which profilers exist is profiler_registry.py's business; nothing else names a tool.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from perfgate.measure.in_profiler import NVTX_PREFIX
+from perfgate.measure import ncu, nsys
+from perfgate.measure.in_profiler import NVTX_PREFIX, PROFILE_CALLS, ChildRange
 from perfgate.model import Metric
 from perfgate.parse.records import KernelLaunch, NcuLaunch, Timeline
 
@@ -23,11 +27,44 @@ class CaseFindings:
     settings: str  # recorded with the run: tool version, clock and cache control, report path
 
 
-class Profiler(Protocol):
-    name: str
+@dataclass(frozen=True)
+class ProfilerOptions:
+    """What a profiler is told by the run's settings (config/settings.py)."""
 
-    def profile(self, command: list[str], out_dir: Path, timeout_s: float, env: dict[str, str], cwd: Path,
-                case_ids: list[str]) -> CaseFindings: ...
+    out_dir: Path  # where its reports go
+    timeout_s: float  # for one run of the tool
+    ncu_sections: tuple[str, ...] = ()
+    ncu_metrics: tuple[str, ...] = ()
+    ncu_set: str = ""
+
+
+class Profiler(Protocol):
+    """One profiler backend. Stateless: a registry entry, told everything per call."""
+
+    @property
+    def name(self) -> str:
+        """What `--perfgate-profile` names it by; also its metrics' `source`."""
+
+    @property
+    def executable(self) -> str:
+        """The program it runs, looked up on PATH before the first test."""
+
+    @property
+    def install_hint(self) -> str:
+        """How to get the program when it is missing."""
+
+    @property
+    def child(self) -> ChildRange:
+        """What the child wraps around each case (measure/in_profiler.py)."""
+
+    def argv(self, executable: str, report: Path, command: list[str], options: ProfilerOptions) -> list[str]:
+        """The command line running `command` under the tool, writing its report at `report`."""
+
+    def record(self, command: list[str], options: ProfilerOptions, env: dict[str, str], cwd: Path) -> Path | None:
+        """Run `command` under the tool; the report it wrote (None: it ran fine and had nothing to report)."""
+
+    def read(self, report: Path | None, case_ids: Sequence[str], options: ProfilerOptions) -> CaseFindings:
+        """The report's metrics per case (source = `name`), and notes for cases it rightly had nothing on."""
 
 
 def case_of(ranges: tuple[str, ...]) -> str | None:
@@ -39,43 +76,64 @@ def case_of(ranges: tuple[str, ...]) -> str | None:
 
 
 class NsysProfiler:
+    """Nsight Systems: `child.calls` calls per case in its range; per-call metrics per kernel, transfers."""
+
     name = "nsys"
+    executable = "nsys"
+    child = ChildRange(calls=PROFILE_CALLS)
 
-    def __init__(self, calls: int) -> None:
-        self.calls = calls
+    install_hint = nsys.INSTALL_HINT
 
-    def profile(self, command: list[str], out_dir: Path, timeout_s: float, env: dict[str, str], cwd: Path,
-                case_ids: list[str]) -> CaseFindings:
-        from perfgate.measure import nsys
+    def argv(self, executable: str, report: Path, command: list[str], options: ProfilerOptions) -> list[str]:
+        return nsys.nsys_profile_argv(executable, report, command)
+
+    def record(self, command: list[str], options: ProfilerOptions, env: dict[str, str], cwd: Path) -> Path | None:
+        return nsys.profile(command, options.out_dir / "perfgate-nsys", options.timeout_s, env, cwd)
+
+    def read(self, report: Path | None, case_ids: Sequence[str], options: ProfilerOptions) -> CaseFindings:
+        from perfgate.errors import ReportFileError
         from perfgate.parse.nsys_sqlite import read_nsys_sqlite
 
-        rep = nsys.profile(command, out_dir / "perfgate-nsys", timeout_s, env, cwd)
-        timeline = read_nsys_sqlite(nsys.export_sqlite(rep, timeout_s))
+        if report is None:
+            raise ReportFileError(options.out_dir / "perfgate-nsys", "nsys wrote no report")
+        timeline = read_nsys_sqlite(nsys.export_sqlite(report, options.timeout_s))
         # rows the reader left out are said where the profile is described, never folded in silently
-        return CaseFindings(nsys_case_metrics(timeline, self.calls), {}, "; ".join((f"nsys: {rep}", *timeline.notes)))
+        return CaseFindings(nsys_case_metrics(timeline, self.child.calls), {},
+                            "; ".join((f"nsys: {report}", *timeline.notes)))
 
 
 class NcuProfiler:
+    """Nsight Compute: one call per case between cudaProfilerStart/Stop (capture starts off); every metric
+    of each kernel launched in the range."""
+
     name = "ncu"
+    executable = "ncu"
+    child = ChildRange(calls=1, profiler_api=True)
 
-    def __init__(self, sections: tuple[str, ...], metrics: tuple[str, ...], named_set: str) -> None:
-        from perfgate.measure.ncu import NcuSettings
+    install_hint = ncu.INSTALL_HINT
 
-        self.settings = NcuSettings(sections=sections or NcuSettings().sections, metrics=metrics, named_set=named_set)
+    def argv(self, executable: str, report: Path, command: list[str], options: ProfilerOptions) -> list[str]:
+        return ncu.ncu_argv(executable, report, _ncu_settings(options), command)
 
-    def profile(self, command: list[str], out_dir: Path, timeout_s: float, env: dict[str, str], cwd: Path,
-                case_ids: list[str]) -> CaseFindings:
-        from perfgate.measure import ncu
+    def record(self, command: list[str], options: ProfilerOptions, env: dict[str, str], cwd: Path) -> Path | None:
+        return ncu.profile(command, options.out_dir / "perfgate-ncu", _ncu_settings(options), options.timeout_s,
+                           env, cwd)
+
+    def read(self, report: Path | None, case_ids: Sequence[str], options: ProfilerOptions) -> CaseFindings:
         from perfgate.parse.ncu_report_file import read_ncu_report
 
-        rep = ncu.profile(command, out_dir / "perfgate-ncu", self.settings, timeout_s, env, cwd)
-        described = self.settings.describe(ncu.version())
-        launches = read_ncu_report(rep) if rep is not None else []
-        found = ncu_case_metrics(launches)
+        described = _ncu_settings(options).describe(ncu.version())
+        found = ncu_case_metrics(read_ncu_report(report) if report is not None else [])
         # ncu profiles every kernel in a case's range: a case with none launched none (memcpy/memset work)
         notes = {c: "ncu: no kernel to profile (this case launched none: copy-engine work such as memcpy/memset "
                     "has none; nsys reports its transfers)" for c in case_ids if c not in found}
-        return CaseFindings(found, notes, described + (f"; report {rep}" if rep else "; no kernels were profiled"))
+        where = f"; report {report}" if report else "; no kernels were profiled"
+        return CaseFindings(found, notes, described + where)
+
+
+def _ncu_settings(options: ProfilerOptions) -> ncu.NcuSettings:
+    return ncu.NcuSettings(sections=options.ncu_sections or ncu.NcuSettings().sections, metrics=options.ncu_metrics,
+                           named_set=options.ncu_set)
 
 
 def nsys_case_metrics(timeline: Timeline, calls: int) -> dict[str, list[Metric]]:

@@ -14,9 +14,8 @@ from pathlib import Path
 from perfgate.config.settings import Settings
 from perfgate.errors import PerfgateError
 from perfgate.measure.handshake import MEASURE_CHILD_ENV
-from perfgate.measure.in_profiler import PROFILE_CALLS
 from perfgate.measure.processes import PROFILE_CHILD_ENV
-from perfgate.measure.profilers import CaseFindings, NcuProfiler, NsysProfiler, Profiler
+from perfgate.measure.profilers import CaseFindings, Profiler, ProfilerOptions
 from perfgate.model import CaseResult, Metric
 
 
@@ -33,20 +32,24 @@ def child_command(nodeids: list[str]) -> list[str]:
     return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--no-header", *nodeids]
 
 
-def profilers_for(settings: Settings) -> list[Profiler]:
-    chosen: list[Profiler] = []
-    if "nsys" in settings.profile:
-        chosen.append(NsysProfiler(PROFILE_CALLS))
-    if "ncu" in settings.profile:
-        chosen.append(NcuProfiler(settings.ncu_sections, settings.ncu_metrics, settings.ncu_set))
-    return chosen
+def profilers_for(settings: Settings) -> tuple[Profiler, ...]:
+    """The requested profilers, in the registry's order (measure/profiler_registry.py)."""
+    from perfgate.measure.profiler_registry import profilers_named
+
+    return profilers_named(settings.profile) if settings.profile else ()
+
+
+def profiler_options(settings: Settings, rootdir: Path) -> ProfilerOptions:
+    return ProfilerOptions(out_dir=(settings.report_dir or rootdir / ".perfgate") / "profiles",
+                           timeout_s=settings.profile_timeout_s, ncu_sections=settings.ncu_sections,
+                           ncu_metrics=settings.ncu_metrics, ncu_set=settings.ncu_set)
 
 
 def profile_cases(results: Mapping[str, CaseResult], settings: Settings, rootdir: Path,
                   extra_env: Mapping[str, str] | None = None) -> Profiled:
     """Profile the measured cases with each requested tool; attach metrics, notes or "profile failed" to
     every case. `extra_env`: for the children (an A/B base tree's build caches)."""
-    out_dir = (settings.report_dir or rootdir / ".perfgate") / "profiles"
+    options = profiler_options(settings, rootdir)
     nodeids = sorted({r.nodeid for r in results.values() if r.nodeid})
     case_ids = sorted(results)
     metrics: dict[str, list[Metric]] = {c: [] for c in case_ids}
@@ -57,8 +60,9 @@ def profile_cases(results: Mapping[str, CaseResult], settings: Settings, rootdir
     for profiler in profilers_for(settings):
         started = time.monotonic()
         try:
-            found = profiler.profile(child_command(nodeids), out_dir, settings.profile_timeout_s,
-                                     {**env, PROFILE_CHILD_ENV: profiler.name}, rootdir, case_ids)
+            report = profiler.record(child_command(nodeids), options, {**env, PROFILE_CHILD_ENV: profiler.name},
+                                     rootdir)
+            found = profiler.read(report, case_ids, options)
             described.append(found.settings)
             _attach(profiler.name, found, metrics, errors, notes)
         except PerfgateError as err:

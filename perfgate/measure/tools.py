@@ -10,11 +10,8 @@ from pathlib import Path
 
 from perfgate.errors import ToolFailed, ToolMissing
 
-INSTALL_HINTS = {
-    "nsys": "install Nsight Systems (https://developer.nvidia.com/nsight-systems) or put its bin/ on PATH",
-    "ncu": "install Nsight Compute (https://developer.nvidia.com/nsight-compute) or put it on PATH",
-    "git": "install git to record the commit with each run",
-}
+# a profiler carries its own hint (measure/profilers.py); these are the other tools perfgate runs
+INSTALL_HINTS = {"git": "install git to record the commit with each run"}
 
 
 @dataclass(frozen=True)
@@ -25,11 +22,11 @@ class ToolOutput:
     stderr: str
 
 
-def find_tool(name: str) -> str:
+def find_tool(name: str, install_hint: str = "") -> str:
     """Absolute path of a tool, or ToolMissing with how to get it."""
     found = shutil.which(name)
     if not found:
-        raise ToolMissing(name, INSTALL_HINTS.get(name, f"install {name}"))
+        raise ToolMissing(name, install_hint or INSTALL_HINTS.get(name, f"install {name}"))
     return found
 
 

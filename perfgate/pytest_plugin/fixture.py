@@ -64,10 +64,11 @@ class PerfgateFixture:
         (measure/rounds.py). Returns the case (None when nothing was measured) and the target's value."""
         session = self._session
         if session is not None and session.mode is Mode.PROFILE_CHILD:
-            from perfgate.measure.in_profiler import PROFILE_CALLS, run_under_profiler
+            from perfgate.measure.in_profiler import run_under_profiler
 
             args, kwargs = plan.arguments()  # profiled like any case: the profiling child is not call-exact
-            run_under_profiler(session.profile_tool, self._nodeid, plan.target, args, dict(kwargs), PROFILE_CALLS)
+            assert session.profile_child is not None  # set with the mode (runtime.make_session)
+            run_under_profiler(session.profile_child, self._nodeid, plan.target, args, dict(kwargs))
             return None, _once(plan, args, kwargs)
         if session is None or not session.measuring:
             args, kwargs = plan.arguments()
@@ -100,9 +101,10 @@ class PerfgateFixture:
         case_id = self._nodeid if q.name is None else f"{self._nodeid}::{q.name}"
         session = self._session
         if session is not None and session.mode is Mode.PROFILE_CHILD:
-            from perfgate.measure.in_profiler import PROFILE_CALLS, run_under_profiler
+            from perfgate.measure.in_profiler import run_under_profiler
 
-            ms = run_under_profiler(session.profile_tool, case_id, q.fn, q.args, dict(q.kwargs), PROFILE_CALLS)
+            assert session.profile_child is not None  # set with the mode (runtime.make_session)
+            ms = run_under_profiler(session.profile_child, case_id, q.fn, q.args, dict(q.kwargs))
             return summarize([ms], Timer.HOST)  # no extra call: it would add launches to the capture
         if session is None or not session.measuring:
             return _single_call(q)

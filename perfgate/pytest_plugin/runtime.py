@@ -41,7 +41,10 @@ def make_session(config: pytest.Config) -> PerfgateSession:
         if on_command_line(config, "--perfgate"):  # a profiler's child never is a gate (profiling.child_command)
             raise ConfigError(f"perfgate: {PROFILE_CHILD_ENV} is set on a `pytest --perfgate` run: a gate is never "
                               f"a profiler's child; unset {PROFILE_CHILD_ENV}")
-        return PerfgateSession(Settings(), rootdir, started, Mode.PROFILE_CHILD, profile_tool=profile_tool)
+        from perfgate.measure.profiler_registry import profiler_named
+
+        return PerfgateSession(Settings(), rootdir, started, Mode.PROFILE_CHILD,
+                               profile_child=profiler_named(profile_tool).child)
     _check_flags_kept(config)
     if not config.getoption("--perfgate") and not config.getoption("--perfgate-base"):
         # plain pytest: read nothing, check nothing
@@ -142,10 +145,11 @@ def _check_gate_options(config: pytest.Config, settings: Settings) -> None:
     if settings.update_baseline and not settings.reason.strip():
         raise ConfigError("perfgate: --perfgate-update-baseline needs --perfgate-reason \"why the baseline changes\"")
     check_controller(config)
+    from perfgate.measure.profiler_registry import profilers_named
     from perfgate.measure.tools import find_tool
 
-    for tool in sorted(settings.profile):  # a missing profiler is one line now, not an error per case later
-        find_tool(tool)
+    for profiler in profilers_named(settings.profile):  # a missing one is one line now, not an error per case later
+        find_tool(profiler.executable, profiler.install_hint)
 
 
 def _prepare_environment(state: PerfgateSession) -> None:

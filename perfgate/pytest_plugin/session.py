@@ -12,6 +12,7 @@ import pytest
 from perfgate.baseline import Baseline
 from perfgate.config.settings import Settings
 from perfgate.gate.findings import GateFacts
+from perfgate.measure.in_profiler import ChildRange
 from perfgate.model import CaseResult, Environment, GateResult, Timer, UnmeasuredTest
 
 
@@ -32,7 +33,7 @@ class PerfgateSession:
     started_at: str
     mode: Mode = Mode.OFF
     started_monotonic: float = 0.0
-    profile_tool: str = ""
+    profile_child: ChildRange | None = None  # a profiler's child: what it wraps around each case
     child_output: Path | None = None
     child_nonce: str = ""  # echoed in the child's output (measure/handshake.py)
     environment: Environment | None = None
