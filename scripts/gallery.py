@@ -2,7 +2,7 @@
 
     python scripts/gallery.py [--out docs/images]
 
-Inputs (docs/data/h100/gallery/, recorded in GPU session A2, scripts/gpu_session_a2.sh):
+Inputs (docs/evidence/data/h100/gallery/, recorded in GPU session A2, lab/gpu/session_a2.sh):
 - history.db.gz: the calibration processes, a gate, a de-tuned gate (run 8) and a profiled gate (run 9),
   samples kept for runs 8 and 9 only;
 - baseline.json: the calibrated baseline those runs were gated against;
@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-DATA = ROOT / "docs" / "data" / "h100" / "gallery"
+DATA = ROOT / "docs" / "evidence" / "data" / "h100" / "gallery"
 NSYS_EXPORT = ROOT / "tests" / "data" / "h100" / "perfgate-nsys.sqlite"
 
 

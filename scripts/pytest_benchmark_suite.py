@@ -15,8 +15,9 @@ unstructure bodies plus a busy loop); the achieved slowdown is measured and repo
 
     python scripts/pytest_benchmark_suite.py --source https://github.com/python-attrs/cattrs \\
         --commit 82b02c07ca535a1ba656b935767d819eac9d383b --work /tmp/cattrs-bench --rounds 3 \\
-        --out docs/data/host/pytest-benchmark-suite-cattrs.json
-    python scripts/pytest_benchmark_suite.py --out docs/data/host/pytest-benchmark-suite-cattrs.json --summarize
+        --out docs/evidence/data/host/pytest-benchmark-suite-cattrs.json
+    python scripts/pytest_benchmark_suite.py --summarize \
+        --out docs/evidence/data/host/pytest-benchmark-suite-cattrs.json
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
     python scripts/replay_decision.py [--draws 400] [--window 12] [--stages 3] [--budget 1.0] [--json OUT]
 
-Data: docs/data/h100/accuracy_{b,c}_process_medians.json (two sessions on two H100s; per case type the
+Data: docs/evidence/data/h100/accuracy_{b,c}_process_medians.json (two sessions on two H100s; per case type the
 time median and, for cases with a reference, the speedup of every calibration, A/A and injected process).
 
 One draw, per session and case type: shuffle the unchanged processes; the first 6 are a calibration,
@@ -34,7 +34,7 @@ from perfgate.gate.decision import Rule, decide, per_test_alpha
 from perfgate.gate.noise import estimate_noise
 from perfgate.model import Verdict
 
-DATA = Path(__file__).resolve().parents[1] / "docs" / "data" / "h100"
+DATA = Path(__file__).resolve().parents[1] / "docs" / "evidence" / "data" / "h100"
 SESSIONS = ("b", "c")
 CALIBRATION = 6
 LEVELS = (2, 3, 5, 10)

@@ -1,9 +1,9 @@
 """Histories for the dashboard and the change points: one from real H100 recordings, one synthetic at scale.
 Shared by the tests and scripts/site_bench.py (importable helpers, not a test module).
 
-The recorded history is GPU session A2's (docs/data/h100/gallery/history.db.gz: six calibration processes,
+The recorded history is GPU session A2's (docs/evidence/data/h100/gallery/history.db.gz: six calibration processes,
 a gate, a de-tuned gate whose softmax regressed, a profiled gate) followed by session C's accuracy
-processes (docs/data/h100/accuracy_c_process_medians.json): for ten more cases, six calibration processes,
+processes (docs/evidence/data/h100/accuracy_c_process_medians.json): for ten more cases, six calibration processes,
 eighteen unchanged processes and four with an injected 5% slowdown, each stored as a run. Those runs carry
 only the recorded process medians (one sample each), and their commits are labels that say what they are.
 """
@@ -21,7 +21,7 @@ from perfgate.model import CaseResult, CaseThresholds, Environment, Run, RunInfo
 from perfgate.store import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
-H100 = ROOT / "docs" / "data" / "h100"
+H100 = ROOT / "docs" / "evidence" / "data" / "h100"
 GALLERY = H100 / "gallery"
 ACCURACY_PREFIX = "accuracy/session_c.py::"
 SLOWED = "5"  # the injected slowdown (percent) whose processes follow the unchanged ones

@@ -11,7 +11,7 @@ import pytest
 
 from perfgate.trends.changepoints import ChangePointSettings, find_steps
 
-H100 = Path(__file__).resolve().parents[1] / "docs" / "data" / "h100"
+H100 = Path(__file__).resolve().parents[1] / "docs" / "evidence" / "data" / "h100"
 ANY_SIZE = ChangePointSettings(min_change_pct=0.0)  # the statistical test alone, no minimum step
 
 

@@ -14,7 +14,7 @@ from perfgate.gate.noise import estimate_noise, without_isolated
 from perfgate.model import Verdict
 from perfgate.stats import all_exceed_probability, critical_value, t_quantile
 
-H100 = Path(__file__).parents[1] / "docs" / "data" / "h100"
+H100 = Path(__file__).parents[1] / "docs" / "evidence" / "data" / "h100"
 QUIET = [1.0 + d for d in (-0.003, -0.001, 0.0, 0.0005, 0.001, 0.002, -0.002, 0.0015, -0.0005, 0.0025)]  # ~0.2%
 LOUD = [1.0 + d for d in (-0.01, 0.01, 0.0, 0.005, -0.005, 0.004, -0.004, 0.008, -0.008, 0.002)]  # ~0.7%
 TWO = Rule(alpha=0.01, stages=2)

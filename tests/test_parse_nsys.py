@@ -1,5 +1,5 @@
 """The nsys SQLite parser against what `nsys stats` printed for the same capture (recorded on the H100
-from this project's suite: scripts/h100_profile_demo.sh)."""
+from this project's suite: lab/gpu/h100_profile_demo.sh)."""
 
 import csv
 import shutil

@@ -1,5 +1,5 @@
 """`pytest --perfgate -n N`: the workers' measurements become one run, stored once, gated once. The
-GPU-per-worker side needs GPUs (docs/gpu-runs.md has the 2-GPU run); here the host-clock refusal is lifted
+GPU-per-worker side needs GPUs (docs/evidence/gpu-runs.md has the 2-GPU run); here the host-clock refusal is lifted
 in the controller (the workers never check) so the plumbing (worker -> controller -> one transaction) runs."""
 
 import json

@@ -5,7 +5,7 @@
 #   source .device-env/setup.sh && bash lab/gpu/session_f.sh
 set -uo pipefail
 R=${OUT:-gpu-results}/f
-source scripts/lib/phases.sh
+source lab/gpu/phases.sh
 export TRITON_CACHE_DIR=/tmp/perfgate-cache/triton PERFGATE_KERNEL_CACHE=/tmp/perfgate-cache/kernels
 nvidia-smi -L > "$R/gpu.txt" 2>&1
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,power.draw,temperature.gpu --format=csv >> "$R/gpu.txt" 2>&1

@@ -4,7 +4,7 @@
 # gate (measurement handshake with real GPU children).   source .device-env/setup.sh && bash lab/gpu/session_g.sh
 set -uo pipefail
 R=${OUT:-gpu-results}/g
-source scripts/lib/phases.sh
+source lab/gpu/phases.sh
 export TRITON_CACHE_DIR=/tmp/perfgate-cache/triton PERFGATE_KERNEL_CACHE=/tmp/perfgate-cache/kernels
 B=/tmp/perfgate-g/baselines; DB=/tmp/perfgate-g/h.db; mkdir -p "$B"
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,power.draw,temperature.gpu --format=csv > "$R/gpu.txt" 2>&1

@@ -4,7 +4,7 @@
 #   source .device-env/setup.sh && bash lab/gpu/session_h.sh
 set -uo pipefail
 R=${OUT:-gpu-results}/h
-source scripts/lib/phases.sh
+source lab/gpu/phases.sh
 export TRITON_CACHE_DIR=/tmp/perfgate-cache/triton PERFGATE_KERNEL_CACHE=/tmp/perfgate-cache/kernels
 phase profiled 300 python3 -m pytest -p no:cacheprovider -q kernels/tests/test_perf.py --perfgate \
   --perfgate-db /tmp/perfgate-h/h.db -k "vector_add or (softmax and bf16) or matmul or rms_norm" \

@@ -1,6 +1,6 @@
 """The power-state protocol: every case is sampled from the same state, whatever ran before it.
 
-Measured on the H100 (scripts/power_protocol_experiment.py, docs/accuracy.md "Protocol"): under
+Measured on the H100 (lab/gpu/power_protocol_experiment.py, docs/accuracy.md "Protocol"): under
 sustained tensor-core load the GPU reaches its software power cap (NVML reason 0x4) within 0.25 s and
 runs 7-30% slower; after the load stops, the SM clock returns within 0.2 s but the cap is still reported
 for ~0.6 s while the power average falls. Five fresh processes with a random 0-2 s of load before each

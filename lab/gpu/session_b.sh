@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # H100 accuracy experiment (issue 9): calibration, injected slowdowns, A/A trials, scored now vs before.
-#   source .device-env/setup.sh && bash scripts/gpu_session_b.sh
+#   source .device-env/setup.sh && bash lab/gpu/session_b.sh
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 R=${OUT:-gpu-results}/b

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # H100 evidence, part 1: the GPU tests, the gate cold vs warm caches, calibration of the bundled suite, the
-# gate on the calibrated baseline.   source .device-env/setup.sh && bash scripts/gpu_session_a1.sh
+# gate on the calibrated baseline.   source .device-env/setup.sh && bash lab/gpu/session_a1.sh
 # Caches live in /tmp/perfgate-cache, which part 2 (gpu_session_a2.sh) reuses while the machine is warm.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -4,7 +4,7 @@ case's median the same in every process, whatever ran before it?
 Standalone (torch + pynvml, no perfgate) so it measures the GPU, not the tool. Read-only on the GPU: it
 never changes clocks, power limits or any other setting.
 
-  python scripts/power_protocol_experiment.py OUT_DIR            # parts A-C, writes OUT_DIR/power_*.json
+  python lab/gpu/power_protocol_experiment.py OUT_DIR            # parts A-C, writes OUT_DIR/power_*.json
   (it starts itself again as `--child PROTOCOL SEED OUT.json` for each fresh process of part C)
 
 A: per-call times and NVML readings through 4 s of sustained cuBLAS load, then NVML for 2 s of idle.

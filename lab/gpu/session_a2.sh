@@ -2,7 +2,7 @@
 # H100 evidence, part 2: the GPU tests again, calibration of the bundled suite (time and speedup noise,
 # autotune pinned), the gate on it, a real regression confirmed in fresh processes, nsys + ncu profiles
 # (copy-engine case included) and analyze, a pytest-benchmark suite gated, an ncu report of 1000 launches.
-#   source .device-env/setup.sh && bash scripts/gpu_session_a2.sh
+#   source .device-env/setup.sh && bash lab/gpu/session_a2.sh
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 R=${OUT:-gpu-results}/a2
@@ -29,6 +29,6 @@ phase bench_first 150 "${PG[@]}" kernels/tests/test_benchmark_suite.py --perfgat
 KERNELS_DETUNE=softmax phase bench_detuned 150 "${PG[@]}" kernels/tests/test_benchmark_suite.py \
   --perfgate-baseline-dir "$R/bl_bench" --perfgate-json "$R/bench2.json" --perfgate-summary "$R/bench2.md"
 phase ncu1000 150 ncu --profile-from-start off --clock-control none --section SpeedOfLight --section Occupancy \
-  --section LaunchStats -f -o "$R/ncu1000" python3 scripts/record_ncu_launches.py 1000
+  --section LaunchStats -f -o "$R/ncu1000" python3 lab/gpu/record_ncu_launches.py 1000
 rm -f "$R"/profiled/profiles/*.sqlite
 tar czf "$OUT/a2.tgz" -C "$OUT" a2 && rm -f "$OUT/results.tar"

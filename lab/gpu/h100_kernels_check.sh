@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # Compiled correctness of the whole kernel suite, then the gate against the committed H100 baseline.
-#   source .device-env/setup.sh && bash scripts/h100_kernels_check.sh
+#   source .device-env/setup.sh && bash lab/gpu/h100_kernels_check.sh
 set -uo pipefail
 OUT=${OUT:-gpu-results}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-phase() { local name=$1 limit=$2; shift 2; local t0=$SECONDS
-          timeout "$limit" "$@" >"$OUT/$name.log" 2>&1; local rc=$?
-          echo "$name rc=$rc wall=$((SECONDS - t0)) s" | tee -a "$OUT/steps.log"; return 0; }
+R=$OUT/r
+source lab/gpu/phases.sh
 # the CUDA extension builds in the background while the Triton tests run
 ( python3 -c "import torch, kernels; kernels.rms_norm(torch.ones(4, 8, device='cuda'), torch.ones(8, device='cuda'))" \
   > /tmp/rms_build.log 2>&1 ) &

@@ -3,7 +3,7 @@
 # committed calibrated baseline, cold then warm (the cost target); a de-tuned softmax confirmed and
 # failed (the confirmation's own time is printed); a profiled gate with nsys and ncu read by the
 # columnar ncu reader; analyze on what it recorded.
-#   source .device-env/setup.sh && bash scripts/gpu_session_e.sh
+#   source .device-env/setup.sh && bash lab/gpu/session_e.sh
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 R=${OUT:-gpu-results}/e

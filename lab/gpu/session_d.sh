@@ -2,7 +2,7 @@
 # H100, final: the GPU tests on the final code, then the composite action run step by step twice with a
 # runner-local tool cache (cold: compile and autotune; warm: the cache kept), strict, against the
 # committed calibrated baseline.
-#   source .device-env/setup.sh && bash scripts/gpu_session_d.sh
+#   source .device-env/setup.sh && bash lab/gpu/session_d.sh
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 R=${OUT:-gpu-results}/d

@@ -2,14 +2,13 @@
 # The H100 evidence run for profiling (issue 4/5): the gate under nsys+ncu on part of the suite (these
 # outputs are also the parser fixtures under tests/data/), NVIDIA's own readings of the same files,
 # a register-heavy matmul failing the gate on profiler metrics, and `perfgate analyze` on the reports.
-#   source .device-env/setup.sh && bash scripts/h100_profile_demo.sh
+#   source .device-env/setup.sh && bash lab/gpu/h100_profile_demo.sh
 set -uo pipefail
 OUT=${OUT:-gpu-results}
 R=${WORK:-/tmp/perfgate-profile-demo}; mkdir -p "$R/fx"
 export PYTHONUNBUFFERED=1
-phase() { local name=$1 limit=$2; shift 2; local t0=$SECONDS
-          timeout "$limit" "$@" >"$R/$name.log" 2>&1; local rc=$?
-          echo "$name rc=$rc wall=$((SECONDS - t0)) s" | tee -a "$R/steps.log"; return 0; }
+PHASES_TAR=0
+source lab/gpu/phases.sh
 PROF=.perfgate/profiles
 PG=(python3 -m pytest -p no:cacheprovider -q kernels/tests/test_perf.py --perfgate --perfgate-db "$R/history.db"
     --perfgate-baseline-dir "$R/baselines" --perfgate-profile nsys,ncu)

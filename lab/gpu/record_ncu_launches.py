@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import kernels  # noqa: E402
 
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000

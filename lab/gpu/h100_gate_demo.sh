@@ -1,16 +1,13 @@
 #!/usr/bin/env bash
 # The H100 evidence run for the gate spine, the kernel suite and run-to-run noise (issues 2, 3), as run
-# through the device tool:   source .device-env/setup.sh && bash scripts/h100_gate_demo.sh
+# through the device tool:   source .device-env/setup.sh && bash lab/gpu/h100_gate_demo.sh
 # Every phase has its own time limit and appends its logs to $OUT/results.tar as soon as it ends, so a
 # run cut short still returns what it finished.
 set -uo pipefail
 OUT=${OUT:-gpu-results}
 R=$OUT/r; mkdir -p "$R"
 export PYTHONUNBUFFERED=1
-phase() { local name=$1 limit=$2; shift 2; local t0=$SECONDS
-          timeout "$limit" "$@" >"$R/$name.log" 2>&1; local rc=$?
-          echo "$name rc=$rc wall=$((SECONDS - t0)) s" | tee -a "$R/steps.log"
-          tar rf "$OUT/results.tar" -C "$OUT" r 2>/dev/null; return 0; }
+source lab/gpu/phases.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv > "$R/gpu.txt" 2>&1
 python3 -c "import torch, triton; print(torch.__version__, triton.__version__, torch.version.cuda)" >> "$R/gpu.txt"
 # the CUDA C++ extension compiles in the background while the Triton cases run (the build is locked,

@@ -2,7 +2,7 @@
 # H100 accuracy, second session (issue 9): the eight cases again plus the two probe-referenced ones,
 # levels 2/3/5, and as many A/A processes as the time allows (the A/A count reaches >= 200 comparisons
 # with session B's).
-#   source .device-env/setup.sh && bash scripts/gpu_session_c.sh
+#   source .device-env/setup.sh && bash lab/gpu/session_c.sh
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 R=${OUT:-gpu-results}/c

@@ -1,6 +1,6 @@
 """Compare a single-GPU gate with a `-n N` gate of the same suite (issue 10's 2-GPU check).
 
-    python scripts/xdist_check.py single.json xdist.json
+    python lab/gpu/xdist_check.py single.json xdist.json
 
 Prints each case's verdict in both runs and the GPU each case ran on under -n, then exits 1 unless
 every verdict agrees and the -n run used as many distinct GPUs as it had workers (at least two).
