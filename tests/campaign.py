@@ -93,7 +93,7 @@ def read_nsys(path: Path, tmp: Path, rng: random.Random) -> Iterator[Callable[[]
 
 
 def read_ncu_rep(path: Path, tmp: Path, rng: random.Random) -> Iterator[Callable[[], list[str]]]:
-    from perfgate.analyze.document import ncu_summary
+    from perfgate.analyze.readers import ncu_summary
     from perfgate.measure.profilers import ncu_case_metrics
     from perfgate.parse.ncu_report_file import read_ncu_report
 

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
+from perfgate.analyze.readers import reader_for
 from perfgate.errors import ReportFileError
-from perfgate.parse.load import detect
 from perfgate.parse.torch_trace import read_torch_trace
 
 TRACE = Path(__file__).parent / "data" / "torch_trace.json"
@@ -40,17 +40,17 @@ def test_bad_traces_are_clear_errors(tmp_path, content, problem):
 
 
 def test_detection_by_content_and_suffix(tmp_path, h100_data):
-    assert detect(h100_data / "perfgate-nsys.sqlite") == "nsys-sqlite"
-    assert detect(h100_data / "perfgate-nsys.nsys-rep") == "nsys-rep"
-    assert detect(h100_data / "perfgate-ncu_raw.csv") == "ncu-csv"
-    assert detect(TRACE) == "torch-json"
+    assert reader_for(h100_data / "perfgate-nsys.sqlite").kind == "nsys-sqlite"
+    assert reader_for(h100_data / "perfgate-nsys.nsys-rep").kind == "nsys-rep"
+    assert reader_for(h100_data / "perfgate-ncu_raw.csv").kind == "ncu-csv"
+    assert reader_for(TRACE).kind == "torch-json"
 
 
 def test_qdstrm_without_report_is_explained(tmp_path):
     path = tmp_path / "report1.qdstrm"
     path.write_bytes(b"\0" * 10)
     with pytest.raises(ReportFileError, match="QdstrmImporter"):
-        detect(path)
+        reader_for(path).kind
 
 
 @pytest.mark.parametrize("name, problem", [
@@ -63,4 +63,24 @@ def test_wrong_kind_or_path_is_a_clear_error(tmp_path, name, problem):
     if name != "missing.ncu-rep":
         path.write_text("hello")
     with pytest.raises(ReportFileError, match=problem):
-        detect(path)
+        reader_for(path).kind
+
+
+def test_a_new_format_is_one_reader_entry(tmp_path, h100_data):
+    from perfgate.analyze.readers import READERS, Reader
+
+    path = tmp_path / "capture.rocprof"
+    path.write_bytes(b"ROCPROF\x00 ...")
+    with pytest.raises(ReportFileError, match="unknown report type; expected nsys .sqlite, .nsys-rep"):
+        reader_for(path)
+    seen = []
+    def summarize(p, kind, spans):
+        seen.append((p, kind, spans))
+        return None
+
+    standin = Reader("rocprof", "rocprof capture", lambda name, head: head.startswith(b"ROCPROF\x00"), summarize)
+    readers = (*READERS, standin)
+    assert reader_for(path, readers) is standin
+    readers[-1].summarize(path, "rocprof", False)
+    assert seen == [(path, "rocprof", False)]
+    assert reader_for(h100_data / "perfgate-nsys.sqlite", readers).kind == "nsys-sqlite"  # content first
