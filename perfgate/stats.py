@@ -159,13 +159,6 @@ def percent_change(baseline: float, current: float) -> float | None:
     return 100.0 * (current - baseline) / abs(baseline)
 
 
-def relative_sd_pct(values: Sequence[float]) -> float | None:
-    """Sample standard deviation as a percent of the median; None for fewer than two values."""
-    arr = np.asarray(values, dtype=np.float64)
-    if arr.size < 2:
-        return None
-    centre = float(np.median(arr))
-    return 100.0 * float(arr.std(ddof=1)) / centre if centre else None
 
 
 # --- Student's t quantile (no scipy): the regularised incomplete beta by continued fraction ---------

@@ -73,11 +73,6 @@ def scrub_secrets(text: str) -> str:
     return text
 
 
-def scrub_text(text: str, root: Path | None = None, publish_paths: bool = False,
-               secret_values: Iterable[str] = ()) -> str:
-    """Mask secrets; unless paths may be published: paths under the project root become relative, home
-    directories `~`, and other absolute paths keep only their last component."""
-    return _scrub(mask_values(text, secret_values), _root_prefix(root), publish_paths)
 
 
 def _root_prefix(root: Path | None) -> str:

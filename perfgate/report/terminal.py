@@ -26,10 +26,6 @@ TOP_N = 30  # listed rows (and notes) beyond the failing ones
 ID_WIDTH = 56
 
 
-def table_rows(gate: GateResult, full: bool = False, top_n: int = TOP_N) -> list[tuple[str, ...]]:
-    """What fails the gate, then the other changed rows (the first `top_n`, largest change first); with
-    `full`, time rows for every case and other rows that moved past their threshold or missed a target."""
-    return [_cells(c, _labels(gate)) for c in _shown(gate, full, top_n)[0]]
 
 
 def _shown(gate: GateResult, full: bool, top_n: int) -> tuple[list[Comparison], int]:
