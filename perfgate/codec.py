@@ -33,7 +33,7 @@ class CodecError(ValueError):
     pass
 
 
-def finite_or_none(value: Any) -> Any:
+def finite_or_none(value: object) -> Any:
     """JSON has no NaN/inf: they become null (a change from 0 has no finite percentage)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -90,12 +90,12 @@ def case_from_dict(d: Any) -> CaseResult:
 _ROUNDING = 1e-9  # numpy's mean and interpolated quantiles may sit a few ulps outside [min, max]
 
 
-def _count(value: Any) -> bool:
+def _count(value: object) -> bool:
     """An integer a history column can hold (SQLite integers are int64)."""
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT64_MAX
 
 
-def _number(value: Any) -> bool:
+def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -157,7 +157,7 @@ _THRESHOLD_FIELDS = frozenset(CaseThresholds.__dataclass_fields__)
 _NOISE_FIELDS = frozenset(NoiseEstimate.__dataclass_fields__)
 
 
-def thresholds_from_dict(raw: Any) -> CaseThresholds:
+def thresholds_from_dict(raw: object) -> CaseThresholds:
     """A case's stored thresholds. Keys an earlier version wrote and this one no longer has (`alpha`, before
     the run-wide false-alarm budget) are dropped: the run is re-gated under today's rule."""
     if not isinstance(raw, dict):

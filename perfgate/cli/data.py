@@ -50,7 +50,7 @@ def _render(rows: list[dict[str, Any]], fmt: str) -> str:
     from perfgate.report.format import fmt_value
     from perfgate.report.terminal import render_table
 
-    def cell(key: str, value: Any) -> str:
+    def cell(key: str, value: object) -> str:
         if key.endswith("_ms") and isinstance(value, float):
             return fmt_value(value, "ms")
         if key == "git_commit":

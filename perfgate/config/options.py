@@ -32,7 +32,7 @@ class Arg(enum.Enum):
     TEXT = "text"
 
 
-def parse_profile_list(value: Any, where: str) -> frozenset[str]:
+def parse_profile_list(value: object, where: str) -> frozenset[str]:
     """"nsys", "ncu", "nsys,ncu" or any registered profiler's name (or an already parsed set) -> the profilers
     to run (measure/profiler_registry.py knows which exist)."""
     if isinstance(value, frozenset):

@@ -173,7 +173,7 @@ def _check_keys(table: dict[str, Any], where: str) -> None:
     cs.check_keys(table, opts.pyproject_keys(), where)
 
 
-def _overrides(raw: Any, where: str, known: Any) -> tuple[Override, ...]:
+def _overrides(raw: object, where: str, known: Any) -> tuple[Override, ...]:
     if not isinstance(raw, list):
         raise ConfigError(f"perfgate: {where} overrides: must be an array of tables ([[tool.perfgate.overrides]])")
     out = []

@@ -14,10 +14,10 @@ from typing import Any
 from perfgate.errors import ConfigError
 from perfgate.model import AllowedMissing
 
-Parser = Callable[[Any, str], Any]
+Parser = Callable[[object, str], Any]
 
 
-def _fail(where: str, what: str, value: Any) -> ConfigError:
+def _fail(where: str, what: str, value: object) -> ConfigError:
     shown = repr(value)
     if len(shown) > 60:
         shown = shown[:57] + "..."
@@ -29,7 +29,7 @@ def number(low: float | None = None, high: float | None = None, low_open: bool =
     """A finite int/float within [low, high] (open ends where asked); bools and strings are refused."""
     what = "a finite number" + _range_text(low, high, low_open, high_open)
 
-    def parse(value: Any, where: str) -> float:
+    def parse(value: object, where: str) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value):
             raise _fail(where, what, value)
         v = float(value)
@@ -62,7 +62,7 @@ def _range_text(low: float | None, high: float | None, low_open: bool, high_open
 def integer(low: int, high: int | None = None) -> Parser:
     what = f"an integer >= {low}" + (f" and <= {high}" if high is not None else "")
 
-    def parse(value: Any, where: str) -> int:
+    def parse(value: object, where: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
             raise _fail(where, what, value)
         return int(value)
@@ -70,31 +70,31 @@ def integer(low: int, high: int | None = None) -> Parser:
     return parse
 
 
-def boolean(value: Any, where: str) -> bool:
+def boolean(value: object, where: str) -> bool:
     if not isinstance(value, bool):
         raise _fail(where, "true or false", value)
     return value
 
 
-def text(value: Any, where: str) -> str:
+def text(value: object, where: str) -> str:
     if not isinstance(value, str) or "\x00" in value:
         raise _fail(where, "a string", value)
     return value
 
 
-def nonempty_text(value: Any, where: str) -> str:
+def nonempty_text(value: object, where: str) -> str:
     if not isinstance(value, str) or not value.strip() or "\x00" in value:
         raise _fail(where, "a non-empty string", value)
     return value
 
 
-def path(value: Any, where: str) -> Path:
+def path(value: object, where: str) -> Path:
     if isinstance(value, Path):
         return value
     return Path(nonempty_text(value, where))
 
 
-def text_list(value: Any, where: str) -> tuple[str, ...]:
+def text_list(value: object, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
         raise _fail(where, "a list of non-empty strings", value)
     return tuple(value)
@@ -112,7 +112,7 @@ POSITIVE = number(0.0, 1e9, low_open=True)
 
 def metric_table(known: Callable[[str], bool]) -> Parser:
     """{metric name: threshold_pct}; names must be metrics perfgate collects."""
-    def parse(value: Any, where: str) -> tuple[tuple[str, float], ...]:
+    def parse(value: object, where: str) -> tuple[tuple[str, float], ...]:
         if not isinstance(value, dict):
             raise _fail(where, "a table of metric name = threshold_pct", value)
         out = []
@@ -132,7 +132,7 @@ def check_keys(table: dict[str, Any], known: set[str], where: str) -> None:
         raise ConfigError(f"perfgate: {where}: unknown key(s) {unknown}; known: {sorted(known)}")
 
 
-def allowed_missing(value: Any, where: str) -> tuple[AllowedMissing, ...]:
+def allowed_missing(value: object, where: str) -> tuple[AllowedMissing, ...]:
     """`[{pattern = "...", reason = "..."}, ...]`: baseline cases a strict gate may miss, each with a reason."""
     if isinstance(value, tuple) and all(isinstance(v, AllowedMissing) for v in value):
         return value

@@ -40,11 +40,11 @@ def check_outputs(candidate: Any, reference: Any, rtol: float | None, atol: floa
         raise OutputMismatch(f"{where}: {candidate!r} vs reference {reference!r}")
 
 
-def _is_tensor(x: Any) -> bool:
+def _is_tensor(x: object) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "dtype") and hasattr(x, "shape")
 
 
-def _is_array(x: Any) -> bool:
+def _is_array(x: object) -> bool:
     return type(x).__module__.startswith("numpy") and hasattr(x, "shape")
 
 

@@ -48,7 +48,7 @@ def _case(r: CaseResult, samples: bool) -> dict[str, Any]:
     return out
 
 
-def plain(value: Any) -> Any:
+def plain(value: object) -> Any:
     """Records as JSON values, as `dataclasses.asdict` and the codec would give them (enums as their
     values, tuples as lists) with NaN and infinities as None, in one pass without asdict's deep copies."""
     if isinstance(value, float):
@@ -91,5 +91,5 @@ def render_json(gate: GateResult, run: Run | None, samples: bool = False) -> str
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
-def _dumps(value: Any) -> str:
+def _dumps(value: object) -> str:
     return json.dumps(value, sort_keys=True, allow_nan=False)

@@ -31,7 +31,7 @@ class StoredValueError(ValueError):
     """A stored value that no measurement or configuration could have produced."""
 
 
-def number(value: Any, where: str, low: float | None = 0.0, high: float | None = None,
+def number(value: object, where: str, low: float | None = 0.0, high: float | None = None,
            low_open: bool = False) -> float:
     """A finite number within bounds."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -44,12 +44,12 @@ def number(value: Any, where: str, low: float | None = 0.0, high: float | None =
     return v
 
 
-def optional_number(value: Any, where: str, low: float | None = 0.0, high: float | None = None,
+def optional_number(value: object, where: str, low: float | None = 0.0, high: float | None = None,
                     low_open: bool = False) -> float | None:
     return None if value is None else number(value, where, low, high, low_open)
 
 
-def count(value: Any, where: str, optional: bool = False) -> int | None:
+def count(value: object, where: str, optional: bool = False) -> int | None:
     if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -57,7 +57,7 @@ def count(value: Any, where: str, optional: bool = False) -> int | None:
     return value
 
 
-def text(value: Any, where: str) -> str:
+def text(value: object, where: str) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
@@ -65,7 +65,7 @@ def text(value: Any, where: str) -> str:
     return value
 
 
-def json_value(raw: Any, where: str, kind: type) -> Any:
+def json_value(raw: object, where: str, kind: type) -> Any:
     """A JSON column: NULL or empty is the kind's empty value; anything but the kind is refused."""
     if raw is None or raw == "":
         return kind()
@@ -80,14 +80,14 @@ def json_value(raw: Any, where: str, kind: type) -> Any:
     return value
 
 
-def text_list(raw: Any, where: str) -> tuple[str, ...]:
+def text_list(raw: object, where: str) -> tuple[str, ...]:
     values = json_value(raw, where, list)
     if not all(isinstance(v, str) for v in values):
         raise StoredValueError(f"{where}: a list holding something other than text")
     return tuple(values)
 
 
-def positive_list(raw: Any, where: str, high: float | None = None) -> tuple[float, ...]:
+def positive_list(raw: object, where: str, high: float | None = None) -> tuple[float, ...]:
     return tuple(number(v, where, low=0.0, high=high, low_open=True) for v in json_value(raw, where, list))
 
 
@@ -98,7 +98,7 @@ def samples(values: tuple[float, ...], where: str) -> tuple[float, ...]:
     return values
 
 
-def thresholds(raw: Any, where: str) -> CaseThresholds:
+def thresholds(raw: object, where: str) -> CaseThresholds:
     """The thresholds a case was gated with; a run stored before version 2 had none: today's defaults."""
     if raw is None or raw == "":
         return CaseThresholds()
@@ -134,7 +134,7 @@ def thresholds(raw: Any, where: str) -> CaseThresholds:
     return CaseThresholds(**out)
 
 
-def noise(raw: Any, where: str) -> NoiseEstimate:
+def noise(raw: object, where: str) -> NoiseEstimate:
     """A case's resolved between-process noise: a percentage and whole counts."""
     if not isinstance(raw, dict) or set(raw) - set(NoiseEstimate.__dataclass_fields__) or "noise_pct" not in raw:
         raise StoredValueError(f"{where}: not a noise estimate")
@@ -151,13 +151,13 @@ def noise(raw: Any, where: str) -> NoiseEstimate:
                          counts["window_runs"], counts["excluded"], upper, lower)
 
 
-def _percentages(values: Any, where: str) -> tuple[float, ...]:
+def _percentages(values: object, where: str) -> tuple[float, ...]:
     if not isinstance(values, list) or len(values) > MAX_EXTREMES:
         raise StoredValueError(f"{where}: not a short list of percentages")
     return tuple(number(v, where, low=-100.0, high=MAX_NOISE_PCT) for v in values)
 
 
-def host_state(raw: Any, where: str) -> HostState | None:
+def host_state(raw: object, where: str) -> HostState | None:
     """The machine around a case: a load, counts, and an optional clock and steal share."""
     if raw is None or raw == "":
         return None
@@ -185,6 +185,6 @@ def ordered(stats: dict[str, float], where: str) -> None:
         raise StoredValueError(f"{where}: mean_ms {stats['mean_ms']!r} outside [min_ms, max_ms]")
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     shown = repr(value)
     return shown if len(shown) <= 40 else shown[:37] + "..."

@@ -126,7 +126,7 @@ def run_from_row(row: dict[str, Any], results: tuple[CaseResult, ...],
     return Run(info=info, environment=env, results=results, run_id=int(row["id"]))
 
 
-def run_kind(value: Any, where: str) -> RunKind | None:
+def run_kind(value: object, where: str) -> RunKind | None:
     if value is None:
         return None
     try:
@@ -135,7 +135,7 @@ def run_kind(value: Any, where: str) -> RunKind | None:
         raise StoredValueError(f"{where} kind: {value!r} is not a run kind") from None
 
 
-def case_verdict(value: Any, where: str) -> Verdict | None:
+def case_verdict(value: object, where: str) -> Verdict | None:
     if value is None:
         return None
     try:

@@ -14,7 +14,7 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
        "base-uri 'none'; form-action 'none'")
 
 
-def embed_json(value: Any) -> str:
+def embed_json(value: object) -> str:
     """JSON that cannot end its <script> element or open a comment: <, > and & as \\u escapes."""
     text = json.dumps(value, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
     return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
