@@ -305,3 +305,12 @@ def test_the_gpu_workflow_removes_the_label_first_and_gates_exactly_the_labelled
     assert merge["if"] == "github.event_name == 'push'"  # PR-supplied SQLite is never parsed with a write token
     comment = next(s for s in doc["jobs"]["report"]["steps"] if "ci comment" in s.get("run", ""))
     assert "--results" in comment["run"] and "summary.md" not in comment["run"]
+
+
+def test_every_perfgate_step_after_the_tests_runs_isolated_from_the_checkout():
+    """After the PR's code ran, perfgate runs with `python -I`: a `perfgate/` package or sitecustomize.py
+    planted in the checkout cannot replace the code that writes the verdict, the comment or the site."""
+    root = Path(__file__).resolve().parents[1]
+    lines = [line for f in (root / "action.yml", *sorted((root / ".github" / "action").glob("*.sh")))
+             for line in f.read_text().splitlines() if "-m perfgate" in line and not line.lstrip().startswith("#")]
+    assert lines and all(" -I -m perfgate" in line for line in lines), [x for x in lines if " -I " not in x]
