@@ -83,6 +83,10 @@ def _all_exceed_share(exceed: list[bool], k: int) -> float:
 def replay_case(case: CaseData, m: int, args: argparse.Namespace, rng: random.Random) -> dict[str, float]:
     rule = Rule(alpha=per_test_alpha(args.budget, m), stages=args.stages, floor_pct=args.min_effect)
     fa, det = [], {lvl: [] for lvl in case.injected}
+    if len(case.unchanged) < CALIBRATION + args.window + args.stages:
+        raise SystemExit(f"replay_decision: {case.name} has {len(case.unchanged)} unchanged processes; "
+                         f"--window {args.window} leaves fewer than {args.stages} held out "
+                         f"(at most --window {len(case.unchanged) - CALIBRATION - args.stages})")
     for _ in range(args.draws):
         pool = list(case.unchanged)
         rng.shuffle(pool)
@@ -154,7 +158,9 @@ def report(result: dict[str, object]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--draws", type=int, default=400, help="independent calibrations per case and suite size")
-    p.add_argument("--window", type=int, default=12, help="history window (passing runs) beside the calibration")
+    p.add_argument("--window", type=int, default=15,
+                   help="history window (passing runs) beside the calibration; the shipped noise_window is 30, "
+                        "the recorded sessions allow 15 with 3 processes held out")
     p.add_argument("--stages", type=int, default=3, help="processes a failure needs (1 + confirm_runs)")
     p.add_argument("--budget", type=float, default=1.0, help="per-run false-alarm budget (%%)")
     p.add_argument("--min-effect", type=float, default=1.0, help="min_effect_pct")
