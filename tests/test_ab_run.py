@@ -55,6 +55,23 @@ def test_an_unchanged_head_passes_and_the_second_run_reuses_worktree_and_aa(repo
     assert all("no A/A" not in c.note for c in second.gate.comparisons if c.metric == "median_ms")
 
 
+def test_an_aa_head_process_faster_in_its_first_stage_is_not_called_improved(repo, tmp_path):
+    # HEAD against HEAD's code, the head's worker 4% faster in its first 6 rounds of every case (a process
+    # state, not the code): the first stage looks like an improvement, the confirmation stage does not.
+    commit(repo, cases(TIMES, offset_pct={"HEAD": -4.0}, offset_rounds=6), "head: same code")
+    outcome = run_ab(request(repo, "HEAD~1", tmp_path))
+    assert Verdict.IMPROVED not in _verdicts(outcome).values()
+    assert all("2 stages" in c.note for c in outcome.gate.comparisons if c.metric == "median_ms")
+
+
+def test_a_real_five_percent_improvement_is_called_after_confirmation(repo, tmp_path):
+    commit(repo, cases({**TIMES, "a": 0.95}), "head: a 5% faster")
+    outcome = run_ab(request(repo, "HEAD~1", tmp_path))
+    assert _verdicts(outcome) == {"a": Verdict.IMPROVED, "b": Verdict.UNCHANGED, "c": Verdict.UNCHANGED}
+    a = next(c for c in outcome.gate.comparisons if c.case_id.endswith("::a"))
+    assert a.change_pct == pytest.approx(-5.0, abs=0.5) and "3 stages" in a.note and outcome.exit_code == 0
+
+
 def test_the_history_stores_both_sides_with_the_base_commit(repo, tmp_path):
     head_sha = commit(repo, cases(TIMES), "head, same times")  # HEAD~1 is the base commit
     outcome = run_ab(request(repo, "HEAD~1", tmp_path))

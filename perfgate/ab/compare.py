@@ -164,7 +164,7 @@ def compare_ab(m: Measurement, cached: AaCases, rule: AbRule, results: Results |
 
 
 def _ratio_row(case: CaseRounds, metric: str, d: RatioDecision, with_aa: bool) -> Comparison:
-    if d.suspect:  # the rounds ended while another stage could still have decided: not a pass
+    if d.suspect and d.change_pct > 0:  # the rounds ended while a regression could still be confirmed: not a pass
         d = replace(d, verdict=Verdict.INCONCLUSIVE)
     base, head = _pooled(case, Side.BASE, metric), _pooled(case, Side.HEAD, metric)
     stages = f" in {d.stages} stages" if d.stages > 1 else ""
