@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from perfgate.ab.compare import inconclusive_text
 from perfgate.ab.verdict import AaNoise, RatioRule, decide_ratio, joint_critical_value
 from perfgate.model import Verdict
 from perfgate.stats import t_quantile
@@ -152,3 +153,21 @@ def test_a_suspect_stage_asks_for_another_and_a_stage_below_clears_it():
 def test_fewer_than_three_rounds_is_refused():
     with pytest.raises(ValueError, match="at least 3 rounds"):
         decide_ratio([[0.0, 0.1]], None, RatioRule(0.01, 1))
+
+
+def test_an_inconclusive_single_stage_says_its_change_is_below_what_it_can_call():
+    quiet = np.linspace(-1e-3, 1e-3, ROUNDS)
+    d = decide_ratio([quiet + 0.0098], None, RatioRule(alpha=0.01, stages=1))
+    assert d.verdict is Verdict.INCONCLUSIVE
+    text = inconclusive_text("median_ms", d)
+    assert text == (f"head/base +0.98% is above its noise band ({d.band_pct:.2f}%) but not beyond what it can "
+                    "call (1.00%)")
+
+
+def test_an_inconclusive_pooled_test_shows_the_pooled_change_against_the_pooled_threshold():
+    quiet = np.linspace(-1e-3, 1e-3, ROUNDS)
+    d = decide_ratio([quiet + 0.035] * STAGES, AaNoise.of(quiet + 0.01), RatioRule(alpha=0.001, stages=STAGES))
+    assert d.verdict is Verdict.INCONCLUSIVE and d.process_pct is not None and d.change_pct < d.threshold_pct
+    assert inconclusive_text("speedup", d) == (
+        f"speedup base/head +3.56% over 3 stages is above its noise band ({d.band_pct:.2f}%) but not beyond what "
+        f"it can call ({d.threshold_pct:.2f}%)")

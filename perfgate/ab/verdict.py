@@ -87,6 +87,11 @@ class RatioDecision:
     stages: int
     process_pct: float | None = None  # the A/A's process offset, when it showed one
     suspect: bool = False  # another stage of rounds would decide: ask for one
+    # what was tested: each stage's mean change and threshold (%); with a process offset (process_pct) the
+    # pooled change against threshold_pct instead, and these are empty
+    stage_change_pct: tuple[float, ...] = ()
+    stage_threshold_pct: tuple[float, ...] = ()
+    band_pct: float = 0.0  # the pooled change's 95% noise band (the inconclusive test's "above the noise")
 
     @property
     def ratio(self) -> float:
@@ -126,10 +131,12 @@ def decide_ratio(stages: Sequence[Sequence[float]], aa: AaNoise | None, rule: Ra
         worse = _staged_call([m > t for m, t in zip(means, thresholds)], rule.stages)
         better = _staged_call([m < -t for m, t in zip(means, thresholds)], rule.stages)
         threshold = thresholds[0]
+        tested = (tuple(pct(m) for m in means), tuple(pct(t) for t in thresholds))
     else:  # the stages share the processes' offset: the pooled mean, one test per look
         threshold = max(floor, t_quantile(1.0 - rule.alpha / rule.stages, dof) * se_all)
         worse = _pooled_call(mean, threshold, len(arrays), rule.stages)
         better = _pooled_call(-mean, threshold, len(arrays), rule.stages)
+        tested = ((), ())
     suspect = worse.suspect or better.suspect
     band = t_quantile(BAND_CONFIDENCE, dof) * se_all
     verdict = Verdict.UNCHANGED
@@ -143,7 +150,8 @@ def decide_ratio(stages: Sequence[Sequence[float]], aa: AaNoise | None, rule: Ra
     return RatioDecision(verdict=verdict, change_pct=pct(mean), ci_low_pct=pct(mean - half),
                          ci_high_pct=pct(mean + half), threshold_pct=pct(threshold), noise_pct=pct(s), rounds=n,
                          stages=len(arrays), process_pct=pct(math.sqrt(process2)) if process2 else None,
-                         suspect=suspect)
+                         suspect=suspect, stage_change_pct=tested[0], stage_threshold_pct=tested[1],
+                         band_pct=pct(band))
 
 
 @dataclass(frozen=True)
