@@ -20,10 +20,11 @@ Two choices differ from Otava, for GPU process medians:
 - A permutation p-value cannot be smaller than the share of arrangements at least as extreme: for a
   perfectly clean step of k runs in n that is 2 / C(n, k) (the arrangement and its mirror), 1.2e-3 for
   7 + 6 runs, above max_p = 0.001, so a short series could never show a step however large. Where the
-  chosen split is one the permutations cannot resolve (2 / C(n, k) above max_p / RESOLUTION_MARGIN:
-  any split of under 17 runs, a short side of 5 runs in under 21), it is tested instead with the pooled
-  t-test, Bonferroni-corrected over every split the segment allows (exact for Gaussian noise,
-  conservative for the choice of split; the clipping above keeps a wild process from making a step).
+  chosen split has at least `T_TEST_SIDE` (5) runs a side and the permutations cannot resolve it
+  (2 / C(n, k) above max_p / RESOLUTION_MARGIN: any such split of under 17 runs, a short side of 5 in
+  under 21), it is tested instead with the pooled t-test, Bonferroni-corrected over the segment's splits
+  with 5 runs a side (exact for Gaussian noise, conservative for the choice of split; the clipping above
+  keeps a wild process from making a step).
   Either test holds max_p, so a stationary series is called changed with probability at most 2 max_p
   whichever is used; scripts/changepoint_rates.py measures it (docs/change-points.md).
 """
@@ -41,7 +42,7 @@ from perfgate.stats import t_cdf
 
 FloatArray = NDArray[np.float64]
 _BATCHES = (32, 128, 512, 2048)  # permutation batch sizes, growing: an early exceedance ends the test cheaply
-T_TEST_SIDE = 5  # the t-test calls a split only with this many runs on each side (fewer: bimodal noise fools it)
+T_TEST_SIDE = 5  # the t-test stands in only with this many runs on each side (fewer: bimodal noise fools it)
 RESOLUTION_MARGIN = 10  # permutations resolve a clean split in >= ~90% of draws when 2 / C(n, k) <= max_p / this
 
 
@@ -112,7 +113,9 @@ def _best_split(seg: FloatArray, s: ChangePointSettings) -> tuple[int, float] | 
     best = float(observed[tau - s.min_segment])
     if best <= 0.0:
         return None
-    p = _permutation_p(y, best, s) if _permutations_resolve(n, min(tau, n - tau), s) else _split_t_p(y, tau, s)
+    side = min(tau, n - tau)
+    t_test = side >= T_TEST_SIDE and not _permutations_resolve(n, side, s)
+    p = _split_t_p(y, tau, s) if t_test else _permutation_p(y, best, s)
     return (tau, p) if p is not None else None
 
 
@@ -126,8 +129,6 @@ def _split_t_p(y: FloatArray, tau: int, s: ChangePointSettings) -> float | None:
     """The pooled two-sided t-test of the split at tau, Bonferroni over the segment's allowed splits; None
     when it does not reach max_p."""
     n = len(y)
-    if min(tau, n - tau) < T_TEST_SIDE:
-        return None
     left, right = y[:tau], y[tau:]
     diff = abs(float(right.mean()) - float(left.mean()))
     ss = float(((left - left.mean()) ** 2).sum() + ((right - right.mean()) ** 2).sum())
