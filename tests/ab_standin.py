@@ -5,7 +5,9 @@
 The tree's `standin.json` says which perf tests exist, each case's time in ms (and its reference's), and
 what goes wrong where: {"tests": {"test_x.py::test_a": {"test_x.py::test_a": 1.0}}, "noise_pct": 0.5,
 "drift_pct": 0, "reference_ms": {case: ms}, "crash": "collect" | "prepare:CASE" | "round:CASE",
-"hang": "round:CASE", "check_fails": [CASE], "test_fails": [NODEID], "collect_errors": {FILE: ERROR}};
+"hang": "round:CASE", "check_fails": [CASE], "test_fails": [NODEID], "collect_errors": {FILE: ERROR},
+"offset_pct": {SIDE: pct}, "offset_rounds": N} (a process offset of one side's worker, in its first N
+rounds of every case, or all of them without N: what alternation cannot cancel);
 "AA@round:CASE" crashes only the
 worker of that side (BASE, HEAD or AA). A round's samples are the declared
 time times a seeded log-normal noise (the seed differs per side, so the A/A twin is an independent
@@ -52,6 +54,7 @@ def main() -> None:
     if "@" in crash:  # "AA@round:CASE": only the worker of that side crashes
         crash_side, crash = crash.split("@", 1)
         spec["crash"] = crash if crash_side == side else ""
+    spec["offset"] = 1 + spec.get("offset_pct", {}).get(side, 0.0) / 100
     if spec.get("crash") == "collect":
         print("ImportError: cannot import name 'kernel' from 'kernels' (stand-in)", flush=True)
         raise SystemExit(1)
@@ -96,6 +99,8 @@ def serve(end: WorkerEnd, spec: dict, case_id: str, nodeid: str, ms: float, rng:
             end.send(reply_message(Prepared(skeleton(case_id, nodeid, ms, reference), ms + (reference or 0.0))))
         elif cmd["cmd"] == "round":
             drift = 1 + spec.get("drift_pct", 0.0) / 100 * math.sin(rounds)
+            if rounds < spec.get("offset_rounds", rounds + 1):
+                drift *= spec["offset"]
             rounds += 1
             noise = spec.get("noise_pct", 0.5) / 100
             samples = tuple(ms * drift * math.exp(rng.gauss(0, noise)) for _ in range(cmd["samples"]))

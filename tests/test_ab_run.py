@@ -4,6 +4,7 @@ verdicts, failures and caching are tested without a GPU and without reading a cl
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from dataclasses import replace
 
@@ -53,6 +54,42 @@ def test_an_unchanged_head_passes_and_the_second_run_reuses_worktree_and_aa(repo
     assert second.exit_code == 0 and "A/A" not in dict(second.costs_s)
     assert any("worktree reused" in line for line in second.messages)
     assert all("no A/A" not in c.note for c in second.gate.comparisons if c.metric == "median_ms")
+
+
+def test_an_aa_head_process_faster_in_its_first_stage_is_not_called_improved(repo, tmp_path):
+    # HEAD against HEAD's code, the head's worker 4% faster in its first 6 rounds of every case (a process
+    # state, not the code): the first stage looks like an improvement, the confirmation stage does not.
+    commit(repo, cases(TIMES, offset_pct={"HEAD": -4.0}, offset_rounds=6), "head: same code")
+    outcome = run_ab(request(repo, "HEAD~1", tmp_path))
+    assert Verdict.IMPROVED not in _verdicts(outcome).values()
+    assert all("2 stages" in c.note for c in outcome.gate.comparisons if c.metric == "median_ms")
+
+
+def test_a_real_five_percent_improvement_is_called_after_confirmation(repo, tmp_path):
+    commit(repo, cases({**TIMES, "a": 0.95}), "head: a 5% faster")
+    outcome = run_ab(request(repo, "HEAD~1", tmp_path))
+    assert _verdicts(outcome) == {"a": Verdict.IMPROVED, "b": Verdict.UNCHANGED, "c": Verdict.UNCHANGED}
+    a = next(c for c in outcome.gate.comparisons if c.case_id.endswith("::a"))
+    assert a.change_pct == pytest.approx(-5.0, abs=0.5) and "3 stages" in a.note and outcome.exit_code == 0
+
+
+def test_an_unconfirmed_slowdown_is_inconclusive_and_its_finding_shows_what_each_stage_was_tested_against(
+        repo, tmp_path):
+    # The head's worker 2.5% slower in its first stage only: the pooled change (about 1.25%) is above the
+    # 1% floor but the confirmation stage is not, so the verdict is inconclusive, and its finding must say
+    # that in the numbers it tested (each stage against its own threshold), not "pooled above, below T".
+    commit(repo, cases(TIMES, offset_pct={"HEAD": 2.5}, offset_rounds=6), "head: same code")
+    outcome = run_ab(request(repo, "HEAD~1", tmp_path))
+    assert set(_verdicts(outcome).values()) == {Verdict.INCONCLUSIVE}
+    texts = [f.message for f in outcome.gate.findings if f.kind is FindingKind.INCONCLUSIVE]
+    assert len(texts) == len(TIMES)
+    for text in texts:
+        pooled = re.search(r"median_ms head/base ([+-][\d.]+)% over 2 stages is above its noise band \(([\d.]+)%\)",
+                           text)
+        assert pooled and float(pooled[1]) > float(pooled[2]) and float(pooled[1]) > 1.0, text
+        stages = re.findall(r"stage (\d) ([+-][\d.]+)% (>|<=) ([\d.]+)%", text)
+        assert [(i, op) for i, _, op, _ in stages] == [("1", ">"), ("2", "<=")], text
+        assert all((float(c) > float(t)) == (op == ">") for _, c, op, t in stages), text
 
 
 def test_the_history_stores_both_sides_with_the_base_commit(repo, tmp_path):

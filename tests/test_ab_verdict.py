@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from perfgate.ab.compare import inconclusive_text
 from perfgate.ab.verdict import AaNoise, RatioRule, decide_ratio, joint_critical_value
 from perfgate.model import Verdict
 from perfgate.stats import t_quantile
@@ -88,10 +89,54 @@ def test_the_joint_critical_value_is_the_stage_count_exact_rate():
         assert np.mean(np.all(z / s > c, axis=1)) == pytest.approx(0.001, rel=0.2)
 
 
-def test_an_improvement_is_called_on_the_first_stage():
+def test_a_real_five_percent_improvement_is_called_after_its_confirmation_stages():
     rng = np.random.default_rng(5)
-    d = decide_ratio([rng.normal(math.log(0.9), 0.005, ROUNDS)], None, RatioRule(alpha=0.001, stages=STAGES))
-    assert d.verdict is Verdict.IMPROVED and not d.suspect and d.change_pct == pytest.approx(-10, abs=0.5)
+    rule = RatioRule(alpha=0.001, stages=STAGES)
+    stages = [rng.normal(math.log(0.95), 0.005, ROUNDS)]
+    first = decide_ratio(stages, None, rule)
+    assert first.suspect and first.verdict is Verdict.UNCHANGED  # one stage is not enough, as for a regression
+    stages += [rng.normal(math.log(0.95), 0.005, ROUNDS) for _ in range(STAGES - 1)]
+    d = decide_ratio(stages, None, rule)
+    assert d.verdict is Verdict.IMPROVED and not d.suspect and d.change_pct == pytest.approx(-5, abs=0.5)
+
+
+def test_an_improving_first_stage_that_the_next_stage_does_not_repeat_is_not_improved():
+    rule = RatioRule(alpha=0.001, stages=STAGES)
+    rounds = np.linspace(-0.002, 0.002, ROUNDS)
+    assert decide_ratio([rounds - 0.03], None, rule).suspect
+    d = decide_ratio([rounds - 0.03, rounds + 0.0], None, rule)
+    assert d.verdict is Verdict.UNCHANGED and not d.suspect
+
+
+def test_a_process_offset_the_aa_shows_is_no_likelier_an_improvement_than_a_regression():
+    # The A/A's two base processes 1% apart; the head's rounds 3.9% faster: within the threshold a
+    # regression of 3.9% would face (one of K looks at the pooled mean), so not an improvement either.
+    quiet = np.linspace(-1e-3, 1e-3, ROUNDS)
+    aa, rule = AaNoise.of(quiet + 0.01), RatioRule(alpha=0.001, stages=STAGES)
+    faster = decide_ratio([quiet - 0.039], aa, rule)
+    assert faster.verdict is Verdict.UNCHANGED and faster.threshold_pct > 3.9
+    assert decide_ratio([quiet + 0.039], AaNoise.of(-quiet - 0.01), rule).verdict is Verdict.UNCHANGED
+
+
+@pytest.mark.parametrize("process_sd", [0.0, 0.01])
+def test_improved_and_regressed_are_mirror_images(process_sd):
+    # Negating every round (and the A/A) turns a regression into an improvement and nothing else: the same
+    # thresholds, the same confirmation, the same share of the budget in both directions.
+    rng = np.random.default_rng(21)
+    rule = RatioRule(alpha=0.005, stages=STAGES)
+    mirror = {Verdict.REGRESSED: Verdict.IMPROVED, Verdict.IMPROVED: Verdict.REGRESSED}
+    seen = set()
+    for _ in range(400):
+        offset, k = rng.normal(0.0, process_sd), int(rng.integers(1, STAGES + 1))
+        stages = [rng.normal(rng.choice([0.0, 0.02, -0.02]) + offset, 0.005, ROUNDS) for _ in range(k)]
+        aa_rounds = rng.normal(rng.normal(0.0, process_sd), 0.005, ROUNDS)
+        up = decide_ratio(stages, AaNoise.of(aa_rounds), rule)
+        down = decide_ratio([-s for s in stages], AaNoise.of(-aa_rounds), rule)
+        assert (down.verdict is Verdict.IMPROVED) == (up.verdict is Verdict.REGRESSED)
+        assert (up.verdict is Verdict.IMPROVED) == (down.verdict is Verdict.REGRESSED)
+        assert up.suspect == down.suspect and up.threshold_pct == pytest.approx(down.threshold_pct)
+        seen.add(mirror.get(up.verdict, up.verdict))
+    assert {Verdict.REGRESSED, Verdict.IMPROVED} <= seen
 
 
 def test_a_suspect_stage_asks_for_another_and_a_stage_below_clears_it():
@@ -108,3 +153,21 @@ def test_a_suspect_stage_asks_for_another_and_a_stage_below_clears_it():
 def test_fewer_than_three_rounds_is_refused():
     with pytest.raises(ValueError, match="at least 3 rounds"):
         decide_ratio([[0.0, 0.1]], None, RatioRule(0.01, 1))
+
+
+def test_an_inconclusive_single_stage_says_its_change_is_below_what_it_can_call():
+    quiet = np.linspace(-1e-3, 1e-3, ROUNDS)
+    d = decide_ratio([quiet + 0.0098], None, RatioRule(alpha=0.01, stages=1))
+    assert d.verdict is Verdict.INCONCLUSIVE
+    text = inconclusive_text("median_ms", d)
+    assert text == (f"head/base +0.98% is above its noise band ({d.band_pct:.2f}%) but not beyond what it can "
+                    "call (1.00%)")
+
+
+def test_an_inconclusive_pooled_test_shows_the_pooled_change_against_the_pooled_threshold():
+    quiet = np.linspace(-1e-3, 1e-3, ROUNDS)
+    d = decide_ratio([quiet + 0.035] * STAGES, AaNoise.of(quiet + 0.01), RatioRule(alpha=0.001, stages=STAGES))
+    assert d.verdict is Verdict.INCONCLUSIVE and d.process_pct is not None and d.change_pct < d.threshold_pct
+    assert inconclusive_text("speedup", d) == (
+        f"speedup base/head +3.56% over 3 stages is above its noise band ({d.band_pct:.2f}%) but not beyond what "
+        f"it can call ({d.threshold_pct:.2f}%)")

@@ -156,3 +156,29 @@ def test_recorded_h100_processes(session: str) -> None:
             assert [s.index for s in steps] == [len(series)], case
             assert steps[0].change_pct > 4.0
         assert all(s.index == len(series) for s in steps), case
+
+
+def test_a_clean_step_in_a_short_history_is_named_as_soon_as_each_side_has_five_runs() -> None:
+    # 7 runs at 1.0 then 6 at 1.10 (0.2% noise): no arrangement of 13 values is rarer than p = 0.001 for a
+    # permutation test, so before the short-segment t-test this step went unnamed until about 16 runs.
+    x = gaussian(0, 13, sd=0.002)
+    x[7:] *= 1.10
+    (step,) = find_steps(x)
+    assert step.index == 7 and step.change_pct == pytest.approx(10.0, abs=0.5) and step.p_value <= 0.001
+    for before in (5, 7, 10, 15):
+        for after in (5, 6):
+            found = 0
+            for seed in range(40):
+                y = gaussian(seed, before + after, sd=0.002)
+                y[before:] *= 1.05  # a clean step of 25x the noise
+                found += [s.index for s in find_steps(y)] == [before]
+            assert found == 40, (before, after)
+
+
+def test_short_stationary_series_rarely_get_a_false_step() -> None:
+    # Where the t-test stands in for the permutations (under 21 runs). Gaussian noise: within max_p. Bimodal
+    # noise: a short series whose first runs all drew one mode and the rest the other *is* a clean step to
+    # any test that can call 7 + 6 runs; those arrangements cost ~0.3% (docs/change-points.md).
+    for n in (10, 13, 16, 20):
+        assert false_positive_rate(gaussian, 500, n) <= 0.006
+        assert false_positive_rate(bimodal, 500, n, ChangePointSettings()) <= 0.012

@@ -159,12 +159,12 @@ def compare_ab(m: Measurement, cached: AaCases, rule: AbRule, results: Results |
     gate = GateResult(comparisons=tuple(rows), current_env=m.environments.get(Side.HEAD),
                       baseline_env=m.environments.get(Side.BASE), fail_on=frozenset(fail_on), strict=rule.strict,
                       calibrated=True)
-    gate = replace(gate, findings=tuple(_findings(m, gate, head)))
+    gate = replace(gate, findings=tuple(_findings(m, gate, head, decisions)))
     return AbComparison(gate, head, base, decisions, measured_aa)
 
 
 def _ratio_row(case: CaseRounds, metric: str, d: RatioDecision, with_aa: bool) -> Comparison:
-    if d.suspect:  # the rounds ended while another stage could still have decided: not a pass
+    if d.suspect and d.change_pct > 0:  # the rounds ended while a regression could still be confirmed: not a pass
         d = replace(d, verdict=Verdict.INCONCLUSIVE)
     base, head = _pooled(case, Side.BASE, metric), _pooled(case, Side.HEAD, metric)
     stages = f" in {d.stages} stages" if d.stages > 1 else ""
@@ -270,7 +270,28 @@ def _speedup_target(res: CaseResult) -> list[Comparison]:
                        baseline=target, current=s.median, note=note)]
 
 
-def _findings(m: Measurement, gate: GateResult, head: Sequence[CaseResult]) -> Iterator[Finding]:
+def inconclusive_text(metric: str, d: RatioDecision) -> str:
+    """Why a ratio comparison is inconclusive, in the numbers that were tested: each stage's mean change
+    against its own threshold, or the pooled change against the pooled threshold (a process offset)."""
+    ratio = "head/base" if metric == TIME_METRIC else "speedup base/head"
+    pooled = f"{ratio} {d.change_pct:+.2f}%" + (f" over {d.stages} stages" if d.stages > 1 else "")
+    noise = f"above its noise band ({d.band_pct:.2f}%)"
+    stages = list(zip(d.stage_change_pct, d.stage_threshold_pct))
+    if d.suspect and stages:
+        return (f"{ratio} {stages[-1][0]:+.2f}% in stage {d.stages} is beyond what it can call there "
+                f"({stages[-1][1]:.2f}%), but the rounds ended before the next confirmation stage")
+    if d.suspect:
+        return (f"{pooled} is over half of what it can call ({d.threshold_pct:.2f}%), but the rounds ended "
+                "before the next confirmation stage")
+    if len(stages) > 1:
+        each = ", ".join(f"stage {i} {c:+.2f}% {'>' if c > t else '<='} {t:.2f}%" for i, (c, t) in
+                         enumerate(stages, 1))
+        return f"{pooled} is {noise}, but not every stage is beyond what it can call ({each})"
+    return f"{pooled} is {noise} but not beyond what it can call ({d.threshold_pct:.2f}%)"
+
+
+def _findings(m: Measurement, gate: GateResult, head: Sequence[CaseResult],
+              decisions: Mapping[tuple[str, str], RatioDecision]) -> Iterator[Finding]:
     if m.failure is not None:
         compared = sum(1 for c in gate.comparisons if c.metric == TIME_METRIC)
         yield Finding(FindingKind.NOT_COMPARABLE, f"{m.failure} ({compared} case(s) compared before it)")
@@ -289,10 +310,9 @@ def _findings(m: Measurement, gate: GateResult, head: Sequence[CaseResult]) -> I
             yield Finding(FindingKind.NOT_COMPARABLE, f"{c.case_id}: {c.note}", c.case_id)
         elif c.verdict is Verdict.PROFILE_FAILED:
             yield Finding(FindingKind.PROFILE_FAILED, f"{c.case_id}: {c.note}", c.case_id)
-        elif c.verdict is Verdict.INCONCLUSIVE and c.metric in RATIO_METRICS:
-            yield Finding(FindingKind.INCONCLUSIVE, f"{c.case_id}: {c.metric} {c.change_pct:+.2f}% is above the "
-                                                    f"noise but below what it can call ({c.threshold_pct:.2f}%)",
-                          c.case_id)
+        elif c.verdict is Verdict.INCONCLUSIVE and (c.case_id, c.metric) in decisions:
+            text = inconclusive_text(c.metric, decisions[(c.case_id, c.metric)])
+            yield Finding(FindingKind.INCONCLUSIVE, f"{c.case_id}: {c.metric} {text}", c.case_id)
     for r in head:
         for note in r.profile_notes:
             if note.startswith("autotune:"):

@@ -17,7 +17,9 @@ fresh rounds for a suspect case, at most K = 1 + confirm_runs):
            K stages exceeds its T_j is alpha (stages are independent rounds; they share s)
 
     REGRESSED     all K stages exceed T_j
-    IMPROVED      stage 1 falls below -T with the single-stage critical value
+    IMPROVED      all K stages fall below -T_j: the same confirmation and the same charge as a regression
+                  (one stage below -T_1 is suspect and gets the next stage, as a stage above T_1 does), so
+                  a process offset toward "faster" is no likelier to be called than one toward "slower"
     INCONCLUSIVE  not regressed, but the pooled change is above its 95% noise band and within a band of T
     UNCHANGED     otherwise
 
@@ -85,6 +87,11 @@ class RatioDecision:
     stages: int
     process_pct: float | None = None  # the A/A's process offset, when it showed one
     suspect: bool = False  # another stage of rounds would decide: ask for one
+    # what was tested: each stage's mean change and threshold (%); with a process offset (process_pct) the
+    # pooled change against threshold_pct instead, and these are empty
+    stage_change_pct: tuple[float, ...] = ()
+    stage_threshold_pct: tuple[float, ...] = ()
+    band_pct: float = 0.0  # the pooled change's 95% noise band (the inconclusive test's "above the noise")
 
     @property
     def ratio(self) -> float:
@@ -120,22 +127,22 @@ def decide_ratio(stages: Sequence[Sequence[float]], aa: AaNoise | None, rule: Ra
     if process2 == 0.0:
         c = joint_critical_value(rule.stages, rule.alpha, dof)
         thresholds = [max(floor, c * s / math.sqrt(a.size)) for a in arrays]
-        above = [float(a.mean()) > t for a, t in zip(arrays, thresholds)]
-        regressed = len(arrays) >= rule.stages and all(above[: rule.stages])
-        suspect = not regressed and all(above) and len(arrays) < rule.stages
+        means = [float(a.mean()) for a in arrays]
+        worse = _staged_call([m > t for m, t in zip(means, thresholds)], rule.stages)
+        better = _staged_call([m < -t for m, t in zip(means, thresholds)], rule.stages)
         threshold = thresholds[0]
+        tested = (tuple(pct(m) for m in means), tuple(pct(t) for t in thresholds))
     else:  # the stages share the processes' offset: the pooled mean, one test per look
-        c = t_quantile(1.0 - rule.alpha / rule.stages, dof)
-        threshold = max(floor, c * se_all)
-        regressed = mean > threshold
-        suspect = not regressed and mean > threshold / 2 and len(arrays) < rule.stages
-    first = arrays[0]
-    single = max(floor, t_quantile(1.0 - rule.alpha, dof) * math.sqrt(s * s / first.size + process2))
+        threshold = max(floor, t_quantile(1.0 - rule.alpha / rule.stages, dof) * se_all)
+        worse = _pooled_call(mean, threshold, len(arrays), rule.stages)
+        better = _pooled_call(-mean, threshold, len(arrays), rule.stages)
+        tested = ((), ())
+    suspect = worse.suspect or better.suspect
     band = t_quantile(BAND_CONFIDENCE, dof) * se_all
     verdict = Verdict.UNCHANGED
-    if regressed:
+    if worse.called:
         verdict = Verdict.REGRESSED
-    elif float(first.mean()) < -single:
+    elif better.called:
         verdict = Verdict.IMPROVED
     elif not suspect and mean > band and mean + band > threshold:
         verdict = Verdict.INCONCLUSIVE
@@ -143,7 +150,28 @@ def decide_ratio(stages: Sequence[Sequence[float]], aa: AaNoise | None, rule: Ra
     return RatioDecision(verdict=verdict, change_pct=pct(mean), ci_low_pct=pct(mean - half),
                          ci_high_pct=pct(mean + half), threshold_pct=pct(threshold), noise_pct=pct(s), rounds=n,
                          stages=len(arrays), process_pct=pct(math.sqrt(process2)) if process2 else None,
-                         suspect=suspect)
+                         suspect=suspect, stage_change_pct=tested[0], stage_threshold_pct=tested[1],
+                         band_pct=pct(band))
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One direction's test: called (every look it needs passed) or suspect (another stage would decide)."""
+
+    called: bool
+    suspect: bool
+
+
+def _staged_call(beyond: Sequence[bool], stages: int) -> _Call:
+    """Every one of the K stages beyond its threshold; suspect while all so far are and stages remain."""
+    called = len(beyond) >= stages and all(beyond[:stages])
+    return _Call(called, not called and all(beyond) and len(beyond) < stages)
+
+
+def _pooled_call(change: float, threshold: float, measured: int, stages: int) -> _Call:
+    """The pooled change (+ = this direction) beyond the threshold of one of K looks."""
+    called = change > threshold
+    return _Call(called, not called and change > threshold / 2 and measured < stages)
 
 
 def _process_offset2(aa: AaNoise | None, s: float, dof: int) -> float:

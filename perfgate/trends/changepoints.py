@@ -17,6 +17,16 @@ Two choices differ from Otava, for GPU process medians:
   permutations come from a generator seeded from the settings and the segment length, so the same series
   always gives the same answer; they stop as soon as the outcome is decided (most stationary segments are
   settled within a few dozen permutations).
+- A permutation p-value cannot be smaller than the share of arrangements at least as extreme: for a
+  perfectly clean step of k runs in n that is 2 / C(n, k) (the arrangement and its mirror), 1.2e-3 for
+  7 + 6 runs, above max_p = 0.001, so a short series could never show a step however large. Where the
+  chosen split has at least `T_TEST_SIDE` (5) runs a side and the permutations cannot resolve it
+  (2 / C(n, k) above max_p / RESOLUTION_MARGIN: any such split of under 17 runs, a short side of 5 in
+  under 21), it is tested instead with the pooled t-test, Bonferroni-corrected over the segment's splits
+  with 5 runs a side (exact for Gaussian noise, conservative for the choice of split; the clipping above
+  keeps a wild process from making a step).
+  Either test holds max_p, so a stationary series is called changed with probability at most 2 max_p
+  whichever is used; scripts/changepoint_rates.py measures it (docs/change-points.md).
 """
 
 from __future__ import annotations
@@ -28,8 +38,12 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from perfgate.stats import t_cdf
+
 FloatArray = NDArray[np.float64]
 _BATCHES = (32, 128, 512, 2048)  # permutation batch sizes, growing: an early exceedance ends the test cheaply
+T_TEST_SIDE = 5  # the t-test stands in only with this many runs on each side (fewer: bimodal noise fools it)
+RESOLUTION_MARGIN = 10  # permutations resolve a clean split in >= ~90% of draws when 2 / C(n, k) <= max_p / this
 
 
 @dataclass(frozen=True)
@@ -99,8 +113,31 @@ def _best_split(seg: FloatArray, s: ChangePointSettings) -> tuple[int, float] | 
     best = float(observed[tau - s.min_segment])
     if best <= 0.0:
         return None
-    p = _permutation_p(y, best, s)
+    side = min(tau, n - tau)
+    t_test = side >= T_TEST_SIDE and not _permutations_resolve(n, side, s)
+    p = _split_t_p(y, tau, s) if t_test else _permutation_p(y, best, s)
     return (tau, p) if p is not None else None
+
+
+def _permutations_resolve(n: int, side: int, s: ChangePointSettings) -> bool:
+    """Whether n runs have enough arrangements for a clean step with `side` runs on its short side to reach
+    max_p by permutations."""
+    return 2.0 / math.comb(n, side) <= s.max_p / RESOLUTION_MARGIN
+
+
+def _split_t_p(y: FloatArray, tau: int, s: ChangePointSettings) -> float | None:
+    """The pooled two-sided t-test of the split at tau, Bonferroni over the segment's allowed splits; None
+    when it does not reach max_p."""
+    n = len(y)
+    left, right = y[:tau], y[tau:]
+    diff = abs(float(right.mean()) - float(left.mean()))
+    ss = float(((left - left.mean()) ** 2).sum() + ((right - right.mean()) ** 2).sum())
+    if ss <= 0.0:
+        p = 0.0 if diff > 0.0 else 1.0
+    else:
+        t = diff / math.sqrt(ss / (n - 2) * (1.0 / tau + 1.0 / (n - tau)))
+        p = min(1.0, (n - 2 * T_TEST_SIDE + 1) * 2.0 * (1.0 - t_cdf(t, n - 2)))
+    return p if p <= s.max_p else None
 
 
 def _clipped(seg: FloatArray, clip_mads: float) -> FloatArray:
