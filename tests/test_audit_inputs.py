@@ -3,10 +3,13 @@ input is one line naming the file and the problem (exit 2), never exit 0 with a 
 work is bounded."""
 
 import contextlib
+import csv
 import gzip
 import io
 import json
 import zlib
+
+import pytest
 
 from perfgate.cli import main
 
@@ -87,3 +90,43 @@ def test_a_gzip_trace_within_its_ratio_reads_as_its_text(tmp_path):
     plain.write_text(json.dumps({"traceEvents": events}))
     packed.write_bytes(gzip.compress(plain.read_bytes()))
     assert analyze_json(packed)["kernels"] == analyze_json(plain)["kernels"]
+
+
+# --- 2. ncu units perfgate cannot read ----------------------------------------------------------------
+
+def ncu_csv_with_unit(tmp_path, h100_data, metric, unit):
+    rows = list(csv.reader((h100_data / "perfgate-ncu_raw.csv").open(encoding="utf-8-sig")))
+    rows[1][rows[0].index(metric)] = unit
+    path = tmp_path / "raw.csv"
+    with path.open("w", newline="") as fh:
+        csv.writer(fh, quoting=csv.QUOTE_ALL).writerows(rows)
+    return path
+
+
+@pytest.mark.parametrize("metric, unit, kind", [
+    ("gpu__time_duration.sum", "furlongs", "a time"),
+    ("dram__bytes_read.sum", "Gbit", "a size"),
+    ("dram__bytes.sum.per_second", "Gbyte", "a rate"),
+    ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "", "a percentage"),
+    ("sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active", "permille", "a percentage"),
+])
+def test_an_ncu_metric_in_a_unit_of_the_wrong_kind_is_one_line_naming_metric_and_unit(tmp_path, h100_data, metric,
+                                                                                        unit, kind):
+    path = ncu_csv_with_unit(tmp_path, h100_data, metric, unit)
+    assert f"metric {metric} is in unit {unit!r}, not {kind}" in refused("analyze", path)
+
+
+def test_an_unknown_unit_of_a_count_perfgate_does_not_interpret_still_reads(tmp_path, h100_data):
+    path = ncu_csv_with_unit(tmp_path, h100_data, "launch__occupancy_limit_warps", "wavefronts")
+    assert analyze_json(path)["launches"]
+
+
+def test_a_report_metric_in_a_unit_of_the_wrong_kind_is_one_line(tmp_path):
+    from perfgate.errors import ReportFileError
+    from perfgate.parse.ncu_report_file import _build
+
+    names = ("gpu__time_duration.sum", "dram__bytes_read.sum")
+    good = ("k", names, (1500.0, 4096.0), ("ns", "byte"), ())
+    assert [la.value("gpu__time_duration.sum") for la in _build(tmp_path / "r.ncu-rep", [good])] == [1500.0]
+    with pytest.raises(ReportFileError, match="metric gpu__time_duration.sum is in unit 'furlongs', not a time"):
+        _build(tmp_path / "r.ncu-rep", [good, ("k", names, (1500.0, 4096.0), ("furlongs", "byte"), ())])
