@@ -7,6 +7,8 @@ import csv
 import gzip
 import io
 import json
+import shutil
+import sqlite3
 import zlib
 
 import pytest
@@ -130,3 +132,77 @@ def test_a_report_metric_in_a_unit_of_the_wrong_kind_is_one_line(tmp_path):
     assert [la.value("gpu__time_duration.sum") for la in _build(tmp_path / "r.ncu-rep", [good])] == [1500.0]
     with pytest.raises(ReportFileError, match="metric gpu__time_duration.sum is in unit 'furlongs', not a time"):
         _build(tmp_path / "r.ncu-rep", [good, ("k", names, (1500.0, 4096.0), ("furlongs", "byte"), ())])
+
+
+# --- 3, 4. nsys exports: copied kernel rows, overlapping kernels on one stream, dangling string ids -----
+
+KERNELS = "CUPTI_ACTIVITY_KIND_KERNEL"
+
+
+@pytest.fixture
+def export(tmp_path, h100_data):
+    """The recorded H100 nsys export with SQL applied."""
+    def make(*sql):
+        path = tmp_path / "x.sqlite"
+        shutil.copy(h100_data / "perfgate-nsys.sqlite", path)
+        con = sqlite3.connect(path)
+        for statement in sql:
+            con.execute(statement)
+        con.commit()
+        con.close()
+        return path
+    return make
+
+
+def test_a_kernel_table_inserted_into_itself_is_refused_never_counted_twice(export):
+    from perfgate.errors import ReportFileError
+    from perfgate.parse.nsys_sqlite import read_nsys_sqlite
+
+    path = export(f"INSERT INTO {KERNELS} SELECT * FROM {KERNELS}")
+    assert f"{KERNELS} holds 2,437 row(s) repeating another row exactly" in refused("analyze", path)
+    with pytest.raises(ReportFileError, match="repeating another row exactly"):
+        read_nsys_sqlite(path)
+
+
+def test_one_copied_kernel_row_is_refused(export):
+    path = export(f"INSERT INTO {KERNELS} SELECT * FROM {KERNELS} WHERE rowid = 100")
+    assert "holds 1 row(s) repeating another row exactly" in refused("analyze", path, "--format", "json")
+
+
+def test_kernels_overlapping_on_one_stream_are_noted_never_summed_silently(export):
+    from perfgate.parse.nsys_sqlite import read_nsys_sqlite
+
+    # the 100th kernel now starts 1 ms earlier, over the kernels before it on stream 7
+    path = export(f"UPDATE {KERNELS} SET start = start - 1000000 WHERE rowid = 100")
+    (note,) = [n for n in analyze_json(path)["notes"] if "overlap" in n]
+    assert note.startswith("kernels on device 0 stream 7 overlap in time: their durations sum to")
+    assert note in read_nsys_sqlite(path).notes
+
+
+def test_the_recorded_export_has_no_stream_or_string_notes(h100_data):
+    assert analyze_json(h100_data / "perfgate-nsys.sqlite")["notes"] == []
+
+
+def test_kernels_naming_a_missing_string_id_are_named_so_and_counted(export):
+    from perfgate.parse.nsys_sqlite import read_nsys_sqlite
+
+    path = export(f"UPDATE {KERNELS} SET demangledName = 99999998, shortName = 99999998 WHERE rowid IN (1, 2, 3)")
+    doc = analyze_json(path)
+    assert {k["name"]: k["count"] for k in doc["kernels"]}["<unknown name id 99999998>"] == 3
+    assert "99999998" not in {k["name"] for k in doc["kernels"]}
+    note = "1 string id(s) missing from StringIds (a damaged export), first 99999998: their rows are named " \
+           "<unknown name id 99999998>"
+    assert doc["notes"] == [note]
+    timeline = read_nsys_sqlite(path)
+    assert sum(k.name == "<unknown name id 99999998>" for k in timeline.kernels) == 3
+    assert timeline.notes == (note,)
+
+
+def test_runtime_calls_and_nvtx_ranges_naming_missing_string_ids_are_counted_too(export):
+    path = export("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 99999997 WHERE rowid = 1",
+                  "UPDATE NVTX_EVENTS SET text = NULL, textId = 99999996 WHERE rowid = (SELECT min(rowid) FROM "
+                  "NVTX_EVENTS WHERE eventType = 59 AND end IS NOT NULL)")
+    doc = analyze_json(path)
+    assert "<unknown name id 99999997>" in {a["name"] for a in doc["api"]}
+    assert "<unknown name id 99999996>" in {r["range"] for r in doc["nvtx"]}
+    assert doc["notes"][0].startswith("2 string id(s) missing from StringIds")
