@@ -206,3 +206,21 @@ def test_runtime_calls_and_nvtx_ranges_naming_missing_string_ids_are_counted_too
     assert "<unknown name id 99999997>" in {a["name"] for a in doc["api"]}
     assert "<unknown name id 99999996>" in {r["range"] for r in doc["nvtx"]}
     assert doc["notes"][0].startswith("2 string id(s) missing from StringIds")
+
+
+# --- 5. a zero duration written as -0.0 -------------------------------------------------------------------
+
+@pytest.mark.parametrize("token", ["-0.0", "-0", "-0.0e0", "0.0"])
+def test_a_kernel_lasting_minus_zero_us_is_a_zero_duration_kernel_in_both_readers(tmp_path, token):
+    """-0.0 is zero, not a negative duration: read as 0 ns by analyze and by the gate's timeline reader,
+    as a genuinely negative one (dropped, counted in the notes) is not."""
+    from perfgate.parse.torch_trace import read_torch_trace
+
+    events = [dict(KERNEL, ts=float(10 * i)) for i in range(3)]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}).replace('"dur": 2.0', f'"dur": {token}', 1))
+    doc = analyze_json(path)
+    assert [(k["count"], k["min_ns"], k["total_ns"]) for k in doc["kernels"]] == [(3, 0, 4000)]
+    assert doc["notes"] == []
+    timeline = read_torch_trace(path)
+    assert [k.end_ns - k.start_ns for k in timeline.kernels] == [0, 2000, 2000] and timeline.notes == ()
