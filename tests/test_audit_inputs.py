@@ -224,3 +224,61 @@ def test_a_kernel_lasting_minus_zero_us_is_a_zero_duration_kernel_in_both_reader
     assert doc["notes"] == []
     timeline = read_torch_trace(path)
     assert [k.end_ns - k.start_ns for k in timeline.kernels] == [0, 2000, 2000] and timeline.notes == ()
+
+
+# --- 6. the CI commands read the results file through one checked reader --------------------------------
+
+def recorded_results(h100_data):
+    return json.loads(gzip.decompress((h100_data / "gate_profiled_copy_run.json.gz").read_bytes()))
+
+
+def results_file(tmp_path, doc):
+    path = tmp_path / "perfgate.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _set(path, value):
+    def edit(doc):
+        *parents, last = path
+        target = doc
+        for key in parents:
+            target = target[key]
+        target[last] = value
+    return edit
+
+
+def _drop(key):
+    return lambda doc: doc.pop(key)
+
+
+@pytest.mark.parametrize("edit, problem", [
+    (_set(("cases", 0, "timing", "median_ms"), -5), '"median_ms" = -5 cannot be below 0'),
+    (_set(("comparisons",), []), "5 measured case(s) have no verdict"),
+    (_set(("comparisons", 0, "current"), -0.09), '"current" = -0.09 cannot be below 0'),
+    (_set(("comparisons", 0, "change_pct"), -250), '"change_pct" = -250 cannot be below -100'),
+    (_set(("perfgate_json_version",), 999), "perfgate_json_version '999' is not one this perfgate reads"),
+    (_drop("gate"), 'no "gate" object'),
+    (_set(("comparisons", 0, "verdict"), "fine"), "verdict 'fine' is not perfgate's"),
+    (_set(("gate", "failed"), "no"), 'no "gate" object with booleans'),
+    (_set(("findings",), [{"kind": "all good", "message": "m"}]), "kind 'all good' is not perfgate's"),
+    (_set(("run", "started_at"), "yesterday"), '"started_at" must be an ISO 8601 time'),
+])
+@pytest.mark.parametrize("command", ["verdict", "annotate"])
+def test_ci_commands_refuse_a_results_file_that_cannot_be_a_gates_in_one_line(tmp_path, h100_data, edit, problem,
+                                                                             command):
+    doc = recorded_results(h100_data)
+    edit(doc)
+    assert problem in refused("ci", command, results_file(tmp_path, doc), names=tmp_path / "perfgate.json")
+
+
+def test_ci_commands_read_the_recorded_results_file(tmp_path, h100_data):
+    path = results_file(tmp_path, recorded_results(h100_data))
+    assert run_cli("ci", "verdict", path)[:2] == (0, f"perfgate: {path}: gate passed\n")
+    assert run_cli("ci", "annotate", path)[0] == 0
+
+
+def test_a_regressed_row_fails_the_verdict_whatever_gate_failed_says(tmp_path, h100_data):
+    doc = recorded_results(h100_data)
+    doc["comparisons"][0]["verdict"] = "regressed"
+    assert run_cli("ci", "verdict", results_file(tmp_path, doc))[0] == 1
