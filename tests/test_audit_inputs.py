@@ -282,3 +282,21 @@ def test_a_regressed_row_fails_the_verdict_whatever_gate_failed_says(tmp_path, h
     doc = recorded_results(h100_data)
     doc["comparisons"][0]["verdict"] = "regressed"
     assert run_cli("ci", "verdict", results_file(tmp_path, doc))[0] == 1
+
+
+# --- 10. a results file that is not this run's gate --------------------------------------------------------
+
+def test_ci_verdict_refuses_a_results_file_from_before_this_run_or_without_strict_mode(tmp_path, h100_data):
+    doc = recorded_results(h100_data)  # run.started_at 2026-11-22T07:06:37+00:00, strict
+    path = results_file(tmp_path, doc)
+    assert run_cli("ci", "verdict", path, "--not-before", "2026-11-22T07:06:37+00:00", "--require-strict")[0] == 0
+    code, _, err = run_cli("ci", "verdict", path, "--not-before", "2026-11-22T07:06:38+00:00")
+    assert code == 2 and "a stale file, not this run's gate" in err and str(path) in err
+    doc["gate"]["strict"] = False
+    code, _, err = run_cli("ci", "verdict", results_file(tmp_path, doc), "--require-strict")
+    assert code == 2 and "without strict mode" in err
+    del doc["run"]
+    code, _, err = run_cli("ci", "verdict", results_file(tmp_path, doc), "--not-before", "2026-11-22T07:06:38+00:00")
+    assert code == 2 and "no run.started_at" in err
+    assert "--not-before must be an ISO 8601 time" in refused("ci", "verdict", path, "--not-before", "soon",
+                                                              names="soon")
