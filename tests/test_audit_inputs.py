@@ -300,3 +300,48 @@ def test_ci_verdict_refuses_a_results_file_from_before_this_run_or_without_stric
     assert code == 2 and "no run.started_at" in err
     assert "--not-before must be an ISO 8601 time" in refused("ci", "verdict", path, "--not-before", "soon",
                                                               names="soon")
+
+
+# --- 7. pytest-benchmark metadata ---------------------------------------------------------------------------
+
+def benchmark_file(tmp_path, h100_data, edit):
+    doc = json.loads((h100_data.parent / "pytest_benchmark.json").read_text())
+    edit(doc)
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_control_characters_in_benchmark_metadata_are_replaced_before_storing_and_printing(tmp_path, h100_data):
+    path = benchmark_file(tmp_path, h100_data, _set(("commit_info", "branch"), "main\x1b[2J\nforged: line"))
+    db = tmp_path / "h.db"
+    assert run_cli("import-benchmark", path, "--db", db)[0] == 0
+    from perfgate.store import open_store
+
+    with open_store(db) as store:
+        (branch,) = [r["git_branch"] for r in store.query("SELECT git_branch FROM runs")]
+    assert branch == "main\ufffd[2J\ufffdforged: line"
+    code, out, _ = run_cli("history", "--db", db)
+    assert code == 0 and "\x1b" not in out and "\nforged" not in out
+
+
+@pytest.mark.parametrize("value", ["not a date", 20240101, None, "9999-12-31T23:59:59-01:00"])
+def test_a_benchmark_datetime_that_is_not_an_iso_time_is_refused_and_nothing_stored(tmp_path, h100_data, value):
+    path = benchmark_file(tmp_path, h100_data, _set(("datetime",), value))
+    db = tmp_path / "h.db"
+    assert '"datetime" must be an ISO 8601 time' in refused("import-benchmark", path, "--db", db)
+    assert not db.exists()
+
+
+def test_a_benchmark_datetime_is_stored_as_perfgate_stores_a_start(tmp_path, h100_data):
+    from perfgate.parse.pytest_benchmark import read_pytest_benchmark
+
+    naive = benchmark_file(tmp_path, h100_data, _set(("datetime",), "2024-03-01T12:00:05.123"))
+    assert read_pytest_benchmark(naive).info.started_at == "2024-03-01T12:00:05+00:00"
+    assert read_pytest_benchmark(h100_data.parent / "pytest_benchmark.json").info.started_at == \
+           "2026-11-24T03:26:53+00:00"
+
+
+def test_a_benchmark_file_without_benchmarks_is_refused(tmp_path, h100_data):
+    path = benchmark_file(tmp_path, h100_data, _set(("benchmarks",), []))
+    assert "no benchmarks in it" in refused("import-benchmark", path, "--db", tmp_path / "h.db")
