@@ -345,3 +345,47 @@ def test_a_benchmark_datetime_is_stored_as_perfgate_stores_a_start(tmp_path, h10
 def test_a_benchmark_file_without_benchmarks_is_refused(tmp_path, h100_data):
     path = benchmark_file(tmp_path, h100_data, _set(("benchmarks",), []))
     assert "no benchmarks in it" in refused("import-benchmark", path, "--db", tmp_path / "h.db")
+
+
+# --- 8, 9. history --changes matches and verifies as history --case does ------------------------------------
+
+BRACKETED = "tests/test_perf.py::test_enum[BaseConverter]"
+
+
+def bracketed_history(tmp_path):
+    from perfgate.model import Environment, Run, RunInfo
+    from perfgate.store import open_store
+    from tests.site_histories import single_median_case
+
+    db = tmp_path / "h.db"
+    env = Environment(device_kind="cuda", device_name="NVIDIA H100 80GB HBM3", compute_capability="9.0")
+    noise = iter([1.001, 0.998, 1.0, 1.002, 0.999, 1.0015, 0.9985, 1.0005, 0.9995, 1.001] * 3)
+    with open_store(db) as store:
+        for i in range(30):
+            info = RunInfo(f"2026-11-01T00:{i:02d}:00+00:00", "", git_commit=f"c{i:02d}" + "0" * 37, git_branch="main")
+            slow = 0.2 * next(noise) * (1.1 if i >= 20 else 1.0)
+            store.save_run(Run(info, env, (single_median_case(BRACKETED, slow),
+                                           single_median_case("tests/test_perf.py::test_enumB", 0.1))))
+    return db
+
+
+def test_history_changes_matches_a_bracketed_case_id_as_history_case_does(tmp_path):
+    db = bracketed_history(tmp_path)
+    code, out, _ = run_cli("history", "--db", db, "--case", BRACKETED, "--format", "json")
+    assert code == 0 and {r["case_id"] for r in json.loads(out)} == {BRACKETED}
+    code, out, _ = run_cli("history", "--changes", "--db", db, "--case", BRACKETED, "--rootdir", tmp_path)
+    assert code == 0 and "1 change point(s) in 1 case series" in out, out
+    code, out, _ = run_cli("history", "--changes", "--db", db, "--case-regex", r"\[Base", "--format", "json")
+    assert code == 0 and [r["case_id"] for r in json.loads(out)] == [BRACKETED]
+
+
+@pytest.mark.parametrize("median", [-1.0, float("nan")])
+def test_history_changes_refuses_a_damaged_median_as_history_case_does(tmp_path, median):
+    db = bracketed_history(tmp_path)
+    con = sqlite3.connect(db)
+    con.execute("UPDATE cases SET median_ms = ? WHERE run_id = 30 AND case_id = ?", (median, BRACKETED))
+    con.commit()
+    con.close()
+    by_case = refused("history", "--db", db, "--case", BRACKETED, names=db)
+    changes = refused("history", "--changes", "--db", db, "--rootdir", tmp_path, names=db)
+    assert "run 30 case" in by_case and "run 30 case" in changes and "median_ms" in changes
