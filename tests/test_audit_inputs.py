@@ -260,6 +260,7 @@ def _drop(key):
     (_set(("perfgate_json_version",), 999), "perfgate_json_version '999' is not one this perfgate reads"),
     (_drop("gate"), 'no "gate" object'),
     (_set(("comparisons", 0, "verdict"), "fine"), "verdict 'fine' is not perfgate's"),
+    (_set(("comparisons", 0, "verdict"), {"a": 1}), "verdict \"{'a': 1}\" is not perfgate's"),
     (_set(("gate", "failed"), "no"), 'no "gate" object with booleans'),
     (_set(("findings",), [{"kind": "all good", "message": "m"}]), "kind 'all good' is not perfgate's"),
     (_set(("run", "started_at"), "yesterday"), '"started_at" must be an ISO 8601 time'),

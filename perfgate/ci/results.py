@@ -90,9 +90,14 @@ def _fail_on(path: Path, gate: dict[str, Any]) -> frozenset[str]:
     fail_on = gate.get("fail_on")
     if fail_on is None:
         return DEFAULT_FAIL_ON
-    if not isinstance(fail_on, list) or not all(v in _VERDICTS for v in fail_on):
+    if not isinstance(fail_on, list) or not all(_one_of(v, _VERDICTS) for v in fail_on):
         raise ReportFileError(path, '"gate": "fail_on" must be a list of perfgate verdicts')
     return DEFAULT_FAIL_ON | frozenset(fail_on)  # a file cannot take regressions off the list
+
+
+def _one_of(value: Any, allowed: frozenset[str]) -> bool:
+    """A string of the closed set (a list or an object from the file is unhashable: never `in` a set)."""
+    return isinstance(value, str) and value in allowed
 
 
 def _list(path: Path, doc: dict[str, Any], key: str) -> list[dict[str, Any]]:
@@ -119,9 +124,9 @@ def _check_row(path: Path, i: int, row: dict[str, Any]) -> None:
     where = f"comparisons[{i}]"
     if not isinstance(row.get("case_id"), str) or not isinstance(row.get("metric"), str):
         raise ReportFileError(path, f"{where} must have a string case_id and metric")
-    if row.get("verdict") not in _VERDICTS:
+    if not _one_of(row.get("verdict"), _VERDICTS):
         raise ReportFileError(path, f"{where}: verdict {str(row.get('verdict'))[:40]!r} is not perfgate's")
-    if row.get("direction") is not None and row["direction"] not in _DIRECTIONS:
+    if row.get("direction") is not None and not _one_of(row["direction"], _DIRECTIONS):
         raise ReportFileError(path, f"{where}: direction {str(row['direction'])[:40]!r} is not perfgate's")
     if row.get("gated") is not None and type(row["gated"]) is not bool:
         raise ReportFileError(path, f'{where}: "gated" must be a boolean')
@@ -137,7 +142,7 @@ def _check_row(path: Path, i: int, row: dict[str, Any]) -> None:
 
 
 def _check_finding(path: Path, i: int, f: dict[str, Any]) -> None:
-    if f.get("kind") not in _KINDS or not isinstance(f.get("message"), str):
+    if not _one_of(f.get("kind"), _KINDS) or not isinstance(f.get("message"), str):
         raise ReportFileError(path, f"findings[{i}]: kind {str(f.get('kind'))[:40]!r} is not perfgate's, "
                                     "or the message is not a string")
     if f.get("fails_strict") is not None and type(f["fails_strict"]) is not bool:
