@@ -254,25 +254,56 @@ def kernel_stream_notes(ex: NsysExport) -> tuple[str, ...]:
     kernel time exceed the time it was busy: a note says so instead of passing the sum silently."""
     cols = ex.columns(KERNEL_TABLE)
     dev, stream = (c if c in cols else "NULL" for c in ("deviceId", "streamId"))
-    window = f"PARTITION BY {dev}, {stream} ORDER BY start, end, correlationId, globalPid"
-    same = " AND ".join(f"{c} IS lag({c}) OVER w" for c in ("start", "end", "correlationId", "globalPid"))
-    rows = ex.con.execute(
-        f"SELECT dev, stream, total(end - start), total(max(0, end - max(start, coalesce(reach, start)))), "
-        f"sum(dup), min(CASE WHEN dup THEN start END) FROM ("
-        f"SELECT {dev} AS dev, {stream} AS stream, start, end, "
-        f"max(end) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach, "
-        f"coalesce(row_number() OVER w > 1 AND {same}, 0) AS dup FROM {KERNEL_TABLE} WHERE {_SPAN_SQL} "
-        f"WINDOW w AS ({window})) GROUP BY dev, stream ORDER BY dev, stream").fetchall()
-    for d, st, _, _, dups, first in rows:
-        if dups:
-            raise ReportFileError(ex.path, f"{KERNEL_TABLE} holds {sum(r[4] for r in rows):,} row(s) repeating "
-                                           f"another row exactly (start, end, device, stream, correlation id; the "
-                                           f"first at start {first} ns on device {text(d)} stream {text(st)}): a "
-                                           "copied table, not a capture")
+    cursor = ex.con.execute(f"SELECT {dev}, {stream}, start, end, correlationId, globalPid FROM {KERNEL_TABLE} "
+                            f"WHERE {_SPAN_SQL} ORDER BY 1, 2, 3, 4, 5, 6")
+    sweep = _StreamSweep()
+    while rows := cursor.fetchmany(65_536):
+        sweep.add(rows)
+    if sweep.duplicates:
+        (d, st), first = sweep.first_duplicate
+        raise ReportFileError(ex.path, f"{KERNEL_TABLE} holds {sweep.duplicates:,} row(s) repeating another row "
+                                       f"exactly (start, end, device, stream, correlation id; the first at start "
+                                       f"{first} ns on device {text(d)} stream {text(st)}): a copied table, not a "
+                                       "capture")
     return tuple(f"kernels on device {text(d)} stream {text(st)} overlap in time: their durations sum to "
-                 f"{summed:,.0f} ns, more than the {busy:,.0f} ns the stream was busy (CUDA graph branches or "
+                 f"{summed:,} ns, more than the {busy:,} ns the stream was busy (CUDA graph branches or "
                  "programmatic dependent launch; per-kernel totals count the overlap)"
-                 for d, st, summed, busy, _, _ in rows if summed > busy * (1 + 1e-9))
+                 for (d, st), (summed, busy) in sweep.streams.items() if summed > busy)
+
+
+class _StreamSweep:
+    """Kernel rows sorted by (device, stream, start, end, correlation id, process): per stream, the sum of
+    durations and the busy time (the union of the spans), exactly, in Python ints; and rows equal to the
+    one before (sorting puts exact copies side by side)."""
+
+    def __init__(self) -> None:
+        self.streams: dict[tuple[Any, Any], tuple[int, int]] = {}
+        self.duplicates = 0
+        self.first_duplicate: tuple[tuple[Any, Any], int] = ((None, None), 0)
+        self._prev: tuple[Any, ...] = ()
+        self._key: tuple[Any, Any] | None = None
+        self._summed = self._busy = self._reach = 0
+
+    def add(self, rows: list[tuple[Any, ...]]) -> None:
+        key, summed, busy, reach, prev = self._key, self._summed, self._busy, self._reach, self._prev
+        for row in rows:
+            d, st, start, end = row[0], row[1], row[2], row[3]
+            if key is None or key[0] != d or key[1] != st:
+                if key is not None:
+                    self.streams[key] = (summed, busy)
+                key, summed, busy, reach = (d, st), 0, 0, start
+            elif row == prev:
+                if not self.duplicates:
+                    self.first_duplicate = (key, start)
+                self.duplicates += 1
+            summed += end - start
+            if end > reach:
+                busy += end - max(start, reach)
+                reach = end
+            prev = row
+        if key is not None:
+            self.streams[key] = (summed, busy)
+        self._key, self._summed, self._busy, self._reach, self._prev = key, summed, busy, reach, prev
 
 
 def is_span(start: Any, end: Any) -> bool:
