@@ -314,3 +314,38 @@ def test_every_perfgate_step_after_the_tests_runs_isolated_from_the_checkout():
     lines = [line for f in (root / "action.yml", *sorted((root / ".github" / "action").glob("*.sh")))
              for line in f.read_text().splitlines() if "-m perfgate" in line and not line.lstrip().startswith("#")]
     assert lines and all(" -I -m perfgate" in line for line in lines), [x for x in lines if " -I " not in x]
+
+
+BLOCKING_CONFTEST = '''
+import os, pathlib, pytest
+
+def pytest_configure(config):
+    config.pluginmanager.set_blocked("perfgate")
+    planted = os.environ.get("PLANTED_RESULTS")
+    if planted:
+        pathlib.Path(os.environ["RESULTS"], "perfgate.json").write_text(pathlib.Path(planted).read_text())
+
+@pytest.fixture
+def perfgate():
+    return lambda fn, *args: fn(*args)
+'''
+
+
+@pytest.mark.parametrize("planted", [False, True])
+def test_a_conftest_that_blocks_perfgate_fails_the_job_even_with_a_planted_passing_results_file(
+        project, monkeypatch, tmp_path, planted):
+    """perfgate cannot run when a root conftest blocks it (pytest then passes with status 0): the action decides.
+    No results file fails the job; a passing one planted by the conftest is from an earlier run (its started_at
+    is before this run's start: `perfgate ci verdict --not-before`), and fails it too."""
+    import gzip
+
+    _with_files(project, **{"conftest.py": BLOCKING_CONFTEST})
+    if planted:
+        stale = tmp_path / "stale.json"
+        stale.write_bytes(gzip.decompress((ROOT / "tests/data/h100/gate_profiled_copy_run.json.gz").read_bytes()))
+        monkeypatch.setenv("PLANTED_RESULTS", str(stale))
+    run = gate(project)
+    out = "".join(s.stdout for s in run.steps)
+    assert "perfgate: pytest exited with 0" in out, out
+    assert run.failed and run.steps[-1].returncode == 3, out
+    assert ("is not this run's gate" if planted else "wrote no") in out, out

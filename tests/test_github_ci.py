@@ -333,7 +333,8 @@ HOSTILE = ("k::t[ghp_x](https://evil.example/a) ![img](https://evil.example/i.pn
 
 
 def hostile_results(tmp_path, strict=True):
-    doc = {"gate": {"failed": False, "strict": strict}, "environment": {"device_name": "<b>GPU</b> @admin"},
+    doc = {"perfgate_json_version": 3, "gate": {"failed": False, "strict": strict},
+           "environment": {"device_name": "<b>GPU</b> @admin"},
            "comparisons": [{"case_id": HOSTILE, "metric": "median_ms [x](y)", "verdict": "regressed",
                             "change_pct": 900.0, "threshold_pct": 2.5, "gated": True},
                            {"case_id": "ok", "metric": "median_ms", "verdict": "improved", "change_pct": -5.0,
@@ -412,7 +413,8 @@ def test_ci_verdict_reads_the_gates_own_verdict(tmp_path, capsys):
     from perfgate.cli import main
 
     passed = tmp_path / "passed.json"
-    passed.write_text(json.dumps({"gate": {"failed": False, "strict": True}, "comparisons": [], "findings": []}))
+    passed.write_text(json.dumps({"perfgate_json_version": 3, "gate": {"failed": False, "strict": True},
+                                  "comparisons": [], "findings": []}))
     assert main(["ci", "verdict", str(passed)]) == 0
     assert main(["ci", "verdict", str(hostile_results(tmp_path))]) == 1
     assert main(["ci", "verdict", str(passed), str(tmp_path / "missing.json")]) == 2

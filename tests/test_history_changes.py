@@ -92,7 +92,9 @@ def test_empty_history_and_bad_minimum(tmp_path: Path, capsys: pytest.CaptureFix
     assert "--min-change" in capsys.readouterr().err
 
 
-def test_unusable_medians_are_skipped(tmp_path: Path) -> None:
+def test_a_damaged_median_is_refused_as_history_case_refuses_it(tmp_path: Path) -> None:
+    from perfgate.errors import StoreError
+
     db = tmp_path / "h.db"
     stepped_history(db, runs=12)
     with open_store(db) as store:
@@ -100,5 +102,5 @@ def test_unusable_medians_are_skipped(tmp_path: Path) -> None:
         store.save_run(replace(run, info=replace(run.info, run_uid="zero"),
                                results=(single_median_case("k::slow", 1.0),)))
         store.con.execute("UPDATE cases SET median_ms = 0 WHERE run_id = (SELECT max(id) FROM runs)")
-        (series,) = [c for c in history_change_points(store, "k::slow") if c.device_name == H100.device_name]
-    assert series.points == 12
+        with pytest.raises(StoreError, match="median_ms"):
+            list(history_change_points(store, "k::slow"))

@@ -28,6 +28,11 @@ fi
 [ "${ACCEPT_BASELINE_CHANGE:-false}" = "true" ] && flags+=(--perfgate-accept-baseline-change)
 [ -z "${PERFGATE_DB:-}" ] && flags+=(--perfgate-no-store)
 rm -f "$RESULTS/perfgate.json"
+# a results file from a run that started before this one (planted by the tests, with perfgate blocked) is
+# not this run's gate; seconds: the file's started_at is written to the second
+started=$(date -u +%Y-%m-%dT%H:%M:%S+00:00)
+verdict_args=(--not-before "$started")
+[ "${STRICT:-true}" = "true" ] && verdict_args+=(--require-strict)
 # the tests run without the runner's command files: what they write there must not reach later steps
 # (an environment variable for the step that holds a token, a forged exit-code output)
 env -u GITHUB_ENV -u GITHUB_OUTPUT -u GITHUB_PATH -u GITHUB_STATE -u BASH_ENV \
@@ -37,8 +42,15 @@ echo "perfgate: pytest exited with $code"
 if [ ! -f "$RESULTS/perfgate.json" ]; then
   echo "::error title=perfgate::pytest exited with $code but wrote no $RESULTS/perfgate.json: the gate never decided"
   [ "$code" = 0 ] && code=3
-elif ! "${PYTHON:-python3}" -I -m perfgate ci verdict "$RESULTS/perfgate.json" && [ "$code" = 0 ]; then
-  echo "::error title=perfgate::pytest exited with 0 but the results file says the gate did not pass"
-  code=1
+else
+  "${PYTHON:-python3}" -I -m perfgate ci verdict "${verdict_args[@]}" "$RESULTS/perfgate.json"
+  verdict=$?
+  if [ "$verdict" = 1 ] && [ "$code" = 0 ]; then
+    echo "::error title=perfgate::pytest exited with 0 but the results file says the gate did not pass"
+    code=1
+  elif [ "$verdict" != 0 ] && [ "$verdict" != 1 ]; then
+    echo "::error title=perfgate::pytest exited with $code but $RESULTS/perfgate.json is not this run's gate (see above)"
+    [ "$code" = 0 ] && code=3
+  fi
 fi
 echo "exit-code=$code" >> "$GITHUB_OUTPUT"

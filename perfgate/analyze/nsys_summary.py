@@ -49,6 +49,7 @@ from perfgate.parse.nsys_sqlite import (
     START_END,
     NsysExport,
     api_name,
+    kernel_stream_notes,
     text,
 )
 
@@ -64,11 +65,13 @@ def summarize_nsys(path: Path, type_label: str, with_spans: bool = False) -> Tim
     with NsysExport(path) as ex:
         try:
             dropped = DropCount()
+            overlaps = kernel_stream_notes(ex)
             kernels, spans = _kernels(ex, dropped, with_spans)
+            memory, api, nvtx = _memory(ex, dropped), _api(ex, dropped), _nvtx(ex, dropped)
             return TimelineSummary(source=str(path), type=type_label, kind="nsys", gpu=ex.gpu_name,
-                                   meta={"export_schema_version": ex.version}, kernels=kernels,
-                                   memory=_memory(ex, dropped), api=_api(ex, dropped), nvtx=_nvtx(ex, dropped),
-                                   gpu_idle=_idle(ex), spans=spans, notes=dropped.notes())
+                                   meta={"export_schema_version": ex.version}, kernels=kernels, memory=memory,
+                                   api=api, nvtx=nvtx, gpu_idle=_idle(ex), spans=spans,
+                                   notes=dropped.notes() + overlaps + ex.string_notes())
         except (sqlite3.DatabaseError, UnicodeDecodeError) as err:
             raise ReportFileError(path, f"SQLite error while reading the export ({err})") from err
         except OutOfRange as err:
@@ -219,8 +222,7 @@ def _nvtx(ex: NsysExport, dropped: DropCount) -> tuple[NvtxRow, ...]:
     capture stopped) is not a range, as for nsys stats; one with a bad time is dropped and counted."""
     if not ex.has(NVTX_TABLE):
         return ()
-    join = "LEFT JOIN StringIds s ON s.id = n.textId" if ex.has("StringIds") else ""
-    label = "coalesce(n.text, s.value)" if join else "n.text"
+    label, join = ex.nvtx_label()
     out = []
     for event_type, style in ((PUSH_POP, "PushPop"), (START_END, "StartEnd")):
         source = (f"(SELECT {label} AS label, n.start AS start, n.end AS end FROM {NVTX_TABLE} n {join} "

@@ -288,6 +288,10 @@ def _ci_parser(sub: Any) -> None:
                                     "unreadable (the action checks the gate's own verdict, not only pytest's status)",
                    ("perfgate ci verdict results/perfgate.json",))
     ver.add_argument("results", type=Path, nargs="+", help="perfgate.json files written by --perfgate-json")
+    ver.add_argument("--not-before", metavar="ISO_TIME",
+                     help="refuse (exit 2) a results file whose run started before this time: a stale file")
+    ver.add_argument("--require-strict", action="store_true",
+                     help="refuse (exit 2) a results file written without --perfgate-strict")
     ver.set_defaults(func=_lazy("perfgate.cli.ci", "verdict"))
     init = _command(csub, "init", "write a starter workflow that runs the perfgate composite action",
                     ("perfgate ci init --runner-label gpu-h100 --action-ref owner/perfgate@<40-hex commit sha>",))

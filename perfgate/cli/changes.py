@@ -21,7 +21,8 @@ def history_changes(args: argparse.Namespace) -> int:
     settings = command_settings(args)
     with open_store(settings.db_path, readonly=args.accept is None) as store:
         found = list(history_change_points(store, args.case, args.branch,
-                                           ChangePointSettings(min_change_pct=args.min_change)))
+                                           ChangePointSettings(min_change_pct=args.min_change),
+                                           getattr(args, "case_regex", None)))
         if args.accept is not None:
             accepted = accept_changes(store, found, args.accept)
             print(f"perfgate: accepted {accepted} change point(s): each case's noise window now starts after its "

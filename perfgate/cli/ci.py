@@ -6,17 +6,19 @@ import argparse
 import os
 import re
 import sys
+from datetime import datetime
 from pathlib import Path
 
 from perfgate.errors import PerfgateError, ReportFileError
-from perfgate.inputs import load_json_file, read_bytes
+from perfgate.inputs import read_bytes
 
 
 def annotate(args: argparse.Namespace) -> int:
+    from perfgate.ci.results import read_checked_results
     from perfgate.report.annotations import check_results, workflow_commands
 
-    doc = check_results(args.results, load_json_file(args.results, ReportFileError))
-    for line in workflow_commands(doc):
+    checked = read_checked_results(args.results)
+    for line in workflow_commands(check_results(args.results, checked.doc)):
         print(line)
     return 0
 
@@ -47,19 +49,50 @@ def _rendered(paths: list[Path], commit: str) -> list[str]:
 
 
 def verdict(args: argparse.Namespace) -> int:
-    """0 when every results file says the gate passed; 1 when one failed; 2 when one is missing or unreadable."""
-    from perfgate.report.comment import read_results
+    """0 when every results file says the gate passed; 1 when one failed; 2 when one is missing, unreadable,
+    from before --not-before, or not strict under --require-strict (perfgate/ci/results.py checks each)."""
+    from perfgate.ci.results import read_checked_results
 
+    not_before = _time(args.not_before) if args.not_before else None
     worst = 0
     for path in args.results:
         if not path.is_file():
             print(f"perfgate: {path}: no results file: the gate never decided", file=sys.stderr)
             worst = 2
             continue
-        results = read_results(path)
+        results = read_checked_results(path)
+        problem = _not_this_run(results.started_at, results.strict, not_before, args.require_strict)
+        if problem:
+            print(f"perfgate: {path}: {problem}", file=sys.stderr)
+            worst = 2
+            continue
         print(f"perfgate: {path}: gate {'FAILED' if results.failed else 'passed'}")
         worst = max(worst, 1 if results.failed else 0)
     return worst
+
+
+def _time(text: str) -> datetime:
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        when = None
+    if when is None or when.tzinfo is None:
+        raise PerfgateError(f"perfgate: --not-before must be an ISO 8601 time with a UTC offset, got {text[:40]!r}")
+    return when
+
+
+def _not_this_run(started_at: datetime | None, strict: bool, not_before: datetime | None,
+                  require_strict: bool) -> str:
+    """Why a well-formed results file is still not this run's gate ('' when nothing says so)."""
+    if not_before is not None:
+        if started_at is None:
+            return "the results file says nothing of its run (no run.started_at): not this run's gate"
+        if started_at < not_before.replace(microsecond=0):
+            return (f"the results file is from a run started {started_at.isoformat()}, before this one "
+                    f"({not_before.isoformat()}): a stale file, not this run's gate")
+    if require_strict and not strict:
+        return "the gate ran without strict mode (gate.strict is false) where strict mode was required"
+    return ""
 
 
 def init(args: argparse.Namespace) -> int:

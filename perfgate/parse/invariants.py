@@ -76,14 +76,19 @@ def within(value: float, low: float, high: float) -> float:
 
 
 class DropCount:
-    """Rows a reader left out, by reason; rendered as notes in the report ("12 ... ignored")."""
+    """Rows a reader left out, by reason, rendered as notes in the report ("12 ... ignored"); and rows it
+    kept but could not read whole, with a note of their own (`note`)."""
 
     def __init__(self) -> None:
         self._counts: Counter[str] = Counter()
+        self._kept: list[str] = []
 
     def add(self, reason: str, count: int = 1) -> None:
         if count:
             self._counts[reason] += count
 
+    def note(self, text: str) -> None:
+        self._kept.append(text)
+
     def notes(self) -> tuple[str, ...]:
-        return tuple(f"{n:,} {reason} ignored" for reason, n in sorted(self._counts.items()))
+        return tuple(f"{n:,} {reason} ignored" for reason, n in sorted(self._counts.items())) + tuple(self._kept)

@@ -5,6 +5,10 @@ of one array member handed over one by one, each decoded by json's C scanner.
 (1.4 GB). Here the text is decoded in chunks into a window that only ever holds what is not consumed
 yet, so memory is the window plus the element being read. An element that ends (or fails) near the
 window's end is read again once more text has arrived: "0" may be the start of "0.5e3".
+
+Bounded: at most `max_bytes` are read in all, and no single member, element or run of whitespace may
+hold more than MAX_VALUE_CHARS characters (a 1.5 GB string in one member would otherwise be held whole,
+and a 1.5 MB gzip member can decompress to that). Past either bound: JsonTooLarge.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 CHUNK_CHARS = 4 << 20
+MAX_VALUE_CHARS = 64 << 20  # one trace event is under a few KB; a header member under a few MB
 _WS = re.compile(r"[ \t\n\r]*")
 _CUT = 64  # an error this close to the window's end may only be the end of the window
 
@@ -24,13 +29,21 @@ class JsonStreamError(ValueError):
     """Not valid JSON, or not the expected shape; the message says where (a character offset)."""
 
 
+class JsonTooLarge(JsonStreamError):
+    """More text than the reader's budget: in all, or in one value."""
+
+
 def _no_constants(name: str) -> Any:
     raise JsonStreamError(f"{name} is not valid JSON")
 
 
 class _Window:
-    def __init__(self, source: BinaryIO, max_bytes: int) -> None:
+    def __init__(self, source: BinaryIO, max_bytes: int, max_value_chars: int) -> None:
         self.source, self.max_bytes, self.read_bytes = source, max_bytes, 0
+        # drop() keeps at most CHUNK_CHARS consumed characters and a fill adds at most one chunk: a window
+        # longer than this holds one value (or one run of whitespace) past max_value_chars
+        self.max_window = max_value_chars + 2 * CHUNK_CHARS
+        self.max_value_chars = max_value_chars
         self.decoder = codecs.getincrementaldecoder("utf-8-sig")()
         self.text, self.base, self.eof = "", 0, False
         self.json = json.JSONDecoder(parse_constant=_no_constants)
@@ -39,10 +52,13 @@ class _Window:
         """More text at the end; False at the end of the file."""
         if self.eof:
             return False
+        if len(self.text) > self.max_window:
+            raise JsonTooLarge(f"one value longer than {self.max_value_chars:,} characters "
+                               f"(from about character {self.base:,})")
         raw = self.source.read(CHUNK_CHARS)
         self.read_bytes += len(raw)
         if self.read_bytes > self.max_bytes:
-            raise JsonStreamError(f"more than {self.max_bytes:,} bytes")
+            raise JsonTooLarge(f"more than {self.max_bytes:,} bytes")
         self.eof = not raw
         self.text += self.decoder.decode(raw, final=self.eof)
         return True
@@ -82,11 +98,13 @@ class _Window:
         return JsonStreamError(f"expecting {expected} at character {self.base + i:,}")
 
 
-def object_members(source: BinaryIO, max_bytes: int, stream_key: str) -> Iterator[tuple[str, Any]]:
+def object_members(source: BinaryIO, max_bytes: int, stream_key: str,
+                   max_value_chars: int | None = None) -> Iterator[tuple[str, Any]]:
     """(key, value) for each member of the top-level object, in file order; the array under
     `stream_key` comes as an iterator over its elements, to be consumed before the next member.
-    JsonStreamError for invalid JSON, a top level that is not an object, or `stream_key` not an array."""
-    w = _Window(source, max_bytes)
+    JsonStreamError for invalid JSON, a top level that is not an object, or `stream_key` not an array;
+    JsonTooLarge past max_bytes in all or max_value_chars (default MAX_VALUE_CHARS) in one value."""
+    w = _Window(source, max_bytes, MAX_VALUE_CHARS if max_value_chars is None else max_value_chars)
     i = w.skip(0)
     if w.char(i) != "{":
         raise JsonStreamError("the top level is not an object" if w.char(i) else "the file is empty")

@@ -19,7 +19,7 @@ from typing import TextIO
 from perfgate.errors import ReportFileError
 from perfgate.inputs import check_regular_file
 from perfgate.parse.invariants import INT64_MAX
-from perfgate.parse.ncu_values import Budget, check_name, check_value
+from perfgate.parse.ncu_values import Budget, check_name, check_unit, check_value
 from perfgate.parse.records import MetricTable, NcuLaunch
 from perfgate.parse.units import parse_number, unit_scale
 
@@ -70,6 +70,8 @@ class _Columns:
         self.nvtx = next((j for j, h in enumerate(header) if h.startswith("thread Domain:Push/Pop_Range")), None)
         self.metrics = [(j, h, units[j], *unit_scale(units[j])) for j, h in enumerate(header)
                         if h not in _ID_COLUMNS and ":" not in h]
+        for _, name, unit, _, _ in self.metrics:
+            check_unit(path, name, unit)
 
 
 def _read(path: Path, fh: TextIO) -> list[NcuLaunch]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from perfgate.errors import ReportFileError
 from perfgate.inputs import check_regular_file
-from perfgate.parse.ncu_values import Budget, check_name, check_value, is_count_unit, usable
+from perfgate.parse.ncu_values import Budget, check_name, check_unit, check_value, is_count_unit, usable
 from perfgate.parse.records import MetricTable, NcuLaunch
 
 _STRING_KIND = 2  # ncu_report ValueKind_STRING
@@ -74,11 +74,12 @@ def read_in_process(path: Path, metric_names: tuple[str, ...] | None = None) -> 
 
 
 def _build(path: Path, raw: list[RawLaunch]) -> list[NcuLaunch]:
-    """Launches from the child's columns, each checked (parse/ncu_values.py): a name, and counts, sizes,
-    durations and rates within [0, int64]. Launches share their units tuple, so the positions of the
-    count units are found once per distinct tuple."""
+    """Launches from the child's columns, each checked (parse/ncu_values.py): a name, counts, sizes,
+    durations and rates within [0, int64], and units of the kind each metric is. Launches share their
+    units tuple, so the positions of the count units are found once per distinct tuple."""
     indexes: dict[tuple[str, ...], dict[str, int]] = {}
     counted: dict[tuple[str, ...], list[int]] = {}
+    unit_checked: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()
     budget = Budget(path)
     out = []
     for i, (name, names, values, units, nvtx) in enumerate(raw):
@@ -89,6 +90,10 @@ def _build(path: Path, raw: list[RawLaunch]) -> list[NcuLaunch]:
         positions = counted.get(units)
         if positions is None:
             positions = counted[units] = [j for j, u in enumerate(units) if is_count_unit(u)]
+        if (names, units) not in unit_checked:
+            unit_checked.add((names, units))
+            for metric, unit in zip(names, units):
+                check_unit(path, metric, unit)
         for j in positions:
             value = values[j]
             if not isinstance(value, str):

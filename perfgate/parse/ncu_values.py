@@ -13,6 +13,10 @@ compute (the recorded H100 reports have some), and absent is what that means; it
 Not range-checked here: percentages and unitless ratios. ncu's raw percentages legitimately leave
 [0, 100] (a per-block-size occupancy table at 5706 %, a hit rate at 100.3 %, a min over units below 0
 in the recorded reports); the diagnosis checks the ones it interprets (analyze/ncu_diagnosis.py).
+Refused too: a unit that is not the kind the metric is (`gpu__time_duration.sum` in `furlongs` would be
+read as ns). Checked for the metrics whose unit perfgate relies on, the catalogue's times, sizes, rates
+and percentages and every `*.pct_of_peak_sustained_*` share, once per column (CSV) or units tuple
+(report); ncu's many count units (inst, warp, sector, a new noun in a new version) are left as they are.
 Budget: at most MAX_METRIC_VALUES values per file, one line otherwise.
 """
 
@@ -22,7 +26,9 @@ import math
 from pathlib import Path
 
 from perfgate.errors import ReportFileError
+from perfgate.metrics import CATALOGUE
 from perfgate.parse.invariants import INT64_MAX, printable
+from perfgate.parse.units import unit_scale
 
 MAX_METRIC_VALUES = 20_000_000  # ~30 bytes each in memory: 6,000 launches x 759 metrics is 4.6M
 
@@ -48,6 +54,28 @@ def check_name(path: Path, launch: int, name: object) -> str:
     if not isinstance(name, str) or not name.strip():
         raise ReportFileError(path, f"launch {launch} has no kernel name (the report is damaged or truncated)")
     return printable(name)
+
+
+# base unit -> what the metric must be measured in
+_KINDS = {"ns": "a time (ns, us, ms, s)", "byte": "a size (byte, Kbyte, Mbyte, ...)",
+          "byte/block": "a size per block (byte/block, Kbyte/block, ...)",
+          "byte/s": "a rate (byte/s, Gbyte/s, Tbyte/s, ...)", "%": "a percentage (%)"}
+
+
+def expected_unit(name: str) -> str | None:
+    """The base unit a metric perfgate reads must come in, or None where the unit is not relied on."""
+    spec = CATALOGUE.get(name)
+    if spec is not None and spec.unit in _KINDS:
+        return spec.unit
+    return "%" if ".pct_of_peak_sustained_" in name else None
+
+
+def check_unit(path: Path, name: str, unit: str) -> None:
+    """Refuse a metric whose unit is not of the kind perfgate reads it as (one line: metric and unit)."""
+    expected = expected_unit(name)
+    if expected is not None and unit_scale(unit)[1] != expected:
+        raise ReportFileError(path, f"metric {name} is in unit {printable(unit[:40])!r}, not "
+                                    f"{_KINDS[expected]}: perfgate cannot tell what its values mean")
 
 
 class Budget:

@@ -51,6 +51,7 @@ class NsysExport:
         self.path = Path(path)
         self.con = _connect(self.path)
         self._strings: dict[Any, str] = {}
+        self.missing_ids: set[int] = set()  # string ids named by a row but absent from StringIds
         try:
             self.tables = {r[0] for r in self.con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             self.version = _schema_version(self.con, self.path, self.tables)
@@ -84,25 +85,56 @@ class NsysExport:
             raise ReportFileError(self.path, f"{table} lacks column(s) {missing}; unsupported nsys export")
 
     def strings(self, ids: set[Any]) -> dict[int, str]:
-        """StringIds values for just these ids (a capture can hold millions of strings), as text."""
-        if not ids or "StringIds" not in self.tables:
-            return {}
+        """StringIds values for just these ids (a capture can hold millions of strings), as text; an id
+        missing from StringIds (a damaged export) is named `<unknown name id N>` and remembered."""
         out: dict[int, str] = {}
         wanted = sorted(i for i in ids if type(i) is int)
-        for k in range(0, len(wanted), 900):  # SQLite's bound-parameter limit
-            chunk = wanted[k:k + 900]
-            out.update((i, text(v)) for i, v in self.con.execute(
-                f"SELECT id, value FROM StringIds WHERE id IN ({','.join('?' * len(chunk))})", chunk)
-                if type(i) is int)
+        if "StringIds" in self.tables:
+            for k in range(0, len(wanted), 900):  # SQLite's bound-parameter limit
+                chunk = wanted[k:k + 900]
+                out.update((i, text(v)) for i, v in self.con.execute(
+                    f"SELECT id, value FROM StringIds WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+                    if type(i) is int)
+        for i in wanted:
+            if i not in out:
+                out[i] = self._unknown(i)
         return out
 
     def string(self, key: Any) -> str:
-        """One StringIds value as text; an id with no string (a damaged export) is named by itself."""
+        """One StringIds value as text; an id with no string is named `<unknown name id N>` and remembered."""
         if key not in self._strings:
-            row = self.con.execute("SELECT value FROM StringIds WHERE id = ?", (key,)).fetchone() if (
-                type(key) is int and self.has("StringIds")) else None
-            self._strings[key] = text(row[0]) if row else text(key)
+            if type(key) is int:
+                self._strings[key] = self.strings({key})[key]
+            else:
+                self._strings[key] = text(key)  # not an id at all (NULL, text, a blob in a damaged export)
         return self._strings[key]
+
+    def _unknown(self, key: int) -> str:
+        self.missing_ids.add(key)
+        return unknown_name(key)
+
+    def nvtx_label(self) -> tuple[str, str]:
+        """(SQL label, join) for NVTX_EVENTS rows `n`: the inline text, else the string of textId, else
+        `<unknown name id N>` for a textId missing from StringIds."""
+        if "textId" not in self.columns(NVTX_TABLE):
+            return "n.text", ""
+        if not self.has("StringIds"):
+            return f"coalesce(n.text, {_UNKNOWN_SQL})", ""
+        return f"coalesce(n.text, s.value, {_UNKNOWN_SQL})", "LEFT JOIN StringIds s ON s.id = n.textId"
+
+    def string_notes(self) -> tuple[str, ...]:
+        """A note counting the string ids rows named that StringIds lacks (kernels, calls, NVTX ranges)."""
+        missing = set(self.missing_ids)
+        if self.has(NVTX_TABLE) and "textId" in self.columns(NVTX_TABLE):
+            where = "n.text IS NULL AND typeof(n.textId) = 'integer'"
+            sql = (f"SELECT DISTINCT n.textId FROM {NVTX_TABLE} n LEFT JOIN StringIds s ON s.id = n.textId "
+                   f"WHERE {where} AND s.id IS NULL" if self.has("StringIds")
+                   else f"SELECT DISTINCT n.textId FROM {NVTX_TABLE} n WHERE {where}")
+            missing.update(i for (i,) in self.con.execute(sql))
+        if not missing:
+            return ()
+        return (f"{len(missing):,} string id(s) missing from StringIds (a damaged export), first "
+                f"{min(missing)}: their rows are named {unknown_name(min(missing))}",)
 
     def copy_kinds(self) -> dict[int, str]:
         kinds = dict(COPY_KINDS)
@@ -125,6 +157,13 @@ class NsysExport:
             return ""
         row = self.con.execute("SELECT name FROM TARGET_INFO_GPU LIMIT 1").fetchone()
         return text(row[0]) if row else ""
+
+
+def unknown_name(key: int) -> str:
+    return f"<unknown name id {key}>"
+
+
+_UNKNOWN_SQL = "CASE WHEN typeof(n.textId) = 'integer' THEN '<unknown name id ' || n.textId || '>' END"
 
 
 def text(value: Any) -> str:
@@ -191,12 +230,80 @@ def read_nsys_sqlite(path: Path) -> Timeline:
             for table in (KERNEL_TABLE, RUNTIME_TABLE, MEMCPY_TABLE, MEMSET_TABLE, NVTX_TABLE):
                 ex.within_budget(table, MAX_TIMELINE_ROWS)
             dropped = DropCount()
-            return Timeline(source=path, kind="nsys", kernels=tuple(_kernels(ex, dropped)),
-                            memory_ops=tuple(_memory_ops(ex, dropped)), api_calls=tuple(_api_calls(ex, dropped)),
-                            nvtx_ranges=tuple(_nvtx(ex, dropped)), gpu_name=ex.gpu_name,
-                            meta={"export_schema_version": ex.version}, notes=dropped.notes())
+            overlaps = kernel_stream_notes(ex)
+            kernels = tuple(_kernels(ex, dropped))
+            memory_ops, api_calls, ranges = tuple(_memory_ops(ex, dropped)), tuple(_api_calls(ex, dropped)), \
+                tuple(_nvtx(ex, dropped))
+            return Timeline(source=path, kind="nsys", kernels=kernels, memory_ops=memory_ops, api_calls=api_calls,
+                            nvtx_ranges=ranges, gpu_name=ex.gpu_name, meta={"export_schema_version": ex.version},
+                            notes=dropped.notes() + overlaps + ex.string_notes())
         except (sqlite3.DatabaseError, UnicodeDecodeError) as err:
             raise ReportFileError(path, f"SQLite error while reading the export ({err})") from err
+
+
+_SPAN_SQL = "typeof(start) = 'integer' AND typeof(end) = 'integer' AND start >= 0 AND end >= start"
+
+
+def kernel_stream_notes(ex: NsysExport) -> tuple[str, ...]:
+    """Check the kernels of each (device, stream) against each other, in one sorted pass in SQLite.
+
+    Rows that repeat another row exactly (start, end, device, stream, correlation id and process) are a
+    copied table, not a capture: CUPTI writes one record per launch, and folding copies in would double
+    every count and total, so the file is refused. Kernels of one stream that overlap in time are
+    possible (parallel branches of a CUDA graph, programmatic dependent launch) but make the stream's
+    kernel time exceed the time it was busy: a note says so instead of passing the sum silently."""
+    cols = ex.columns(KERNEL_TABLE)
+    dev, stream = (c if c in cols else "NULL" for c in ("deviceId", "streamId"))
+    cursor = ex.con.execute(f"SELECT {dev}, {stream}, start, end, correlationId, globalPid FROM {KERNEL_TABLE} "
+                            f"WHERE {_SPAN_SQL} ORDER BY 1, 2, 3, 4, 5, 6")
+    sweep = _StreamSweep()
+    while rows := cursor.fetchmany(65_536):
+        sweep.add(rows)
+    if sweep.duplicates:
+        (d, st), first = sweep.first_duplicate
+        raise ReportFileError(ex.path, f"{KERNEL_TABLE} holds {sweep.duplicates:,} row(s) repeating another row "
+                                       f"exactly (start, end, device, stream, correlation id; the first at start "
+                                       f"{first} ns on device {text(d)} stream {text(st)}): a copied table, not a "
+                                       "capture")
+    return tuple(f"kernels on device {text(d)} stream {text(st)} overlap in time: their durations sum to "
+                 f"{summed:,} ns, more than the {busy:,} ns the stream was busy (CUDA graph branches or "
+                 "programmatic dependent launch; per-kernel totals count the overlap)"
+                 for (d, st), (summed, busy) in sweep.streams.items() if summed > busy)
+
+
+class _StreamSweep:
+    """Kernel rows sorted by (device, stream, start, end, correlation id, process): per stream, the sum of
+    durations and the busy time (the union of the spans), exactly, in Python ints; and rows equal to the
+    one before (sorting puts exact copies side by side)."""
+
+    def __init__(self) -> None:
+        self.streams: dict[tuple[Any, Any], tuple[int, int]] = {}
+        self.duplicates = 0
+        self.first_duplicate: tuple[tuple[Any, Any], int] = ((None, None), 0)
+        self._prev: tuple[Any, ...] = ()
+        self._key: tuple[Any, Any] | None = None
+        self._summed = self._busy = self._reach = 0
+
+    def add(self, rows: list[tuple[Any, ...]]) -> None:
+        key, summed, busy, reach, prev = self._key, self._summed, self._busy, self._reach, self._prev
+        for row in rows:
+            d, st, start, end = row[0], row[1], row[2], row[3]
+            if key is None or key[0] != d or key[1] != st:
+                if key is not None:
+                    self.streams[key] = (summed, busy)
+                key, summed, busy, reach = (d, st), 0, 0, start
+            elif row == prev:
+                if not self.duplicates:
+                    self.first_duplicate = (key, start)
+                self.duplicates += 1
+            summed += end - start
+            if end > reach:
+                busy += end - max(start, reach)
+                reach = end
+            prev = row
+        if key is not None:
+            self.streams[key] = (summed, busy)
+        self._key, self._summed, self._busy, self._reach, self._prev = key, summed, busy, reach, prev
 
 
 def is_span(start: Any, end: Any) -> bool:
@@ -242,9 +349,9 @@ def _nvtx_stacks(ex: NsysExport, launches: list[tuple[Any, Any]]) -> list[tuple[
     for corr, tid, start, end in ex.con.execute(f"SELECT correlationId, globalTid, start, end FROM {RUNTIME_TABLE}"):
         if type(corr) is int and type(tid) is int and is_span(start, end):
             calls[(corr, tid & PID_MASK)] = Span(tid, start, end)
-    ranges = [(label, tid, start, end) for label, tid, start, end in ex.con.execute(
-        f"SELECT coalesce(n.text, s.value), n.globalTid, n.start, n.end FROM {NVTX_TABLE} n "
-        f"LEFT JOIN StringIds s ON s.id = n.textId WHERE n.eventType = {PUSH_POP}")
+    label, join = ex.nvtx_label()
+    ranges = [(t, tid, start, end) for t, tid, start, end in ex.con.execute(
+        f"SELECT {label}, n.globalTid, n.start, n.end FROM {NVTX_TABLE} n {join} WHERE n.eventType = {PUSH_POP}")
         if type(tid) is int and is_span(start, end)]
     spans = [Span(tid, start, end) for _, tid, start, end in ranges]
     texts = [text(t) for t, _, _, _ in ranges]
@@ -288,8 +395,7 @@ def _nvtx(ex: NsysExport, dropped: DropCount) -> list[NvtxRange]:
     not a range, as for nsys stats; one with a non-integer time or ending before it starts is dropped."""
     if not ex.has(NVTX_TABLE):
         return []
-    join = "LEFT JOIN StringIds s ON s.id = n.textId" if ex.has("StringIds") else ""
-    label = "coalesce(n.text, s.value)" if join else "n.text"
+    label, join = ex.nvtx_label()
     out, bad = [], 0
     for t, start, end, event_type in ex.con.execute(
             f"SELECT {label}, n.start, n.end, n.eventType FROM {NVTX_TABLE} n {join} "

@@ -3,10 +3,16 @@
 Times are seconds there and milliseconds here; raw samples are present only when the suite saved them
 (`--benchmark-save-data`). The run's identity comes from the file's content, so importing the same file
 twice stores it once.
+
+Refused in one line: no benchmarks (a run of 0 cases is no measurement), a `datetime` that is not an ISO
+8601 time (it becomes the run's started_at, which `db prune --older-than` must be able to read; a time
+without an offset is UTC, as pytest-benchmark writes it). Texts (branch, commit, host, names) have their
+control characters replaced: `perfgate history` prints them.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import math
 from itertools import pairwise
@@ -16,7 +22,7 @@ from typing import Any
 from perfgate.errors import ReportFileError
 from perfgate.inputs import parse_json, read_bytes
 from perfgate.model import CaseResult, Environment, Run, RunInfo, Timer, TimingStats
-from perfgate.parse.invariants import INT64_MAX, as_finite
+from perfgate.parse.invariants import INT64_MAX, as_finite, printable
 
 _STATS = ("min", "max", "mean", "stddev", "median", "q1", "q3")
 
@@ -29,6 +35,8 @@ def read_pytest_benchmark(path: Path) -> Run:
         raise ReportFileError(path, "not a pytest-benchmark JSON file (no machine_info and benchmarks list)")
     machine = _dict(path, doc, "machine_info")
     commit: dict[str, Any] = doc["commit_info"] if isinstance(doc.get("commit_info"), dict) else {}
+    if not doc["benchmarks"]:
+        raise ReportFileError(path, "no benchmarks in it (an empty benchmarks list): nothing to import")
     results = tuple(_case(path, i, b) for i, b in enumerate(doc["benchmarks"]))
     ids = [r.case_id for r in results]
     if len(set(ids)) != len(ids):
@@ -38,7 +46,7 @@ def read_pytest_benchmark(path: Path) -> Run:
                       device_name=_text(cpu.get("brand_raw") or machine.get("processor") or "unknown"),
                       python_version=_text(machine.get("python_version", "")), hostname=_text(machine.get("node", "")),
                       platform=_text(machine.get("system", "")) + "-" + _text(machine.get("machine", "")))
-    when = _text(doc.get("datetime", ""))
+    when = _started_at(path, doc.get("datetime"))
     info = RunInfo(started_at=when, finished_at=when, git_commit=_text(commit.get("id", "")),
                    git_branch=_text(commit.get("branch", "")), git_dirty=bool(commit.get("dirty", False)),
                    hostname=env.hostname, argv=f"perfgate import-benchmark {path.name}",
@@ -54,7 +62,19 @@ def _dict(path: Path, doc: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def _text(value: Any) -> str:
-    return value if isinstance(value, str) else str(value)
+    return printable(value if isinstance(value, str) else str(value)[:200])
+
+
+def _started_at(path: Path, value: Any) -> str:
+    """The file's `datetime` as perfgate stores a run's start: ISO 8601, UTC, whole seconds."""
+    try:
+        when = dt.datetime.fromisoformat(value)
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.timezone.utc)
+        return when.astimezone(dt.timezone.utc).isoformat(timespec="seconds")
+    except (TypeError, ValueError, OverflowError):  # not a string, not a time, or past year 9999 in UTC
+        raise ReportFileError(path, f'"datetime" must be an ISO 8601 time (pytest-benchmark writes one), got '
+                                    f"{_text(value)[:40]!r}") from None
 
 
 def _case(path: Path, i: int, b: Any) -> CaseResult:
@@ -86,7 +106,7 @@ def _case(path: Path, i: int, b: Any) -> CaseResult:
                                     f"[min, max] = [{ms['min']:g}, {ms['max']:g}] ms")
     timing = TimingStats(timer=Timer.PYTEST_BENCHMARK, n_samples=rounds, median_ms=ms["median"], mean_ms=ms["mean"],
                          stdev_ms=ms["stddev"], min_ms=ms["min"], max_ms=ms["max"], q1_ms=ms["q1"], q3_ms=ms["q3"])
-    case_id = b.get("fullname") or b["name"]
+    case_id = printable(b.get("fullname") or b["name"])
     return CaseResult(case_id=case_id, timing=timing, samples_ms=samples, nodeid=case_id)
 
 

@@ -29,7 +29,7 @@ from perfgate.errors import ReportFileError
 from perfgate.inputs import MAX_JSON_BYTES, check_regular_file
 from perfgate.parse.intervals import Span, enclosing
 from perfgate.parse.invariants import DropCount, as_finite, as_int64, printable
-from perfgate.parse.json_stream import JsonStreamError, object_members
+from perfgate.parse.json_stream import JsonStreamError, JsonTooLarge, object_members
 from perfgate.parse.records import ApiCall, KernelLaunch, MemoryOp, NvtxRange, Timeline
 
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
@@ -38,6 +38,11 @@ READ_CATS = frozenset({"kernel", "user_annotation", *LAUNCH_CATS, *MEMORY_CATS})
 COPY_KINDS = {"HtoD": "Host-to-Device", "DtoH": "Device-to-Host", "DtoD": "Device-to-Device", "PtoP": "Peer-to-Peer"}
 MAX_US = 1e15  # 31 years of microseconds: anything larger is not a timestamp (and 1e18 ns fits int64)
 MAX_TRACE_BYTES = MAX_JSON_BYTES * 4  # decompressed, too: a small .gz can hold gigabytes
+# A gzip trace may decompress to at most MAX_GZIP_RATIO times its size (and never past MAX_TRACE_BYTES),
+# with GZIP_FLOOR_BYTES allowed whatever the ratio. Real traces compress 9:1 (the recorded one) to 85:1
+# (100,000 identical events, indented); deflate's ceiling is about 1,030:1, where bombs sit.
+MAX_GZIP_RATIO = 400
+GZIP_FLOOR_BYTES = 64 << 20
 
 
 @dataclass
@@ -56,9 +61,18 @@ class TraceStream:
         st = check_regular_file(self.path, ReportFileError)
         if st.st_size > MAX_TRACE_BYTES:
             raise ReportFileError(self.path, f"too large ({st.st_size:,} bytes; at most {MAX_TRACE_BYTES:,})")
+        packed, limit = False, MAX_TRACE_BYTES
         try:
-            with _open(self.path) as source:
-                yield from self._events(source)
+            with _open(self.path) as (source, packed):
+                if packed:
+                    limit = min(MAX_TRACE_BYTES, max(MAX_GZIP_RATIO * st.st_size, GZIP_FLOOR_BYTES))
+                yield from self._events(source, limit)
+        except JsonTooLarge as err:
+            problem = str(err)
+            if packed and problem.startswith("more than"):
+                problem = (f"decompresses to more than {limit:,} bytes (at most {MAX_GZIP_RATIO}x the file's "
+                           f"size, and {MAX_TRACE_BYTES:,})")
+            raise ReportFileError(self.path, f"{problem}: not a profiler trace") from err
         except JsonStreamError as err:
             problem = str(err)
             if problem == "the file is empty":
@@ -75,9 +89,9 @@ class TraceStream:
         except ValueError as err:  # an integer past Python's int-string conversion limit
             raise ReportFileError(self.path, f"not valid JSON ({str(err)[:100]})") from err
 
-    def _events(self, source: BinaryIO) -> Iterator[dict[str, Any]]:
+    def _events(self, source: BinaryIO, max_bytes: int) -> Iterator[dict[str, Any]]:
         seen_events = False
-        for key, value in object_members(source, MAX_TRACE_BYTES, "traceEvents"):
+        for key, value in object_members(source, max_bytes, "traceEvents"):
             if key != "traceEvents":
                 self._header(key, value)
                 continue
@@ -107,16 +121,17 @@ class TraceStream:
 
 
 @contextmanager
-def _open(path: Path) -> Iterator[BinaryIO]:
-    """The file's bytes, decompressed on the fly when it is gzip (by content, not by name)."""
+def _open(path: Path) -> Iterator[tuple[BinaryIO, bool]]:
+    """The file's bytes, decompressed on the fly when it is gzip (by content, not by name), and whether
+    it was."""
     with path.open("rb") as fh:
         if fh.read(2) == b"\x1f\x8b":
             fh.seek(0)
             with gzip.GzipFile(fileobj=fh) as gz:
-                yield gz  # type: ignore[misc]
+                yield gz, True  # type: ignore[misc]
         else:
             fh.seek(0)
-            yield fh
+            yield fh, False
 
 
 def span_ns(e: dict[str, Any]) -> tuple[int, int] | None:

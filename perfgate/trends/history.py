@@ -15,6 +15,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from perfgate.store import Store
+from perfgate.store.checks import StoredValueError
+from perfgate.store.query import case_matcher
+from perfgate.store.rows import STAT_COLUMNS, timing_from_row
 from perfgate.trends.changepoints import ChangePointSettings, Step, find_steps
 
 
@@ -55,30 +58,40 @@ class CaseChanges:
 
 
 def case_series(store: Store, case_id: str, device_name: str, branch: str | None = None) -> tuple[RunPoint, ...]:
-    """One case's run medians on one device model, oldest first (non-finite or non-positive medians skipped)."""
-    sql = ("SELECT r.id, r.git_commit, r.git_branch, r.started_at, c.median_ms FROM cases c "
+    """One case's run medians on one device model, oldest first. Every row is verified as `perfgate history
+    --case` verifies it (store/rows.py: finite statistics >= 0, min <= q1 <= median <= q3 <= max); a
+    damaged row is one StoreError line, never skipped. A median of 0 is refused too: a step is a ratio."""
+    sql = (f"SELECT r.id, r.git_commit, r.git_branch, r.started_at, c.run_id, c.case_id, "
+           f"{', '.join('c.' + col for col in STAT_COLUMNS)} FROM cases c "
            "JOIN runs r ON r.id = c.run_id WHERE c.case_id = ? AND coalesce(r.device_name, '') = ?")
     params: list[object] = [case_id, device_name]
     if branch is not None:
         sql += " AND r.git_branch = ?"
         params.append(branch)
-    rows = store.query(sql + " ORDER BY r.id", params)
-    return tuple(RunPoint(int(r["id"]), r["git_commit"] or "", r["git_branch"] or "", r["started_at"] or "",
-                          float(r["median_ms"])) for r in rows if _usable(r["median_ms"]))
+    points = []
+    for r in store.query(sql + " ORDER BY r.id", params):
+        where = f"run {r['run_id']} case {r['case_id']!r}"
+        with store.errors("read a case series"):
+            median = timing_from_row(r, where).median_ms
+            if median <= 0:
+                raise StoredValueError(f"{where}: median_ms {median!r}: a change point needs a positive median")
+        points.append(RunPoint(int(r["id"]), r["git_commit"] or "", r["git_branch"] or "", r["started_at"] or "",
+                               median))
+    return tuple(points)
 
 
 def _usable(value: object) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 
 
-def series_keys(store: Store, pattern: str | None = None) -> list[tuple[str, str]]:
-    """(case id, device model) of every stored series, sorted; `pattern` is a shell pattern on case ids."""
-    sql = "SELECT DISTINCT c.case_id, r.device_name FROM cases c JOIN runs r ON r.id = c.run_id"
-    params: list[object] = []
-    if pattern:
-        sql += " WHERE c.case_id GLOB ?"
-        params.append(pattern)
-    return [(r["case_id"], r["device_name"] or "") for r in store.query(sql + " ORDER BY 1, 2", params)]
+def series_keys(store: Store, pattern: str | None = None, regex: str | None = None) -> list[tuple[str, str]]:
+    """(case id, device model) of every stored series, sorted; `pattern` and `regex` match case ids as
+    `perfgate history --case` / `--case-regex` do (store/query.py: brackets in a pattern are themselves)."""
+    matches = case_matcher(pattern, regex)
+    rows = store.query("SELECT DISTINCT c.case_id, r.device_name FROM cases c JOIN runs r ON r.id = c.run_id "
+                       "ORDER BY 1, 2")
+    return [(r["case_id"], r["device_name"] or "") for r in rows if isinstance(r["case_id"], str)
+            and matches(r["case_id"])]
 
 
 def changes_in(series: tuple[RunPoint, ...], case_id: str, device_name: str,
@@ -90,9 +103,10 @@ def changes_in(series: tuple[RunPoint, ...], case_id: str, device_name: str,
 
 
 def history_change_points(store: Store, pattern: str | None = None, branch: str | None = None,
-                          settings: ChangePointSettings | None = None) -> Iterator[CaseChanges]:
+                          settings: ChangePointSettings | None = None, regex: str | None = None
+                          ) -> Iterator[CaseChanges]:
     """Per (case, device model), in order: the change points of its history (empty `changes` when none)."""
-    for case_id, device in series_keys(store, pattern):
+    for case_id, device in series_keys(store, pattern, regex):
         yield changes_in(case_series(store, case_id, device, branch), case_id, device, settings)
 
 
