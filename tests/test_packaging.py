@@ -65,7 +65,7 @@ def test_sdist_and_wheel_build_and_the_wheel_installs_into_a_fresh_venv(dist, tm
     assert sorted(p.name for p in dist.iterdir()) == sorted([sdist.name, wheel.name])
     with tarfile.open(sdist) as tar:
         names = set(tar.getnames())
-    assert {f"perfgate-{version}/pyproject.toml", f"perfgate-{version}/perfgate/plugin.py"} <= names
+    assert {f"perfgate-{version}/pyproject.toml", f"perfgate-{version}/perfgate/pytest_plugin/__init__.py"} <= names
     with zipfile.ZipFile(wheel) as whl:
         entry_points = whl.read(f"perfgate-{version}.dist-info/entry_points.txt").decode()
     assert "[pytest11]" in entry_points and "perfgate = perfgate.pytest_plugin" in entry_points
