@@ -111,18 +111,23 @@ def test_a_regression_fails_the_job_with_an_annotation_at_the_test(project):
 
 
 def test_a_pull_request_run_stores_nothing_shared_and_uses_a_seeded_cache_copy(project, tmp_path):
+    from perfgate.store import open_store
+    from tests.helpers import make_run
+
     work, runner = project
-    gate(project, strict="false")
+    history = runner / "tool-cache" / "perfgate" / "o" / "r" / "history.db"
+    history.parent.mkdir(parents=True)
+    with open_store(history) as store:  # what an earlier push run stored
+        store.save_run(make_run({"test_perf.py::test_sleep": [2.0, 2.0]}))
     trusted = tmp_path / "trusted-cache"
     (trusted / "triton").mkdir(parents=True)
     (trusted / "triton" / "kernel.bin").write_text("compiled")
-    pr = gate(project, history="none", comment="false", **{"cache-dir": str(tmp_path / "pr-cache"),
+    pr = gate(project, strict="false", history="none", comment="false", **{"cache-dir": str(tmp_path / "pr-cache"),
                                                          "cache-seed": str(trusted)},
               github={"event_name": "pull_request_target", "event": {"pull_request": {"number": 7}}})
     assert not pr.failed, [s.stdout for s in pr.steps]
     assert (tmp_path / "pr-cache" / "triton" / "kernel.bin").read_text() == "compiled"
     assert "PERFGATE_DB" not in pr.env or pr.env["PERFGATE_DB"] == ""
-    history = runner / "tool-cache" / "perfgate" / "o" / "r" / "history.db"
     assert sqlite3.connect(history).execute("select count(*) from runs").fetchone()[0] == 1  # only the push run
 
 
