@@ -122,8 +122,8 @@ def test_a_pull_request_run_stores_nothing_shared_and_uses_a_seeded_cache_copy(p
     trusted = tmp_path / "trusted-cache"
     (trusted / "triton").mkdir(parents=True)
     (trusted / "triton" / "kernel.bin").write_text("compiled")
-    pr = gate(project, strict="false", history="none", comment="false", **{"cache-dir": str(tmp_path / "pr-cache"),
-                                                         "cache-seed": str(trusted)},
+    pr = gate(project, strict="false", history="none", comment="false",
+              **{"cache-dir": str(tmp_path / "pr-cache"), "cache-seed": str(trusted)},
               github={"event_name": "pull_request_target", "event": {"pull_request": {"number": 7}}})
     assert not pr.failed, [s.stdout for s in pr.steps]
     assert (tmp_path / "pr-cache" / "triton" / "kernel.bin").read_text() == "compiled"
