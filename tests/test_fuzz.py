@@ -16,6 +16,7 @@ FILE_KINDS = ("baseline", "history", "nsys-sqlite", "ncu-rep", "ncu-csv", "torch
               "results-json", "child-output", "analyze-cli")
 
 
+@pytest.mark.slow  # ~10 s of CPU: its own stage of .ci/run
 @pytest.mark.parametrize("name", sorted(KINDS))
 def test_a_reader_returns_a_record_or_one_clear_error(name, tmp_path_factory):
     kind = KINDS[name]

@@ -46,7 +46,9 @@ def _run(medians: dict[str, float], branch="main", kind=RunKind.GATE, started="2
 # --- kinds, verdicts, patterns, DataFrame -------------------------------------------------------------
 
 def test_a_gate_stores_its_run_with_kind_and_every_verdict(pytester, monkeypatch):
-    perf_project(pytester, monkeypatch, "import time\ndef test_a(perfgate):\n    perfgate(time.sleep, 0.001)\n",
+    perf_project(pytester, monkeypatch,
+                 "from perfgate.measure import clock\ndef test_a(perfgate):\n"
+                 "    perfgate(clock.current().sleep, 0.001)\n",
                  "[tool.perfgate]\nmin_samples = 5\nmax_samples = 10\nbudget_ms = 30\nwarmup_ms = 1\n"
                  "confirm_runs = 0\n")
     gate_json(pytester)

@@ -12,6 +12,7 @@ SIZES = {"nsys-sqlite": 8, "ncu-rep": 4, "ncu-csv": 25, "torch-json": 60, "pytes
          "results-json": 15, "child-output": 60, "baseline": 60}
 
 
+@pytest.mark.slow  # ~8 s of CPU: its own stage of .ci/run
 @pytest.mark.parametrize("reader", sorted(SIZES))
 def test_mutated_real_files_give_a_true_result_or_one_clear_line(reader):
     if reader == "ncu-rep":

@@ -59,6 +59,7 @@ def pip_dry_run(requirement: str, cwd: Path) -> dict:
     return report["install"][0]
 
 
+@pytest.mark.slow  # builds and resolves the package: its own stage of .ci/run
 def test_sdist_and_wheel_build_and_the_wheel_installs_into_a_fresh_venv(dist, tmp_path):
     version = _version()
     sdist, wheel = dist / f"perfgate-{version}.tar.gz", dist / f"perfgate-{version}-py3-none-any.whl"
@@ -87,6 +88,7 @@ def test_sdist_and_wheel_build_and_the_wheel_installs_into_a_fresh_venv(dist, tm
     assert Path(where).is_relative_to(fresh_site)
 
 
+@pytest.mark.slow  # builds and resolves the package: its own stage of .ci/run
 def test_the_composite_action_installs_perfgate_from_its_own_checkout(source, tmp_path):
     steps = yaml.safe_load((ROOT / "action.yml").read_text())["runs"]["steps"]
     installs = [s["run"] for s in steps if "pip install" in s.get("run", "")]
@@ -97,6 +99,7 @@ def test_the_composite_action_installs_perfgate_from_its_own_checkout(source, tm
     assert resolved["metadata"]["name"] == "perfgate" and resolved["metadata"]["version"] == _version()
 
 
+@pytest.mark.slow  # builds and resolves the package: its own stage of .ci/run
 def test_the_ci_init_workflow_installs_perfgate_from_the_actions_commit(source, tmp_path, capsys):
     repo = tmp_path / "perfgate-repo"
     shutil.copytree(source, repo)

@@ -160,10 +160,10 @@ def _store_runs(args):
             store.save_run(make_run({f"case{j}": [1.0 + i, 2.0, 3.0] for j in range(20)}))
 
 
-def test_eight_processes_storing_to_one_history_lose_no_run(tmp_path):
+def test_four_processes_storing_to_one_history_lose_no_run(tmp_path):
     path = tmp_path / "h.db"
-    with multiprocessing.get_context("spawn").Pool(8) as pool:
-        pool.map(_store_runs, [(str(path), 5)] * 8)
+    with multiprocessing.get_context("spawn").Pool(4) as pool:  # each spawned process imports perfgate: ~0.5 s
+        pool.map(_store_runs, [(str(path), 10)] * 4)
     con = sqlite3.connect(path)
     assert con.execute("select count(*) from runs").fetchone()[0] == 40
     assert con.execute("select count(*) from cases").fetchone()[0] == 40 * 20
