@@ -60,6 +60,7 @@ def _artifact_runs(job):
         con.close()
 
 
+@pytest.mark.slow  # the composite action end to end: a stage of its own in .ci/run
 def test_a_passing_gate_keeps_history_and_caches_outside_the_checkout(project, tmp_path):
     work, runner = project
     first = gate(project, strict="false")  # no baseline yet: written, nothing compared
@@ -98,6 +99,7 @@ def calibrate_baseline(project):
     write_baseline(calibrated(base, {cid: [c.median_ms * f for f in QUIET_PROCESSES] for cid, c in base.cases.items()}))
 
 
+@pytest.mark.slow  # the composite action end to end: a stage of its own in .ci/run
 def test_a_regression_fails_the_job_with_an_annotation_at_the_test(project):
     gate(project, strict="false")  # the baseline
     calibrate_baseline(project)
@@ -110,6 +112,7 @@ def test_a_regression_fails_the_job_with_an_annotation_at_the_test(project):
     assert upload.uses.startswith("actions/upload-artifact@") and upload.with_["name"] == "perfgate-results"
 
 
+@pytest.mark.slow  # the composite action end to end: a stage of its own in .ci/run
 def test_a_pull_request_run_stores_nothing_shared_and_uses_a_seeded_cache_copy(project, tmp_path):
     from perfgate.store import open_store
     from tests.helpers import make_run
@@ -174,6 +177,7 @@ def test_the_expression_subset_behaves_like_github():
     assert evaluate("github.event_name == 'push' && 'none' || ''", ctx) == ""
 
 
+@pytest.mark.slow  # the composite action end to end: a stage of its own in .ci/run
 def test_pages_publishes_the_dashboard_and_the_summary_links_to_it(project):
     run = gate(project, strict="false", pages="true", **{"site-url": "https://o.github.io/r"})
     assert not run.failed, [s.stdout for s in run.steps]
@@ -192,6 +196,7 @@ def test_sleep(perfgate):
 '''
 
 
+@pytest.mark.slow  # the composite action end to end: a stage of its own in .ci/run
 def test_a_pull_request_measures_the_head_against_its_base_commit_side_by_side(project):
     """The `base` input (default: the PR's base SHA) runs A/B mode; the summary (the sticky comment's body)
     shows head vs base per case. The head takes 3x longer (on the manual clock)."""
@@ -234,6 +239,7 @@ def test_a_run_that_ends_with_status_0_but_no_results_fails_the_job(project):
     assert "pytest exited with 0 but wrote no" in out and "the gate never decided" in out
 
 
+@pytest.mark.slow  # the composite action end to end: a stage of its own in .ci/run
 def test_a_failed_verdict_fails_the_job_when_pytest_exits_0_and_pr_code_cannot_write_later_steps_env(project):
     """An atexit os._exit(0) (after the gate's guard is gone) turns pytest's status to 0; the results file still
     says the gate failed (strict, no baseline). And what a test writes to $GITHUB_ENV reaches no later step."""
@@ -345,6 +351,7 @@ def perfgate():
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("planted", [False, True])
 def test_a_conftest_that_blocks_perfgate_fails_the_job_even_with_a_planted_passing_results_file(
         project, monkeypatch, tmp_path, planted):

@@ -453,6 +453,7 @@ def test_there_are_at_least_fifty_variants():
     assert len(VARIANTS) >= 50
 
 
+@pytest.mark.slow  # 89 gates: a stage of its own in .ci/run; the four cases around them stay in the default run
 @pytest.mark.parametrize("name", sorted(VARIANTS), ids=lambda n: n.replace(" ", "-"))
 def test_no_variant_talks_strict_mode_out_of_failing(pull_request, monkeypatch, name):
     variant = VARIANTS[name]

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from numpy.typing import NDArray
+if TYPE_CHECKING:  # numpy loads only where arrays are summed: importing perfgate stays cheap
+    import numpy as np
+    from numpy.typing import NDArray
+
 
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
@@ -48,7 +50,7 @@ def exact_total(values: NDArray[np.int64], what: str) -> int:
     """The exact sum of non-negative int64 values; OutOfRange past int64 (numpy's sum wraps silently)."""
     if values.size == 0:
         return 0
-    approx = float(values.sum(dtype=np.float64))
+    approx = float(values.sum(dtype="float64"))
     if approx < _EXACT_SUM_BELOW:
         return int(values.sum())
     return int64_total(sum(int(v) for v in values.tolist()), what)  # near the limit only: exact, in Python ints
