@@ -18,8 +18,16 @@ _WHERE = {
     "rms_norm": "kernels.rms_norm_kernel",
 }
 
-__all__ = ["flash_attention", "fused_add_gelu", "layer_norm", "matmul", "mul_add", "rms_norm", "softmax",
-           "vector_add"]  # the keys of _WHERE (a literal: linters and IDEs read it)
+__all__ = [
+    "flash_attention",
+    "fused_add_gelu",
+    "layer_norm",
+    "matmul",
+    "mul_add",
+    "rms_norm",
+    "softmax",
+    "vector_add",
+]  # the keys of _WHERE (a literal: linters and IDEs read it)
 
 
 def __getattr__(name):

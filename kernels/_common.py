@@ -40,8 +40,10 @@ def output(name: str, out: torch.Tensor | None, shape: tuple, like: torch.Tensor
     if out is None:
         return torch.empty(shape, dtype=like.dtype, device=like.device)
     if tuple(out.shape) != tuple(shape) or out.dtype != like.dtype or out.device != like.device:
-        raise ValueError(f"{name}: out must be {tuple(shape)} {like.dtype} on {like.device}, got "
-                         f"{tuple(out.shape)} {out.dtype} on {out.device}")
+        raise ValueError(
+            f"{name}: out must be {tuple(shape)} {like.dtype} on {like.device}, got "
+            f"{tuple(out.shape)} {out.dtype} on {out.device}"
+        )
     if not out.is_contiguous():
         raise ValueError(f"{name}: out must be contiguous")
     return out

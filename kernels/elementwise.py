@@ -68,8 +68,9 @@ def _prepare(name: str, *tensors: torch.Tensor) -> list[torch.Tensor]:
     return [t.contiguous() for t in tensors]
 
 
-def vector_add(x: torch.Tensor, y: torch.Tensor, block_size: int | None = None,
-               out: torch.Tensor | None = None) -> torch.Tensor:
+def vector_add(
+    x: torch.Tensor, y: torch.Tensor, block_size: int | None = None, out: torch.Tensor | None = None
+) -> torch.Tensor:
     """x + y, elementwise, same shape and dtype."""
     x, y = _prepare("vector_add", x, y)
     out = output("vector_add", out, x.shape, x)
@@ -80,8 +81,9 @@ def vector_add(x: torch.Tensor, y: torch.Tensor, block_size: int | None = None,
     return out
 
 
-def mul_add(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, block_size: int | None = None,
-            out: torch.Tensor | None = None) -> torch.Tensor:
+def mul_add(
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, block_size: int | None = None, out: torch.Tensor | None = None
+) -> torch.Tensor:
     """a * b + c, elementwise, computed in fp32."""
     a, b, c = _prepare("mul_add", a, b, c)
     out = output("mul_add", out, a.shape, a)
@@ -92,14 +94,17 @@ def mul_add(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, block_size: int |
     return out
 
 
-def fused_add_gelu(x: torch.Tensor, bias: torch.Tensor, block_size: int | None = None,
-                   out: torch.Tensor | None = None) -> torch.Tensor:
+def fused_add_gelu(
+    x: torch.Tensor, bias: torch.Tensor, block_size: int | None = None, out: torch.Tensor | None = None
+) -> torch.Tensor:
     """GELU (erf form) of x + bias, bias broadcast over the last dimension, in one pass."""
     check_same("fused_add_gelu", x, bias)
     check_dtype("fused_add_gelu", x, FLOAT_DTYPES)
     if x.dim() == 0 or bias.dim() != 1 or bias.shape[0] != x.shape[-1]:
-        raise ValueError(f"fused_add_gelu: bias must be 1-D with x.shape[-1]={x.shape[-1] if x.dim() else None} "
-                         f"elements, got {tuple(bias.shape)}")
+        raise ValueError(
+            f"fused_add_gelu: bias must be 1-D with x.shape[-1]={x.shape[-1] if x.dim() else None} "
+            f"elements, got {tuple(bias.shape)}"
+        )
     x, bias = x.contiguous(), bias.contiguous()
     out = output("fused_add_gelu", out, x.shape, x)
     n_cols = x.shape[-1]
@@ -108,6 +113,7 @@ def fused_add_gelu(x: torch.Tensor, bias: torch.Tensor, block_size: int | None =
     if block_size is None and not detuned("fused_add_gelu"):
         bs = min(bs, max(128, triton.next_power_of_2(n_cols)))  # narrow rows: no mostly-masked blocks
     if n_rows:
-        _add_gelu_kernel[(n_rows, triton.cdiv(n_cols, bs))](x, bias, out, n_cols, BLOCK_SIZE=bs,
-                                                            num_warps=4 if bs >= 128 else 1)
+        _add_gelu_kernel[(n_rows, triton.cdiv(n_cols, bs))](
+            x, bias, out, n_cols, BLOCK_SIZE=bs, num_warps=4 if bs >= 128 else 1
+        )
     return out

@@ -28,8 +28,25 @@ AUTOTUNE_CONFIGS = [_cfg(128, 128, 8, 3), _cfg(128, 64, 4, 3), _cfg(128, 64, 8, 
 
 
 @triton.jit
-def _attn_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn, offs_m, offs_d, lo, hi, n_k, qk_scale,
-                BLOCK_N: tl.constexpr, MASK_BOUNDS: tl.constexpr, MASK_CAUSAL: tl.constexpr):
+def _attn_inner(
+    acc,
+    l_i,
+    m_i,
+    q,
+    k_base,
+    v_base,
+    stride_kn,
+    stride_vn,
+    offs_m,
+    offs_d,
+    lo,
+    hi,
+    n_k,
+    qk_scale,
+    BLOCK_N: tl.constexpr,
+    MASK_BOUNDS: tl.constexpr,
+    MASK_CAUSAL: tl.constexpr,
+):
     offs_n = tl.arange(0, BLOCK_N)
     for start_n in range(lo, hi, BLOCK_N):
         cols = start_n + offs_n
@@ -57,8 +74,32 @@ def _attn_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn, offs_m, 
 
 
 @triton.jit
-def _attn_fwd(Q, K, V, Out, sm_scale, sqz, sqh, sqm, skz, skh, skn, svz, svh, svn, soz, soh, som, H, n_q, n_k,
-              HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+def _attn_fwd(
+    Q,
+    K,
+    V,
+    Out,
+    sm_scale,
+    sqz,
+    sqh,
+    sqm,
+    skz,
+    skh,
+    skn,
+    svz,
+    svh,
+    svn,
+    soz,
+    soh,
+    som,
+    H,
+    n_q,
+    n_k,
+    HEAD_DIM: tl.constexpr,
+    CAUSAL: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
     start_m = tl.program_id(0)
     off_hz = tl.program_id(1)
     off_z = (off_hz // H).to(tl.int64)
@@ -77,15 +118,83 @@ def _attn_fwd(Q, K, V, Out, sm_scale, sqz, sqh, sqm, skz, skh, skn, svz, svh, sv
     if CAUSAL:
         diag_end = tl.minimum((start_m + 1) * BLOCK_M, n_k)
         free_end = tl.minimum(start_m * BLOCK_M, full_end)
-        acc, l_i, m_i = _attn_inner(acc, l_i, m_i, q, k_base, v_base, skn, svn, offs_m, offs_d, 0, free_end, n_k,
-                                    qk_scale, BLOCK_N, False, False)
-        acc, l_i, m_i = _attn_inner(acc, l_i, m_i, q, k_base, v_base, skn, svn, offs_m, offs_d, free_end, diag_end,
-                                    n_k, qk_scale, BLOCK_N, True, True)
+        acc, l_i, m_i = _attn_inner(
+            acc,
+            l_i,
+            m_i,
+            q,
+            k_base,
+            v_base,
+            skn,
+            svn,
+            offs_m,
+            offs_d,
+            0,
+            free_end,
+            n_k,
+            qk_scale,
+            BLOCK_N,
+            False,
+            False,
+        )
+        acc, l_i, m_i = _attn_inner(
+            acc,
+            l_i,
+            m_i,
+            q,
+            k_base,
+            v_base,
+            skn,
+            svn,
+            offs_m,
+            offs_d,
+            free_end,
+            diag_end,
+            n_k,
+            qk_scale,
+            BLOCK_N,
+            True,
+            True,
+        )
     else:
-        acc, l_i, m_i = _attn_inner(acc, l_i, m_i, q, k_base, v_base, skn, svn, offs_m, offs_d, 0, full_end, n_k,
-                                    qk_scale, BLOCK_N, False, False)
-        acc, l_i, m_i = _attn_inner(acc, l_i, m_i, q, k_base, v_base, skn, svn, offs_m, offs_d, full_end, n_k, n_k,
-                                    qk_scale, BLOCK_N, True, False)
+        acc, l_i, m_i = _attn_inner(
+            acc,
+            l_i,
+            m_i,
+            q,
+            k_base,
+            v_base,
+            skn,
+            svn,
+            offs_m,
+            offs_d,
+            0,
+            full_end,
+            n_k,
+            qk_scale,
+            BLOCK_N,
+            False,
+            False,
+        )
+        acc, l_i, m_i = _attn_inner(
+            acc,
+            l_i,
+            m_i,
+            q,
+            k_base,
+            v_base,
+            skn,
+            svn,
+            offs_m,
+            offs_d,
+            full_end,
+            n_k,
+            n_k,
+            qk_scale,
+            BLOCK_N,
+            True,
+            False,
+        )
     acc = acc / l_i[:, None]
     o_ptrs = Out + off_z * soz + off_h * soh + offs_m[:, None].to(tl.int64) * som + offs_d[None, :]
     tl.store(o_ptrs, acc.to(Out.dtype.element_ty), mask=offs_m[:, None] < n_q)
@@ -94,10 +203,18 @@ def _attn_fwd(Q, K, V, Out, sm_scale, sqz, sqh, sqm, skz, skh, skn, svz, svh, sv
 _attn_autotuned = triton.autotune(configs=AUTOTUNE_CONFIGS, key=["n_q", "n_k", "HEAD_DIM", "CAUSAL"])(_attn_fwd)
 
 
-def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-                    sm_scale: float | None = None, block_m: int | None = None, block_n: int | None = None,
-                    num_warps: int | None = None, num_stages: int | None = None,
-                    out: torch.Tensor | None = None) -> torch.Tensor:
+def flash_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool = False,
+    sm_scale: float | None = None,
+    block_m: int | None = None,
+    block_n: int | None = None,
+    num_warps: int | None = None,
+    num_stages: int | None = None,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
     """softmax(q k^T * sm_scale [+ causal mask]) v; q (B, H, Nq, D), k/v (B, H, Nk, D)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         check_ndim(f"flash_attention {name}", t, 4)
@@ -105,8 +222,9 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     check_dtype("flash_attention", q, HALF_DTYPES)
     B, H, n_q, D = q.shape
     if k.shape != v.shape or k.shape[:2] != (B, H) or k.shape[3] != D:
-        raise ValueError(f"flash_attention: shapes do not match: q {tuple(q.shape)}, k {tuple(k.shape)}, "
-                         f"v {tuple(v.shape)}")
+        raise ValueError(
+            f"flash_attention: shapes do not match: q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
+        )
     if D not in HEAD_DIMS:
         raise ValueError(f"flash_attention: head_dim {D} is not supported (supported: {HEAD_DIMS})")
     n_k = k.shape[2]
@@ -124,8 +242,15 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
         bn = block_n or (16 if detuned("flash_attention") or os.environ.get("TRITON_INTERPRET") == "1" else 64)
         if bm % bn:
             raise ValueError(f"flash_attention: block_m ({bm}) must be a multiple of block_n ({bn})")
-        _attn_fwd[(triton.cdiv(n_q, bm), B * H)](*args, HEAD_DIM=D, CAUSAL=causal, BLOCK_M=bm, BLOCK_N=bn,
-                                                  num_warps=num_warps or 4, num_stages=num_stages or 2)
+        _attn_fwd[(triton.cdiv(n_q, bm), B * H)](
+            *args,
+            HEAD_DIM=D,
+            CAUSAL=causal,
+            BLOCK_M=bm,
+            BLOCK_N=bn,
+            num_warps=num_warps or 4,
+            num_stages=num_stages or 2,
+        )
     else:
         grid = lambda meta: (triton.cdiv(n_q, meta["BLOCK_M"]), B * H)  # noqa: E731
         _attn_autotuned[grid](*args, HEAD_DIM=D, CAUSAL=causal)

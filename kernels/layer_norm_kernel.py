@@ -49,15 +49,23 @@ def _layer_norm_looped(x_ptr, w_ptr, b_ptr, out_ptr, n_cols, stride_x, stride_o,
         tl.store(out_ptr + row * stride_o + cols, ((x - mean) * rstd * w + b).to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5,
-               num_warps: int | None = None, block: int | None = None,
-               out: torch.Tensor | None = None) -> torch.Tensor:
+def layer_norm(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor,
+    eps: float = 1e-5,
+    num_warps: int | None = None,
+    block: int | None = None,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
     """LayerNorm over the last dimension of x (any leading shape)."""
     check_same("layer_norm", x, weight, bias)
     check_dtype("layer_norm", x, FLOAT_DTYPES)
     if x.dim() == 0 or weight.shape != (x.shape[-1],) or bias.shape != (x.shape[-1],):
-        raise ValueError(f"layer_norm: weight and bias must have shape ({x.shape[-1] if x.dim() else '?'},), "
-                         f"got {tuple(weight.shape)} and {tuple(bias.shape)}")
+        raise ValueError(
+            f"layer_norm: weight and bias must have shape ({x.shape[-1] if x.dim() else '?'},), "
+            f"got {tuple(weight.shape)} and {tuple(bias.shape)}"
+        )
     shape = x.shape
     x2 = x.reshape(-1, shape[-1]).contiguous()
     weight, bias = weight.contiguous(), bias.contiguous()
@@ -66,11 +74,30 @@ def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: f
     if n_rows and n_cols:
         if n_cols <= MAX_FUSED_COLS and block is None and not detuned("layer_norm"):
             blk = triton.next_power_of_2(n_cols)
-            _layer_norm_fused[(n_rows,)](x2, weight, bias, out, n_cols, x2.stride(0), out.stride(0), eps,
-                                         BLOCK=blk,
-                                         num_warps=num_warps or (4 if blk <= 1024 else 8 if blk <= 4096 else 16))
+            _layer_norm_fused[(n_rows,)](
+                x2,
+                weight,
+                bias,
+                out,
+                n_cols,
+                x2.stride(0),
+                out.stride(0),
+                eps,
+                BLOCK=blk,
+                num_warps=num_warps or (4 if blk <= 1024 else 8 if blk <= 4096 else 16),
+            )
         else:
             blk = block or (128 if detuned("layer_norm") else 2048)
-            _layer_norm_looped[(n_rows,)](x2, weight, bias, out, n_cols, x2.stride(0), out.stride(0), eps,
-                                          BLOCK=blk, num_warps=num_warps or (1 if detuned("layer_norm") else 8))
+            _layer_norm_looped[(n_rows,)](
+                x2,
+                weight,
+                bias,
+                out,
+                n_cols,
+                x2.stride(0),
+                out.stride(0),
+                eps,
+                BLOCK=blk,
+                num_warps=num_warps or (1 if detuned("layer_norm") else 8),
+            )
     return out.reshape(shape)

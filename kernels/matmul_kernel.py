@@ -40,15 +40,34 @@ def _cfg(bm, bn, bk, w, s, g=8):
 # skinny shapes and fp32.
 # Each config costs a compile and a benchmark per new (M, N, K): keep the list short.
 AUTOTUNE_CONFIGS = [
-    _cfg(128, 256, 64, 8, 3), _cfg(128, 256, 64, 8, 4), _cfg(128, 128, 64, 8, 4), _cfg(128, 64, 64, 4, 4),
+    _cfg(128, 256, 64, 8, 3),
+    _cfg(128, 256, 64, 8, 4),
+    _cfg(128, 128, 64, 8, 4),
+    _cfg(128, 64, 64, 4, 4),
     _cfg(64, 64, 32, 4, 4),
 ]
 
 
 @triton.jit
-def _matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                   IEEE: tl.constexpr):
+def _matmul_kernel(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    IEEE: tl.constexpr,
+):
     pid = tl.program_id(0)
     num_m = tl.cdiv(M, BLOCK_M)
     num_n = tl.cdiv(N, BLOCK_N)
@@ -80,8 +99,13 @@ def _matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk
 _matmul_autotuned = triton.autotune(configs=AUTOTUNE_CONFIGS, key=["M", "N", "K", "IEEE"])(_matmul_kernel)
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor, config: MatmulConfig | None = None, allow_tf32: bool = False,
-           out: torch.Tensor | None = None) -> torch.Tensor:
+def matmul(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    config: MatmulConfig | None = None,
+    allow_tf32: bool = False,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
     """a @ b. fp32 inputs use exact fp32 products unless allow_tf32=True."""
     check_ndim("matmul", a, 2)
     check_ndim("matmul", b, 2)
@@ -107,7 +131,14 @@ def matmul(a: torch.Tensor, b: torch.Tensor, config: MatmulConfig | None = None,
         _matmul_autotuned[grid](*args, IEEE=ieee)
     else:
         grid = (triton.cdiv(M, config.block_m) * triton.cdiv(N, config.block_n),)
-        _matmul_kernel[grid](*args, BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
-                             GROUP_M=config.group_m, IEEE=ieee, num_warps=config.num_warps,
-                             num_stages=config.num_stages)
+        _matmul_kernel[grid](
+            *args,
+            BLOCK_M=config.block_m,
+            BLOCK_N=config.block_n,
+            BLOCK_K=config.block_k,
+            GROUP_M=config.group_m,
+            IEEE=ieee,
+            num_warps=config.num_warps,
+            num_stages=config.num_stages,
+        )
     return c

@@ -38,8 +38,14 @@ def _extension():
     build.mkdir(parents=True, exist_ok=True)
     major, minor = torch.cuda.get_device_capability()
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", f"{major}.{minor}")
-    return load(name="perfgate_rms_norm", sources=[str(CSRC / "rms_norm.cu")], build_directory=str(build),
-                extra_cuda_cflags=["-O3", "--use_fast_math"], extra_include_paths=[str(CSRC)], verbose=False)
+    return load(
+        name="perfgate_rms_norm",
+        sources=[str(CSRC / "rms_norm.cu")],
+        build_directory=str(build),
+        extra_cuda_cflags=["-O3", "--use_fast_math"],
+        extra_include_paths=[str(CSRC)],
+        verbose=False,
+    )
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, threads: int | None = None) -> torch.Tensor:

@@ -45,16 +45,16 @@ def _softmax_looped(x_ptr, out_ptr, n_cols, stride_x, stride_o, BLOCK: tl.conste
         cols = start + tl.arange(0, BLOCK)
         mask = cols < n_cols
         x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=-float("inf")).to(tl.float32)
-        tl.store(out_ptr + row * stride_o + cols, (tl.exp(x - row_max) / total).to(out_ptr.dtype.element_ty),
-                 mask=mask)
+        tl.store(out_ptr + row * stride_o + cols, (tl.exp(x - row_max) / total).to(out_ptr.dtype.element_ty), mask=mask)
 
 
 def _warps(block: int) -> int:
     return 4 if block <= 1024 else 8 if block <= 4096 else 16
 
 
-def softmax(x: torch.Tensor, num_warps: int | None = None, block: int | None = None,
-            out: torch.Tensor | None = None) -> torch.Tensor:
+def softmax(
+    x: torch.Tensor, num_warps: int | None = None, block: int | None = None, out: torch.Tensor | None = None
+) -> torch.Tensor:
     """softmax(x, dim=-1) for 2-D fp32/fp16/bf16 x; fp32 math, output in x's dtype."""
     check_ndim("softmax", x, 2)
     check_dtype("softmax", x, FLOAT_DTYPES)
@@ -67,10 +67,18 @@ def softmax(x: torch.Tensor, num_warps: int | None = None, block: int | None = N
     fused = n_cols <= MAX_FUSED_COLS and block is None and not detuned("softmax")
     if fused:
         blk = triton.next_power_of_2(n_cols)
-        _softmax_fused[(n_rows,)](x, out, n_cols, x.stride(0), out.stride(0), BLOCK=blk,
-                                  num_warps=num_warps or _warps(blk))
+        _softmax_fused[(n_rows,)](
+            x, out, n_cols, x.stride(0), out.stride(0), BLOCK=blk, num_warps=num_warps or _warps(blk)
+        )
     else:
         blk = block or (128 if detuned("softmax") else 4096)
-        _softmax_looped[(n_rows,)](x, out, n_cols, x.stride(0), out.stride(0), BLOCK=blk,
-                                   num_warps=num_warps or (1 if detuned("softmax") else _warps(blk)))
+        _softmax_looped[(n_rows,)](
+            x,
+            out,
+            n_cols,
+            x.stride(0),
+            out.stride(0),
+            BLOCK=blk,
+            num_warps=num_warps or (1 if detuned("softmax") else _warps(blk)),
+        )
     return out

@@ -29,8 +29,13 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'perfgate' has no attribute {name!r}")
 
 
-def history(db: str | Path | None = None, case: str | None = None, last: int | None = None,
-            rootdir: str | Path | None = None, case_regex: str | None = None) -> Any:
+def history(
+    db: str | Path | None = None,
+    case: str | None = None,
+    last: int | None = None,
+    rootdir: str | Path | None = None,
+    case_regex: str | None = None,
+) -> Any:
     """The history as a pandas DataFrame: one row per run, or with `case` (a pattern on case ids where `*`
     and `?` are wildcards and brackets match themselves) or `case_regex` (a regular expression) one row
     per run and matching case, oldest first. Columns include the run's kind, git_dirty and, per case,

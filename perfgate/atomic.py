@@ -60,8 +60,13 @@ def stale_temporaries(path: Path) -> list[Path]:
         names = os.listdir(Path(path).parent)
     except OSError:
         return []
-    return sorted(Path(path).parent / n for n in names if n.startswith(prefix) and n.endswith(TMP_SUFFIX)
-                  and _MKSTEMP_PART.fullmatch(n[len(prefix):-len(TMP_SUFFIX)]))
+    return sorted(
+        Path(path).parent / n
+        for n in names
+        if n.startswith(prefix)
+        and n.endswith(TMP_SUFFIX)
+        and _MKSTEMP_PART.fullmatch(n[len(prefix) : -len(TMP_SUFFIX)])
+    )
 
 
 def remove_stale_temporaries(path: Path) -> int:

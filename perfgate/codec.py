@@ -61,24 +61,31 @@ def case_from_dict(d: Any) -> CaseResult:
         timing["timer"] = Timer(timing["timer"])
         speedup = d.get("speedup")
         result = CaseResult(
-            case_id=str(d["case_id"]), timing=TimingStats(**timing),
+            case_id=str(d["case_id"]),
+            timing=TimingStats(**timing),
             samples_ms=tuple(float(v) for v in d["samples_ms"]),
             metrics=tuple(Metric(**m) for m in d.get("metrics", ())),
-            bytes_moved=d.get("bytes_moved"), flops=d.get("flops"),
-            profile_errors=tuple(d.get("profile_errors", ())), profile_notes=tuple(d.get("profile_notes", ())),
+            bytes_moved=d.get("bytes_moved"),
+            flops=d.get("flops"),
+            profile_errors=tuple(d.get("profile_errors", ())),
+            profile_notes=tuple(d.get("profile_notes", ())),
             thresholds=thresholds_from_dict(d.get("thresholds") or {}),
             gpu_state=GpuState(**d["gpu_state"]) if d.get("gpu_state") else None,
             host_state=HostState(**d["host_state"]) if d.get("host_state") else None,
             autotune=tuple((str(k), str(v)) for k, v in d.get("autotune", ())),
             speedup=Speedup(**{**speedup, "reference_samples_ms": tuple(speedup["reference_samples_ms"])})
-            if speedup else None,
+            if speedup
+            else None,
             confirmation_medians_ms=tuple(float(v) for v in d.get("confirmation_medians_ms", ())),
             confirmation_speedups=tuple(float(v) for v in d.get("confirmation_speedups", ())),
             confirmation_memory=tuple(float(v) for v in d.get("confirmation_memory", ())),
-            nodeid=str(d.get("nodeid", "")), location=(str(d["location"][0]), int(d["location"][1]))
-            if d.get("location") else None, device_uuid=str(d.get("device_uuid", "")),
-            calls_per_sample=int(d.get("calls_per_sample", 1)), group=str(d.get("group") or ""),
-            extra_info=tuple((str(k), v) for k, v in dict(d.get("extra_info") or {}).items()))
+            nodeid=str(d.get("nodeid", "")),
+            location=(str(d["location"][0]), int(d["location"][1])) if d.get("location") else None,
+            device_uuid=str(d.get("device_uuid", "")),
+            calls_per_sample=int(d.get("calls_per_sample", 1)),
+            group=str(d.get("group") or ""),
+            extra_info=tuple((str(k), v) for k, v in dict(d.get("extra_info") or {}).items()),
+        )
     except (KeyError, TypeError, ValueError, IndexError, OverflowError) as err:
         raise CodecError(f"not a perfgate case result ({type(err).__name__}: {err})") from err
     problem = case_problem(result)
@@ -107,8 +114,15 @@ def case_problem(r: CaseResult) -> str | None:
 
 
 def _timing_problem(t: TimingStats) -> str | None:
-    times = {"median_ms": t.median_ms, "mean_ms": t.mean_ms, "stdev_ms": t.stdev_ms, "min_ms": t.min_ms,
-             "max_ms": t.max_ms, "q1_ms": t.q1_ms, "q3_ms": t.q3_ms}
+    times = {
+        "median_ms": t.median_ms,
+        "mean_ms": t.mean_ms,
+        "stdev_ms": t.stdev_ms,
+        "min_ms": t.min_ms,
+        "max_ms": t.max_ms,
+        "q1_ms": t.q1_ms,
+        "q3_ms": t.q3_ms,
+    }
     bad = next((k for k, v in times.items() if not _number(v) or v < 0), None)
     if bad:
         return f"timing.{bad} must be a finite number >= 0, got {times[bad]!r}"
@@ -128,9 +142,12 @@ def _timing_problem(t: TimingStats) -> str | None:
 
 
 def _values_problem(r: CaseResult) -> str | None:
-    for name, values in (("samples_ms", r.samples_ms), ("confirmation_medians_ms", r.confirmation_medians_ms),
-                         ("confirmation_speedups", r.confirmation_speedups),
-                         ("confirmation_memory", r.confirmation_memory)):
+    for name, values in (
+        ("samples_ms", r.samples_ms),
+        ("confirmation_medians_ms", r.confirmation_medians_ms),
+        ("confirmation_speedups", r.confirmation_speedups),
+        ("confirmation_memory", r.confirmation_memory),
+    ):
         if any(not _number(v) or v < 0 for v in values):
             return f"{name} must hold finite numbers >= 0"
     if any(not isinstance(m.name, str) or not _number(m.value) for m in r.metrics):
@@ -146,7 +163,8 @@ def _speedup_problem(sp: Speedup | None) -> str | None:
     if sp is None:
         return None
     if not all(_number(v) and v > 0 for v in (sp.median, sp.ci_low, sp.ci_high)) or not (
-            sp.ci_low * (1 - _ROUNDING) <= sp.median <= sp.ci_high * (1 + _ROUNDING)):
+        sp.ci_low * (1 - _ROUNDING) <= sp.median <= sp.ci_high * (1 + _ROUNDING)
+    ):
         return "speedup median and interval must be finite, > 0 and ci_low <= median <= ci_high"
     if any(not _number(v) or v < 0 for v in sp.reference_samples_ms):
         return "speedup.reference_samples_ms must hold finite numbers >= 0"

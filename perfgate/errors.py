@@ -46,8 +46,9 @@ class MissingExtra(PerfgateError):
     """An optional dependency is not installed; names the extra that brings it."""
 
     def __init__(self, module: str, extra: str, needed_for: str) -> None:
-        super().__init__(f"perfgate: {needed_for} needs {module}, which is not installed: "
-                         f"pip install 'perfgate[{extra}]'")
+        super().__init__(
+            f"perfgate: {needed_for} needs {module}, which is not installed: pip install 'perfgate[{extra}]'"
+        )
         self.module = module
         self.extra = extra
 

@@ -83,8 +83,9 @@ def _finite_float(token: str) -> float:
     return value
 
 
-def parse_json(data: bytes | str, path: Path, error: ErrorFactory, unique_keys: bool = True,
-               strict_numbers: bool = True) -> Any:
+def parse_json(
+    data: bytes | str, path: Path, error: ErrorFactory, unique_keys: bool = True, strict_numbers: bool = True
+) -> Any:
     """Strict JSON: no NaN/Infinity, no duplicate keys (optional: a Python hook per object is slow on
     million-event traces), bounded nesting, numbers that fit (integers of at most 20 digits, floats that
     do not overflow to inf); errors name the line and column. Without strict_numbers (a hook per number

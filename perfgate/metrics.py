@@ -75,39 +75,51 @@ _SPECS = {
     "nsys.kernel_ns_per_call": MetricSpec("GPU time/call (nsys)", "ns", LOWER, MEASURED, 10.0),
     "nsys.registers_per_thread": MetricSpec("registers/thread (nsys)", "register", LOWER, COUNTER, 0.0),
     "nsys.shared_mem_bytes": MetricSpec("shared memory/block (nsys)", "byte", LOWER, COUNTER, 0.0),
-    "nsys.memcpy_bytes_per_call": MetricSpec("memcpy bytes/call (nsys)", "byte", LOWER, COUNTER, 0.0, group=TRANSFERS,
-                                             column="copied per call"),
-    "nsys.memcpy_ns_per_call": MetricSpec("memcpy time/call (nsys)", "ns", LOWER, MEASURED, 10.0, group=TRANSFERS,
-                                          column="copy time per call"),
-    "nsys.memcpy_bytes_per_second": MetricSpec("memcpy bandwidth (nsys)", "byte/s", HIGHER, MEASURED, 10.0,
-                                               group=TRANSFERS, column="copy bandwidth"),
-    "nsys.memset_bytes_per_call": MetricSpec("memset bytes/call (nsys)", "byte", LOWER, COUNTER, 0.0, group=TRANSFERS,
-                                             column="memset per call"),
+    "nsys.memcpy_bytes_per_call": MetricSpec(
+        "memcpy bytes/call (nsys)", "byte", LOWER, COUNTER, 0.0, group=TRANSFERS, column="copied per call"
+    ),
+    "nsys.memcpy_ns_per_call": MetricSpec(
+        "memcpy time/call (nsys)", "ns", LOWER, MEASURED, 10.0, group=TRANSFERS, column="copy time per call"
+    ),
+    "nsys.memcpy_bytes_per_second": MetricSpec(
+        "memcpy bandwidth (nsys)", "byte/s", HIGHER, MEASURED, 10.0, group=TRANSFERS, column="copy bandwidth"
+    ),
+    "nsys.memset_bytes_per_call": MetricSpec(
+        "memset bytes/call (nsys)", "byte", LOWER, COUNTER, 0.0, group=TRANSFERS, column="memset per call"
+    ),
     # Nsight Compute, per kernel
     "gpu__time_duration.sum": MetricSpec("duration", "ns", LOWER, MEASURED, 10.0, group=KERNELS),
-    "sm__warps_active.avg.pct_of_peak_sustained_active": MetricSpec("achieved occupancy", "%", HIGHER, MEASURED, 10.0,
-                                                                    group=KERNELS, column="achieved occ."),
-    "sm__maximum_warps_per_active_cycle_pct": MetricSpec("theoretical occupancy", "%", HIGHER, COUNTER, 0.0,
-                                                         group=KERNELS, column="theoretical occ."),
-    "launch__registers_per_thread": MetricSpec("registers/thread", "register/thread", LOWER, COUNTER, 0.0,
-                                               group=KERNELS, column="registers"),
-    "derived__local_spilling_requests": MetricSpec("local spills", "request", LOWER, COUNTER, 0.0, group=KERNELS,
-                                                   column="spills"),
+    "sm__warps_active.avg.pct_of_peak_sustained_active": MetricSpec(
+        "achieved occupancy", "%", HIGHER, MEASURED, 10.0, group=KERNELS, column="achieved occ."
+    ),
+    "sm__maximum_warps_per_active_cycle_pct": MetricSpec(
+        "theoretical occupancy", "%", HIGHER, COUNTER, 0.0, group=KERNELS, column="theoretical occ."
+    ),
+    "launch__registers_per_thread": MetricSpec(
+        "registers/thread", "register/thread", LOWER, COUNTER, 0.0, group=KERNELS, column="registers"
+    ),
+    "derived__local_spilling_requests": MetricSpec(
+        "local spills", "request", LOWER, COUNTER, 0.0, group=KERNELS, column="spills"
+    ),
     "launch__shared_mem_per_block": MetricSpec("shared memory/block", "byte/block", LOWER, COUNTER, 0.0),
     "dram__bytes_read.sum": MetricSpec("DRAM bytes read", "byte", LOWER, COUNTER, 2.0),
     "dram__bytes_write.sum": MetricSpec("DRAM bytes written", "byte", LOWER, COUNTER, 2.0),
     "dram__bytes.sum.per_second": MetricSpec("DRAM bandwidth", "byte/s", HIGHER, MEASURED, 10.0, group=KERNELS),
-    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed": MetricSpec("DRAM % of peak", "%", HIGHER, MEASURED, 10.0,
-                                                                         group=KERNELS),
+    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed": MetricSpec(
+        "DRAM % of peak", "%", HIGHER, MEASURED, 10.0, group=KERNELS
+    ),
     "sm__throughput.avg.pct_of_peak_sustained_elapsed": MetricSpec("SM speed-of-light", "%", HIGHER, MEASURED, 10.0),
-    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": MetricSpec("memory speed-of-light", "%",
-                                                                                   HIGHER, MEASURED, 10.0),
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": MetricSpec(
+        "memory speed-of-light", "%", HIGHER, MEASURED, 10.0
+    ),
     "l1tex__t_sector_hit_rate.pct": MetricSpec("L1 hit rate", "%", HIGHER, MEASURED, 10.0),
     "lts__t_sector_hit_rate.pct": MetricSpec("L2 hit rate", "%", HIGHER, MEASURED, 10.0),
-    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": MetricSpec("tensor pipe (mma)", "%",
-                                                                                         HIGHER, MEASURED, 10.0),
-    "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active": MetricSpec("tensor pipe (wgmma)", "%",
-                                                                                         HIGHER, MEASURED, 10.0),
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": MetricSpec(
+        "tensor pipe (mma)", "%", HIGHER, MEASURED, 10.0
+    ),
+    "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active": MetricSpec(
+        "tensor pipe (wgmma)", "%", HIGHER, MEASURED, 10.0
+    ),
     # reported, not gated: they explain, the metrics above decide
     "launch__occupancy_limit_registers": MetricSpec("block limit: registers", "block", HIGHER, DERIVED, 0.0),
     "launch__occupancy_limit_shared_mem": MetricSpec("block limit: shared memory", "block", HIGHER, DERIVED, 0.0),
@@ -123,8 +135,14 @@ CATALOGUE = MappingProxyType(_SPECS)
 # What `--perfgate-profile ncu` collects by default: the catalogue's ncu metrics plus the sections
 # that compute the derived ones (spills, limiters) and the warp-stall breakdown for explanations.
 # (SourceCounters is left out: per-instruction data makes reports ~10x larger and slower to collect.)
-NCU_DEFAULT_SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis",
-                        "ComputeWorkloadAnalysis", "WarpStateStats")
+NCU_DEFAULT_SECTIONS = (
+    "SpeedOfLight",
+    "Occupancy",
+    "LaunchStats",
+    "MemoryWorkloadAnalysis",
+    "ComputeWorkloadAnalysis",
+    "WarpStateStats",
+)
 
 
 def columns(group: MetricGroup) -> tuple[tuple[str, MetricSpec], ...]:

@@ -200,10 +200,15 @@ class CaseResult:
     group: str = ""  # pytest-benchmark's `benchmark.group` / marker group
     extra_info: tuple[tuple[str, Any], ...] = ()  # pytest-benchmark's `benchmark.extra_info` (JSON values)
 
-    def with_metrics(self, extra: tuple[Metric, ...], errors: tuple[str, ...] = (),
-                     notes: tuple[str, ...] = ()) -> CaseResult:
-        return replace(self, metrics=self.metrics + extra, profile_errors=self.profile_errors + errors,
-                       profile_notes=self.profile_notes + notes)
+    def with_metrics(
+        self, extra: tuple[Metric, ...], errors: tuple[str, ...] = (), notes: tuple[str, ...] = ()
+    ) -> CaseResult:
+        return replace(
+            self,
+            metrics=self.metrics + extra,
+            profile_errors=self.profile_errors + errors,
+            profile_notes=self.profile_notes + notes,
+        )
 
     @property
     def process_medians_ms(self) -> tuple[float, ...]:
@@ -329,10 +334,21 @@ class FindingKind(str, enum.Enum):
     BASELINE_UNVERIFIED = "baseline not checked against the base ref"
 
 
-STRICT_KINDS = frozenset({FindingKind.NO_CASES, FindingKind.NO_BASELINE, FindingKind.TEST_SKIPPED,
-                          FindingKind.TEST_ERRORED, FindingKind.NOT_COMPARABLE, FindingKind.PROFILE_FAILED,
-                          FindingKind.HOST_CLOCK, FindingKind.NOT_MEASURED, FindingKind.BEYOND_CEILING,
-                          FindingKind.BASELINE_CHANGED, FindingKind.BASELINE_UNVERIFIED})
+STRICT_KINDS = frozenset(
+    {
+        FindingKind.NO_CASES,
+        FindingKind.NO_BASELINE,
+        FindingKind.TEST_SKIPPED,
+        FindingKind.TEST_ERRORED,
+        FindingKind.NOT_COMPARABLE,
+        FindingKind.PROFILE_FAILED,
+        FindingKind.HOST_CLOCK,
+        FindingKind.NOT_MEASURED,
+        FindingKind.BEYOND_CEILING,
+        FindingKind.BASELINE_CHANGED,
+        FindingKind.BASELINE_UNVERIFIED,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -374,8 +390,11 @@ class GateResult:
     @property
     def failure_reasons(self) -> tuple[str, ...]:
         """One line per reason the gate fails: verdicts first, then strict-mode findings."""
-        reasons = [f"{c.case_id}: {c.metric} {c.verdict.value}" for c in self.comparisons
-                   if c.verdict in self.fail_on and c.gated]
+        reasons = [
+            f"{c.case_id}: {c.metric} {c.verdict.value}"
+            for c in self.comparisons
+            if c.verdict in self.fail_on and c.gated
+        ]
         if self.strict:
             reasons += [f"strict: {f.message}" for f in self.findings if f.fails_strict]
         return tuple(reasons)

@@ -31,8 +31,9 @@ def quantile(sorted_values: Sequence[float], q: float) -> float:
     return float(sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo))
 
 
-def summarize(samples_ms: Sequence[float], timer: Timer, bytes_moved: int | None = None,
-              flops: int | None = None) -> TimingStats:
+def summarize(
+    samples_ms: Sequence[float], timer: Timer, bytes_moved: int | None = None, flops: int | None = None
+) -> TimingStats:
     """Median-centred summary; throughput is derived from the median, the robust centre."""
     s = np.sort(np.asarray(samples_ms, dtype=np.float64))
     if s.size == 0:
@@ -42,9 +43,15 @@ def summarize(samples_ms: Sequence[float], timer: Timer, bytes_moved: int | None
     q1, median, q3 = (float(v) for v in np.quantile(s, (0.25, 0.5, 0.75)))
     seconds = median / 1e3
     return TimingStats(
-        timer=timer, n_samples=int(s.size), median_ms=median, mean_ms=float(s.mean()),
-        stdev_ms=float(s.std(ddof=1)) if s.size > 1 else 0.0, min_ms=float(s[0]), max_ms=float(s[-1]),
-        q1_ms=q1, q3_ms=q3,
+        timer=timer,
+        n_samples=int(s.size),
+        median_ms=median,
+        mean_ms=float(s.mean()),
+        stdev_ms=float(s.std(ddof=1)) if s.size > 1 else 0.0,
+        min_ms=float(s[0]),
+        max_ms=float(s[-1]),
+        q1_ms=q1,
+        q3_ms=q3,
         gbps=bytes_moved / seconds / 1e9 if bytes_moved and seconds > 0 else None,
         tflops=flops / seconds / 1e12 if flops and seconds > 0 else None,
     )
@@ -95,8 +102,9 @@ def _median_order_statistic(n: int) -> tuple[int, float]:
     and the normal quantile of that interval's exact (binomial) coverage."""
     a = max(1, round(n / 2 - math.sqrt(n)))
     k = np.arange(a, dtype=np.float64)  # P(B <= a-1) for B ~ Binomial(n, 1/2), summed in log space
-    log_pmf = (math.lgamma(n + 1) - np.array([math.lgamma(x + 1) + math.lgamma(n - x + 1) for x in k])
-               - n * math.log(2.0))
+    log_pmf = (
+        math.lgamma(n + 1) - np.array([math.lgamma(x + 1) + math.lgamma(n - x + 1) for x in k]) - n * math.log(2.0)
+    )
     tail = float(np.exp(log_pmf).sum())
     return a, NormalDist().inv_cdf(1.0 - tail) if tail < 0.5 else 0.0
 
@@ -109,8 +117,9 @@ def _log_median_se(sorted_values: FloatArray) -> float | None:
     return float(math.log(sorted_values[n - a]) - math.log(sorted_values[a - 1])) / (2.0 * z0)
 
 
-def median_ratio_ci(current: Sequence[float], baseline: Sequence[float],
-                    confidence: float = 0.95) -> tuple[float, float, float] | None:
+def median_ratio_ci(
+    current: Sequence[float], baseline: Sequence[float], confidence: float = 0.95
+) -> tuple[float, float, float] | None:
     """Ratio of medians (current / baseline) and its distribution-free confidence interval.
 
     Price & Bonett's interval: each median's log standard error from the order statistics that bracket
@@ -133,16 +142,22 @@ def median_ratio_ci(current: Sequence[float], baseline: Sequence[float],
     return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
 
 
-def median_change_ci_pct(baseline: Sequence[float], current: Sequence[float],
-                         confidence: float = 0.95) -> tuple[float, float] | None:
+def median_change_ci_pct(
+    baseline: Sequence[float], current: Sequence[float], confidence: float = 0.95
+) -> tuple[float, float] | None:
     """Confidence interval of the percent change of the median (current vs baseline); see
     `median_ratio_ci`."""
     ci = median_ratio_ci(current, baseline, confidence)
     return None if ci is None else (100.0 * (ci[1] - 1.0), 100.0 * (ci[2] - 1.0))
 
 
-def ratio_ci(numerators: Sequence[float], denominators: Sequence[float], confidence: float = 0.95,
-             resamples: int = 1000, seed: int = 0) -> tuple[float, float, float]:
+def ratio_ci(
+    numerators: Sequence[float],
+    denominators: Sequence[float],
+    confidence: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> tuple[float, float, float]:
     """Median of paired ratios and its bootstrap interval (pairs resampled together)."""
     ratios = np.asarray(numerators, np.float64) / np.asarray(denominators, np.float64)
     rng = np.random.default_rng(seed)
@@ -159,9 +174,8 @@ def percent_change(baseline: float, current: float) -> float | None:
     return 100.0 * (current - baseline) / abs(baseline)
 
 
-
-
 # --- Student's t quantile (no scipy): the regularised incomplete beta by continued fraction ---------
+
 
 def _betacf(a: float, b: float, x: float) -> float:
     """Continued fraction for the incomplete beta function (modified Lentz)."""
@@ -171,8 +185,10 @@ def _betacf(a: float, b: float, x: float) -> float:
     h = d
     for m in range(1, 300):
         m2 = 2 * m
-        for num in (m * (b - m) * x / ((a + m2 - 1) * (a + m2)),
-                    -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1))):
+        for num in (
+            m * (b - m) * x / ((a + m2 - 1) * (a + m2)),
+            -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1)),
+        ):
             d = 1.0 + num * d
             d = 1.0 / (d if abs(d) > tiny else tiny)
             c = 1.0 + num / c
@@ -224,13 +240,28 @@ def t_quantile(p: float, dof: float) -> float:
 
 # --- the confirmed rule's critical value: all of k fresh processes beyond c (no scipy) ----------------
 
+
 def _normal_sf(x: FloatArray) -> FloatArray:
     """P(Z > x), vectorised; erfc by Numerical Recipes' Chebyshev fit (relative error < 1.2e-7 everywhere, so
     tail probabilities of 1e-7 keep their digits)."""
     z = np.abs(x) / math.sqrt(2.0)
     t = 1.0 / (1.0 + 0.5 * z)
-    poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (
-        0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    poly = -1.26551223 + t * (
+        1.00002368
+        + t
+        * (
+            0.37409196
+            + t
+            * (
+                0.09678418
+                + t
+                * (
+                    -0.18628806
+                    + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))
+                )
+            )
+        )
+    )
     erfc = t * np.exp(-z * z + poly)
     out: FloatArray = np.where(x >= 0, 0.5 * erfc, 1.0 - 0.5 * erfc)
     return out

@@ -65,8 +65,10 @@ def run_children(kind_dir: Path, runs: int, levels: str, label: str, deadline: f
         child = runner.run(["-p", "no:randomly", CASES_FILE])
         if child.returncode != 0:
             raise SystemExit(f"{label} process {i}: pytest exited {child.returncode}")
-        doc = {"environment": child.environment.__dict__ if child.environment else None,
-               "results": [case_to_dict(r) for r in child.results]}
+        doc = {
+            "environment": child.environment.__dict__ if child.environment else None,
+            "results": [case_to_dict(r) for r in child.results],
+        }
         (kind_dir / f"{label}_{i:03d}.json").write_text(json.dumps(doc))
         print(f"{label} {i + 1}/{runs}: {len(child.results)} case(s)", file=sys.stderr, flush=True)
 
@@ -77,8 +79,13 @@ def load_runs(out: Path, label: str) -> list[Run]:
     runs = []
     for path in sorted(out.glob(f"{label}_*.json")):
         doc = json.loads(path.read_text())
-        runs.append(Run(RunInfo("", ""), environment_from_dict(doc["environment"]),
-                        tuple(case_from_dict(d) for d in doc["results"])))
+        runs.append(
+            Run(
+                RunInfo("", ""),
+                environment_from_dict(doc["environment"]),
+                tuple(case_from_dict(d) for d in doc["results"]),
+            )
+        )
     return runs
 
 
@@ -96,18 +103,25 @@ def at_level(run: Run, level: float) -> Run:
 
 
 def calibrations(calibration: list[Run], size: int) -> list[Baseline]:
-    groups = [calibration[i:i + size] for i in range(0, len(calibration) - size + 1, size)]
+    groups = [calibration[i : i + size] for i in range(0, len(calibration) - size + 1, size)]
     return [calibrated_baseline(None, g, Path("baseline.json"), "accuracy", "accuracy", SETTINGS) for g in groups]
 
 
 def gate(run: Run, baseline: Baseline, window: list[Run], confirmations: list[Run]) -> GateResult:
     """The gate's verdicts for `run`: noise from the baseline and the window, suspects confirmed by the
     given processes in order."""
-    windows = {r.case_id: WindowValues(tuple(w_r.timing.median_ms for w in window for w_r in w.results
-                                             if w_r.case_id == r.case_id),
-                                       tuple(w_r.speedup.median for w in window for w_r in w.results
-                                             if w_r.case_id == r.case_id and w_r.speedup is not None))
-               for r in run.results}
+    windows = {
+        r.case_id: WindowValues(
+            tuple(w_r.timing.median_ms for w in window for w_r in w.results if w_r.case_id == r.case_id),
+            tuple(
+                w_r.speedup.median
+                for w in window
+                for w_r in w.results
+                if w_r.case_id == r.case_id and w_r.speedup is not None
+            ),
+        )
+        for r in run.results
+    }
     run = replace(run, results=with_noise(run.results, baseline, SETTINGS, windows))
     queue = iter(confirmations)
 
@@ -135,7 +149,7 @@ def score(out: Path, size: int) -> dict[str, object]:
     for k, baseline in enumerate(baselines):
         failures = 0
         for t, run in enumerate(aa):
-            bad = failed_cases(gate(run, baseline, aa[max(0, t - SETTINGS.noise_window):t], aa[t + 1:] + aa[:t]))
+            bad = failed_cases(gate(run, baseline, aa[max(0, t - SETTINGS.noise_window) : t], aa[t + 1 :] + aa[:t]))
             failures += bool(bad)
             for r in run.results:
                 counts = per_case[split(r.case_id)[0]][0.0]
@@ -145,7 +159,7 @@ def score(out: Path, size: int) -> dict[str, object]:
         for level in levels:
             trials = [at_level(r, level) for r in injected]
             for t, run in enumerate(trials):
-                bad = failed_cases(gate(run, baseline, aa, trials[t + 1:] + trials[:t]))
+                bad = failed_cases(gate(run, baseline, aa, trials[t + 1 :] + trials[:t]))
                 for r in run.results:
                     counts = per_case[split(r.case_id)[0]][level]
                     counts[0] += r.case_id in bad
@@ -160,8 +174,11 @@ def render(table: dict[str, object], out: Path) -> str:
     assert isinstance(per_run, list) and isinstance(per_case, dict) and isinstance(levels, list)
     lines = [f"Measurements: {out}", "", "| calibration | unchanged gate runs | failed runs |", "|---|---:|---:|"]
     lines += [f"| {k + 1} | {n} | {f} |" for k, f, n in per_run]
-    lines += ["", "| case | " + " | ".join("A/A false alarms" if lvl == 0 else f"{lvl:g}% caught" for lvl in levels)
-              + " |", "|---|" + "---:|" * len(levels)]
+    lines += [
+        "",
+        "| case | " + " | ".join("A/A false alarms" if lvl == 0 else f"{lvl:g}% caught" for lvl in levels) + " |",
+        "|---|" + "---:|" * len(levels),
+    ]
     totals = defaultdict(lambda: [0, 0])
     for case in sorted(per_case):
         cells = []

@@ -119,8 +119,9 @@ def run(argv: list[str], src: Path, cwd: Path | None = None) -> tuple[float, str
 
 
 def build(db: Path, runs: int, cases: int, samples: int, src: Path, plain: bool = False) -> float:
-    wall, _ = run(["-c", define(BUILD, DB=str(db), RUNS=runs, CASES=cases, SAMPLES=samples, SEED=runs,
-                                PLAIN=plain)], src, cwd=src)
+    wall, _ = run(
+        ["-c", define(BUILD, DB=str(db), RUNS=runs, CASES=cases, SAMPLES=samples, SEED=runs, PLAIN=plain)], src, cwd=src
+    )
     return wall
 
 
@@ -132,9 +133,14 @@ def size_rows(src: Path, tmp: Path, runs: int = 1000, cases: int = 20, samples: 
     ours = db.stat().st_size / n
     plain_sql = Path(f"{db}.plain").stat().st_size / n
     npy = Path(f"{db}.npy").stat().st_size / n
-    return [{"measure": f"bytes per case-run, {samples} samples ({runs:,} runs x {cases} cases)",
-             "perfgate": f"{ours:,.0f} B", "reference": f"{plain_sql:,.0f} B (SQLite blob table) / {npy:,.0f} B (.npy)",
-             "ratio": f"{ours / plain_sql:.2f}x"}]
+    return [
+        {
+            "measure": f"bytes per case-run, {samples} samples ({runs:,} runs x {cases} cases)",
+            "perfgate": f"{ours:,.0f} B",
+            "reference": f"{plain_sql:,.0f} B (SQLite blob table) / {npy:,.0f} B (.npy)",
+            "ratio": f"{ours / plain_sql:.2f}x",
+        }
+    ]
 
 
 def action_rows(src: Path, tmp: Path, sizes: list[int], cases: int = 20, samples: int = 200) -> list[dict[str, object]]:
@@ -146,25 +152,40 @@ def action_rows(src: Path, tmp: Path, sizes: list[int], cases: int = 20, samples
         posts, refs = [], []
         for i in range(REPEATS):  # the median of several: a whole command is a fraction of a second
             out = tmp / f"job-{runs}-{i}.db"
-            post, text = run(["-m", "perfgate", "db", "export", str(out), "--db", str(db), "--results", f"{db}.json"],
-                             src, cwd=tmp)
+            post, text = run(
+                ["-m", "perfgate", "db", "export", str(out), "--db", str(db), "--results", f"{db}.json"], src, cwd=tmp
+            )
             assert "exported 1 run(s)" in text, text
             posts.append(post)
-            refs.append(run(["-c", define(PLAIN_EXPORT, OUT=str(tmp / f"plain-job-{runs}-{i}.db"), SRC=f"{db}.plain")],
-                            src)[0])
+            refs.append(
+                run(["-c", define(PLAIN_EXPORT, OUT=str(tmp / f"plain-job-{runs}-{i}.db"), SRC=f"{db}.plain")], src)[0]
+            )
         post, ref = statistics.median(posts), statistics.median(refs)
-        size_mb = (db.stat().st_size + Path(f"{db}-wal").stat().st_size if Path(f"{db}-wal").exists()
-                   else db.stat().st_size) / 1e6
-        rows.append({"measure": f"action post-step (db export of this run), {runs:,} stored runs ({size_mb:,.0f} MB), "
-                                f"median of {REPEATS}",
-                     "perfgate": f"{post:.2f} s", "reference": f"{ref:.2f} s (ATTACH + INSERT SELECT, plain table)",
-                     "ratio": f"{post / ref:.2f}x", "artifact": f"{out.stat().st_size:,} B"})
+        size_mb = (
+            db.stat().st_size + Path(f"{db}-wal").stat().st_size if Path(f"{db}-wal").exists() else db.stat().st_size
+        ) / 1e6
+        rows.append(
+            {
+                "measure": f"action post-step (db export of this run), {runs:,} stored runs ({size_mb:,.0f} MB), "
+                f"median of {REPEATS}",
+                "perfgate": f"{post:.2f} s",
+                "reference": f"{ref:.2f} s (ATTACH + INSERT SELECT, plain table)",
+                "ratio": f"{post / ref:.2f}x",
+                "artifact": f"{out.stat().st_size:,} B",
+            }
+        )
         points["post-step"].append((runs, post))
         keep = runs // 10
         prune, text = run(["-m", "perfgate", "db", "prune", "--db", str(db), "--keep-runs", str(keep)], src, cwd=tmp)
         ref, _ = run(["-c", define(PLAIN_PRUNE, SRC=f"{db}.plain", KEEP=keep)], src)
-        rows.append({"measure": f"db prune --keep-runs {keep:,} + VACUUM, {runs:,} runs", "perfgate": f"{prune:.2f} s",
-                     "reference": f"{ref:.2f} s (DELETE + VACUUM, plain table)", "ratio": f"{prune / ref:.2f}x"})
+        rows.append(
+            {
+                "measure": f"db prune --keep-runs {keep:,} + VACUUM, {runs:,} runs",
+                "perfgate": f"{prune:.2f} s",
+                "reference": f"{ref:.2f} s (DELETE + VACUUM, plain table)",
+                "ratio": f"{prune / ref:.2f}x",
+            }
+        )
         points["prune"].append((runs, prune))
         points["plain prune"].append((runs, ref))
         for p in db.parent.glob(f"{db.name}*"):
@@ -172,26 +193,42 @@ def action_rows(src: Path, tmp: Path, sizes: list[int], cases: int = 20, samples
     for name, pts in points.items():
         if len(pts) >= 2:
             (x0, y0), (x1, y1) = pts[0], pts[-1]
-            rows.append({"measure": f"fitted exponent, {name} ({x0:,} -> {x1:,} runs)",
-                         "perfgate": f"{math.log(y1 / y0) / math.log(x1 / x0):.2f}", "reference": "", "ratio": ""})
+            rows.append(
+                {
+                    "measure": f"fitted exponent, {name} ({x0:,} -> {x1:,} runs)",
+                    "perfgate": f"{math.log(y1 / y0) / math.log(x1 / x0):.2f}",
+                    "reference": "",
+                    "ratio": "",
+                }
+            )
     return rows
 
 
-def window_rows(src: Path, tmp: Path, runs: int = 1000, cases: int = 1000,
-                samples: int = 20) -> list[dict[str, object]]:
+def window_rows(
+    src: Path, tmp: Path, runs: int = 1000, cases: int = 1000, samples: int = 20
+) -> list[dict[str, object]]:
     db = tmp / "window.db"
     build(db, runs, cases, samples, src)
     _, out = run(["-c", define(WINDOW, DB=str(db))], src, cwd=src)
     ours, plain, opened = (float(x) for x in out.split())
-    return [{"measure": f"noise window, W=30, {cases:,} cases x {runs:,} runs (one query)",
-             "perfgate": f"{ours:.2f} s", "reference": f"{plain:.2f} s (SELECT the last 30 runs' medians, no filters)",
-             "ratio": f"{ours / plain:.2f}x", "artifact": f"open + verify {opened:.3f} s"}]
+    return [
+        {
+            "measure": f"noise window, W=30, {cases:,} cases x {runs:,} runs (one query)",
+            "perfgate": f"{ours:.2f} s",
+            "reference": f"{plain:.2f} s (SELECT the last 30 runs' medians, no filters)",
+            "ratio": f"{ours / plain:.2f}x",
+            "artifact": f"open + verify {opened:.3f} s",
+        }
+    ]
 
 
 def render(rows: list[dict[str, object]]) -> str:
     lines = ["| history | perfgate | plain SQLite / numpy | ratio | note |", "|---|---:|---:|---:|---|"]
-    lines += [f"| {r['measure']} | {r['perfgate']} | {r['reference'] or '-'} | {r['ratio'] or '-'} | "
-              f"{r.get('artifact', '')} |" for r in rows]
+    lines += [
+        f"| {r['measure']} | {r['perfgate']} | {r['reference'] or '-'} | {r['ratio'] or '-'} | "
+        f"{r.get('artifact', '')} |"
+        for r in rows
+    ]
     return "\n".join(lines) + "\n"
 
 

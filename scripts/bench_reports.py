@@ -98,8 +98,15 @@ def _pytest(args: list[str], cwd: Path, src: Path) -> tuple[float, float, int, s
         env.pop(var, None)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=3600, check=False)
+    proc = subprocess.run(
+        [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+    )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -148,8 +155,18 @@ def gate_overhead_rows(src: Path, tmp: Path, sizes: list[int]) -> list[GateRow]:
         assert first[2] == 0, f"the first gate failed: {first[3]}"
         wall, cpu, code, last = _pytest(gate_args, project, src)
         assert code == 0, f"the gate failed: {last}"
-        rows.append(GateRow(n, plain_wall, plain_cpu, wall, cpu, first[0], (project / "summary.md").stat().st_size,
-                            (project / "out.json").stat().st_size))
+        rows.append(
+            GateRow(
+                n,
+                plain_wall,
+                plain_cpu,
+                wall,
+                cpu,
+                first[0],
+                (project / "summary.md").stat().st_size,
+                (project / "out.json").stat().st_size,
+            )
+        )
     return rows
 
 
@@ -158,14 +175,33 @@ def report_rows(src: Path, sizes: list[int]) -> list[RenderRow]:
     for n in sizes:
         code = f"N = {n}\nSCALE = {str(ROOT / 'tests' / 'scale.py')!r}\n" + textwrap.dedent(RENDER)
         # run from a directory without a perfgate: `python -c` puts the current directory first on sys.path
-        proc = subprocess.run([PY, "-c", code], env={**os.environ, "PYTHONPATH": str(src)}, capture_output=True,
-                              text=True, timeout=3600, check=False, cwd=tempfile.gettempdir())
+        proc = subprocess.run(
+            [PY, "-c", code],
+            env={**os.environ, "PYTHONPATH": str(src)},
+            capture_output=True,
+            text=True,
+            timeout=3600,
+            check=False,
+            cwd=tempfile.gettempdir(),
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"render benchmark failed at {n} cases: {proc.stderr[-2000:]}")
         d = json.loads(proc.stdout.strip().splitlines()[-1])
-        rows.append(RenderRow(n, d["summary_s"], d["summary_chars"], d.get("comment_s"), d.get("comment_chars", 0),
-                              d.get("regressions_in_comment", 0), d["step_s"], d["step_bytes"], d["plain_s"],
-                              d["plain_chars"], d.get("comment_error", "")))
+        rows.append(
+            RenderRow(
+                n,
+                d["summary_s"],
+                d["summary_chars"],
+                d.get("comment_s"),
+                d.get("comment_chars", 0),
+                d.get("regressions_in_comment", 0),
+                d["step_s"],
+                d["step_bytes"],
+                d["plain_s"],
+                d["plain_chars"],
+                d.get("comment_error", ""),
+            )
+        )
     return rows
 
 
@@ -186,33 +222,54 @@ def _exponent_line(name: str, sizes: list[float], seconds: list[float]) -> list[
 
 
 def render_gate(rows: list[GateRow]) -> list[str]:
-    out = ["| host cases | plain pytest: wall / CPU s | pytest --perfgate, summary + JSON written: wall / CPU s "
-           "| ratio: wall / CPU | overhead per case: wall / CPU | first gate, writing the baseline: wall s "
-           "| summary / JSON size |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    out = [
+        "| host cases | plain pytest: wall / CPU s | pytest --perfgate, summary + JSON written: wall / CPU s "
+        "| ratio: wall / CPU | overhead per case: wall / CPU | first gate, writing the baseline: wall s "
+        "| summary / JSON size |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
-        out.append(f"| {r.cases:,} | {r.plain_wall_s:.2f} / {r.plain_cpu_s:.2f} | {r.gate_wall_s:.2f} / "
-                   f"{r.gate_cpu_s:.2f} | {r.gate_wall_s / r.plain_wall_s:.2f}x / {r.gate_cpu_s / r.plain_cpu_s:.2f}x "
-                   f"| {1000 * (r.gate_wall_s - r.plain_wall_s) / r.cases:.2f} / "
-                   f"{1000 * (r.gate_cpu_s - r.plain_cpu_s) / r.cases:.2f} ms | {r.first_gate_wall_s:.2f} "
-                   f"| {r.summary_bytes:,} B / {r.json_bytes:,} B |")
+        out.append(
+            f"| {r.cases:,} | {r.plain_wall_s:.2f} / {r.plain_cpu_s:.2f} | {r.gate_wall_s:.2f} / "
+            f"{r.gate_cpu_s:.2f} | {r.gate_wall_s / r.plain_wall_s:.2f}x / {r.gate_cpu_s / r.plain_cpu_s:.2f}x "
+            f"| {1000 * (r.gate_wall_s - r.plain_wall_s) / r.cases:.2f} / "
+            f"{1000 * (r.gate_cpu_s - r.plain_cpu_s) / r.cases:.2f} ms | {r.first_gate_wall_s:.2f} "
+            f"| {r.summary_bytes:,} B / {r.json_bytes:,} B |"
+        )
     sizes = [float(r.cases) for r in rows]
-    return out + [""] + _exponent_line("gate wall time", sizes, [r.gate_wall_s for r in rows]) + \
-        _exponent_line("plain pytest wall time", sizes, [r.plain_wall_s for r in rows])
+    return (
+        out
+        + [""]
+        + _exponent_line("gate wall time", sizes, [r.gate_wall_s for r in rows])
+        + _exponent_line("plain pytest wall time", sizes, [r.plain_wall_s for r in rows])
+    )
 
 
 def render_render(rows: list[RenderRow]) -> list[str]:
-    out = ["| cases (1% regressed, 25% inconclusive) | summary: CPU s / chars | PR comment: CPU s / chars "
-           "(regressions shown) | job summary cut to 1 MiB: CPU s / bytes | plain, one line per comparison: "
-           "CPU s / chars |", "|---:|---:|---:|---:|---:|"]
+    out = [
+        "| cases (1% regressed, 25% inconclusive) | summary: CPU s / chars | PR comment: CPU s / chars "
+        "(regressions shown) | job summary cut to 1 MiB: CPU s / bytes | plain, one line per comparison: "
+        "CPU s / chars |",
+        "|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
-        comment = (f"{r.comment_s:.3f} / {r.comment_chars:,} ({r.regressions_in_comment} of {r.cases // 100})"
-                   if r.comment_s is not None else f"error: {r.comment_error}")
-        out.append(f"| {r.cases:,} | {r.summary_s:.3f} / {r.summary_chars:,} | {comment} | {r.step_s:.3f} / "
-                   f"{r.step_bytes:,} | {r.plain_s:.3f} / {r.plain_chars:,} |")
+        comment = (
+            f"{r.comment_s:.3f} / {r.comment_chars:,} ({r.regressions_in_comment} of {r.cases // 100})"
+            if r.comment_s is not None
+            else f"error: {r.comment_error}"
+        )
+        out.append(
+            f"| {r.cases:,} | {r.summary_s:.3f} / {r.summary_chars:,} | {comment} | {r.step_s:.3f} / "
+            f"{r.step_bytes:,} | {r.plain_s:.3f} / {r.plain_chars:,} |"
+        )
     sizes = [float(r.cases) for r in rows]
-    return out + [""] + _exponent_line("summary", sizes, [r.summary_s for r in rows]) + \
-        _exponent_line("comment", sizes, [r.comment_s or 0.0 for r in rows]) + \
-        _exponent_line("plain lines", sizes, [r.plain_s for r in rows])
+    return (
+        out
+        + [""]
+        + _exponent_line("summary", sizes, [r.summary_s for r in rows])
+        + _exponent_line("comment", sizes, [r.comment_s or 0.0 for r in rows])
+        + _exponent_line("plain lines", sizes, [r.plain_s for r in rows])
+    )
 
 
 def render_reports(gate: list[GateRow], reports: list[RenderRow]) -> str:

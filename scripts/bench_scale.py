@@ -62,8 +62,14 @@ def measure(code: str, src: Path) -> tuple[float, float, str]:
         usage_file = Path(tmp) / "usage"
         # cwd: `python -c` puts the working directory first on sys.path, ahead of PYTHONPATH: run from the
         # repository, it would import this checkout's perfgate whatever --perfgate-src says
-        proc = subprocess.run([PY, "-c", LAUNCHER, str(usage_file), PY, "-c", textwrap.dedent(code)],
-                              capture_output=True, text=True, env=env, check=False, cwd=tmp)
+        proc = subprocess.run(
+            [PY, "-c", LAUNCHER, str(usage_file), PY, "-c", textwrap.dedent(code)],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+            cwd=tmp,
+        )
         if proc.returncode != 0 or not usage_file.exists():
             raise RuntimeError(f"benchmark step failed: {proc.stderr[-2000:]}")
         status, cpu_s, maxrss_kb = usage_file.read_text().split()
@@ -216,9 +222,18 @@ def nsys_rows(sizes: list[int], src: Path, tmp: Path) -> list[dict[str, object]]
         assert out.split() == ref_out.split(), f"per-kernel count/total/min/max differ: {out} vs {ref_out}"
         assert int(out.split()[0]) == kernels, "the replicated export does not hold copies x the recorded kernels"
         four = measure(define(SQL_FOUR, PATH=str(path)), src)[0] if size <= 1_000_000 else None
-        rows.append({"input": f"nsys export, {kernels:,} kernels", "size": kernels, "perfgate_s": ours,
-                     "reference_s": ref, "reference": "SQL GROUP BY", "four_sql_s": four, "rss_mb": rss,
-                     "ref_rss_mb": ref_rss})
+        rows.append(
+            {
+                "input": f"nsys export, {kernels:,} kernels",
+                "size": kernels,
+                "perfgate_s": ours,
+                "reference_s": ref,
+                "reference": "SQL GROUP BY",
+                "four_sql_s": four,
+                "rss_mb": rss,
+                "ref_rss_mb": ref_rss,
+            }
+        )
         path.unlink()
     return rows
 
@@ -231,8 +246,17 @@ def torch_rows(sizes: list[int], src: Path, tmp: Path) -> list[dict[str, object]
         events = len(json.loads(path.read_text())["traceEvents"])
         ours, rss, _ = measure(define(ANALYZE, PATH=str(path)), src)
         ref, ref_rss, _ = measure(define(TORCH_REFERENCE, PATH=str(path)), src)
-        rows.append({"input": f"torch trace, {events:,} events", "size": events, "perfgate_s": ours, "reference_s": ref,
-                     "reference": "json.loads + group", "rss_mb": rss, "ref_rss_mb": ref_rss})
+        rows.append(
+            {
+                "input": f"torch trace, {events:,} events",
+                "size": events,
+                "perfgate_s": ours,
+                "reference_s": ref,
+                "reference": "json.loads + group",
+                "rss_mb": rss,
+                "ref_rss_mb": ref_rss,
+            }
+        )
         path.unlink()
     return rows
 
@@ -241,8 +265,15 @@ def compare_rows(src: Path, tmp: Path) -> list[dict[str, object]]:
     rows = []
     for n in (1000, 10_000):
         _, _, out = measure(define(COMPARE, N=n), src)
-        rows.append({"input": f"compare_run, {n:,} cases x 200 samples", "size": n, "perfgate_s": float(out.split()[0]),
-                     "reference_s": None, "reference": ""})
+        rows.append(
+            {
+                "input": f"compare_run, {n:,} cases x 200 samples",
+                "size": n,
+                "perfgate_s": float(out.split()[0]),
+                "reference_s": None,
+                "reference": "",
+            }
+        )
     return rows
 
 
@@ -252,7 +283,9 @@ def store_rows(src: Path, tmp: Path) -> list[dict[str, object]]:
     ours, ref = (float(x) for x in out.split())
     baseline = tmp / "b.json"
     # `perfgate compare` on the stored 1,000-case run: wall time of the whole command
-    measure(define("""
+    measure(
+        define(
+            """
         import random
         from pathlib import Path
         from perfgate.baseline.write import updated_baseline, write_baseline
@@ -263,14 +296,31 @@ def store_rows(src: Path, tmp: Path) -> list[dict[str, object]]:
         write_baseline(updated_baseline(None, run, Path(BASELINE), "x", "r"))
         with open_store(Path(DB2)) as s:
             s.save_run(make_run({f"t::case{i}": [rng.gauss(1.0, 0.01) for _ in range(200)] for i in range(1000)}))
-        """, BASELINE=str(baseline), DB2=str(tmp / "c.db")), src)
+        """,
+            BASELINE=str(baseline),
+            DB2=str(tmp / "c.db"),
+        ),
+        src,
+    )
     t0 = time.perf_counter()
     measure(define(COMPARE_CLI, DB=str(tmp / "c.db"), BASELINE=str(baseline)), src)
     wall = time.perf_counter() - t0
-    return [{"input": "save_run, 10,000 cases x 200 samples", "size": 10_000, "perfgate_s": ours, "reference_s": ref,
-             "reference": "plain executemany"},
-            {"input": "`perfgate compare`, stored 1,000-case run (wall, whole command)", "size": 1000,
-             "perfgate_s": wall, "reference_s": None, "reference": ""}]
+    return [
+        {
+            "input": "save_run, 10,000 cases x 200 samples",
+            "size": 10_000,
+            "perfgate_s": ours,
+            "reference_s": ref,
+            "reference": "plain executemany",
+        },
+        {
+            "input": "`perfgate compare`, stored 1,000-case run (wall, whole command)",
+            "size": 1000,
+            "perfgate_s": wall,
+            "reference_s": None,
+            "reference": "",
+        },
+    ]
 
 
 HISTORY_BUILD = """
@@ -304,10 +354,17 @@ def history_rows(src: Path, tmp: Path, runs: int = 1000, cases: int = 50) -> lis
     assert out.split() == [str(runs), str(runs * cases)], f"history build stored {out}"
     rows = []
     for label, argv, lines in (
-            (f"`perfgate history --case t::case7`, {runs:,} runs x {cases} cases (wall, whole command)",
-             ["history", "--db", str(db), "--case", "t::case7", "--last", str(runs)], runs + 2),
-            (f"`perfgate history --last 50`, {runs:,} runs (wall, whole command)",
-             ["history", "--db", str(db), "--last", "50"], 50 + 2)):
+        (
+            f"`perfgate history --case t::case7`, {runs:,} runs x {cases} cases (wall, whole command)",
+            ["history", "--db", str(db), "--case", "t::case7", "--last", str(runs)],
+            runs + 2,
+        ),
+        (
+            f"`perfgate history --last 50`, {runs:,} runs (wall, whole command)",
+            ["history", "--db", str(db), "--last", "50"],
+            50 + 2,
+        ),
+    ):
         t0 = time.perf_counter()
         _, _, q = measure(define(HISTORY_QUERY, ARGS=argv), src)
         wall = time.perf_counter() - t0
@@ -322,9 +379,17 @@ def ncu_rows(report: Path, src: Path) -> list[dict[str, object]]:
     ours, rss, out = measure(define(NCU_PERFGATE, PATH=str(report)), src)
     ref, ref_rss, ref_out = measure(define(NCU_REFERENCE, PATH=str(report)), src)
     assert out.split() == ref_out.split(), f"launch counts differ: {out} vs {ref_out}"
-    return [{"input": f"ncu report, {int(out.split()[0]):,} launches (all metrics)", "size": int(out.split()[0]),
-             "perfgate_s": ours, "reference_s": ref, "reference": "ncu_report loop", "rss_mb": rss,
-             "ref_rss_mb": ref_rss}]
+    return [
+        {
+            "input": f"ncu report, {int(out.split()[0]):,} launches (all metrics)",
+            "size": int(out.split()[0]),
+            "perfgate_s": ours,
+            "reference_s": ref,
+            "reference": "ncu_report loop",
+            "rss_mb": rss,
+            "ref_rss_mb": ref_rss,
+        }
+    ]
 
 
 ANALYZE_TO_DIR = """
@@ -343,17 +408,34 @@ def analyze_output_rows(sizes: list[int], src: Path, tmp: Path) -> list[dict[str
         path = tmp / f"nsys_out_{size}.sqlite"
         kernels = build_nsys(size, path) * recorded_kernels()
         cpu, rss, _ = measure(define(ANALYZE_TO_DIR, PATH=str(path), OUT=str(tmp / f"out_{size}"), EXTRA=[]), src)
-        rows.append({"input": f"`analyze --output-dir` (charts), nsys export, {kernels:,} kernels", "size": kernels,
-                     "perfgate_s": cpu, "reference_s": None, "reference": "", "rss_mb": rss})
+        rows.append(
+            {
+                "input": f"`analyze --output-dir` (charts), nsys export, {kernels:,} kernels",
+                "size": kernels,
+                "perfgate_s": cpu,
+                "reference_s": None,
+                "reference": "",
+                "rss_mb": rss,
+            }
+        )
         path.unlink()
     csv_path = tmp / "ncu_6000.csv"
     lines = (ROOT / "tests" / "data" / "h100" / "perfgate-ncu_raw.csv").read_text().splitlines()
     body = [lines[2 + i % (len(lines) - 2)] for i in range(6000)]
-    csv_path.write_text("\n".join(lines[:2] + [f'"{i}"' + r[r.index(","):] for i, r in enumerate(body)]) + "\n")
-    cpu, rss, _ = measure(define(ANALYZE_TO_DIR, PATH=str(csv_path), OUT=str(tmp / "out_ncu"), EXTRA=["--no-charts"]),
-                          src)
-    rows.append({"input": "`analyze --output-dir --no-charts`, ncu CSV, 6,000 launches x 759 metrics", "size": 6000,
-                 "perfgate_s": cpu, "reference_s": None, "reference": "", "rss_mb": rss})
+    csv_path.write_text("\n".join(lines[:2] + [f'"{i}"' + r[r.index(",") :] for i, r in enumerate(body)]) + "\n")
+    cpu, rss, _ = measure(
+        define(ANALYZE_TO_DIR, PATH=str(csv_path), OUT=str(tmp / "out_ncu"), EXTRA=["--no-charts"]), src
+    )
+    rows.append(
+        {
+            "input": "`analyze --output-dir --no-charts`, ncu CSV, 6,000 launches x 759 metrics",
+            "size": 6000,
+            "perfgate_s": cpu,
+            "reference_s": None,
+            "reference": "",
+            "rss_mb": rss,
+        }
+    )
     return rows
 
 
@@ -366,9 +448,11 @@ def exponent(rows: list[dict[str, object]], prefix: str) -> float | None:
 
 
 def render(rows: list[dict[str, object]]) -> str:
-    lines = ["| input | perfgate (CPU s) | direct reference (CPU s) | ratio | all four summaries in SQL "
-             "| peak RSS perfgate / reference |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| input | perfgate (CPU s) | direct reference (CPU s) | ratio | all four summaries in SQL "
+        "| peak RSS perfgate / reference |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
         ref = r.get("reference_s")
         ratio = f"{float(r['perfgate_s']) / float(ref):.2f}x" if ref else "-"  # type: ignore[arg-type]
@@ -394,9 +478,11 @@ def main() -> int:
     parser.add_argument("--sizes", default="100000,1000000,5000000")
     parser.add_argument("--torch-sizes", default="100000,1000000")
     parser.add_argument("--perfgate-src", type=Path, default=ROOT)
-    parser.add_argument("--skip", default="",
-                        help="comma list of: nsys,torch,compare,store,history,analyze-output,"
-                             "history-scale,gate,reports")
+    parser.add_argument(
+        "--skip",
+        default="",
+        help="comma list of: nsys,torch,compare,store,history,analyze-output,history-scale,gate,reports",
+    )
     parser.add_argument("--history-runs", default="1000,10000", help="stored runs for the post-step and prune rows")
     parser.add_argument("--gate-sizes", default="1000,10000", help="host cases: the gate beside plain pytest")
     parser.add_argument("--report-sizes", default="1000,10000,16000", help="cases: summary and comment rendering")
@@ -425,12 +511,17 @@ def main() -> int:
             from bench_history import history_scale_rows
             from bench_history import render as render_history
 
-            history_text = render_history(history_scale_rows(args.perfgate_src, t,
-                                                             [int(s) for s in args.history_runs.split(",")]))
+            history_text = render_history(
+                history_scale_rows(args.perfgate_src, t, [int(s) for s in args.history_runs.split(",")])
+            )
         gate = [] if "gate" in skip else gate_overhead_rows(args.perfgate_src, t, _sizes(args.gate_sizes))
     reports = [] if "reports" in skip else report_rows(args.perfgate_src, _sizes(args.report_sizes))
-    text = render(rows) + ("\n" + history_text if "history-scale" not in skip else "") + "\n" + \
-        render_reports(gate, reports)
+    text = (
+        render(rows)
+        + ("\n" + history_text if "history-scale" not in skip else "")
+        + "\n"
+        + render_reports(gate, reports)
+    )
     print(text)
     if args.out:
         args.out.write_text(text)

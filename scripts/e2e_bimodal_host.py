@@ -33,7 +33,9 @@ TIMEOUT_S = 600.0
 
 # the project's conftest: the manual clock (tests/manual_clock.py, as perfgate's own tests use it), modes
 # drawn per process
-CONFTEST = (Path(__file__).resolve().parents[1] / "tests" / "manual_clock.py").read_text() + '''
+CONFTEST = (
+    (Path(__file__).resolve().parents[1] / "tests" / "manual_clock.py").read_text()
+    + '''
 import fcntl, os, random
 from pathlib import Path
 
@@ -65,8 +67,9 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     clock.install(_replaced.pop())
 '''
+)
 
-SUITE = '''
+SUITE = """
 import os, pytest
 
 CASES = [f"c{i:02d}" for i in range(int(os.environ["E2E_CASES"]))]
@@ -86,22 +89,28 @@ def test_case(perfgate, request, name):
         clock.current().sleep(base_ms * mode * slow * (1 + 0.003 * config.e2e_rng.gauss(0, 1)) / 1e3)
 
     perfgate(work)
-'''.replace("GAP", repr(GAP_PCT)).replace("SLOWDOWN", repr(SLOWDOWN))
+""".replace("GAP", repr(GAP_PCT)).replace("SLOWDOWN", repr(SLOWDOWN))
 
-PYPROJECT = '''
+PYPROJECT = """
 [tool.perfgate]
 noise_branch = "*"   # this project is no git checkout: every run's branch is ""
 warmup_ms = 1
 min_samples = 10
 max_samples = 20
 budget_ms = 40
-'''
+"""
 
 
 def _pytest(project: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-                           *args], cwd=project, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
-                          check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
 
 
 def one_calibration(root: Path, seed: int, gates: int, cases: int) -> dict[str, object]:
@@ -113,8 +122,15 @@ def one_calibration(root: Path, seed: int, gates: int, cases: int) -> dict[str, 
     env = {**os.environ, "E2E_SEED": str(seed), "E2E_CASES": str(cases), "PYTEST_ADDOPTS": ""}
     env.pop("PERFGATE_DB", None)
     env.pop("GITHUB_STEP_SUMMARY", None)
-    cal = subprocess.run([sys.executable, "-m", "perfgate", "calibrate", "--runs", "6", "--reason", "e2e"],
-                         cwd=project, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+    cal = subprocess.run(
+        [sys.executable, "-m", "perfgate", "calibrate", "--runs", "6", "--reason", "e2e"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
     if cal.returncode != 0:
         raise SystemExit(f"calibration {seed} failed: {cal.stdout[-2000:]}{cal.stderr[-2000:]}")
     failed = []
@@ -124,17 +140,27 @@ def one_calibration(root: Path, seed: int, gates: int, cases: int) -> dict[str, 
             raise SystemExit(f"calibration {seed} gate {i}: pytest exited {gate.returncode}: {gate.stdout[-2000:]}")
         if gate.returncode == 1:
             failed.append(_failing(project / f"gate-{i}.json"))
-    slowed = _pytest(project, {**env, "E2E_SLOWED": ",".join(SLOWED)}, "--perfgate", "--perfgate-json",
-                     "slowed.json")
+    slowed = _pytest(project, {**env, "E2E_SLOWED": ",".join(SLOWED)}, "--perfgate", "--perfgate-json", "slowed.json")
     caught = sorted(_failing(project / "slowed.json")) if slowed.returncode == 1 else []
-    return {"seed": seed, "unchanged_runs": gates, "failed_runs": len(failed), "failed_cases": failed,
-            "slowed": list(SLOWED), "caught": caught}
+    return {
+        "seed": seed,
+        "unchanged_runs": gates,
+        "failed_runs": len(failed),
+        "failed_cases": failed,
+        "slowed": list(SLOWED),
+        "caught": caught,
+    }
 
 
 def _failing(path: Path) -> list[str]:
     doc = json.loads(path.read_text())
-    return sorted({c["case_id"].rsplit("[", 1)[-1].rstrip("]") for c in doc["comparisons"]
-                   if c.get("gated", True) and c["verdict"] in ("regressed", "below target")})
+    return sorted(
+        {
+            c["case_id"].rsplit("[", 1)[-1].rstrip("]")
+            for c in doc["comparisons"]
+            if c.get("gated", True) and c["verdict"] in ("regressed", "below target")
+        }
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,11 +177,15 @@ def main(argv: list[str] | None = None) -> int:
     runs = sum(int(r["unchanged_runs"]) for r in results)  # type: ignore[call-overload]
     failures = sum(int(r["failed_runs"]) for r in results)  # type: ignore[call-overload]
     for r in results:
-        print(f"calibration {r['seed']}: {r['failed_runs']}/{r['unchanged_runs']} unchanged runs failed "
-              f"{r['failed_cases']}; slowed {r['slowed']} -> caught {r['caught']}")
+        print(
+            f"calibration {r['seed']}: {r['failed_runs']}/{r['unchanged_runs']} unchanged runs failed "
+            f"{r['failed_cases']}; slowed {r['slowed']} -> caught {r['caught']}"
+        )
     missed = [r for r in results if r["caught"] != sorted(SLOWED)]
-    print(f"e2e bimodal host suite: {failures}/{runs} unchanged runs failed (target <= {runs // 12}), "
-          f"{len(results) - len(missed)}/{len(results)} slowdowns caught exactly, {time.monotonic() - started:.0f} s")
+    print(
+        f"e2e bimodal host suite: {failures}/{runs} unchanged runs failed (target <= {runs // 12}), "
+        f"{len(results) - len(missed)}/{len(results)} slowdowns caught exactly, {time.monotonic() - started:.0f} s"
+    )
     return 0 if failures <= runs // 12 and not missed else 1
 
 

@@ -83,8 +83,18 @@ def main() -> int:
     for name in args.kinds.split(","):
         t0 = time.monotonic()
         outcomes, sites = run_kind(name, args.per_kind, args.seed, args.timeout)
-        rows.append((name, sum(outcomes.values()), outcomes["ok"], outcomes["clean error"], outcomes["traceback"],
-                     outcomes["hang"], outcomes["generator error"], time.monotonic() - t0))
+        rows.append(
+            (
+                name,
+                sum(outcomes.values()),
+                outcomes["ok"],
+                outcomes["clean error"],
+                outcomes["traceback"],
+                outcomes["hang"],
+                outcomes["generator error"],
+                time.monotonic() - t0,
+            )
+        )
         all_sites.update({f"{name}: {k}": v for k, v in sites.items()})
         print(f"{name}: {dict(outcomes)} in {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
     print("| input kind | tried | read | clean error | traceback | hang | generator error | time |")
@@ -92,8 +102,10 @@ def main() -> int:
     for name, tried, ok, clean, tb, hang, gen, secs in rows:
         print(f"| {name} | {tried} | {ok} | {clean} | {tb} | {hang} | {gen} | {secs:.0f} s |")
     totals = [sum(r[i] for r in rows) for i in range(1, 7)]
-    print(f"| **all** | {totals[0]} | {totals[1]} | {totals[2]} | {totals[3]} | {totals[4]} | {totals[5]} | "
-          f"{time.monotonic() - started:.0f} s |")
+    print(
+        f"| **all** | {totals[0]} | {totals[1]} | {totals[2]} | {totals[3]} | {totals[4]} | {totals[5]} | "
+        f"{time.monotonic() - started:.0f} s |"
+    )
     if all_sites:
         print("\nFindings (site: first seeds):")
         for site, seeds in sorted(all_sites.items()):

@@ -54,8 +54,17 @@ def main() -> int:
         ncu = gunzip(DATA / "perfgate-ncu.ncu-rep.gz", t / "perfgate-ncu.ncu-rep")
         baseline = str(DATA / "baseline.json")
         for run, name in ((8, "gate-detuned"), (9, "gate-profiled")):
-            cli("compare", "--db", str(db), "--run", str(run), "--baseline-file", baseline,
-                "--report-dir", str(t / name))
+            cli(
+                "compare",
+                "--db",
+                str(db),
+                "--run",
+                str(run),
+                "--baseline-file",
+                baseline,
+                "--report-dir",
+                str(t / name),
+            )
         cli("analyze", str(NSYS_EXPORT), str(ncu), "--output-dir", str(t / "analyze"))
         args.out.mkdir(parents=True, exist_ok=True)
         for old in args.out.glob("*.png"):

@@ -13,10 +13,14 @@ import json
 import sys
 
 TARGETS = {  # case stem -> (kind, target text)
-    "vector_add": ("bw", ">= 90% of copy"), "mul_add": ("bw", ">= 90% of copy"),
-    "fused_add_gelu": ("bw", ">= 90% of copy, >= 1.5x torch"), "softmax": ("bw", ">= 85% of copy, >= torch"),
-    "layer_norm": ("bw", ">= 85% of copy, >= torch"), "rms_norm": ("bw", "(no target)"),
-    "matmul": ("flops", ">= 90% of cuBLAS"), "flash_attention": ("flops", ">= 80% of SDPA flash"),
+    "vector_add": ("bw", ">= 90% of copy"),
+    "mul_add": ("bw", ">= 90% of copy"),
+    "fused_add_gelu": ("bw", ">= 90% of copy, >= 1.5x torch"),
+    "softmax": ("bw", ">= 85% of copy, >= torch"),
+    "layer_norm": ("bw", ">= 85% of copy, >= torch"),
+    "rms_norm": ("bw", "(no target)"),
+    "matmul": ("flops", ">= 90% of cuBLAS"),
+    "flash_attention": ("flops", ">= 80% of SDPA flash"),
 }
 
 
@@ -37,14 +41,22 @@ def main(path: str) -> None:
         pct = 100 * c["gbps"] / copy_gbps
         met = _met(stem, pct, ratio)
         pct_text = "-" if kind == "flops" else f"{pct:.0f}%"
-        print(f"| {name} | {c['median_ms'] * 1e3:.1f} us | {achieved} | {pct_text} | "
-              f"{torch_case['median_ms'] * 1e3:.1f} us | {ratio:.2f}x | {target} | {met} |")
+        print(
+            f"| {name} | {c['median_ms'] * 1e3:.1f} us | {achieved} | {pct_text} | "
+            f"{torch_case['median_ms'] * 1e3:.1f} us | {ratio:.2f}x | {target} | {met} |"
+        )
 
 
 def _met(stem: str, pct: float, ratio: float | None) -> str:
-    checks = {"vector_add": pct >= 90, "mul_add": pct >= 90, "fused_add_gelu": pct >= 90 and (ratio or 0) >= 1.5,
-              "softmax": pct >= 85 and (ratio or 0) >= 1.0, "layer_norm": pct >= 85 and (ratio or 0) >= 1.0,
-              "matmul": (ratio or 0) >= 0.9, "flash_attention": (ratio or 0) >= 0.8}
+    checks = {
+        "vector_add": pct >= 90,
+        "mul_add": pct >= 90,
+        "fused_add_gelu": pct >= 90 and (ratio or 0) >= 1.5,
+        "softmax": pct >= 85 and (ratio or 0) >= 1.0,
+        "layer_norm": pct >= 85 and (ratio or 0) >= 1.0,
+        "matmul": (ratio or 0) >= 0.9,
+        "flash_attention": (ratio or 0) >= 0.8,
+    }
     return "-" if stem not in checks else ("yes" if checks[stem] else "**no**")
 
 

@@ -29,8 +29,11 @@ def render(tallies: list[Tally]) -> str:
         cells = " | ".join(str(t.outcomes[c]) for c in COLUMNS)
         lines.append(f"| {t.reader} | {sum(t.outcomes.values())} | {cells} | {t.seconds:.0f} s |")
     total = {c: sum(t.outcomes[c] for t in tallies) for c in COLUMNS}
-    lines.append(f"| **all** | {sum(sum(t.outcomes.values()) for t in tallies)} | "
-                 + " | ".join(str(total[c]) for c in COLUMNS) + f" | {sum(t.seconds for t in tallies):.0f} s |")
+    lines.append(
+        f"| **all** | {sum(sum(t.outcomes.values()) for t in tallies)} | "
+        + " | ".join(str(total[c]) for c in COLUMNS)
+        + f" | {sum(t.seconds for t in tallies):.0f} s |"
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -49,8 +52,11 @@ def main() -> int:
         print(f"{reader}: {dict(tally.outcomes)} in {tally.seconds:.0f} s", file=sys.stderr, flush=True)
         tallies.append(tally)
     text = render(tallies)
-    findings = [f"- {t.reader}: {site}: {len(seeds)}x, seeds {seeds[:5]}" for t in tallies
-                for site, seeds in sorted(t.sites.items())]
+    findings = [
+        f"- {t.reader}: {site}: {len(seeds)}x, seeds {seeds[:5]}"
+        for t in tallies
+        for site, seeds in sorted(t.sites.items())
+    ]
     if findings:
         text += "\nFindings (outcome: site: count, first seeds):\n" + "\n".join(findings) + "\n"
     print(text)

@@ -79,8 +79,25 @@ def environment(tree: Path, slowdown_json: Path | None) -> dict[str, str]:
 
 
 def perfgate_run(venv: Path, tree: Path, env: dict[str, str], out: Path, *extra: str) -> dict[str, object]:
-    text = sh([str(venv / "bin" / "python"), "-m", "pytest", SUITE, "-q", "-p", "no:cacheprovider", "--perfgate",
-               "--perfgate-no-store", "--perfgate-json", str(out), *extra], cwd=tree, env=env, ok=(0, 1))
+    text = sh(
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pytest",
+            SUITE,
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--perfgate",
+            "--perfgate-no-store",
+            "--perfgate-json",
+            str(out),
+            *extra,
+        ],
+        cwd=tree,
+        env=env,
+        ok=(0, 1),
+    )
     doc = json.loads(out.read_text())
     time_rows = [c for c in doc["comparisons"] if c["metric"] in ("time", "median_ms")]
     verdicts = [c["verdict"] for c in time_rows]
@@ -88,18 +105,40 @@ def perfgate_run(venv: Path, tree: Path, env: dict[str, str], out: Path, *extra:
     fastest = {c["case_id"]: c["timing"]["min_ms"] for c in doc["cases"]}
     warning = next((line for line in text.splitlines() if "not used under --perfgate" in line), "")
     regressed = sorted(c["case_id"] for c in time_rows if c["verdict"] == "regressed")
-    return {"cases": len(time_rows), "regressed": regressed,
-            "inconclusive": verdicts.count("inconclusive"), "improved": verdicts.count("improved"),
-            "unchanged": verdicts.count("unchanged"), "medians_ms": medians, "min_ms": fastest, "warning": warning}
+    return {
+        "cases": len(time_rows),
+        "regressed": regressed,
+        "inconclusive": verdicts.count("inconclusive"),
+        "improved": verdicts.count("improved"),
+        "unchanged": verdicts.count("unchanged"),
+        "medians_ms": medians,
+        "min_ms": fastest,
+        "warning": warning,
+    }
 
 
 FAIL_LINE = re.compile(r"^\t(?P<name>\S+) .* - Field 'mean' has failed PercentageRegressionCheck")
 
 
 def pytest_benchmark_run(venv: Path, tree: Path, env: dict[str, str], out: Path) -> dict[str, object]:
-    text = sh([str(venv / "bin" / "python"), "-m", "pytest", SUITE, "-q", "-p", "no:cacheprovider",
-               "--benchmark-compare=0001", f"--benchmark-compare-fail={COMPARE_FAIL}", "--benchmark-json", str(out)],
-              cwd=tree, env=env, ok=(0, 1))
+    text = sh(
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pytest",
+            SUITE,
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--benchmark-compare=0001",
+            f"--benchmark-compare-fail={COMPARE_FAIL}",
+            "--benchmark-json",
+            str(out),
+        ],
+        cwd=tree,
+        env=env,
+        ok=(0, 1),
+    )
     failed = sorted({m["name"] for m in map(FAIL_LINE.match, text.splitlines()) if m})
     benchmarks = json.loads(out.read_text())["benchmarks"]
     means = {b["fullname"]: b["stats"]["mean"] * 1e3 for b in benchmarks}
@@ -130,8 +169,14 @@ def size_slowdown(venv: Path, tree: Path, work: Path, base_ms: dict[str, float])
     for name, loops in (("plain", None), ("empty", {cid: 0 for cid in base_ms}), ("probe", probe)):
         if loops is not None:
             table.write_text(json.dumps(loops, indent=1))
-        run = perfgate_run(venv, tree, environment(tree, table if loops is not None else None),
-                           work / f"sizing-{name}.json", "--perfgate-confirm-runs", "0")
+        run = perfgate_run(
+            venv,
+            tree,
+            environment(tree, table if loops is not None else None),
+            work / f"sizing-{name}.json",
+            "--perfgate-confirm-runs",
+            "0",
+        )
         fastest.append(run["min_ms"])
     plain, empty, probed = fastest
     sized = {}
@@ -166,8 +211,21 @@ def main() -> int:
     plain = environment(tree, None)
     python = str(venv / "bin" / "python")
     print("calibrating perfgate and saving pytest-benchmark's baseline", flush=True)
-    calibrate = sh([str(venv / "bin" / "perfgate"), "calibrate", "--runs", str(args.calibrate_runs), "--no-store",
-                    "--reason", "cattrs bench, unchanged", "--", SUITE], cwd=tree, env=plain)
+    calibrate = sh(
+        [
+            str(venv / "bin" / "perfgate"),
+            "calibrate",
+            "--runs",
+            str(args.calibrate_runs),
+            "--no-store",
+            "--reason",
+            "cattrs bench, unchanged",
+            "--",
+            SUITE,
+        ],
+        cwd=tree,
+        env=plain,
+    )
     baselines = sorted((tree / "baselines").glob("*.json"))
     assert len(baselines) == 1, baselines
     baseline = json.loads(baselines[0].read_text())
@@ -179,21 +237,29 @@ def main() -> int:
     rounds = []
     for r in range(args.rounds):
         print(f"round {r + 1} of {args.rounds}", flush=True)
-        rounds.append({
-            "perfgate_unchanged": perfgate_run(venv, tree, plain, work / f"pg-unchanged-{r}.json"),
-            "pytest_benchmark_unchanged": pytest_benchmark_run(venv, tree, plain, work / f"pb-unchanged-{r}.json"),
-            "perfgate_slowed": perfgate_run(venv, tree, slowed, work / f"pg-slowed-{r}.json"),
-            "pytest_benchmark_slowed": pytest_benchmark_run(venv, tree, slowed, work / f"pb-slowed-{r}.json"),
-        })
-    doc = {"suite": f"{args.source} {SUITE}/", "commit": args.commit,
-           "perfgate_commit": sh(["git", "rev-parse", "HEAD"], cwd=ROOT).strip(),
-           "packages": sh([python, "-m", "pip", "freeze", "--exclude-editable"], cwd=work).split(),
-           "calibrate_tail": calibrate.strip().splitlines()[-3:], "cpus": os.cpu_count(),
-           "load_average_1m": [load_before[0], os.getloadavg()[0]], "slowdown": SLOWDOWN, "compare_fail": COMPARE_FAIL,
-           "baseline_medians_ms": {cid: c["median_ms"] for cid, c in baseline["cases"].items()},
-           "baseline_thresholds_pct": {cid: c.get("threshold_pct") for cid, c in baseline["cases"].items()},
-           "pytest_benchmark_saved_ms": saved_stats(tree),
-           "rounds": rounds}
+        rounds.append(
+            {
+                "perfgate_unchanged": perfgate_run(venv, tree, plain, work / f"pg-unchanged-{r}.json"),
+                "pytest_benchmark_unchanged": pytest_benchmark_run(venv, tree, plain, work / f"pb-unchanged-{r}.json"),
+                "perfgate_slowed": perfgate_run(venv, tree, slowed, work / f"pg-slowed-{r}.json"),
+                "pytest_benchmark_slowed": pytest_benchmark_run(venv, tree, slowed, work / f"pb-slowed-{r}.json"),
+            }
+        )
+    doc = {
+        "suite": f"{args.source} {SUITE}/",
+        "commit": args.commit,
+        "perfgate_commit": sh(["git", "rev-parse", "HEAD"], cwd=ROOT).strip(),
+        "packages": sh([python, "-m", "pip", "freeze", "--exclude-editable"], cwd=work).split(),
+        "calibrate_tail": calibrate.strip().splitlines()[-3:],
+        "cpus": os.cpu_count(),
+        "load_average_1m": [load_before[0], os.getloadavg()[0]],
+        "slowdown": SLOWDOWN,
+        "compare_fail": COMPARE_FAIL,
+        "baseline_medians_ms": {cid: c["median_ms"] for cid, c in baseline["cases"].items()},
+        "baseline_thresholds_pct": {cid: c.get("threshold_pct") for cid, c in baseline["cases"].items()},
+        "pytest_benchmark_saved_ms": saved_stats(tree),
+        "rounds": rounds,
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     summarize(doc)
@@ -210,15 +276,19 @@ def summarize(doc: dict) -> None:
         return sum(1 for c, v in run[f"{stat}s_ms"].items() if v / saved[stat][c] - 1 > 0.10)
 
     for i, r in enumerate(doc["rounds"], 1):
-        pgu, pbu, pgs, pbs = (r[k] for k in ("perfgate_unchanged", "pytest_benchmark_unchanged", "perfgate_slowed",
-                                               "pytest_benchmark_slowed"))
+        pgu, pbu, pgs, pbs = (
+            r[k]
+            for k in ("perfgate_unchanged", "pytest_benchmark_unchanged", "perfgate_slowed", "pytest_benchmark_slowed")
+        )
         seen_pg = statistics.median(pgs["medians_ms"][c] / base_pg[c] - 1 for c in base_pg)
         seen_pb = statistics.median(pbs["medians_ms"][c] / pbu["medians_ms"][c] - 1 for c in pbs["medians_ms"])
-        print(f"round {i}: unchanged: perfgate {len(pgu['regressed'])}/{pgu['cases']} regressed, pytest-benchmark "
-              f"mean:10% {len(pbu['failed'])}/{pbu['cases']} (median:10% {over_10pct(pbu, 'median')}); "
-              f"+{doc['slowdown']:.0%} injected (median change seen: perfgate {seen_pg:+.1%}, pytest-benchmark "
-              f"{seen_pb:+.1%}): perfgate {len(pgs['regressed'])}/{pgs['cases']} caught, pytest-benchmark mean:10% "
-              f"{len(pbs['failed'])}/{pbs['cases']} (median:10% {over_10pct(pbs, 'median')})")
+        print(
+            f"round {i}: unchanged: perfgate {len(pgu['regressed'])}/{pgu['cases']} regressed, pytest-benchmark "
+            f"mean:10% {len(pbu['failed'])}/{pbu['cases']} (median:10% {over_10pct(pbu, 'median')}); "
+            f"+{doc['slowdown']:.0%} injected (median change seen: perfgate {seen_pg:+.1%}, pytest-benchmark "
+            f"{seen_pb:+.1%}): perfgate {len(pgs['regressed'])}/{pgs['cases']} caught, pytest-benchmark mean:10% "
+            f"{len(pbs['failed'])}/{pbs['cases']} (median:10% {over_10pct(pbs, 'median')})"
+        )
 
 
 if __name__ == "__main__":

@@ -66,8 +66,9 @@ def load_cases() -> list[CaseData]:
                 return 1.0 / v if idx == 1 else v
 
             base = tuple(value(p[f"{name}-0"]) for p in unchanged if f"{name}-0" in p)
-            injected = {lvl: tuple(value(p[f"{name}-{lvl}"]) for p in doc["injected"] if f"{name}-{lvl}" in p)
-                        for lvl in LEVELS}
+            injected = {
+                lvl: tuple(value(p[f"{name}-{lvl}"]) for p in doc["injected"] if f"{name}-{lvl}" in p) for lvl in LEVELS
+            }
             cases.append(CaseData(f"{session}/{name}", metric, base, {k: v for k, v in injected.items() if v}))
     return cases
 
@@ -84,14 +85,19 @@ def replay_case(case: CaseData, m: int, args: argparse.Namespace, rng: random.Ra
     rule = Rule(alpha=per_test_alpha(args.budget, m), stages=args.stages, floor_pct=args.min_effect)
     fa, det = [], {lvl: [] for lvl in case.injected}
     if len(case.unchanged) < CALIBRATION + args.window + args.stages:
-        raise SystemExit(f"replay_decision: {case.name} has {len(case.unchanged)} unchanged processes; "
-                         f"--window {args.window} leaves fewer than {args.stages} held out "
-                         f"(at most --window {len(case.unchanged) - CALIBRATION - args.stages})")
+        raise SystemExit(
+            f"replay_decision: {case.name} has {len(case.unchanged)} unchanged processes; "
+            f"--window {args.window} leaves fewer than {args.stages} held out "
+            f"(at most --window {len(case.unchanged) - CALIBRATION - args.stages})"
+        )
     for _ in range(args.draws):
         pool = list(case.unchanged)
         rng.shuffle(pool)
-        calib, window, held = pool[:CALIBRATION], pool[CALIBRATION:CALIBRATION + args.window], \
-            pool[CALIBRATION + args.window:]
+        calib, window, held = (
+            pool[:CALIBRATION],
+            pool[CALIBRATION : CALIBRATION + args.window],
+            pool[CALIBRATION + args.window :],
+        )
         noise = estimate_noise(calib, window, NOISE_FLOOR_PCT)
         probe = decide(calib, [held[0]], noise, rule)
         t = probe.threshold_pct
@@ -109,8 +115,9 @@ def replay_case(case: CaseData, m: int, args: argparse.Namespace, rng: random.Ra
     return out
 
 
-def _check_agreement(calib: list[float], held: list[float], noise: object, rule: Rule, exceeds: object,
-                     rng: random.Random) -> None:
+def _check_agreement(
+    calib: list[float], held: list[float], noise: object, rule: Rule, exceeds: object, rng: random.Random
+) -> None:
     """`decide` on a few whole k-tuples must call REGRESSED exactly when every process exceeds T."""
     for _ in range(3):
         tup = rng.sample(held, rule.stages)
@@ -130,8 +137,12 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     for m in SUITES:  # a suite of m cases cycles through the case types (m = 1: their average)
         rates = [per_suite[m][cases[i % len(cases)].name]["false_alarm"] for i in range(max(m, len(cases)))]
         per_run[m] = (1.0 - math.prod(1.0 - p for p in rates)) if m >= len(cases) else sum(rates) / len(rates)
-    return {"settings": vars(args), "cases": {c.name: c.metric for c in cases},
-            "per_case": {str(m): v for m, v in per_suite.items()}, "per_run_false_alarm": per_run}
+    return {
+        "settings": vars(args),
+        "cases": {c.name: c.metric for c in cases},
+        "per_case": {str(m): v for m, v in per_suite.items()},
+        "per_run_false_alarm": per_run,
+    }
 
 
 def report(result: dict[str, object]) -> str:
@@ -139,28 +150,46 @@ def report(result: dict[str, object]) -> str:
     metrics = result["cases"]
     per_run = result["per_run_false_alarm"]
     assert isinstance(per_case, dict) and isinstance(metrics, dict) and isinstance(per_run, dict)
-    lines = ["false alarms per case (an unchanged process and its confirmation both beyond the threshold), by suite "
-             "size m:", f"{'case':28s} {'gated':8s} " + " ".join(f"{'m=' + str(m):>10s}" for m in SUITES)]
+    lines = [
+        "false alarms per case (an unchanged process and its confirmation both beyond the threshold), by suite size m:",
+        f"{'case':28s} {'gated':8s} " + " ".join(f"{'m=' + str(m):>10s}" for m in SUITES),
+    ]
     for name in per_case["1"]:
-        lines.append(f"{name:28s} {metrics[name]:8s} " + " ".join(f"{100 * per_case[str(m)][name]['false_alarm']:9.4f}%"
-                                                               for m in SUITES))
+        lines.append(
+            f"{name:28s} {metrics[name]:8s} "
+            + " ".join(f"{100 * per_case[str(m)][name]['false_alarm']:9.4f}%" for m in SUITES)
+        )
     for m in (1, 100):
-        lines += ["", f"caught (every process beyond the threshold), suite of {m} case(s):",
-                  f"{'case':28s} " + " ".join(f"{str(lvl) + '%':>8s}" for lvl in LEVELS)]
+        lines += [
+            "",
+            f"caught (every process beyond the threshold), suite of {m} case(s):",
+            f"{'case':28s} " + " ".join(f"{str(lvl) + '%':>8s}" for lvl in LEVELS),
+        ]
         for name, r in per_case[str(m)].items():
-            lines.append(f"{name:28s} " + " ".join(f"{100 * r[f'caught_{lvl}']:7.1f}%" if f"caught_{lvl}" in r
-                                                     else f"{'-':>8s}" for lvl in LEVELS))
-    lines += ["", "per-run false alarms (an unchanged suite of m cases fails): " +
-              ", ".join(f"m={m}: {100 * p:.3f}%" for m, p in per_run.items())]
+            lines.append(
+                f"{name:28s} "
+                + " ".join(
+                    f"{100 * r[f'caught_{lvl}']:7.1f}%" if f"caught_{lvl}" in r else f"{'-':>8s}" for lvl in LEVELS
+                )
+            )
+    lines += [
+        "",
+        "per-run false alarms (an unchanged suite of m cases fails): "
+        + ", ".join(f"m={m}: {100 * p:.3f}%" for m, p in per_run.items()),
+    ]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--draws", type=int, default=400, help="independent calibrations per case and suite size")
-    p.add_argument("--window", type=int, default=15,
-                   help="history window (passing runs) beside the calibration; the shipped noise_window is 30, "
-                        "the recorded sessions allow 15 with 3 processes held out")
+    p.add_argument(
+        "--window",
+        type=int,
+        default=15,
+        help="history window (passing runs) beside the calibration; the shipped noise_window is 30, "
+        "the recorded sessions allow 15 with 3 processes held out",
+    )
     p.add_argument("--stages", type=int, default=3, help="processes a failure needs (1 + confirm_runs)")
     p.add_argument("--budget", type=float, default=1.0, help="per-run false-alarm budget (%%)")
     p.add_argument("--min-effect", type=float, default=1.0, help="min_effect_pct")

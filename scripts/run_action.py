@@ -28,8 +28,12 @@ def main() -> int:
     parser.add_argument("--input", action="append", default=[], help="another action input, name=value")
     args = parser.parse_args()
     args.runner_dir.mkdir(parents=True, exist_ok=True)
-    inputs = {"pytest-args": args.pytest_args, "python": sys.executable, "install": "false",
-              **dict(item.split("=", 1) for item in args.input)}
+    inputs = {
+        "pytest-args": args.pytest_args,
+        "python": sys.executable,
+        "install": "false",
+        **dict(item.split("=", 1) for item in args.input),
+    }
     started = time.monotonic()
     job = run_action(inputs, ROOT, args.runner_dir, timeout_s=1500)
     wall = time.monotonic() - started

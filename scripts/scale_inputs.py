@@ -32,9 +32,11 @@ def build_nsys(kernels: int, out: Path) -> int:
     con = sqlite3.connect(out)
     con.execute("PRAGMA journal_mode=OFF")
     con.execute("PRAGMA synchronous=OFF")
-    span = con.execute("SELECT max(end) - min(start) + 1000 FROM (SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL "
-                       "UNION ALL SELECT start, end FROM CUPTI_ACTIVITY_KIND_RUNTIME UNION ALL "
-                       "SELECT start, end FROM NVTX_EVENTS WHERE end IS NOT NULL)").fetchone()[0]
+    span = con.execute(
+        "SELECT max(end) - min(start) + 1000 FROM (SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL "
+        "UNION ALL SELECT start, end FROM CUPTI_ACTIVITY_KIND_RUNTIME UNION ALL "
+        "SELECT start, end FROM NVTX_EVENTS WHERE end IS NOT NULL)"
+    ).fetchone()[0]
     corr = con.execute("SELECT max(correlationId) + 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()[0]
     for table in REPLICATED:
         cols = [r[1] for r in con.execute(f"PRAGMA table_info({table})")]
@@ -69,8 +71,17 @@ def build_torch(events: int, out: Path) -> int:
     out_events = []
     for i in range(copies):
         shift = i * span
-        out_events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": host.get("pid"),
-                           "tid": host.get("tid"), "ts": t0 + shift - 1.0, "dur": span - 5.0})
+        out_events.append(
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": f"ProfilerStep#{i}",
+                "pid": host.get("pid"),
+                "tid": host.get("tid"),
+                "ts": t0 + shift - 1.0,
+                "dur": span - 5.0,
+            }
+        )
         for e in base:
             c = dict(e)
             c["ts"] = float(e["ts"]) + shift

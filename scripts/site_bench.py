@@ -38,12 +38,19 @@ def build_site(db: Path, baselines: Path, out: Path) -> dict[str, float]:
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     cases = sorted((out / "case").glob("*.html"), key=lambda p: p.stat().st_size)
     runs = sorted((out / "run").glob("*.html"), key=lambda p: p.stat().st_size)
-    return {"series": report.cases, "runs": report.runs, "files": report.files, "mb": report.total_bytes / 1e6,
-            "wall_s": wall, "cpu_s": cpu, "index_kb": (out / "index.html").stat().st_size / 1e3,
-            "case_median_kb": cases[len(cases) // 2].stat().st_size / 1e3 if cases else 0.0,
-            "case_max_kb": cases[-1].stat().st_size / 1e3 if cases else 0.0,
-            "run_max_kb": runs[-1].stat().st_size / 1e3 if runs else 0.0,
-            "change_points": report.change_points}
+    return {
+        "series": report.cases,
+        "runs": report.runs,
+        "files": report.files,
+        "mb": report.total_bytes / 1e6,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "index_kb": (out / "index.html").stat().st_size / 1e3,
+        "case_median_kb": cases[len(cases) // 2].stat().st_size / 1e3 if cases else 0.0,
+        "case_max_kb": cases[-1].stat().st_size / 1e3 if cases else 0.0,
+        "run_max_kb": runs[-1].stat().st_size / 1e3 if runs else 0.0,
+        "change_points": report.change_points,
+    }
 
 
 def page_loads(site: Path) -> dict[str, float]:
@@ -59,9 +66,20 @@ def page_loads(site: Path) -> dict[str, float]:
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as profile, sync_playwright() as p:
         ctx = p.chromium.launch_persistent_context(
-            profile, executable_path=str(chromium), headless=True, viewport={"width": 1280, "height": 800},
-            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+            profile,
+            executable_path=str(chromium),
+            headless=True,
+            viewport={"width": 1280, "height": 800},
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
         page = ctx.new_page()
         for name, path in (("overview_ms", site / "index.html"), ("case_ms", largest)):
             if path is None:
@@ -69,8 +87,7 @@ def page_loads(site: Path) -> dict[str, float]:
             best = float("inf")
             for _ in range(3):  # the best of three: the machine is shared
                 page.goto(path.resolve().as_uri())
-                best = min(best, float(page.evaluate(
-                    "performance.getEntriesByType('navigation')[0].loadEventEnd")))
+                best = min(best, float(page.evaluate("performance.getEntriesByType('navigation')[0].loadEventEnd")))
             out[name] = best
         ctx.close()
     return out
@@ -93,8 +110,10 @@ def main() -> int:
             if not db.exists():
                 started = time.perf_counter()
                 synthetic_history(db, baselines, args.cases, args.runs)
-                print(f"history: {args.cases} cases x {args.runs} runs built in {time.perf_counter() - started:.0f} s, "
-                      f"{db.stat().st_size / 1e6:.0f} MB")
+                print(
+                    f"history: {args.cases} cases x {args.runs} runs built in {time.perf_counter() - started:.0f} s, "
+                    f"{db.stat().st_size / 1e6:.0f} MB"
+                )
         result = build_site(db, baselines, t / "site")
         result.update(page_loads(t / "site"))
     print(" | ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in result.items()))

@@ -68,9 +68,17 @@ def concurrency(processes: int, runs_each: int) -> dict[str, object]:
         integrity = con.execute("PRAGMA integrity_check").fetchone()[0]
         con.close()
     errors = [e for _, errs in results for e in errs]
-    return {"processes": processes, "attempted": processes * runs_each, "stored": runs,
-            "reported_stored": sum(s for s, _ in results), "cases": cases, "failures": len(errors),
-            "first_error": errors[0] if errors else "", "integrity": integrity, "wall_s": wall_s}
+    return {
+        "processes": processes,
+        "attempted": processes * runs_each,
+        "stored": runs,
+        "reported_stored": sum(s for s, _ in results),
+        "cases": cases,
+        "failures": len(errors),
+        "first_error": errors[0] if errors else "",
+        "integrity": integrity,
+        "wall_s": wall_s,
+    }
 
 
 _CHILD = """
@@ -124,22 +132,35 @@ def kill_during_store(kills: int, seed: int) -> dict[str, object]:
         # the history still takes a run after 50 kills
         stored, errors = _store_many((str(path), 1, 99))
         after, _, _ = _whole_runs(path, 400)
-    return {"kills": kills, "runs_visible": runs, "half_runs": broken, "integrity_failures": len(worst),
-            "store_after": f"{stored} stored, {len(errors)} errors", "runs_after": after}
+    return {
+        "kills": kills,
+        "runs_visible": runs,
+        "half_runs": broken,
+        "integrity_failures": len(worst),
+        "store_after": f"{stored} stored, {len(errors)} errors",
+        "runs_after": after,
+    }
 
 
 def _table(conc: list[dict[str, object]], kill: dict[str, object]) -> str:
-    lines = ["| processes | runs attempted | runs stored | failures | cases stored | integrity | wall |",
-             "|---:|---:|---:|---:|---:|---|---:|"]
+    lines = [
+        "| processes | runs attempted | runs stored | failures | cases stored | integrity | wall |",
+        "|---:|---:|---:|---:|---:|---|---:|",
+    ]
     for r in conc:
-        lines.append(f"| {r['processes']} | {r['attempted']} | {r['stored']} | {r['failures']} | {r['cases']} | "
-                     f"{r['integrity']} | {r['wall_s']:.1f} s |")
+        lines.append(
+            f"| {r['processes']} | {r['attempted']} | {r['stored']} | {r['failures']} | {r['cases']} | "
+            f"{r['integrity']} | {r['wall_s']:.1f} s |"
+        )
         if r["first_error"]:
             lines.append(f"|  | first error: {r['first_error']} | | | | | |")
-    lines += ["", f"`kill -9` during a store (400 cases x {SAMPLES} samples per run), {kill['kills']} times on one "
-              f"history: runs visible afterwards {kill['runs_visible']}, half runs visible {kill['half_runs']}, "
-              f"integrity-check failures {kill['integrity_failures']}; a store after the last kill: "
-              f"{kill['store_after']}."]
+    lines += [
+        "",
+        f"`kill -9` during a store (400 cases x {SAMPLES} samples per run), {kill['kills']} times on one "
+        f"history: runs visible afterwards {kill['runs_visible']}, half runs visible {kill['half_runs']}, "
+        f"integrity-check failures {kill['integrity_failures']}; a store after the last kill: "
+        f"{kill['store_after']}.",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -21,8 +21,7 @@ class StandinLauncher:
         self.seed = seed
 
     def argv(self, spec: WorkerSpec) -> list[str]:
-        return [sys.executable, str(STANDIN), str(spec.tree), spec.side.name, str(self.seed), "--",
-                *spec.pytest_args]
+        return [sys.executable, str(STANDIN), str(spec.tree), spec.side.name, str(self.seed), "--", *spec.pytest_args]
 
 
 def git(repo: Path, *args: str) -> str:
@@ -49,12 +48,21 @@ def commit(repo: Path, spec: dict[str, Any], message: str) -> str:
 
 def cases(times: dict[str, float], **extra: Any) -> dict[str, Any]:
     """A stand-in spec: one perf test per case, each measuring its own case."""
-    return {"tests": {f"test_perf.py::{name}": {f"test_perf.py::{name}": ms} for name, ms in times.items()},
-            "noise_pct": 0.3, **extra}
+    return {
+        "tests": {f"test_perf.py::{name}": {f"test_perf.py::{name}": ms} for name, ms in times.items()},
+        "noise_pct": 0.3,
+        **extra,
+    }
 
 
 def request(repo: Path, ref: str, tmp: Path, seed: int = 1, **settings: Any) -> AbRequest:
-    s = Settings(enabled=True, worktree_dir=tmp / "worktrees", db_path=tmp / "history.db", rootdir=repo,
-                 **{"ab_rounds": 6, "ab_timeout_s": 60.0, **settings})
-    return AbRequest(ref=ref, pytest_args=(), settings=s, invocation_dir=repo, launcher=StandinLauncher(seed),
-                     seed=seed)
+    s = Settings(
+        enabled=True,
+        worktree_dir=tmp / "worktrees",
+        db_path=tmp / "history.db",
+        rootdir=repo,
+        **{"ab_rounds": 6, "ab_timeout_s": 60.0, **settings},
+    )
+    return AbRequest(
+        ref=ref, pytest_args=(), settings=s, invocation_dir=repo, launcher=StandinLauncher(seed), seed=seed
+    )

@@ -45,7 +45,7 @@ ENV = Environment(device_kind="host", device_name="stand-in GPU", hostname="stan
 
 def main() -> None:
     tree, side, seed = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-    args = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else []
+    args = sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else []
     keyword = args[args.index("-k") + 1] if "-k" in args else ""
     spec = json.loads((tree / "standin.json").read_text())
     end = WorkerEnd.from_env(os.environ[WORKER_ENV])
@@ -109,8 +109,11 @@ def serve(end: WorkerEnd, spec: dict, case_id: str, nodeid: str, ms: float, rng:
 
 
 def skeleton(case_id: str, nodeid: str, ms: float, reference: float | None) -> CaseResult:
-    speedup = Speedup("stand-in reference", (reference,), reference / ms, reference / ms, reference / ms) \
-        if reference else None
+    speedup = (
+        Speedup("stand-in reference", (reference,), reference / ms, reference / ms, reference / ms)
+        if reference
+        else None
+    )
     metrics = (Metric("memory.peak_allocated_bytes", 1024.0, "byte", "memory"),)
     if speedup is not None:
         metrics += (Metric("speedup", speedup.median, "x", "speedup", speedup.reference),)

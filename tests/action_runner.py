@@ -67,8 +67,12 @@ def evaluate(expr: str, context: dict[str, Any]) -> Any:
             node = node.get(part, "") if isinstance(node, dict) else ""
         return node
 
-    scope = {"_get": get, "_always": lambda: True, "_format": lambda f, *a: f.format(*a),
-             "_starts": lambda s, p: str(s).lower().startswith(str(p).lower())}
+    scope = {
+        "_get": get,
+        "_always": lambda: True,
+        "_format": lambda f, *a: f.format(*a),
+        "_starts": lambda s, p: str(s).lower().startswith(str(p).lower()),
+    }
     return eval(_python_expr(expr), {"__builtins__": {}}, scope)  # noqa: S307 (the expression subset above)
 
 
@@ -82,8 +86,14 @@ def _read_pairs(path: Path) -> dict[str, str]:
     return pairs
 
 
-def run_action(inputs: dict[str, str], workdir: Path, runner_dir: Path, github: dict[str, Any] | None = None,
-               base_env: dict[str, str] | None = None, timeout_s: float = 300) -> JobRun:
+def run_action(
+    inputs: dict[str, str],
+    workdir: Path,
+    runner_dir: Path,
+    github: dict[str, Any] | None = None,
+    base_env: dict[str, str] | None = None,
+    timeout_s: float = 300,
+) -> JobRun:
     action = yaml.safe_load((ROOT / "action.yml").read_text())
     values = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
     unknown = set(inputs) - set(values)
@@ -96,26 +106,49 @@ def run_action(inputs: dict[str, str], workdir: Path, runner_dir: Path, github: 
     for f in files.values():
         f.write_text("")
     (runner_dir / "temp").mkdir(exist_ok=True)
-    job_env = {**(base_env or dict(os.environ)), "GITHUB_ACTION_PATH": str(ROOT), "GITHUB_ENV": str(files["env"]),
-               "GITHUB_OUTPUT": str(files["output"]), "GITHUB_STEP_SUMMARY": str(files["summary"]),
-               "RUNNER_TEMP": str(runner_dir / "temp"), "RUNNER_TOOL_CACHE": str(runner_dir / "tool-cache"),
-               "GITHUB_REPOSITORY": github["repository"], "GITHUB_RUN_ID": "1", "GITHUB_JOB": "gate",
-               "GITHUB_EVENT_NAME": github["event_name"]}
+    job_env = {
+        **(base_env or dict(os.environ)),
+        "GITHUB_ACTION_PATH": str(ROOT),
+        "GITHUB_ENV": str(files["env"]),
+        "GITHUB_OUTPUT": str(files["output"]),
+        "GITHUB_STEP_SUMMARY": str(files["summary"]),
+        "RUNNER_TEMP": str(runner_dir / "temp"),
+        "RUNNER_TOOL_CACHE": str(runner_dir / "tool-cache"),
+        "GITHUB_REPOSITORY": github["repository"],
+        "GITHUB_RUN_ID": "1",
+        "GITHUB_JOB": "gate",
+        "GITHUB_EVENT_NAME": github["event_name"],
+    }
     steps, failed = [], False
     for step in action["runs"]["steps"]:
         condition = str(step.get("if", "success()")).strip().removeprefix("${{").removesuffix("}}")
-        wants = evaluate(condition.replace("success()", "true"), context) if "always()" in condition or not failed \
+        wants = (
+            evaluate(condition.replace("success()", "true"), context)
+            if "always()" in condition or not failed
             else False
+        )
         if not wants:
             steps.append(StepRun("skipped"))
             continue
         if "uses" in step:
-            steps.append(StepRun("uses", uses=step["uses"],
-                                 with_={k: substitute(str(v), context) for k, v in step.get("with", {}).items()}))
+            steps.append(
+                StepRun(
+                    "uses",
+                    uses=step["uses"],
+                    with_={k: substitute(str(v), context) for k, v in step.get("with", {}).items()},
+                )
+            )
             continue
         env = {**job_env, **{k: substitute(str(v), context) for k, v in step.get("env", {}).items()}}
-        proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], cwd=workdir,
-                              env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
+        proc = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+            cwd=workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
         job_env.update(_read_pairs(files["env"]))
         if step.get("id"):
             context["steps"][step["id"]] = {"outputs": _read_pairs(files["output"])}

@@ -50,6 +50,7 @@ class Clean(Exception):
 
 # --- the readers, as perfgate runs them -------------------------------------------------------------
 
+
 def _cli(argv: list[str]) -> str:
     """A command's stdout; Clean on exit 2 with one line on stderr; AssertionError on anything else."""
     from perfgate.cli import main
@@ -68,11 +69,13 @@ def _cli(argv: list[str]) -> str:
 def _strict_json(text: str) -> Any:
     def constant(name: str) -> Any:
         raise AssertionError(f"{name} in JSON output")
+
     return json.loads(text, parse_constant=constant)
 
 
-def _analyze(path: Path, tmp: Path, charts: bool, rows: Callable[[dict[str, Any]], list[str]] | None = None
-             ) -> list[str]:
+def _analyze(
+    path: Path, tmp: Path, charts: bool, rows: Callable[[dict[str, Any]], list[str]] | None = None
+) -> list[str]:
     doc = _strict_json(_cli(["analyze", str(path), "--format", "json"]))
     found = oracle.analysis(doc) + (rows(doc) if rows else [])
     if charts and not found:  # charts and report.md: names and numbers reach matplotlib and Markdown
@@ -99,9 +102,17 @@ def read_ncu_rep(path: Path, tmp: Path, rng: random.Random) -> Iterator[Callable
 
     def launches() -> list[str]:
         found = read_ncu_report(path)
-        out = [v for la in found for v in oracle.ncu_launch(
-            f"launch {la.launch_id}", la.launch_id, la.name, ((k, m.value) for k, m in la.metrics.items()),
-            {k: m.unit for k, m in la.metrics.items()})]
+        out = [
+            v
+            for la in found
+            for v in oracle.ncu_launch(
+                f"launch {la.launch_id}",
+                la.launch_id,
+                la.name,
+                ((k, m.value) for k, m in la.metrics.items()),
+                {k: m.unit for k, m in la.metrics.items()},
+            )
+        ]
         doc = _strict_json(json.dumps(ncu_summary(path, "ncu-rep", found).as_dict(), allow_nan=False))
         return out + oracle.analysis(doc) + oracle.case_metrics(ncu_case_metrics(found))
 
@@ -162,8 +173,13 @@ def read_baseline(path: Path, tmp: Path, rng: random.Random) -> Iterator[Callabl
 
 
 READERS: dict[str, Callable[[Path, Path, random.Random], Iterator[Callable[[], list[str]]]]] = {
-    "nsys-sqlite": read_nsys, "ncu-rep": read_ncu_rep, "ncu-csv": read_ncu_csv, "torch-json": read_torch,
-    "pytest-benchmark": read_benchmark, "results-json": read_results, "child-output": read_child,
+    "nsys-sqlite": read_nsys,
+    "ncu-rep": read_ncu_rep,
+    "ncu-csv": read_ncu_csv,
+    "torch-json": read_torch,
+    "pytest-benchmark": read_benchmark,
+    "results-json": read_results,
+    "child-output": read_child,
     "baseline": read_baseline,
 }
 
@@ -207,6 +223,7 @@ def run_one(reader: str, seed: int, tmp: Path, made: Callable[[], None] | None =
 
 # --- the worker and the parent --------------------------------------------------------------------------
 
+
 def worker() -> None:
     """Read `reader seed` lines on stdin, answer one JSON line each on the original stdout (readers and
     NVIDIA's library cannot write into the protocol: fd 1 goes to /dev/null)."""
@@ -246,8 +263,14 @@ class Tally:
 class Worker:
     def __init__(self) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.campaign"], cwd=ROOT, env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.campaign"],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            start_new_session=True,
+        )
         self.pending = b""  # read from the pipe, not yet a whole line
 
     def _line(self, timeout_s: float) -> bytes | None:

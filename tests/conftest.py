@@ -12,8 +12,19 @@ import pytest
 # numpy) cannot be imported twice in one process, so they are imported once, before any run.
 # perfgate's own modules are imported lazily by the plugin; importing them once also spares every
 # in-process run their assertion rewriting (pytest rewrites a pytest11 plugin's whole package).
-_PRELOAD = ("numpy", "pandas", "torch", "matplotlib.figure", "matplotlib.backends.backend_agg", "yaml",
-            "hypothesis", "_hypothesis_pytestplugin", "xdist", "xdist.plugin", "pytest_benchmark.plugin")
+_PRELOAD = (
+    "numpy",
+    "pandas",
+    "torch",
+    "matplotlib.figure",
+    "matplotlib.backends.backend_agg",
+    "yaml",
+    "hypothesis",
+    "_hypothesis_pytestplugin",
+    "xdist",
+    "xdist.plugin",
+    "pytest_benchmark.plugin",
+)
 
 
 def pytest_configure(config):

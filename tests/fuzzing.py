@@ -23,8 +23,33 @@ from typing import Any
 
 DATA = Path(__file__).parent / "data"
 H100 = DATA / "h100"
-ODD_VALUES: list[Any] = [None, True, False, 0, -1, 1, 2**63, -(2**63), 1e308, -1e308, 1e-320, 0.5, "", "x" * 300,
-                         "1.0", "nan", "NaN", "Infinity", "\x00", "é", [], {}, [1, 2], {"a": 1}, [[[[[]]]]]]
+ODD_VALUES: list[Any] = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1,
+    2**63,
+    -(2**63),
+    1e308,
+    -1e308,
+    1e-320,
+    0.5,
+    "",
+    "x" * 300,
+    "1.0",
+    "nan",
+    "NaN",
+    "Infinity",
+    "\x00",
+    "é",
+    [],
+    {},
+    [1, 2],
+    {"a": 1},
+    [[[[[]]]]],
+]
 
 
 def odd_value(rng: random.Random) -> Any:
@@ -35,6 +60,7 @@ def odd_value(rng: random.Random) -> Any:
 
 
 # --- JSON documents -------------------------------------------------------------------------------
+
 
 def _paths(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     out = [prefix]
@@ -114,6 +140,7 @@ def mutate_bytes(data: bytes, rng: random.Random) -> bytes:
 
 # --- SQLite files -----------------------------------------------------------------------------------
 
+
 def mutate_sqlite(source: Path, rng: random.Random, tmp: Path, name: str) -> Path:
     path = tmp / name
     shutil.copy(source, path)
@@ -148,6 +175,7 @@ def mutate_sqlite(source: Path, rng: random.Random, tmp: Path, name: str) -> Pat
 
 # --- the kinds ---------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Kind:
     name: str
@@ -170,9 +198,15 @@ def read_baseline(path: Path) -> Any:
 
 
 def make_config(rng: random.Random, tmp: Path) -> Any:
-    table: dict[str, Any] = {"threshold_pct": 3.0, "alpha": 0.01, "min_samples": 20, "max_samples": 200,
-                             "metrics": {"dram__bytes_read.sum": 2.0},
-                             "overrides": [{"pattern": "*matmul*", "threshold_pct": 10.0}], "db": "h.db"}
+    table: dict[str, Any] = {
+        "threshold_pct": 3.0,
+        "alpha": 0.01,
+        "min_samples": 20,
+        "max_samples": 200,
+        "metrics": {"dram__bytes_read.sum": 2.0},
+        "overrides": [{"pattern": "*matmul*", "threshold_pct": 10.0}],
+        "db": "h.db",
+    }
     return mutate_obj(table, rng) if rng.random() < 0.9 else odd_value(rng)
 
 
@@ -183,9 +217,12 @@ def read_config(table: Any) -> Any:
 
 
 def make_toml(rng: random.Random, tmp: Path) -> Path:
-    text = "[tool.perfgate]\nthreshold_pct = 3.0\nmin_samples = 20\n[[tool.perfgate.overrides]]\npattern = \"*\"\n"
-    data = mutate_bytes(text.encode(), rng) if rng.random() < 0.5 else text.replace("3.0", rng.choice(
-        ["nan", "inf", "-1", '"3"', "[]", "{}", "true", "1e999"])).encode()
+    text = '[tool.perfgate]\nthreshold_pct = 3.0\nmin_samples = 20\n[[tool.perfgate.overrides]]\npattern = "*"\n'
+    data = (
+        mutate_bytes(text.encode(), rng)
+        if rng.random() < 0.5
+        else text.replace("3.0", rng.choice(["nan", "inf", "-1", '"3"', "[]", "{}", "true", "1e999"])).encode()
+    )
     (tmp / "pyproject.toml").write_bytes(data)
     return tmp
 
@@ -283,12 +320,27 @@ def read_torch(path: Path) -> Any:
 
 
 def _benchmark_doc() -> Any:
-    stats = {"min": 0.001, "max": 0.003, "mean": 0.002, "stddev": 0.0001, "rounds": 10, "median": 0.002,
-             "iqr": 0.0001, "q1": 0.0019, "q3": 0.0021, "data": [0.002] * 10}
-    return {"machine_info": {"node": "h", "cpu": {"brand_raw": "CPU"}, "python_version": "3.11"},
-            "commit_info": {"id": "abc", "branch": "main", "dirty": False}, "datetime": "2026-11-22T00:00:00",
-            "benchmarks": [{"name": "test_a", "fullname": "t.py::test_a", "stats": stats},
-                           {"name": "test_b", "fullname": "t.py::test_b", "stats": dict(stats)}]}
+    stats = {
+        "min": 0.001,
+        "max": 0.003,
+        "mean": 0.002,
+        "stddev": 0.0001,
+        "rounds": 10,
+        "median": 0.002,
+        "iqr": 0.0001,
+        "q1": 0.0019,
+        "q3": 0.0021,
+        "data": [0.002] * 10,
+    }
+    return {
+        "machine_info": {"node": "h", "cpu": {"brand_raw": "CPU"}, "python_version": "3.11"},
+        "commit_info": {"id": "abc", "branch": "main", "dirty": False},
+        "datetime": "2026-11-22T00:00:00",
+        "benchmarks": [
+            {"name": "test_a", "fullname": "t.py::test_a", "stats": stats},
+            {"name": "test_b", "fullname": "t.py::test_b", "stats": dict(stats)},
+        ],
+    }
 
 
 def make_benchmark_json(rng: random.Random, tmp: Path) -> Path:
@@ -302,12 +354,23 @@ def read_benchmark_json(path: Path) -> Any:
 
 
 def _results_doc() -> Any:
-    return {"perfgate_json_version": 2, "gate": {"strict": True, "failed": True},
-            "comparisons": [{"case_id": "t::a", "metric": "median_ms", "verdict": "regressed", "change_pct": 5.0,
-                             "threshold_pct": 1.2, "kernel": ""},
-                            {"case_id": "t::b", "metric": "min_speedup", "verdict": "below target", "note": "x"}],
-            "findings": [{"kind": "test skipped", "message": "m", "case_id": "t::a", "fails_strict": True}],
-            "cases": [{"case_id": "t::a", "location": ["t.py", 3]}]}
+    return {
+        "perfgate_json_version": 2,
+        "gate": {"strict": True, "failed": True},
+        "comparisons": [
+            {
+                "case_id": "t::a",
+                "metric": "median_ms",
+                "verdict": "regressed",
+                "change_pct": 5.0,
+                "threshold_pct": 1.2,
+                "kernel": "",
+            },
+            {"case_id": "t::b", "metric": "min_speedup", "verdict": "below target", "note": "x"},
+        ],
+        "findings": [{"kind": "test skipped", "message": "m", "case_id": "t::a", "fails_strict": True}],
+        "cases": [{"case_id": "t::a", "location": ["t.py", 3]}],
+    }
 
 
 def make_results_json(rng: random.Random, tmp: Path) -> Path:
@@ -339,8 +402,11 @@ def make_child_output(rng: random.Random, tmp: Path) -> Path:
     from tests.helpers import make_run
 
     run = make_run({"t::a": [1.0, 2.0, 3.0]})
-    doc = {"results": [case_to_dict(r) for r in run.results], "unmeasured": [], "environment": {"device_kind": "host",
-                                                                                               "device_name": "x"}}
+    doc = {
+        "results": [case_to_dict(r) for r in run.results],
+        "unmeasured": [],
+        "environment": {"device_kind": "host", "device_name": "x"},
+    }
     return write(tmp, "child.json", mutate_json(doc, rng, rounds=5))
 
 
@@ -376,16 +442,24 @@ def _no_constant(name: str) -> Any:
     raise AssertionError(f"{name} in JSON output")
 
 
-KINDS = {k.name: k for k in (
-    Kind("config", make_config, read_config), Kind("pyproject", make_toml, read_toml),
-    Kind("marker", make_marker, read_marker), Kind("baseline", make_baseline, read_baseline),
-    Kind("history", make_history, read_history), Kind("nsys-sqlite", make_nsys, read_nsys),
-    Kind("ncu-rep", make_ncu_rep, read_ncu_rep), Kind("ncu-csv", make_ncu_csv, read_ncu_csv),
-    Kind("torch-json", make_torch, read_torch), Kind("pytest-benchmark", make_benchmark_json, read_benchmark_json),
-    Kind("results-json", make_results_json, read_results_json), Kind("child-output", make_child_output,
-                                                                     read_child_output),
-    Kind("analyze-cli", make_any_file, read_any_file),
-)}
+KINDS = {
+    k.name: k
+    for k in (
+        Kind("config", make_config, read_config),
+        Kind("pyproject", make_toml, read_toml),
+        Kind("marker", make_marker, read_marker),
+        Kind("baseline", make_baseline, read_baseline),
+        Kind("history", make_history, read_history),
+        Kind("nsys-sqlite", make_nsys, read_nsys),
+        Kind("ncu-rep", make_ncu_rep, read_ncu_rep),
+        Kind("ncu-csv", make_ncu_csv, read_ncu_csv),
+        Kind("torch-json", make_torch, read_torch),
+        Kind("pytest-benchmark", make_benchmark_json, read_benchmark_json),
+        Kind("results-json", make_results_json, read_results_json),
+        Kind("child-output", make_child_output, read_child_output),
+        Kind("analyze-cli", make_any_file, read_any_file),
+    )
+}
 
 
 def check(kind: Kind, value: Any) -> str:
@@ -399,4 +473,3 @@ def check(kind: Kind, value: Any) -> str:
             raise AssertionError(f"multi-line error: {err!r}") from err
         return "clean error"
     return "ok"
-

@@ -22,18 +22,39 @@ def noisy(center: float, n: int = 60, seed: int = 0, sd: float = 0.005) -> list[
     return [center * (1 + rng.gauss(0, sd)) for _ in range(n)]
 
 
-def case(case_id: str, samples: list[float], metrics: tuple[Metric, ...] = (), timer: Timer = Timer.CUDA_EVENT,
-         thresholds: CaseThresholds = CaseThresholds(), **extra: object) -> CaseResult:
-    return CaseResult(case_id, summarize(samples, timer), tuple(samples), metrics, thresholds=thresholds,
-                      nodeid=case_id.split("::", maxsplit=1)[0] if "::" in case_id else case_id, **extra)  # type: ignore[arg-type]
+def case(
+    case_id: str,
+    samples: list[float],
+    metrics: tuple[Metric, ...] = (),
+    timer: Timer = Timer.CUDA_EVENT,
+    thresholds: CaseThresholds = CaseThresholds(),
+    **extra: object,
+) -> CaseResult:
+    return CaseResult(
+        case_id,
+        summarize(samples, timer),
+        tuple(samples),
+        metrics,
+        thresholds=thresholds,
+        nodeid=case_id.split("::", maxsplit=1)[0] if "::" in case_id else case_id,
+        **extra,
+    )  # type: ignore[arg-type]
 
 
-def make_run(samples: dict[str, list[float]], metrics: tuple[Metric, ...] = (), env: Environment = ENV,
-             thresholds: CaseThresholds = CaseThresholds(), uid: str = "") -> Run:
+def make_run(
+    samples: dict[str, list[float]],
+    metrics: tuple[Metric, ...] = (),
+    env: Environment = ENV,
+    thresholds: CaseThresholds = CaseThresholds(),
+    uid: str = "",
+) -> Run:
     timer = Timer.CUDA_EVENT if env.device_kind == "cuda" else Timer.HOST
     results = tuple(case(cid, s, metrics, timer, thresholds) for cid, s in samples.items())
-    return Run(RunInfo("2026-11-21T00:00:00+00:00", "2026-11-21T00:01:00+00:00", git_commit="abc123", run_uid=uid),
-               env, results)
+    return Run(
+        RunInfo("2026-11-21T00:00:00+00:00", "2026-11-21T00:01:00+00:00", git_commit="abc123", run_uid=uid),
+        env,
+        results,
+    )
 
 
 def baseline_of(run: Run, tmp_path: Path, name: str = "b.json") -> Baseline:
@@ -70,7 +91,9 @@ LEAN_PYTEST_ADDOPTS = "-p no:hypothesispytest"
 # the machine is) and one that declares nothing takes a tick per reading. The gate's child processes
 # (confirmation, calibration) load the same conftest, so they keep the same time. Restored when the run
 # ends: in-process runs share this process's perfgate modules.
-MANUAL_CLOCK_CONFTEST = Path(__file__).with_name("manual_clock.py").read_text() + """
+MANUAL_CLOCK_CONFTEST = (
+    Path(__file__).with_name("manual_clock.py").read_text()
+    + """
 
 from perfgate.measure import clock
 
@@ -84,10 +107,18 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     clock.install(_replaced.pop())
 """
+)
 
 
-def perf_project(pytester: Any, monkeypatch: Any, test_source: str, pyproject: str, clear: tuple[str, ...] = (),
-                 test_name: str = "test_perf", **env: str) -> Any:
+def perf_project(
+    pytester: Any,
+    monkeypatch: Any,
+    test_source: str,
+    pyproject: str,
+    clear: tuple[str, ...] = (),
+    test_name: str = "test_perf",
+    **env: str,
+) -> Any:
     """The project, measured on a manual clock, with CI's variables and `clear` unset and `env` set, so
     each test starts the same."""
     for var in (*CI_ENV, *clear):

@@ -40,6 +40,7 @@ def _bytes(path: Path) -> bytes:
 
 # --- bytes -----------------------------------------------------------------------------------------
 
+
 def mutate_bytes(data: bytes, rng: random.Random, donor: bytes = b"") -> bytes:
     """Flip bytes, cut the file, or splice in a chunk of itself or of another real file."""
     b = bytearray(data)
@@ -49,16 +50,16 @@ def mutate_bytes(data: bytes, rng: random.Random, donor: bytes = b"") -> bytes:
     if roll < 0.45:
         source = donor or data
         start = rng.randrange(len(source))
-        chunk = source[start:start + rng.randint(1, 4096)]
+        chunk = source[start : start + rng.randint(1, 4096)]
         at = rng.randrange(len(b))
         if rng.random() < 0.5:
-            b[at:at + len(chunk)] = chunk  # overwrite
+            b[at : at + len(chunk)] = chunk  # overwrite
         else:
             b[at:at] = chunk  # insert
         return bytes(b)
     if roll < 0.55:
         at = rng.randrange(len(b))
-        del b[at:at + rng.randint(1, 4096)]
+        del b[at : at + rng.randint(1, 4096)]
         return bytes(b)
     for _ in range(rng.choice([1, 2, 4, 16, 64])):
         i = rng.randrange(len(b))
@@ -69,12 +70,53 @@ def mutate_bytes(data: bytes, rng: random.Random, donor: bytes = b"") -> bytes:
 # --- JSON tokens -----------------------------------------------------------------------------------
 
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null|[{}\[\]:,]')
-HUGE_NUMBERS = ["1" + "0" * 5000, "9" * 400, "-" + "9" * 400, "1" * 21, "1e306", "1e400", "-1e400", "1e308", "-1",
-                "-1e306", "0", "-0", "9223372036854775807", "9223372036854775808", "-9223372036854775809",
-                "18446744073709551616", "1e-320", "1.5", "4e18", "9.9e14", "1e15", "999999999999999", "NaN",
-                "Infinity", "-Infinity", "0.0000001", "3e38"]
-ODD_TOKENS = ['"inf"', '"NaN"', '""', '"x"', '"\\u0000"', '"\\ud800"', '"' + "x" * 200_000 + '"', "null", "true",
-              "[]", "{}", '{"a": 1}', "[" * 5000, "[1, 2]", '"-1"', '"1e400"']
+HUGE_NUMBERS = [
+    "1" + "0" * 5000,
+    "9" * 400,
+    "-" + "9" * 400,
+    "1" * 21,
+    "1e306",
+    "1e400",
+    "-1e400",
+    "1e308",
+    "-1",
+    "-1e306",
+    "0",
+    "-0",
+    "9223372036854775807",
+    "9223372036854775808",
+    "-9223372036854775809",
+    "18446744073709551616",
+    "1e-320",
+    "1.5",
+    "4e18",
+    "9.9e14",
+    "1e15",
+    "999999999999999",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "0.0000001",
+    "3e38",
+]
+ODD_TOKENS = [
+    '"inf"',
+    '"NaN"',
+    '""',
+    '"x"',
+    '"\\u0000"',
+    '"\\ud800"',
+    '"' + "x" * 200_000 + '"',
+    "null",
+    "true",
+    "[]",
+    "{}",
+    '{"a": 1}',
+    "[" * 5000,
+    "[1, 2]",
+    '"-1"',
+    '"1e400"',
+]
 
 
 def mutate_json_text(text: str, rng: random.Random) -> str:
@@ -101,7 +143,7 @@ def mutate_json_text(text: str, rng: random.Random) -> str:
             new = out[start:end] * 2
         else:
             other = rng.choice(tokens)
-            new = out[other[0]:other[1]] if other[1] <= len(out) else ""
+            new = out[other[0] : other[1]] if other[1] <= len(out) else ""
         out = out[:start] + new + out[end:]
     return out
 
@@ -139,8 +181,27 @@ def mutate_json_values(text: str, rng: random.Random) -> str:
         elif roll < 0.6:
             new = value * rng.choice([1e6, 1e12, 1e300, -1])
         else:
-            new = rng.choice([0, -0.0, 1e306, -1e306, 9.9e14, 1e15, 4e18, 2**63 - 1, 2**63, 2**64, 1e-320, 3e38,
-                              True, None, "1.0", [], {}])
+            new = rng.choice(
+                [
+                    0,
+                    -0.0,
+                    1e306,
+                    -1e306,
+                    9.9e14,
+                    1e15,
+                    4e18,
+                    2**63 - 1,
+                    2**63,
+                    2**64,
+                    1e-320,
+                    3e38,
+                    True,
+                    None,
+                    "1.0",
+                    [],
+                    {},
+                ]
+            )
         _set(doc, path, new)
     return json.dumps(doc)
 
@@ -165,8 +226,13 @@ def _json_input(sources: list[Path], rng: random.Random, tmp: Path, name: str) -
 
 # --- nsys exports (SQL) -----------------------------------------------------------------------------
 
-NSYS_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMSET", "NVTX_EVENTS",
-               "CUPTI_ACTIVITY_KIND_MEMCPY")
+NSYS_TABLES = (
+    "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_RUNTIME",
+    "CUPTI_ACTIVITY_KIND_MEMSET",
+    "NVTX_EVENTS",
+    "CUPTI_ACTIVITY_KIND_MEMCPY",
+)
 HUGE_INTS = [2**63 - 1, -(2**63), 2**62, 4 * 10**18, 9 * 10**18, -1, -5, 10**15]
 ODD_SQL = [None, "text", b"\x00\xff", 1.5, float("inf"), -1.5e300, "", "12abc", 2**63 - 1, -(2**63)]
 
@@ -176,8 +242,25 @@ def _sql_mutations(con: sqlite3.Connection, rng: random.Random) -> None:
     where = rng.choice(["", " WHERE rowid % 7 = 0", " WHERE rowid = 1", " WHERE rowid % 2 = 0", " WHERE rowid > 100"])
     big = rng.choice(HUGE_INTS)
     odd = rng.choice(ODD_SQL)
-    col = rng.choice(["start", "end", "demangledName", "nameId", "textId", "registersPerThread", "bytes", "globalTid",
-                      "correlationId", "eventType", "globalPid", "copyKind", "text", "gridX", "staticSharedMemory"])
+    col = rng.choice(
+        [
+            "start",
+            "end",
+            "demangledName",
+            "nameId",
+            "textId",
+            "registersPerThread",
+            "bytes",
+            "globalTid",
+            "correlationId",
+            "eventType",
+            "globalPid",
+            "copyKind",
+            "text",
+            "gridX",
+            "staticSharedMemory",
+        ]
+    )
     actions: list[tuple[str, tuple[object, ...]]] = [
         (f"UPDATE {t} SET start = end, end = start{where}", ()),
         (f"UPDATE {t} SET end = start + ?{where}", (big,)),
@@ -198,8 +281,10 @@ def _sql_mutations(con: sqlite3.Connection, rng: random.Random) -> None:
         (f"DROP TABLE {rng.choice([*NSYS_TABLES, 'StringIds', 'META_DATA_EXPORT', 'TARGET_INFO_GPU'])}", ()),
         ("CREATE TABLE junk (a, b)", ()),
         (f"ALTER TABLE {t} RENAME TO {t}_orig", ()),  # followed by a view below
-        ("UPDATE META_DATA_EXPORT SET value = ? WHERE name = 'EXPORT_SCHEMA_VERSION'",
-         (rng.choice(["3.99.0", "4.0.0", "", None, 3]),)),
+        (
+            "UPDATE META_DATA_EXPORT SET value = ? WHERE name = 'EXPORT_SCHEMA_VERSION'",
+            (rng.choice(["3.99.0", "4.0.0", "", None, 3]),),
+        ),
         ("UPDATE TARGET_INFO_GPU SET name = ?", (odd,)),
         ("UPDATE CUPTI_ACTIVITY_KIND_MEMSET SET bytes = ?" + where, (rng.choice([-1, 2**63 - 1, "x", 1.5]),)),
         ("UPDATE NVTX_EVENTS SET eventType = ?" + where, (rng.choice([59, 60, 34, -1, None, "59"]),)),
@@ -215,8 +300,11 @@ def _sql_mutations(con: sqlite3.Connection, rng: random.Random) -> None:
         con.execute(sql, params)
         if "RENAME TO" in sql:
             endless = rng.random() < 0.3
-            body = (f"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT o.* FROM n, {t}_orig o"
-                    if endless else f"SELECT * FROM {t}_orig")
+            body = (
+                f"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT o.* FROM n, {t}_orig o"
+                if endless
+                else f"SELECT * FROM {t}_orig"
+            )
             con.execute(f"CREATE VIEW {t} AS {body}")
 
 
@@ -230,9 +318,11 @@ def make_nsys(rng: random.Random, tmp: Path) -> Path:
     con = sqlite3.connect(path)
     try:
         if rng.random() < 0.3:  # the recorded run made no copies: a memcpy table from its memsets
-            con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY AS SELECT start, end, deviceId, streamId, "
-                        "correlationId, globalPid, bytes, abs(random()) % 12 AS copyKind "
-                        "FROM CUPTI_ACTIVITY_KIND_MEMSET")
+            con.execute(
+                "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY AS SELECT start, end, deviceId, streamId, "
+                "correlationId, globalPid, bytes, abs(random()) % 12 AS copyKind "
+                "FROM CUPTI_ACTIVITY_KIND_MEMSET"
+            )
             con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY SELECT * FROM CUPTI_ACTIVITY_KIND_MEMCPY")
         for _ in range(rng.choice([1, 1, 2, 3, 5])):
             _sql_mutations(con, rng)
@@ -243,6 +333,7 @@ def make_nsys(rng: random.Random, tmp: Path) -> Path:
 
 
 # --- ncu -----------------------------------------------------------------------------------------------
+
 
 def ncu_reports() -> list[Path]:
     return _existing(H100 / "perfgate-ncu.ncu-rep.gz", SHARED / "full.ncu-rep", SHARED / "nvtx.ncu-rep")
@@ -256,12 +347,32 @@ def make_ncu_rep(rng: random.Random, tmp: Path) -> Path:
 
 
 def ncu_csvs() -> list[Path]:
-    return _existing(H100 / "perfgate-ncu_raw.csv", SHARED / "full_raw.csv", SHARED / "nvtx_raw.csv",
-                     SHARED / "full_details.csv")
+    return _existing(
+        H100 / "perfgate-ncu_raw.csv", SHARED / "full_raw.csv", SHARED / "nvtx_raw.csv", SHARED / "full_details.csv"
+    )
 
 
-ODD_CELLS = ["inf", "-inf", "nan", "NaN", "-1", "-5e9", "1e400", "1e308", "9" * 400, "", "n/a", "1,2,3", "1.5",
-             "99999999999999999999", "1e30", "abc", "-0", '"', "0x10"]
+ODD_CELLS = [
+    "inf",
+    "-inf",
+    "nan",
+    "NaN",
+    "-1",
+    "-5e9",
+    "1e400",
+    "1e308",
+    "9" * 400,
+    "",
+    "n/a",
+    "1,2,3",
+    "1.5",
+    "99999999999999999999",
+    "1e30",
+    "abc",
+    "-0",
+    '"',
+    "0x10",
+]
 
 
 def _cells(line: str) -> list[str]:
@@ -312,7 +423,7 @@ def mutate_csv_text(text: str, rng: random.Random) -> str:
         _put(rows[rng.randrange(len(rows))], name, rng.choice(["", " ", "\x00"]))
     elif roll < 0.8:
         r = rows[rng.randrange(len(rows))]
-        del r[rng.randrange(len(r)):]
+        del r[rng.randrange(len(r)) :]
     else:
         return mutate_bytes(text.encode(), rng).decode("utf-8", errors="replace")
     sep = "\r\n" if rng.random() < 0.1 else "\n"
@@ -328,9 +439,14 @@ def make_ncu_csv(rng: random.Random, tmp: Path) -> Path:
 
 # --- JSON files ---------------------------------------------------------------------------------------
 
+
 def make_torch(rng: random.Random, tmp: Path) -> Path:
-    return _json_input(_existing(DATA / "torch_trace.json", SHARED / "torch_trace.json"), rng, tmp,
-                       rng.choice(["t.json", "t.json", "t.json.gz"]))
+    return _json_input(
+        _existing(DATA / "torch_trace.json", SHARED / "torch_trace.json"),
+        rng,
+        tmp,
+        rng.choice(["t.json", "t.json", "t.json.gz"]),
+    )
 
 
 def make_benchmark(rng: random.Random, tmp: Path) -> Path:
@@ -346,12 +462,25 @@ def make_child(rng: random.Random, tmp: Path) -> Path:
 
 
 def make_baseline(rng: random.Random, tmp: Path) -> Path:
-    return _json_input(_existing(ROOT / "baselines" / "nvidia-h100-80gb-hbm3.json", DATA / "baseline_v1_h100.json",
-                                 H100 / "profiled_baseline.json"), rng, tmp, "baseline.json")
+    return _json_input(
+        _existing(
+            ROOT / "baselines" / "nvidia-h100-80gb-hbm3.json",
+            DATA / "baseline_v1_h100.json",
+            H100 / "profiled_baseline.json",
+        ),
+        rng,
+        tmp,
+        "baseline.json",
+    )
 
 
 MAKERS: dict[str, Callable[[random.Random, Path], Path]] = {
-    "nsys-sqlite": make_nsys, "ncu-rep": make_ncu_rep, "ncu-csv": make_ncu_csv, "torch-json": make_torch,
-    "pytest-benchmark": make_benchmark, "results-json": make_results, "child-output": make_child,
+    "nsys-sqlite": make_nsys,
+    "ncu-rep": make_ncu_rep,
+    "ncu-csv": make_ncu_csv,
+    "torch-json": make_torch,
+    "pytest-benchmark": make_benchmark,
+    "results-json": make_results,
+    "child-output": make_child,
     "baseline": make_baseline,
 }

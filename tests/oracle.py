@@ -103,15 +103,20 @@ def nsys_rows(path: Any, doc: dict[str, Any]) -> list[str]:
     try:
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         out = []
-        for table, section, key in (("CUPTI_ACTIVITY_KIND_KERNEL", "kernels", None),
-                                    ("CUPTI_ACTIVITY_KIND_RUNTIME", "api", None),
-                                    ("CUPTI_ACTIVITY_KIND_MEMSET", "memory", "memset")):
+        for table, section, key in (
+            ("CUPTI_ACTIVITY_KIND_KERNEL", "kernels", None),
+            ("CUPTI_ACTIVITY_KIND_RUNTIME", "api", None),
+            ("CUPTI_ACTIVITY_KIND_MEMSET", "memory", "memset"),
+        ):
             if table not in tables:
                 continue
             rows = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
             counted = sum(r["count"] for r in doc.get(section, []) if key is None or r.get("kind") == key)
-            dropped = sum(int(m.group(1).replace(",", "")) for n in doc.get("notes", [])
-                          if (m := re.match(rf"([\d,]+) {table} rows", n)))
+            dropped = sum(
+                int(m.group(1).replace(",", ""))
+                for n in doc.get("notes", [])
+                if (m := re.match(rf"([\d,]+) {table} rows", n))
+            )
             if counted + dropped != rows:
                 out.append(f"{table}: {rows} rows, {counted} summarised and {dropped} noted as dropped")
         return out
@@ -119,15 +124,29 @@ def nsys_rows(path: Any, doc: dict[str, Any]) -> list[str]:
         con.close()
 
 
-NCU_NONNEGATIVE = ("duration_ns", "dram_bytes", "dram_bandwidth_bps", "registers_per_thread",
-                   "shared_mem_per_block_bytes", "block_size", "grid_size", "waves_per_sm", "spill_requests")
+NCU_NONNEGATIVE = (
+    "duration_ns",
+    "dram_bytes",
+    "dram_bandwidth_bps",
+    "registers_per_thread",
+    "shared_mem_per_block_bytes",
+    "block_size",
+    "grid_size",
+    "waves_per_sm",
+    "spill_requests",
+)
 
 
 def ncu_analysis(doc: dict[str, Any]) -> list[str]:
     out = []
     for i, launch in enumerate(doc.get("launches", [])):
-        out += ncu_launch(f"launch[{i}]", launch.get("id"), launch.get("name"), launch.get("metrics", {}).items(),
-                          launch.get("units", {}))
+        out += ncu_launch(
+            f"launch[{i}]",
+            launch.get("id"),
+            launch.get("name"),
+            launch.get("metrics", {}).items(),
+            launch.get("units", {}),
+        )
     for i, d in enumerate(doc.get("diagnosis", [])):
         where = f"diagnosis[{i}]"
         for key, value in d.items():
@@ -135,16 +154,18 @@ def ncu_analysis(doc: dict[str, Any]) -> list[str]:
                 continue
             if not _num(value) or value < 0 or (key.endswith("_pct") and value > 100 + PCT_OVERSHOOT):
                 out.append(f"{where}: {key} = {value!r}")
-        out += [f"{where}: pipe {p}" for p in d.get("pipes", [])
-                if not (_num(p[1]) and 0 <= p[1] <= 100 + PCT_OVERSHOOT)]
+        out += [
+            f"{where}: pipe {p}" for p in d.get("pipes", []) if not (_num(p[1]) and 0 <= p[1] <= 100 + PCT_OVERSHOOT)
+        ]
         out += [f"{where}: stall {s}" for s in d.get("top_stalls", []) if not (_num(s[1]) and s[1] >= 0)]
         if not isinstance(d.get("name"), str) or not d["name"].strip():
             out.append(f"{where}: no kernel name")
     return out
 
 
-def ncu_launch(where: str, launch_id: Any, name: Any, metrics: Iterable[tuple[str, Any]],
-               units: dict[str, str]) -> list[str]:
+def ncu_launch(
+    where: str, launch_id: Any, name: Any, metrics: Iterable[tuple[str, Any]], units: dict[str, str]
+) -> list[str]:
     out = []
     if not _int(launch_id):
         out.append(f"{where}: id {launch_id!r}")
@@ -164,15 +185,22 @@ def ncu_launch(where: str, launch_id: Any, name: Any, metrics: Iterable[tuple[st
 def timeline(t: Any) -> list[str]:
     """A parse.records.Timeline (nsys export or torch trace) as records."""
     out = []
-    for kind, items in (("kernel", t.kernels), ("memory op", t.memory_ops), ("api call", t.api_calls),
-                        ("range", t.nvtx_ranges)):
+    for kind, items in (
+        ("kernel", t.kernels),
+        ("memory op", t.memory_ops),
+        ("api call", t.api_calls),
+        ("range", t.nvtx_ranges),
+    ):
         for item in items:
             if not (_int(item.start_ns) and _int(item.end_ns) and item.start_ns <= item.end_ns):
                 out.append(f"{kind}: span [{item.start_ns}, {item.end_ns}]")
                 break
     for k in t.kernels:
-        if not isinstance(k.name, str) or not all(_int(v) for v in (*k.grid, *k.block)) or any(
-                v is not None and not _int(v) for v in (k.registers_per_thread, k.shared_mem_bytes)):
+        if (
+            not isinstance(k.name, str)
+            or not all(_int(v) for v in (*k.grid, *k.block))
+            or any(v is not None and not _int(v) for v in (k.registers_per_thread, k.shared_mem_bytes))
+        ):
             out.append(f"kernel {k.name!r}: name or launch attributes")
             break
     if any(not _int(m.bytes) for m in t.memory_ops):
@@ -183,8 +211,12 @@ def timeline(t: Any) -> list[str]:
 
 
 def case_metrics(per_case: dict[str, list[Any]]) -> list[str]:
-    return [f"{case}: {m.name} = {m.value!r}" for case, ms in per_case.items() for m in ms
-            if not _num(m.value) or (m.unit and not m.unit.startswith("%") and m.value < 0)]
+    return [
+        f"{case}: {m.name} = {m.value!r}"
+        for case, ms in per_case.items()
+        for m in ms
+        if not _num(m.value) or (m.unit and not m.unit.startswith("%") and m.value < 0)
+    ]
 
 
 def timing(where: str, t: Any, samples: Iterable[float]) -> list[str]:
@@ -207,9 +239,12 @@ def timing(where: str, t: Any, samples: Iterable[float]) -> list[str]:
 def case_result(r: Any) -> list[str]:
     out = timing(r.case_id, r.timing, (*r.samples_ms, *r.confirmation_medians_ms))
     out += [f"{r.case_id}: metric {m.name} = {m.value!r}" for m in r.metrics if not _num(m.value)]
-    if r.speedup is not None and not (_num(r.speedup.median) and r.speedup.median > 0
-                                      and _le(r.speedup.ci_low, r.speedup.median)
-                                      and _le(r.speedup.median, r.speedup.ci_high)):
+    if r.speedup is not None and not (
+        _num(r.speedup.median)
+        and r.speedup.median > 0
+        and _le(r.speedup.ci_low, r.speedup.median)
+        and _le(r.speedup.median, r.speedup.ci_high)
+    ):
         out.append(f"{r.case_id}: speedup {r.speedup}")
     return out
 
@@ -218,8 +253,11 @@ def baseline(b: Any) -> list[str]:
     out = []
     for cid, c in b.cases.items():
         spread = c.process_medians_ms or c.samples_ms
-        if not (_num(c.median_ms) and c.median_ms > 0) or not spread or not (
-                _le(min(spread), c.median_ms) and _le(c.median_ms, max(spread))):
+        if (
+            not (_num(c.median_ms) and c.median_ms > 0)
+            or not spread
+            or not (_le(min(spread), c.median_ms) and _le(c.median_ms, max(spread)))
+        ):
             out.append(f"{cid}: median {c.median_ms!r} vs its samples/process medians")
         if any(not _num(v) or v < 0 for v in (*c.samples_ms, *c.process_medians_ms, *c.process_speedups)):
             out.append(f"{cid}: a sample or process median that is not a finite time")

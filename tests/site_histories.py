@@ -27,8 +27,13 @@ ACCURACY_PREFIX = "accuracy/session_c.py::"
 SLOWED = "5"  # the injected slowdown (percent) whose processes follow the unchanged ones
 
 
-def single_median_case(case_id: str, median_ms: float, speedup: float | None = None, reference: str = "",
-                       thresholds: CaseThresholds = CaseThresholds()) -> CaseResult:
+def single_median_case(
+    case_id: str,
+    median_ms: float,
+    speedup: float | None = None,
+    reference: str = "",
+    thresholds: CaseThresholds = CaseThresholds(),
+) -> CaseResult:
     """A case known by one process median only (recorded accuracy processes keep nothing else)."""
     timing = TimingStats(Timer.CUDA_EVENT, 1, median_ms, median_ms, 0.0, median_ms, median_ms, median_ms, median_ms)
     s = Speedup(reference, (), speedup, speedup, speedup) if speedup is not None else None
@@ -41,13 +46,21 @@ def _accuracy_runs(env: Environment) -> list[tuple[str, Run]]:
     phases += [(f"slowed {SLOWED}%", p, f"-{SLOWED}") for p in data["injected"]]
     runs = []
     for i, (phase, processes, suffix) in enumerate(phases):
-        results = tuple(single_median_case(ACCURACY_PREFIX + key[: -len(suffix)], v[0], v[1],
-                                           "torch" if v[1] is not None else "")
-                        for key, v in sorted(processes.items()) if key.endswith(suffix))
+        results = tuple(
+            single_median_case(ACCURACY_PREFIX + key[: -len(suffix)], v[0], v[1], "torch" if v[1] is not None else "")
+            for key, v in sorted(processes.items())
+            if key.endswith(suffix)
+        )
         commit = {"calibration": "c-calibrated", "unchanged": "c-unchanged"}.get(phase, f"c-slowed-{SLOWED}%")
         argv = "perfgate calibrate --runs 6" if phase == "calibration" else "pytest --perfgate"
-        info = RunInfo(f"2026-11-23T{8 + i // 60:02d}:{i % 60:02d}:00+00:00", "", git_commit=commit,
-                       git_branch="main", argv=argv, run_uid=f"accuracy-c-{i}")
+        info = RunInfo(
+            f"2026-11-23T{8 + i // 60:02d}:{i % 60:02d}:00+00:00",
+            "",
+            git_commit=commit,
+            git_branch="main",
+            argv=argv,
+            run_uid=f"accuracy-c-{i}",
+        )
         runs.append((phase, Run(info, env, results)))
     return runs
 
@@ -61,8 +74,12 @@ def accuracy_baseline_cases() -> dict[str, Any]:
             continue
         times = [p[key][0] for p in data["calibration"]]
         speedups = [p[key][1] for p in data["calibration"] if p[key][1] is not None]
-        entry: dict[str, Any] = {"timer": "cuda_event", "median_ms": statistics.median(times),
-                                 "samples_ms": times, "process_medians_ms": times}
+        entry: dict[str, Any] = {
+            "timer": "cuda_event",
+            "median_ms": statistics.median(times),
+            "samples_ms": times,
+            "process_medians_ms": times,
+        }
         if len(speedups) == len(times):
             entry["process_speedups"] = speedups
         out[ACCURACY_PREFIX + key[:-2]] = entry
@@ -113,16 +130,32 @@ def synthetic_history(db: Path, baseline_dir: Path, cases: int, runs: int, seed:
             for i, cid in enumerate(ids):
                 m = float(medians[i])
                 samples = [m * 0.999, m, m * 1.002]
-                speedup = Speedup("torch.op", (), 2.0 * centre[i] / m, 1.9 * centre[i] / m,
-                                  2.1 * centre[i] / m) if i % 2 == 0 else None
-                results.append(CaseResult(
-                    cid, summarize(samples, Timer.CUDA_EVENT), tuple(samples), speedup=speedup, nodeid=cid,
-                    metrics=(Metric(PEAK_ALLOCATED, float(1 << (20 + i % 10)), "byte", "memory"),),
-                    gpu_state=GpuState(polls=10, sm_clock_mhz=1980.0, power_median_w=300.0, temperature_max_c=45.0),
-                    autotune=(("matmul_kernel", "BLOCK_M: 128, BLOCK_N: 64, num_warps: 4"),) if i % 10 == 0 else ()))
+                speedup = (
+                    Speedup("torch.op", (), 2.0 * centre[i] / m, 1.9 * centre[i] / m, 2.1 * centre[i] / m)
+                    if i % 2 == 0
+                    else None
+                )
+                results.append(
+                    CaseResult(
+                        cid,
+                        summarize(samples, Timer.CUDA_EVENT),
+                        tuple(samples),
+                        speedup=speedup,
+                        nodeid=cid,
+                        metrics=(Metric(PEAK_ALLOCATED, float(1 << (20 + i % 10)), "byte", "memory"),),
+                        gpu_state=GpuState(polls=10, sm_clock_mhz=1980.0, power_median_w=300.0, temperature_max_c=45.0),
+                        autotune=(("matmul_kernel", "BLOCK_M: 128, BLOCK_N: 64, num_warps: 4"),) if i % 10 == 0 else (),
+                    )
+                )
             argv = "perfgate calibrate --runs 6" if r < 6 else "pytest --perfgate"
-            info = RunInfo(f"2026-{1 + r // 700:02d}-{1 + r // 25 % 28:02d}T{r % 24:02d}:00:00+00:00", "",
-                           git_commit=f"{r:08x}" + "0" * 32, git_branch="main", argv=argv, run_uid=f"synthetic-{r}")
+            info = RunInfo(
+                f"2026-{1 + r // 700:02d}-{1 + r // 25 % 28:02d}T{r % 24:02d}:00:00+00:00",
+                "",
+                git_commit=f"{r:08x}" + "0" * 32,
+                git_branch="main",
+                argv=argv,
+                run_uid=f"synthetic-{r}",
+            )
             run = Run(info, env, tuple(results))
             store.save_run(run)
             if r < 6:

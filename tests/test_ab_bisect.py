@@ -37,14 +37,25 @@ def test_bisect_names_the_commit_that_slowed_a_case_by_30_percent_in_five_steps(
 
 def _fake(verdicts: dict[str, str]):
     """A measurement that answers from a table: commit -> 'bad' | 'good' | 'crash' | 'fail'."""
+
     def measure(sha: str) -> AbOutcome:
         what = verdicts[sha]
         if what == "crash":
             raise AbError("perfgate: A/B: head worker crashed (exit status 1) while collecting its tests: ImportError")
         verdict = Verdict.REGRESSED if what == "bad" else Verdict.UNCHANGED
-        row = Comparison("t::b", "median_ms", "ms", Direction.LOWER, verdict, baseline=2.0, current=2.6,
-                         change_pct=30.0 if what == "bad" else 0.1, ci_low_pct=29.0, ci_high_pct=31.0,
-                         threshold_pct=1.0)
+        row = Comparison(
+            "t::b",
+            "median_ms",
+            "ms",
+            Direction.LOWER,
+            verdict,
+            baseline=2.0,
+            current=2.6,
+            change_pct=30.0 if what == "bad" else 0.1,
+            ci_low_pct=29.0,
+            ci_high_pct=31.0,
+            threshold_pct=1.0,
+        )
         gate = GateResult((row,))
         run = SimpleNamespace()
         return AbOutcome(gate, run, run, (), 0, head_tests_failed=what == "fail")  # type: ignore[arg-type]

@@ -35,8 +35,9 @@ PERF_TESTS = textwrap.dedent("""
 def project(tmp_path):
     """A git project whose head sorts 10x more data than its base (HEAD~1), with one perf test renamed."""
     repo = make_repo(tmp_path / "proj")
-    (repo / "pyproject.toml").write_text("[tool.pytest.ini_options]\n\n[tool.perfgate]\nab_rounds = 4\n"
-                                         "budget_ms = 40.0\n")
+    (repo / "pyproject.toml").write_text(
+        "[tool.pytest.ini_options]\n\n[tool.perfgate]\nab_rounds = 4\nbudget_ms = 40.0\n"
+    )
     (repo / "mylib").mkdir()
     (repo / "mylib" / "__init__.py").write_text("N = 1\n\ndef work(data):\n    return sorted(data * N)\n")
     (repo / "test_perf.py").write_text(PERF_TESTS.format(extra="removed"))
@@ -50,11 +51,29 @@ def project(tmp_path):
 
 
 def test_pytest_perfgate_base_runs_both_trees_in_workers_and_fails_the_slower_head(project, tmp_path):
-    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--perfgate", "--perfgate-base", "HEAD~1",
-            f"--perfgate-worktree-dir={tmp_path / 'wt'}", "--perfgate-json", "out.json", "--perfgate-summary", "ab.md"]
-    proc = subprocess.run(argv, cwd=project, capture_output=True, text=True, timeout=300,
-                          env={k: v for k, v in __import__("os").environ.items() if k not in ("PERFGATE_DB",
-                                                                                              "GITHUB_STEP_SUMMARY")})
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "--perfgate",
+        "--perfgate-base",
+        "HEAD~1",
+        f"--perfgate-worktree-dir={tmp_path / 'wt'}",
+        "--perfgate-json",
+        "out.json",
+        "--perfgate-summary",
+        "ab.md",
+    ]
+    proc = subprocess.run(
+        argv,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={k: v for k, v in __import__("os").environ.items() if k not in ("PERFGATE_DB", "GITHUB_STEP_SUMMARY")},
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     assert re.search(r"test_perf.py::test_sort +time .* REGRESSED", out), out
@@ -78,8 +97,19 @@ def test_perfgate_ab_with_an_unknown_ref_is_one_line_and_status_2(project, capsy
 
 
 def test_perfgate_flags_are_left_out_of_what_the_workers_get():
-    args = ["--perfgate", "--perfgate-base", "main", "-k", "x", "--perfgate-json=o.json", "--perfgate-strict",
-            "tests/", "--perfgate-summary", "s.md", "-q"]
+    args = [
+        "--perfgate",
+        "--perfgate-base",
+        "main",
+        "-k",
+        "x",
+        "--perfgate-json=o.json",
+        "--perfgate-strict",
+        "tests/",
+        "--perfgate-summary",
+        "s.md",
+        "-q",
+    ]
     assert without_perfgate_flags(args) == ("-k", "x", "tests/", "-q")
 
 

@@ -34,10 +34,17 @@ def _verdicts(outcome, metric="median_ms"):
 def test_a_slower_case_regresses_new_and_removed_cases_are_reported_and_drift_cancels(repo, tmp_path):
     # 5% drift shared by each round of both sides: alternating sides cancels it in the ratio
     commit(repo, cases({"a": 1.3, "b": 2.0, "d": 0.7}, drift_pct=5.0), "head: a slower, c removed, d new")
-    outcome = run_ab(replace(request(repo, "HEAD~1", tmp_path), settings=replace(
-        request(repo, "HEAD~1", tmp_path).settings, strict=True)))
-    assert _verdicts(outcome) == {"a": Verdict.REGRESSED, "b": Verdict.UNCHANGED, "c": Verdict.MISSING,
-                                  "d": Verdict.NEW}
+    outcome = run_ab(
+        replace(
+            request(repo, "HEAD~1", tmp_path), settings=replace(request(repo, "HEAD~1", tmp_path).settings, strict=True)
+        )
+    )
+    assert _verdicts(outcome) == {
+        "a": Verdict.REGRESSED,
+        "b": Verdict.UNCHANGED,
+        "c": Verdict.MISSING,
+        "d": Verdict.NEW,
+    }
     a = next(c for c in outcome.gate.comparisons if c.case_id.endswith("::a"))
     assert a.change_pct == pytest.approx(30.0, abs=1.0) and a.ci_low_pct > 25 and "3 stages" in a.note
     assert outcome.exit_code == 1 and outcome.gate.failed
@@ -74,7 +81,8 @@ def test_a_real_five_percent_improvement_is_called_after_confirmation(repo, tmp_
 
 
 def test_an_unconfirmed_slowdown_is_inconclusive_and_its_finding_shows_what_each_stage_was_tested_against(
-        repo, tmp_path):
+    repo, tmp_path
+):
     # The head's worker 2.5% slower in its first stage only: the pooled change (about 1.25%) is above the
     # 1% floor but the confirmation stage is not, so the verdict is inconclusive, and its finding must say
     # that in the numbers it tested (each stage against its own threshold), not "pooled above, below T".
@@ -84,8 +92,9 @@ def test_an_unconfirmed_slowdown_is_inconclusive_and_its_finding_shows_what_each
     texts = [f.message for f in outcome.gate.findings if f.kind is FindingKind.INCONCLUSIVE]
     assert len(texts) == len(TIMES)
     for text in texts:
-        pooled = re.search(r"median_ms head/base ([+-][\d.]+)% over 2 stages is above its noise band \(([\d.]+)%\)",
-                           text)
+        pooled = re.search(
+            r"median_ms head/base ([+-][\d.]+)% over 2 stages is above its noise band \(([\d.]+)%\)", text
+        )
         assert pooled and float(pooled[1]) > float(pooled[2]) and float(pooled[1]) > 1.0, text
         stages = re.findall(r"stage (\d) ([+-][\d.]+)% (>|<=) ([\d.]+)%", text)
         assert [(i, op) for i, _, op, _ in stages] == [("1", ">"), ("2", "<=")], text
@@ -124,8 +133,10 @@ def test_a_crashing_base_worker_is_one_line_naming_the_base_and_strict_mode_fail
     strict = request(repo, base, tmp_path)
     outcome = run_ab(replace(strict, settings=replace(strict.settings, strict=True)))
     finding = next(f for f in outcome.gate.findings if f.kind is FindingKind.NOT_COMPARABLE)
-    assert finding.message.startswith("perfgate: A/B: base worker crashed (exit status 139) while measuring a round "
-                                      "of test_perf.py::b: Segmentation fault in test_perf.py::b (stand-in)")
+    assert finding.message.startswith(
+        "perfgate: A/B: base worker crashed (exit status 139) while measuring a round "
+        "of test_perf.py::b: Segmentation fault in test_perf.py::b (stand-in)"
+    )
     assert outcome.failed and outcome.exit_code == 1
     assert not (tmp_path / "history.db").exists()  # nothing stored from an incomplete comparison
     lenient = run_ab(request(repo, base, tmp_path))
@@ -141,10 +152,15 @@ def test_a_base_that_fails_to_import_is_named(repo, tmp_path):
 
 
 def test_a_test_file_the_base_cannot_import_leaves_its_cases_not_comparable_not_new(repo, tmp_path):
-    spec = {"tests": {"test_perf.py::a": {"test_perf.py::a": 1.0}, "test_more.py::b": {"test_more.py::b": 2.0}},
-            "noise_pct": 0.3}
-    base = commit(repo, {**spec, "collect_errors": {"test_more.py": "ModuleNotFoundError: No module named 'x'"}},
-                  "base: test_more.py does not import")
+    spec = {
+        "tests": {"test_perf.py::a": {"test_perf.py::a": 1.0}, "test_more.py::b": {"test_more.py::b": 2.0}},
+        "noise_pct": 0.3,
+    }
+    base = commit(
+        repo,
+        {**spec, "collect_errors": {"test_more.py": "ModuleNotFoundError: No module named 'x'"}},
+        "base: test_more.py does not import",
+    )
     commit(repo, spec, "head: fixed")
     req = request(repo, base, tmp_path)
     outcome = run_ab(replace(req, settings=replace(req.settings, strict=True)))
@@ -159,8 +175,9 @@ def test_a_hanging_worker_is_stopped_after_its_timeout(repo, tmp_path):
     req = request(repo, "HEAD~1", tmp_path)
     outcome = run_ab(replace(req, settings=replace(req.settings, ab_timeout_s=2.0)))  # starting has its own
     message = next(f.message for f in outcome.gate.findings if f.kind is FindingKind.NOT_COMPARABLE)
-    assert message.startswith("perfgate: A/B: head worker hung: no answer in 2 s while measuring a round of "
-                              "test_perf.py::a (stopped it; log ")
+    assert message.startswith(
+        "perfgate: A/B: head worker hung: no answer in 2 s while measuring a round of test_perf.py::a (stopped it; log "
+    )
     assert outcome.failed
 
 
@@ -169,8 +186,10 @@ def test_an_aa_worker_that_dies_is_dropped_and_the_comparison_goes_on(repo, tmp_
     commit(repo, cases(TIMES), "head")
     outcome = run_ab(request(repo, base, tmp_path))
     assert outcome.exit_code == 0 and not outcome.failed and set(_verdicts(outcome)) == {"a", "b", "c"}
-    assert any("base (A/A) worker crashed (exit status 139)" in line and "goes on without it" in line
-               for line in outcome.messages)
+    assert any(
+        "base (A/A) worker crashed (exit status 139)" in line and "goes on without it" in line
+        for line in outcome.messages
+    )
     c = next(r for r in outcome.gate.comparisons if r.case_id.endswith("::c"))
     assert "no A/A" in c.note  # measured after the twin was gone
 
@@ -209,8 +228,11 @@ def test_test_paths_the_base_lacks_are_left_out_of_its_selection(tmp_path):
         (d / "tests").mkdir(parents=True)
         (d / "tests" / "test_old.py").write_text("")
     (head / "tests" / "test_new.py").write_text("")
-    assert base_selection(["tests/test_old.py", "tests/test_new.py::t", "-k", "x"], head, base) == \
-        ["tests/test_old.py", "-k", "x"]
+    assert base_selection(["tests/test_old.py", "tests/test_new.py::t", "-k", "x"], head, base) == [
+        "tests/test_old.py",
+        "-k",
+        "x",
+    ]
     assert base_selection(["tests/test_new.py"], head, base) is None  # every case new: no base worker
     assert base_selection(["-k", "x"], head, tmp_path / "missing") is None
 

@@ -30,8 +30,11 @@ def test_which_side_starts_a_pair_of_rounds_is_random_and_seeded():
 
 
 def _where(head: list[str], base: list[str], base_cases: dict[str, list[str]] | None = None) -> Positions:
-    return Positions({n: i for i, n in enumerate(head)}, frozenset(base),
-                     {k: tuple(v) for k, v in base_cases.items()} if base_cases else None)
+    return Positions(
+        {n: i for i, n in enumerate(head)},
+        frozenset(base),
+        {k: tuple(v) for k, v in base_cases.items()} if base_cases else None,
+    )
 
 
 def test_the_same_case_on_both_sides_is_measured_side_by_side():

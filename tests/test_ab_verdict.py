@@ -30,12 +30,20 @@ def _case(rng: np.random.Generator, shift: float, sd: float, rule: RatioRule, pr
     return decision.verdict
 
 
-def _failed_runs(runs: int, cases: int, shift: float = 0.0, sd: float = 0.01, budget_pct: float = 1.0,
-                 seed: int = 0, process_sd: float = 0.0) -> float:
+def _failed_runs(
+    runs: int,
+    cases: int,
+    shift: float = 0.0,
+    sd: float = 0.01,
+    budget_pct: float = 1.0,
+    seed: int = 0,
+    process_sd: float = 0.0,
+) -> float:
     rng = np.random.default_rng(seed)
     rule = RatioRule(alpha=budget_pct / 100 / cases, stages=STAGES)
-    failed = sum(any(_case(rng, shift, sd, rule, process_sd) is Verdict.REGRESSED for _ in range(cases))
-                 for _ in range(runs))
+    failed = sum(
+        any(_case(rng, shift, sd, rule, process_sd) is Verdict.REGRESSED for _ in range(cases)) for _ in range(runs)
+    )
     return failed / runs
 
 
@@ -160,8 +168,9 @@ def test_an_inconclusive_single_stage_says_its_change_is_below_what_it_can_call(
     d = decide_ratio([quiet + 0.0098], None, RatioRule(alpha=0.01, stages=1))
     assert d.verdict is Verdict.INCONCLUSIVE
     text = inconclusive_text("median_ms", d)
-    assert text == (f"head/base +0.98% is above its noise band ({d.band_pct:.2f}%) but not beyond what it can "
-                    "call (1.00%)")
+    assert text == (
+        f"head/base +0.98% is above its noise band ({d.band_pct:.2f}%) but not beyond what it can call (1.00%)"
+    )
 
 
 def test_an_inconclusive_pooled_test_shows_the_pooled_change_against_the_pooled_threshold():
@@ -170,4 +179,5 @@ def test_an_inconclusive_pooled_test_shows_the_pooled_change_against_the_pooled_
     assert d.verdict is Verdict.INCONCLUSIVE and d.process_pct is not None and d.change_pct < d.threshold_pct
     assert inconclusive_text("speedup", d) == (
         f"speedup base/head +3.56% over 3 stages is above its noise band ({d.band_pct:.2f}%) but not beyond what "
-        f"it can call ({d.threshold_pct:.2f}%)")
+        f"it can call ({d.threshold_pct:.2f}%)"
+    )

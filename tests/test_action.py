@@ -16,14 +16,16 @@ import yaml
 from tests.action_runner import ROOT, evaluate, run_action
 from tests.helpers import LEAN_PYTEST_ADDOPTS, MANUAL_CLOCK_CONFTEST, QUIET_PROCESSES, calibrated
 
-SUITE = '''import os
+SUITE = """import os
 from perfgate.measure import clock
 
 def test_sleep(perfgate):
     perfgate(clock.current().sleep, float(os.environ.get("SLEEP_MS", "2")) / 1e3)
-'''
-PYPROJECT = ("[tool.perfgate]\nwarmup_ms = 5\nmin_samples = 15\nmax_samples = 30\nbudget_ms = 100\n"
-             "threshold_pct = 25\nconfirm_runs = 0\nnoise_branch = \"*\"\n")
+"""
+PYPROJECT = (
+    "[tool.perfgate]\nwarmup_ms = 5\nmin_samples = 15\nmax_samples = 30\nbudget_ms = 100\n"
+    'threshold_pct = 25\nconfirm_runs = 0\nnoise_branch = "*"\n'
+)
 
 
 @pytest.fixture
@@ -46,8 +48,13 @@ def gate(project, sleep_ms="2", **inputs):
 
     env = {**os.environ, "SLEEP_MS": sleep_ms, "PYTEST_ADDOPTS": LEAN_PYTEST_ADDOPTS}
     github = inputs.pop("github", None)
-    return run_action({"pytest-args": "test_perf.py -p no:cacheprovider", "python": sys.executable,
-                       "install": "false", **inputs}, work, runner, github=github, base_env=env)
+    return run_action(
+        {"pytest-args": "test_perf.py -p no:cacheprovider", "python": sys.executable, "install": "false", **inputs},
+        work,
+        runner,
+        github=github,
+        base_env=env,
+    )
 
 
 def _artifact_runs(job):
@@ -106,8 +113,9 @@ def test_a_regression_fails_the_job_with_an_annotation_at_the_test(project):
     slow = gate(project, sleep_ms="6")
     assert slow.failed and slow.steps[-1].returncode == 1
     annotations = "".join(s.stdout for s in slow.steps)
-    assert re.search(r"^::error file=test_perf.py,line=4,title=perfgate::test_perf.py::test_sleep time \+\d+",
-                     annotations, re.M), annotations
+    assert re.search(
+        r"^::error file=test_perf.py,line=4,title=perfgate::test_perf.py::test_sleep time \+\d+", annotations, re.M
+    ), annotations
     upload = next(s for s in slow.steps if s.kind == "uses")
     assert upload.uses.startswith("actions/upload-artifact@") and upload.with_["name"] == "perfgate-results"
 
@@ -125,9 +133,14 @@ def test_a_pull_request_run_stores_nothing_shared_and_uses_a_seeded_cache_copy(p
     trusted = tmp_path / "trusted-cache"
     (trusted / "triton").mkdir(parents=True)
     (trusted / "triton" / "kernel.bin").write_text("compiled")
-    pr = gate(project, strict="false", history="none", comment="false",
-              **{"cache-dir": str(tmp_path / "pr-cache"), "cache-seed": str(trusted)},
-              github={"event_name": "pull_request_target", "event": {"pull_request": {"number": 7}}})
+    pr = gate(
+        project,
+        strict="false",
+        history="none",
+        comment="false",
+        **{"cache-dir": str(tmp_path / "pr-cache"), "cache-seed": str(trusted)},
+        github={"event_name": "pull_request_target", "event": {"pull_request": {"number": 7}}},
+    )
     assert not pr.failed, [s.stdout for s in pr.steps]
     assert (tmp_path / "pr-cache" / "triton" / "kernel.bin").read_text() == "compiled"
     assert "PERFGATE_DB" not in pr.env or pr.env["PERFGATE_DB"] == ""
@@ -186,14 +199,16 @@ def test_pages_publishes_the_dashboard_and_the_summary_links_to_it(project):
     assert (site / "index.html").is_file() and (site / "assets" / "vendor" / "uPlot.iife.min.js").is_file()
     summary = (Path(uploads["actions/upload-artifact"].with_["path"]) / "perfgate-summary.md").read_text()
     assert "[dashboard](https://o.github.io/r/index.html)" in summary  # without pages: none (the passing gate)
-AB_SUITE = '''
+
+
+AB_SUITE = """
 import pathlib
 from perfgate.measure import clock
 
 def test_sleep(perfgate):
     ms = float((pathlib.Path(__file__).parent / "sleep_ms.txt").read_text())
     perfgate(clock.current().sleep, ms / 1e3)
-'''
+"""
 
 
 @pytest.mark.slow  # the composite action end to end: a stage of its own in .ci/run
@@ -213,8 +228,11 @@ def test_a_pull_request_measures_the_head_against_its_base_commit_side_by_side(p
     base = git(work, "rev-parse", "HEAD")
     (work / "sleep_ms.txt").write_text("3")
     git(work, "commit", "-q", "-am", "head: 3x slower")
-    run = gate(project, comment="false", github={"event_name": "pull_request",
-                                                 "event": {"pull_request": {"number": 7, "base": {"sha": base}}}})
+    run = gate(
+        project,
+        comment="false",
+        github={"event_name": "pull_request", "event": {"pull_request": {"number": 7, "base": {"sha": base}}}},
+    )
     assert run.failed and run.steps[-1].returncode == 1, [s.stdout for s in run.steps]
     results = Path(next(s for s in run.steps if s.kind == "uses").with_["path"])
     summary = (results / "perfgate-summary.md").read_text()
@@ -223,6 +241,7 @@ def test_a_pull_request_measures_the_head_against_its_base_commit_side_by_side(p
 
 
 # --- hardening (issue 23): the gate's own verdict, PR runs kept off what trusted runs read ------------------
+
 
 def _with_files(project, **files):
     work, _ = project
@@ -248,7 +267,8 @@ def test_a_failed_verdict_fails_the_job_when_pytest_exits_0_and_pr_code_cannot_w
         "\n\nimport atexit, os\n"
         "atexit.register(lambda: os._exit(0))\n"
         "if os.environ.get('GITHUB_ENV'):\n"
-        "    open(os.environ['GITHUB_ENV'], 'a').write('PYTHONPATH=/planted\\n')\n")
+        "    open(os.environ['GITHUB_ENV'], 'a').write('PYTHONPATH=/planted\\n')\n"
+    )
     _with_files(project, **{"conftest.py": conftest})
     run = gate(project)
     out = "".join(s.stdout for s in run.steps)
@@ -258,8 +278,10 @@ def test_a_failed_verdict_fails_the_job_when_pytest_exits_0_and_pr_code_cannot_w
     assert run.env.get("PYTHONPATH") != "/planted"
 
 
-PR_EVENT = {"event_name": "pull_request_target",
-            "event": {"pull_request": {"number": 7, "head": {"sha": "a" * 40}, "base": {"sha": ""}}}}
+PR_EVENT = {
+    "event_name": "pull_request_target",
+    "event": {"pull_request": {"number": 7, "head": {"sha": "a" * 40}, "base": {"sha": ""}}},
+}
 
 
 def test_a_pull_requests_run_defaults_to_its_own_cache_and_no_history(project, tmp_path):
@@ -276,8 +298,9 @@ def test_a_pull_requests_run_defaults_to_its_own_cache_and_no_history(project, t
     assert "ci comment" in comment_step["run"] and pr.steps[-2].kind == "skipped"  # no comment under _target
 
 
-@pytest.mark.parametrize("inputs", [{"history": "{tool}/perfgate/o/r/history.db"},
-                                    {"cache-dir": "{tool}/perfgate/o/r/cache"}])
+@pytest.mark.parametrize(
+    "inputs", [{"history": "{tool}/perfgate/o/r/history.db"}, {"cache-dir": "{tool}/perfgate/o/r/cache"}]
+)
 def test_a_pull_requests_run_may_not_write_what_trusted_runs_read(project, inputs):
     _, runner = project
     run = gate(project, github=PR_EVENT, **{k: v.format(tool=runner / "tool-cache") for k, v in inputs.items()})
@@ -285,13 +308,17 @@ def test_a_pull_requests_run_may_not_write_what_trusted_runs_read(project, input
     assert all(s.kind == "skipped" for s in run.steps[1:3])
 
 
-@pytest.mark.parametrize(("declared", "runner_file", "refused"), [
-    ("", None, "not declared ephemeral"),
-    ("true", '{"agentName": "gpu-1", "poolId": 1}', "says it is not ephemeral"),
-    ("true", '{"agentName": "gpu-1", "ephemeral": true}', ""),
-])
-def test_pull_request_code_runs_only_on_an_ephemeral_self_hosted_runner(project, monkeypatch, declared, runner_file,
-                                                                       refused):
+@pytest.mark.parametrize(
+    ("declared", "runner_file", "refused"),
+    [
+        ("", None, "not declared ephemeral"),
+        ("true", '{"agentName": "gpu-1", "poolId": 1}', "says it is not ephemeral"),
+        ("true", '{"agentName": "gpu-1", "ephemeral": true}', ""),
+    ],
+)
+def test_pull_request_code_runs_only_on_an_ephemeral_self_hosted_runner(
+    project, monkeypatch, declared, runner_file, refused
+):
     _, runner = project
     if runner_file is not None:
         (runner.parent / ".runner").write_text(runner_file)  # $RUNNER_TEMP/../../.runner: the default layout
@@ -331,12 +358,16 @@ def test_every_perfgate_step_after_the_tests_runs_isolated_from_the_checkout():
     """After the PR's code ran, perfgate runs with `python -I`: a `perfgate/` package or sitecustomize.py
     planted in the checkout cannot replace the code that writes the verdict, the comment or the site."""
     root = Path(__file__).resolve().parents[1]
-    lines = [line for f in (root / "action.yml", *sorted((root / ".github" / "action").glob("*.sh")))
-             for line in f.read_text().splitlines() if "-m perfgate" in line and not line.lstrip().startswith("#")]
+    lines = [
+        line
+        for f in (root / "action.yml", *sorted((root / ".github" / "action").glob("*.sh")))
+        for line in f.read_text().splitlines()
+        if "-m perfgate" in line and not line.lstrip().startswith("#")
+    ]
     assert lines and all(" -I -m perfgate" in line for line in lines), [x for x in lines if " -I " not in x]
 
 
-BLOCKING_CONFTEST = '''
+BLOCKING_CONFTEST = """
 import os, pathlib, pytest
 
 def pytest_configure(config):
@@ -348,13 +379,14 @@ def pytest_configure(config):
 @pytest.fixture
 def perfgate():
     return lambda fn, *args: fn(*args)
-'''
+"""
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("planted", [False, True])
 def test_a_conftest_that_blocks_perfgate_fails_the_job_even_with_a_planted_passing_results_file(
-        project, monkeypatch, tmp_path, planted):
+    project, monkeypatch, tmp_path, planted
+):
     """perfgate cannot run when a root conftest blocks it (pytest then passes with status 0): the action decides.
     No results file fails the job; a passing one planted by the conftest is from an earlier run (its started_at
     is before this run's start: `perfgate ci verdict --not-before`), and fails it too."""

@@ -8,7 +8,7 @@ import pytest
 from perfgate.cli import main
 from tests.helpers import perf_project
 
-PERF_TEST = '''
+PERF_TEST = """
 import os
 import pytest
 from perfgate.measure import clock
@@ -25,7 +25,7 @@ def test_override(perfgate):
 
 def test_default(perfgate):
     perfgate(work)
-'''
+"""
 PYPROJECT = """
 [tool.perfgate]
 threshold_pct = 10.0

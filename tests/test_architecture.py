@@ -51,15 +51,24 @@ def _is_adapter(name: str) -> bool:
 
 
 def test_the_library_never_imports_the_plugin_the_cli_or_pytest():
-    offenders = sorted(f"{mod} imports {dep}" for mod, deps in _modules().items()
-                       if not _is_adapter(mod) and mod not in ENTRY_POINTS
-                       for dep in deps if _is_adapter(dep) or dep == "pytest")
+    offenders = sorted(
+        f"{mod} imports {dep}"
+        for mod, deps in _modules().items()
+        if not _is_adapter(mod) and mod not in ENTRY_POINTS
+        for dep in deps
+        if _is_adapter(dep) or dep == "pytest"
+    )
     assert offenders == []
 
 
 def test_the_cli_never_imports_the_pytest_plugin():
-    offenders = sorted(f"{mod} imports {dep}" for mod, deps in _modules().items()
-                       if mod.startswith("perfgate.cli") for dep in deps if dep.startswith("perfgate.pytest_plugin"))
+    offenders = sorted(
+        f"{mod} imports {dep}"
+        for mod, deps in _modules().items()
+        if mod.startswith("perfgate.cli")
+        for dep in deps
+        if dep.startswith("perfgate.pytest_plugin")
+    )
     assert offenders == []
 
 

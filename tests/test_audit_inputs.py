@@ -42,6 +42,7 @@ KERNEL = {"ph": "X", "cat": "kernel", "name": "k", "ts": 1.0, "dur": 2.0, "pid":
 
 # --- 1. gzip bombs and padding in torch traces ----------------------------------------------------------
 
+
 def gzip_stream(*pieces, repeat=1):
     """A gzip file of pieces[0] + pieces[1] * repeat + pieces[2], compressed without building the text."""
     head, middle, tail = pieces
@@ -59,8 +60,11 @@ def test_a_padded_member_past_the_value_bound_is_one_line_never_held_whole(tmp_p
     monkeypatch.setattr(json_stream, "CHUNK_CHARS", 4096)
     monkeypatch.setattr(json_stream, "MAX_VALUE_CHARS", 100_000)
     path = tmp_path / "g1_bomb.json.gz"
-    path.write_bytes(gzip_stream(b'{"traceEvents": [' + json.dumps(KERNEL).encode() + b'], "pad": "', b"A" * 10_000,
-                                 b'"}', repeat=30))
+    path.write_bytes(
+        gzip_stream(
+            b'{"traceEvents": [' + json.dumps(KERNEL).encode() + b'], "pad": "', b"A" * 10_000, b'"}', repeat=30
+        )
+    )
     assert "one value longer than 100,000 characters" in refused("analyze", path)
 
 
@@ -96,6 +100,7 @@ def test_a_gzip_trace_within_its_ratio_reads_as_its_text(tmp_path):
 
 # --- 2. ncu units perfgate cannot read ----------------------------------------------------------------
 
+
 def ncu_csv_with_unit(tmp_path, h100_data, metric, unit):
     rows = list(csv.reader((h100_data / "perfgate-ncu_raw.csv").open(encoding="utf-8-sig")))
     rows[1][rows[0].index(metric)] = unit
@@ -105,15 +110,19 @@ def ncu_csv_with_unit(tmp_path, h100_data, metric, unit):
     return path
 
 
-@pytest.mark.parametrize("metric, unit, kind", [
-    ("gpu__time_duration.sum", "furlongs", "a time"),
-    ("dram__bytes_read.sum", "Gbit", "a size"),
-    ("dram__bytes.sum.per_second", "Gbyte", "a rate"),
-    ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "", "a percentage"),
-    ("sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active", "permille", "a percentage"),
-])
-def test_an_ncu_metric_in_a_unit_of_the_wrong_kind_is_one_line_naming_metric_and_unit(tmp_path, h100_data, metric,
-                                                                                        unit, kind):
+@pytest.mark.parametrize(
+    "metric, unit, kind",
+    [
+        ("gpu__time_duration.sum", "furlongs", "a time"),
+        ("dram__bytes_read.sum", "Gbit", "a size"),
+        ("dram__bytes.sum.per_second", "Gbyte", "a rate"),
+        ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "", "a percentage"),
+        ("sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active", "permille", "a percentage"),
+    ],
+)
+def test_an_ncu_metric_in_a_unit_of_the_wrong_kind_is_one_line_naming_metric_and_unit(
+    tmp_path, h100_data, metric, unit, kind
+):
     path = ncu_csv_with_unit(tmp_path, h100_data, metric, unit)
     assert f"metric {metric} is in unit {unit!r}, not {kind}" in refused("analyze", path)
 
@@ -142,6 +151,7 @@ KERNELS = "CUPTI_ACTIVITY_KIND_KERNEL"
 @pytest.fixture
 def export(tmp_path, h100_data):
     """The recorded H100 nsys export with SQL applied."""
+
     def make(*sql):
         path = tmp_path / "x.sqlite"
         shutil.copy(h100_data / "perfgate-nsys.sqlite", path)
@@ -151,6 +161,7 @@ def export(tmp_path, h100_data):
         con.commit()
         con.close()
         return path
+
     return make
 
 
@@ -190,8 +201,10 @@ def test_kernels_naming_a_missing_string_id_are_named_so_and_counted(export):
     doc = analyze_json(path)
     assert {k["name"]: k["count"] for k in doc["kernels"]}["<unknown name id 99999998>"] == 3
     assert "99999998" not in {k["name"] for k in doc["kernels"]}
-    note = "1 string id(s) missing from StringIds (a damaged export), first 99999998: their rows are named " \
-           "<unknown name id 99999998>"
+    note = (
+        "1 string id(s) missing from StringIds (a damaged export), first 99999998: their rows are named "
+        "<unknown name id 99999998>"
+    )
     assert doc["notes"] == [note]
     timeline = read_nsys_sqlite(path)
     assert sum(k.name == "<unknown name id 99999998>" for k in timeline.kernels) == 3
@@ -199,9 +212,11 @@ def test_kernels_naming_a_missing_string_id_are_named_so_and_counted(export):
 
 
 def test_runtime_calls_and_nvtx_ranges_naming_missing_string_ids_are_counted_too(export):
-    path = export("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 99999997 WHERE rowid = 1",
-                  "UPDATE NVTX_EVENTS SET text = NULL, textId = 99999996 WHERE rowid = (SELECT min(rowid) FROM "
-                  "NVTX_EVENTS WHERE eventType = 59 AND end IS NOT NULL)")
+    path = export(
+        "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 99999997 WHERE rowid = 1",
+        "UPDATE NVTX_EVENTS SET text = NULL, textId = 99999996 WHERE rowid = (SELECT min(rowid) FROM "
+        "NVTX_EVENTS WHERE eventType = 59 AND end IS NOT NULL)",
+    )
     doc = analyze_json(path)
     assert "<unknown name id 99999997>" in {a["name"] for a in doc["api"]}
     assert "<unknown name id 99999996>" in {r["range"] for r in doc["nvtx"]}
@@ -209,6 +224,7 @@ def test_runtime_calls_and_nvtx_ranges_naming_missing_string_ids_are_counted_too
 
 
 # --- 5. a zero duration written as -0.0 -------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("token", ["-0.0", "-0", "-0.0e0", "0.0"])
 def test_a_kernel_lasting_minus_zero_us_is_a_zero_duration_kernel_in_both_readers(tmp_path, token):
@@ -228,6 +244,7 @@ def test_a_kernel_lasting_minus_zero_us_is_a_zero_duration_kernel_in_both_reader
 
 # --- 6. the CI commands read the results file through one checked reader --------------------------------
 
+
 def recorded_results(h100_data):
     return json.loads(gzip.decompress((h100_data / "gate_profiled_copy_run.json.gz").read_bytes()))
 
@@ -245,6 +262,7 @@ def _set(path, value):
         for key in parents:
             target = target[key]
         target[last] = value
+
     return edit
 
 
@@ -252,22 +270,26 @@ def _drop(key):
     return lambda doc: doc.pop(key)
 
 
-@pytest.mark.parametrize("edit, problem", [
-    (_set(("cases", 0, "timing", "median_ms"), -5), '"median_ms" = -5 cannot be below 0'),
-    (_set(("comparisons",), []), "5 measured case(s) have no verdict"),
-    (_set(("comparisons", 0, "current"), -0.09), '"current" = -0.09 cannot be below 0'),
-    (_set(("comparisons", 0, "change_pct"), -250), '"change_pct" = -250 cannot be below -100'),
-    (_set(("perfgate_json_version",), 999), "perfgate_json_version '999' is not one this perfgate reads"),
-    (_drop("gate"), 'no "gate" object'),
-    (_set(("comparisons", 0, "verdict"), "fine"), "verdict 'fine' is not perfgate's"),
-    (_set(("comparisons", 0, "verdict"), {"a": 1}), "verdict \"{'a': 1}\" is not perfgate's"),
-    (_set(("gate", "failed"), "no"), 'no "gate" object with booleans'),
-    (_set(("findings",), [{"kind": "all good", "message": "m"}]), "kind 'all good' is not perfgate's"),
-    (_set(("run", "started_at"), "yesterday"), '"started_at" must be an ISO 8601 time'),
-])
+@pytest.mark.parametrize(
+    "edit, problem",
+    [
+        (_set(("cases", 0, "timing", "median_ms"), -5), '"median_ms" = -5 cannot be below 0'),
+        (_set(("comparisons",), []), "5 measured case(s) have no verdict"),
+        (_set(("comparisons", 0, "current"), -0.09), '"current" = -0.09 cannot be below 0'),
+        (_set(("comparisons", 0, "change_pct"), -250), '"change_pct" = -250 cannot be below -100'),
+        (_set(("perfgate_json_version",), 999), "perfgate_json_version '999' is not one this perfgate reads"),
+        (_drop("gate"), 'no "gate" object'),
+        (_set(("comparisons", 0, "verdict"), "fine"), "verdict 'fine' is not perfgate's"),
+        (_set(("comparisons", 0, "verdict"), {"a": 1}), "verdict \"{'a': 1}\" is not perfgate's"),
+        (_set(("gate", "failed"), "no"), 'no "gate" object with booleans'),
+        (_set(("findings",), [{"kind": "all good", "message": "m"}]), "kind 'all good' is not perfgate's"),
+        (_set(("run", "started_at"), "yesterday"), '"started_at" must be an ISO 8601 time'),
+    ],
+)
 @pytest.mark.parametrize("command", ["verdict", "annotate"])
-def test_ci_commands_refuse_a_results_file_that_cannot_be_a_gates_in_one_line(tmp_path, h100_data, edit, problem,
-                                                                             command):
+def test_ci_commands_refuse_a_results_file_that_cannot_be_a_gates_in_one_line(
+    tmp_path, h100_data, edit, problem, command
+):
     doc = recorded_results(h100_data)
     edit(doc)
     assert problem in refused("ci", command, results_file(tmp_path, doc), names=tmp_path / "perfgate.json")
@@ -287,6 +309,7 @@ def test_a_regressed_row_fails_the_verdict_whatever_gate_failed_says(tmp_path, h
 
 # --- 10. a results file that is not this run's gate --------------------------------------------------------
 
+
 def test_ci_verdict_refuses_a_results_file_from_before_this_run_or_without_strict_mode(tmp_path, h100_data):
     doc = recorded_results(h100_data)  # run.started_at 2026-11-22T07:06:37+00:00, strict
     path = results_file(tmp_path, doc)
@@ -299,11 +322,13 @@ def test_ci_verdict_refuses_a_results_file_from_before_this_run_or_without_stric
     del doc["run"]
     code, _, err = run_cli("ci", "verdict", results_file(tmp_path, doc), "--not-before", "2026-11-22T07:06:38+00:00")
     assert code == 2 and "no run.started_at" in err
-    assert "--not-before must be an ISO 8601 time" in refused("ci", "verdict", path, "--not-before", "soon",
-                                                              names="soon")
+    assert "--not-before must be an ISO 8601 time" in refused(
+        "ci", "verdict", path, "--not-before", "soon", names="soon"
+    )
 
 
 # --- 7. pytest-benchmark metadata ---------------------------------------------------------------------------
+
 
 def benchmark_file(tmp_path, h100_data, edit):
     doc = json.loads((h100_data.parent / "pytest_benchmark.json").read_text())
@@ -339,8 +364,9 @@ def test_a_benchmark_datetime_is_stored_as_perfgate_stores_a_start(tmp_path, h10
 
     naive = benchmark_file(tmp_path, h100_data, _set(("datetime",), "2024-03-01T12:00:05.123"))
     assert read_pytest_benchmark(naive).info.started_at == "2024-03-01T12:00:05+00:00"
-    assert read_pytest_benchmark(h100_data.parent / "pytest_benchmark.json").info.started_at == \
-           "2026-11-24T03:26:53+00:00"
+    assert (
+        read_pytest_benchmark(h100_data.parent / "pytest_benchmark.json").info.started_at == "2026-11-24T03:26:53+00:00"
+    )
 
 
 def test_a_benchmark_file_without_benchmarks_is_refused(tmp_path, h100_data):
@@ -365,8 +391,13 @@ def bracketed_history(tmp_path):
         for i in range(30):
             info = RunInfo(f"2026-11-01T00:{i:02d}:00+00:00", "", git_commit=f"c{i:02d}" + "0" * 37, git_branch="main")
             slow = 0.2 * next(noise) * (1.1 if i >= 20 else 1.0)
-            store.save_run(Run(info, env, (single_median_case(BRACKETED, slow),
-                                           single_median_case("tests/test_perf.py::test_enumB", 0.1))))
+            store.save_run(
+                Run(
+                    info,
+                    env,
+                    (single_median_case(BRACKETED, slow), single_median_case("tests/test_perf.py::test_enumB", 0.1)),
+                )
+            )
     return db
 
 

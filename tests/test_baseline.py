@@ -30,9 +30,13 @@ def test_baseline_file_is_named_after_the_device_model(tmp_path):
 
 def test_written_baseline_reads_back_with_its_update_log(tmp_path):
     path = tmp_path / "b.json"
-    run = make_run({"t::b": [1.0, 1.1, 0.9], "t::a": [2.0, 2.1]},
-                   metrics=(Metric("launch__registers_per_thread", 64, "register/thread", "ncu", "k"),
-                            Metric("some__uncatalogued.metric", 1, "", "ncu", "k")))
+    run = make_run(
+        {"t::b": [1.0, 1.1, 0.9], "t::a": [2.0, 2.1]},
+        metrics=(
+            Metric("launch__registers_per_thread", 64, "register/thread", "ncu", "k"),
+            Metric("some__uncatalogued.metric", 1, "", "ncu", "k"),
+        ),
+    )
     write_baseline(updated_baseline(None, run, path, "alice", "first"))
     b = load_baseline(path)
     assert sorted(b.cases) == ["t::a", "t::b"]
@@ -71,8 +75,10 @@ def test_a_baseline_written_by_the_first_version_still_reads_as_uncalibrated(tmp
 
 def test_calibrated_baseline_keeps_process_medians_noise_and_what_each_case_detects(tmp_path):
     path = tmp_path / "b.json"
-    runs = [make_run({"t::quiet": noisy(1.0 + 0.002 * i, seed=i), "t::loud": noisy(1.0 + 0.05 * (i % 2), seed=i)})
-            for i in range(6)]
+    runs = [
+        make_run({"t::quiet": noisy(1.0 + 0.002 * i, seed=i), "t::loud": noisy(1.0 + 0.05 * (i % 2), seed=i)})
+        for i in range(6)
+    ]
     write_baseline(calibrated_baseline(None, runs, path, "ci", "calibrate", Settings()))
     b = load_baseline(path)
     assert b.calibrated and b.updates[-1].calibrated_runs == 6
@@ -101,8 +107,12 @@ def test_calibration_keeps_each_process_speedup_and_its_noise(tmp_path):
     assert 0.1 <= case.speedup_noise_pct < 0.5 and 1.0 <= case.speedup_threshold_pct < 3.0
 
 
-BASE = {"format": "perfgate-baseline", "version": 2,
-        "environment": {"device_kind": "cuda", "device_name": "x"}, "cases": {}}
+BASE = {
+    "format": "perfgate-baseline",
+    "version": 2,
+    "environment": {"device_kind": "cuda", "device_name": "x"},
+    "cases": {},
+}
 
 
 def _with_case(**fields):
@@ -111,38 +121,43 @@ def _with_case(**fields):
     return json.dumps(doc)
 
 
-@pytest.mark.parametrize("content, problem", [
-    ("{not json", "not valid JSON (line 1"),
-    ('{"format": "something-else"}', "not a perfgate baseline"),
-    ('{"format": "perfgate-baseline", "version": 99}', "format version 99"),
-    ('{"format": "perfgate-baseline", "version": true}', "format version True"),
-    ('{"format": "perfgate-baseline", "version": 2, "cases": {}}', 'missing "environment"'),
-    (_with_case(samples_ms=[1.0]), "at least 2"),
-    (_with_case(samples_ms=[]), "at least 2"),
-    (_with_case(median_ms="1.0"), '"median_ms" must be a finite number > 0'),
-    (_with_case(median_ms=0), '"median_ms" must be a finite number > 0'),
-    (_with_case(median_ms=-1.0), '"median_ms" must be a finite number > 0'),
-    (_with_case(median_ms=True), '"median_ms" must be a finite number > 0'),
-    (_with_case(median_ms=12345.0).replace("12345.0", "1e400"), "1e400 is outside the range of a double"),
-    (_with_case(median_ms=float("inf")), "Infinity is not valid JSON"),
-    (_with_case(samples_ms=[1.0, -2.0]), "samples_ms[1]"),
-    (_with_case(timer="wallclock"), "unknown timer"),
-    (_with_case(process_medians_ms=[1.0, 2.0]), "process_medians_ms"),
-    (_with_case(metrics=[{"name": "x", "value": "big"}]), "metrics[0]"),
-    (_with_case(metrics=[{"name": "x", "value": 1, "kernel": 5}]), '"kernel" must be a string'),
-    (_with_case(autotune={"k": 3}), "autotune"),
-    (_with_case(gpu_state={"polls": -1}), "gpu_state"),
-    (json.dumps({**BASE, "environment": {"device_kind": "cuda", "device_name": 5}}), "device_name"),
-    (json.dumps({**BASE, "environment": {"device_kind": "tpu", "device_name": "x"}}), "device_kind"),
-    (json.dumps({**BASE, "environment": {"device_kind": "cuda", "device_name": "x", "driver_version": 1}}),
-     "driver_version"),
-    (json.dumps({**BASE, "updates": {}}), '"updates" must be a list'),
-    (json.dumps({**BASE, "updates": [{"cases": -1}]}), "updates[0]"),
-    ('{"format": "perfgate-baseline", "version": 2, "version": 2}', "duplicate key"),
-    ('{"format": "perfgate-baseline", "version": 2, "x": NaN}', "NaN is not valid JSON"),
-    ('{"a":' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
-    ("\xff\xfe garbage", "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        ("{not json", "not valid JSON (line 1"),
+        ('{"format": "something-else"}', "not a perfgate baseline"),
+        ('{"format": "perfgate-baseline", "version": 99}', "format version 99"),
+        ('{"format": "perfgate-baseline", "version": true}', "format version True"),
+        ('{"format": "perfgate-baseline", "version": 2, "cases": {}}', 'missing "environment"'),
+        (_with_case(samples_ms=[1.0]), "at least 2"),
+        (_with_case(samples_ms=[]), "at least 2"),
+        (_with_case(median_ms="1.0"), '"median_ms" must be a finite number > 0'),
+        (_with_case(median_ms=0), '"median_ms" must be a finite number > 0'),
+        (_with_case(median_ms=-1.0), '"median_ms" must be a finite number > 0'),
+        (_with_case(median_ms=True), '"median_ms" must be a finite number > 0'),
+        (_with_case(median_ms=12345.0).replace("12345.0", "1e400"), "1e400 is outside the range of a double"),
+        (_with_case(median_ms=float("inf")), "Infinity is not valid JSON"),
+        (_with_case(samples_ms=[1.0, -2.0]), "samples_ms[1]"),
+        (_with_case(timer="wallclock"), "unknown timer"),
+        (_with_case(process_medians_ms=[1.0, 2.0]), "process_medians_ms"),
+        (_with_case(metrics=[{"name": "x", "value": "big"}]), "metrics[0]"),
+        (_with_case(metrics=[{"name": "x", "value": 1, "kernel": 5}]), '"kernel" must be a string'),
+        (_with_case(autotune={"k": 3}), "autotune"),
+        (_with_case(gpu_state={"polls": -1}), "gpu_state"),
+        (json.dumps({**BASE, "environment": {"device_kind": "cuda", "device_name": 5}}), "device_name"),
+        (json.dumps({**BASE, "environment": {"device_kind": "tpu", "device_name": "x"}}), "device_kind"),
+        (
+            json.dumps({**BASE, "environment": {"device_kind": "cuda", "device_name": "x", "driver_version": 1}}),
+            "driver_version",
+        ),
+        (json.dumps({**BASE, "updates": {}}), '"updates" must be a list'),
+        (json.dumps({**BASE, "updates": [{"cases": -1}]}), "updates[0]"),
+        ('{"format": "perfgate-baseline", "version": 2, "version": 2}', "duplicate key"),
+        ('{"format": "perfgate-baseline", "version": 2, "x": NaN}', "NaN is not valid JSON"),
+        ('{"a":' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+        ("\xff\xfe garbage", "not valid JSON"),
+    ],
+)
 def test_malformed_baseline_is_one_clear_line_naming_the_file(tmp_path, content, problem):
     path = tmp_path / "bad.json"
     path.write_text(content, encoding="utf-8", errors="surrogateescape")
@@ -198,8 +213,9 @@ def test_an_update_that_cannot_get_the_lock_fails_loudly(tmp_path, monkeypatch):
     path = tmp_path / "b.json"
     with exclusive_lock(path):
         with pytest.raises(BaselineError, match="not updated: .* locked by another process"):
-            update_baseline_file(path, lambda old: updated_baseline(old, make_run({"a": [1.0, 2.0]}), path, "x", "r"),
-                                 timeout_s=0.2)
+            update_baseline_file(
+                path, lambda old: updated_baseline(old, make_run({"a": [1.0, 2.0]}), path, "x", "r"), timeout_s=0.2
+            )
     assert not path.exists()
 
 
@@ -229,8 +245,13 @@ def test_a_writer_killed_mid_write_leaves_no_temporaries_that_pile_up(tmp_path, 
     path = baselines / "b.json"
     root = Path(__file__).resolve().parents[1]
     for _ in range(3):
-        done = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(path)], cwd=root, timeout=120,
-                              env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True)
+        done = subprocess.run(
+            [sys.executable, "-c", KILLED_WRITER, str(path)],
+            cwd=root,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(root)},
+            capture_output=True,
+        )
         assert done.returncode == -signal.SIGKILL, done.stderr
         # each writer removed what the one before it left: one temporary at most, never a pile
         assert len([p for p in baselines.iterdir() if p.name.endswith(".tmp")]) == 1

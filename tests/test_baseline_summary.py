@@ -25,8 +25,10 @@ def lognormal(n, seed, shift=0.0):
 @pytest.fixture
 def written(tmp_path):
     run = make_run({"t::cal": lognormal(200, 1), "t::uncal": lognormal(200, 2), "t::short": lognormal(20, 3)})
-    base = calibrated(updated_baseline(None, run, tmp_path / "b.json", "x", "r"),
-                      {"t::cal": [1.0, 1.01, 0.99], "t::short": [1.0, 1.01, 0.99]})
+    base = calibrated(
+        updated_baseline(None, run, tmp_path / "b.json", "x", "r"),
+        {"t::cal": [1.0, 1.01, 0.99], "t::short": [1.0, 1.01, 0.99]},
+    )
     write_baseline(base)
     return base, tmp_path / "b.json"
 
@@ -73,19 +75,27 @@ def test_the_summary_is_a_quarter_of_the_full_file(tmp_path):
 def test_baselines_written_with_every_sample_still_read(path):
     doc = json.loads((REPO / path).read_text())
     b = load_baseline(REPO / path)
-    assert {cid: len(c.samples_ms) for cid, c in b.cases.items()} == \
-        {cid: len(c["samples_ms"]) for cid, c in doc["cases"].items()}
+    assert {cid: len(c.samples_ms) for cid, c in b.cases.items()} == {
+        cid: len(c["samples_ms"]) for cid, c in doc["cases"].items()
+    }
 
 
-@pytest.mark.parametrize("fields, problem", [
-    ({"sample_count": 1}, '"sample_count" must be an integer from 2'),
-    ({"sample_count": True}, '"sample_count" must be an integer'),
-    ({"sample_count": 10**9}, '"sample_count" must be an integer'),
-    ({"sample_count": 5, "samples_ms": [2.0, 1.0]}, "must not decrease"),
-])
+@pytest.mark.parametrize(
+    "fields, problem",
+    [
+        ({"sample_count": 1}, '"sample_count" must be an integer from 2'),
+        ({"sample_count": True}, '"sample_count" must be an integer'),
+        ({"sample_count": 10**9}, '"sample_count" must be an integer'),
+        ({"sample_count": 5, "samples_ms": [2.0, 1.0]}, "must not decrease"),
+    ],
+)
 def test_a_bad_summary_is_one_clear_error(tmp_path, fields, problem):
-    doc = {"format": "perfgate-baseline", "version": 2, "environment": {"device_kind": "cuda", "device_name": "x"},
-           "cases": {"t": {"median_ms": 1.0, "samples_ms": [1.0, 2.0], **fields}}}
+    doc = {
+        "format": "perfgate-baseline",
+        "version": 2,
+        "environment": {"device_kind": "cuda", "device_name": "x"},
+        "cases": {"t": {"median_ms": 1.0, "samples_ms": [1.0, 2.0], **fields}},
+    }
     path = tmp_path / "b.json"
     path.write_text(json.dumps(doc))
     with pytest.raises(BaselineError, match=problem):

@@ -19,7 +19,8 @@ def not_an_xdist_worker(monkeypatch):
     # in-process suites below when this test file itself runs under -n
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
 
-SUITE = '''
+
+SUITE = """
 import os
 from perfgate.measure import clock
 
@@ -43,7 +44,7 @@ def test_which_fixture(benchmark, request):
     kind = type(benchmark).__name__
     print("FIXTURE", kind)
     benchmark(sum, [1, 2])
-'''
+"""
 PYPROJECT = """
 [tool.perfgate]
 threshold_pct = 10.0
@@ -128,7 +129,8 @@ def test_under_perfgate_pytest_benchmark_never_configures(pytester):
     # active" in every -n log of a perfgate gate (seen on the 2-GPU run); it must step aside before that
     pytester.makeconftest(
         "def pytest_sessionstart(session):\n"
-        "    open('configured.txt', 'w').write(str(hasattr(session.config, '_benchmarksession')))\n")
+        "    open('configured.txt', 'w').write(str(hasattr(session.config, '_benchmarksession')))\n"
+    )
     pytester.makepyfile(test_bench="def test_sum(benchmark):\n    benchmark(sum, [1, 2])\n")
     pytester.makefile(".toml", pyproject="[tool.perfgate]\nmin_samples = 5\nmax_samples = 10\nbudget_ms = 20\n")
     assert pytester.runpytest("--perfgate", "-p", "no:cacheprovider").ret == 0

@@ -110,7 +110,7 @@ def test_stats_match_pytest_benchmarks_definitions(n):
         assert getattr(ours, name) == (expected if isinstance(expected, str) else pytest.approx(expected)), name
 
 
-SUITE = '''
+SUITE = """
 import gc
 import pytest
 
@@ -136,7 +136,7 @@ def test_marked(benchmark):
 
 def test_plain():
     pass
-'''
+"""
 PYPROJECT = """
 [tool.perfgate]
 warmup_ms = 1
@@ -155,8 +155,9 @@ def suite(pytester, monkeypatch):
 
 
 def run(suite, *args):
-    return suite.runpytest("--perfgate", "-p", "no:cacheprovider", "--perfgate-no-store", "--perfgate-json",
-                           "out.json", *args)
+    return suite.runpytest(
+        "--perfgate", "-p", "no:cacheprovider", "--perfgate-no-store", "--perfgate-json", "out.json", *args
+    )
 
 
 def cases(suite):
@@ -171,19 +172,26 @@ def test_group_and_extra_info_are_kept_with_the_case(suite):
     assert got["test_grouped"]["group"] == "arith"
     assert got["test_grouped"]["extra_info"] == {"size": 2, "after": [1, "x"]}
     assert got["test_marked"]["group"] == "marked" and got["test_marked"]["timing"]["n_samples"] == 3
-    result.stdout.fnmatch_lines(["perfgate warning: pytest-benchmark settings not used under --perfgate *: "
-                                 "@pytest.mark.benchmark(max_time)"])
+    result.stdout.fnmatch_lines(
+        ["perfgate warning: pytest-benchmark settings not used under --perfgate *: @pytest.mark.benchmark(max_time)"]
+    )
 
 
 def test_options_perfgate_does_not_use_are_named_in_one_line(suite):
     pytest.importorskip("pytest_benchmark")
-    result = run(suite, "--benchmark-autosave", "--benchmark-compare-fail=mean:10%", "--benchmark-min-rounds=3",
-                 "--benchmark-disable-gc")
+    result = run(
+        suite,
+        "--benchmark-autosave",
+        "--benchmark-compare-fail=mean:10%",
+        "--benchmark-min-rounds=3",
+        "--benchmark-disable-gc",
+    )
     assert result.ret == 0
     lines = [line for line in result.outlines if "not used under --perfgate" in line]
     assert len(lines) == 1
-    assert lines[0].endswith(": --benchmark-autosave, --benchmark-compare-fail, --benchmark-min-rounds, "
-                             "@pytest.mark.benchmark(max_time)")
+    assert lines[0].endswith(
+        ": --benchmark-autosave, --benchmark-compare-fail, --benchmark-min-rounds, @pytest.mark.benchmark(max_time)"
+    )
     assert not (suite.path / ".benchmarks").exists()
 
 
@@ -195,12 +203,14 @@ def test_benchmark_skip_and_only_select_tests_as_pytest_benchmark_does(suite):
 
 def test_benchmark_disable_runs_each_once_and_measures_nothing(suite):
     pytest.importorskip("pytest_benchmark")
-    suite.makepyfile(test_once='''
+    suite.makepyfile(
+        test_once="""
 CALLS = []
 def test_once(benchmark):
     assert benchmark.disabled and not benchmark.enabled
     assert benchmark(CALLS.append, 1) is None and CALLS == [1] and benchmark.stats is None
-''')
+"""
+    )
     result = run(suite, "--benchmark-disable", "test_once.py")
     result.assert_outcomes(passed=1)
     assert cases(suite) == {}
@@ -208,36 +218,42 @@ def test_once(benchmark):
 
 def test_cprofile_runs_after_the_timing_and_dumps_its_profile(suite):
     pytest.importorskip("pytest_benchmark")
-    suite.makepyfile(test_prof='''
+    suite.makepyfile(
+        test_prof="""
 RUNS = []
 def test_prof(benchmark):
     benchmark.pedantic(RUNS.append, args=(1,), rounds=2)
     assert RUNS == [1, 1, 1]  # two rounds, then one call under cProfile
     assert benchmark.stats.cprofile_stats is not None
-''')
+"""
+    )
     result = run(suite, "--benchmark-cprofile=tottime", "--benchmark-cprofile-dump=prof/run", "test_prof.py")
     result.assert_outcomes(passed=1)
     assert (suite.path / "prof" / "run-test_prof.prof").is_file()
 
 
 def test_the_fixture_can_be_used_once_per_test(suite):
-    suite.makepyfile(test_twice='''
+    suite.makepyfile(
+        test_twice="""
 import pytest
 def test_twice(benchmark):
     benchmark(int)
     with pytest.raises(Exception, match="Fixture can only be used once. Previously it was used in benchmark"):
         benchmark.pedantic(int)
-''')
+"""
+    )
     run(suite, "test_twice.py").assert_outcomes(passed=1)
 
 
 def test_an_unknown_marker_argument_is_refused_as_pytest_benchmark_refuses_it(suite):
-    suite.makepyfile(test_bad='''
+    suite.makepyfile(
+        test_bad="""
 import pytest
 @pytest.mark.benchmark(rounds=3)
 def test_bad(benchmark):
     benchmark(int)
-''')
+"""
+    )
     result = run(suite, "test_bad.py")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*benchmark mark can't have 'rounds' keyword argument.*"])

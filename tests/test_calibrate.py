@@ -8,7 +8,7 @@ import pytest
 from perfgate.cli import main
 from tests.helpers import perf_project, results_json
 
-PERF_TEST = '''
+PERF_TEST = """
 import os
 from perfgate.measure import clock
 
@@ -17,7 +17,7 @@ def test_sleep(perfgate):
 
 def test_sum(perfgate):
     perfgate(sum, range(2000))
-'''
+"""
 PYPROJECT = """
 [tool.pytest.ini_options]
 addopts = "-p no:cacheprovider"
@@ -72,4 +72,3 @@ def test_a_failing_calibration_process_writes_no_baseline(project, capsys):
     assert main(["calibrate", "--runs", "3", "--reason", "x"]) == 2
     assert "process 1: pytest exited with status 1" in capsys.readouterr().err
     assert not (project.path / "baselines").exists()
-

@@ -38,8 +38,11 @@ def _runs(matmul_us: tuple[float, ...] = MATMUL_US, autotuned: bool = True) -> l
 
 
 def _calibrated(runs: list[Run], autotuned_first: bool, tmp_path: Path) -> dict[str, BaselineCase]:
-    return dict(calibrated_baseline(None, runs, tmp_path / "b.json", "t", "calibrate", Settings(),
-                                    autotuned_first=autotuned_first).cases)
+    return dict(
+        calibrated_baseline(
+            None, runs, tmp_path / "b.json", "t", "calibrate", Settings(), autotuned_first=autotuned_first
+        ).cases
+    )
 
 
 def test_the_process_that_ran_the_autotuner_is_a_warmup_left_out_of_the_noise(tmp_path):
@@ -70,11 +73,11 @@ def test_a_slow_process_that_did_not_autotune_stays_in_the_noise(tmp_path):
 
 def test_calibration_notes_name_the_autotuning_process_and_only_for_the_autotuned_case(tmp_path):
     runs = _runs()
-    baseline = calibrated_baseline(None, runs, tmp_path / "b.json", "t", "calibrate", Settings(),
-                                   autotuned_first=True)
+    baseline = calibrated_baseline(None, runs, tmp_path / "b.json", "t", "calibrate", Settings(), autotuned_first=True)
     notes = [n for n in calibration_notes(baseline, runs, True) if "autotuner" in n]
-    assert notes == [f"perfgate note: {TUNED}: process 1 ran the autotuner (206.4 us); it is a warm-up, left out "
-                     "of the noise"]
+    assert notes == [
+        f"perfgate note: {TUNED}: process 1 ran the autotuner (206.4 us); it is a warm-up, left out of the noise"
+    ]
 
 
 class _StandinChildRunner:
@@ -101,8 +104,15 @@ def test_calibrate_runs_one_more_process_when_the_first_autotunes_so_n_remain(au
     assert result.autotuned_first is autotuned and len(result.runs) == (7 if autotuned else 6)
     pinned = _StandinChildRunner.pinned_with[1:]
     assert all(p is not None and p.name == "pins.json" for p in pinned) if autotuned else not any(pinned)
-    case = calibrated_baseline(None, list(result.runs), tmp_path / "b.json", "t", "calibrate", Settings(),
-                               autotuned_first=result.autotuned_first).cases[TUNED]
+    case = calibrated_baseline(
+        None,
+        list(result.runs),
+        tmp_path / "b.json",
+        "t",
+        "calibrate",
+        Settings(),
+        autotuned_first=result.autotuned_first,
+    ).cases[TUNED]
     assert len(case.process_medians_ms) == 6  # N processes count in the noise either way
 
 
@@ -110,8 +120,9 @@ def test_the_gate_judges_by_the_noise_of_the_pinned_processes_alone(tmp_path):
     from perfgate.gate.noise import estimate_noise
     from perfgate.gate.window import with_noise
 
-    baseline = calibrated_baseline(None, _runs(), tmp_path / "b.json", "t", "calibrate", Settings(),
-                                   autotuned_first=True)
+    baseline = calibrated_baseline(
+        None, _runs(), tmp_path / "b.json", "t", "calibrate", Settings(), autotuned_first=True
+    )
     gate_run = _runs(matmul_us=(200.1,))[0]
     [matmul] = [r for r in with_noise(gate_run.results, baseline, Settings(), {}) if r.case_id == TUNED]
     noise = matmul.thresholds.time_noise

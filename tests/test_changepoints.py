@@ -92,7 +92,7 @@ def test_a_creeping_regression_under_every_threshold_is_named() -> None:
     adding up to the creep."""
     x = gaussian(7, 110, sd=0.002)
     for k in range(10):
-        x[10 * k + 10:] *= 1.005
+        x[10 * k + 10 :] *= 1.005
     steps = find_steps(x)
     assert steps and all(s.change_pct >= 1.0 for s in steps)
     total = np.prod([1 + s.change_pct / 100 for s in steps]) - 1

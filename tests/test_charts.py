@@ -36,8 +36,9 @@ def ncu_doc(ncu_rep):
 def gate_with_changes(tmp_path, ids=("t::fast", "t::slow", "t::same")):
     base = calibrated_of(make_run({cid: noisy(1.0, seed=i) for i, cid in enumerate(ids)}), tmp_path)
     centres = {"fast": 0.7, "slow": 1.5}
-    run = make_run({cid: noisy(centres.get(cid.rsplit("::", 1)[-1].split(".")[0], 1.0), seed=10 + i)
-                    for i, cid in enumerate(ids)})
+    run = make_run(
+        {cid: noisy(centres.get(cid.rsplit("::", 1)[-1].split(".")[0], 1.0), seed=10 + i) for i, cid in enumerate(ids)}
+    )
     return compare_run(run.results, base, ENV, settings_from_config({})), run, base
 
 
@@ -55,6 +56,7 @@ def test_change_per_case_bars_carry_threshold_bands_whiskers_and_verdict_colours
     width = {lbl: b.get_width() for lbl, b in zip(reversed(labels), bars)}  # bars are drawn top row first
     assert width["slow"] == pytest.approx(50, abs=2) and width["fast"] == pytest.approx(-30, abs=2)
     from matplotlib.colors import to_rgba
+
     colours = {lbl: b.get_facecolor() for lbl, b in zip(reversed(labels), bars)}
     assert colours["slow"] == to_rgba(gc.VERDICT_COLOURS["regressed"])
     assert colours["fast"] == to_rgba(gc.VERDICT_COLOURS["improved"])
@@ -75,32 +77,48 @@ def test_cases_whose_last_parts_collide_keep_their_own_bars(tmp_path):
 def test_large_runs_fold_into_an_others_row(tmp_path):
     cases = {f"t::c{i:02d}": noisy(1.0, seed=i) for i in range(40)}
     base = baseline_of(make_run(cases), tmp_path)
-    gate = compare_run(make_run({k: noisy(1.0, seed=100 + i) for i, k in enumerate(cases)}).results, base, ENV,
-                       settings_from_config({}))
+    gate = compare_run(
+        make_run({k: noisy(1.0, seed=100 + i) for i, k in enumerate(cases)}).results,
+        base,
+        ENV,
+        settings_from_config({}),
+    )
     labels = [t.get_text() for t in gc.change_per_case_figure(gate, top_n=10).axes[0].get_yticklabels()]
     assert len(labels) == 11 and labels[0] == "others (30, median)"
 
 
 def test_trend_is_by_commit_and_date_with_the_baseline_and_its_band():
-    history = [HistoryPoint(i, f"2026-11-0{i + 1}T00:00:00+00:00", f"abcdef{i}123", m, m * 0.99, m * 1.01)
-               for i, m in enumerate((1.0, 1.01, 1.5))]
+    history = [
+        HistoryPoint(i, f"2026-11-0{i + 1}T00:00:00+00:00", f"abcdef{i}123", m, m * 0.99, m * 1.01)
+        for i, m in enumerate((1.0, 1.01, 1.5))
+    ]
     ax = gc.trend_figure("t::slow", history, 1.0, 3.0, 1.5).axes[0]
     assert list(ax.lines[0].get_ydata()) == [1.0, 1.01, 1.5]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["abcdef0\n2026-11-01", "abcdef1\n2026-11-02",
-                                                            "abcdef2\n2026-11-03"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        "abcdef0\n2026-11-01",
+        "abcdef1\n2026-11-02",
+        "abcdef2\n2026-11-03",
+    ]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend[:2] == ["median (history)", "q1-q3"] and "baseline" in legend and "threshold ±3%" in legend
     assert gc.trend_figure("t::x", [], 1.0, 3.0, 1.0) is None
 
 
 def _case(name, ms, nbytes=None, flops=None):
-    return CaseResult(f"t::{name}", summarize([ms, ms], Timer.CUDA_EVENT, nbytes, flops), (ms, ms),
-                      bytes_moved=nbytes, flops=flops)
+    return CaseResult(
+        f"t::{name}", summarize([ms, ms], Timer.CUDA_EVENT, nbytes, flops), (ms, ms), bytes_moved=nbytes, flops=flops
+    )
 
 
 def test_roofline_uses_the_device_spec_and_places_memory_bound_cases_by_bytes():
-    run = replace(make_run({}), results=(_case("mm", 0.2, 3 * 2 * 4096**2, 2 * 4096**3), _case("add", 0.53, 12 * 2**27),
-                                          _case("copy", 0.36, 8 * 2**27)))
+    run = replace(
+        make_run({}),
+        results=(
+            _case("mm", 0.2, 3 * 2 * 4096**2, 2 * 4096**3),
+            _case("add", 0.53, 12 * 2**27),
+            _case("copy", 0.36, 8 * 2**27),
+        ),
+    )
     fig = gc.roofline_figure(run)
     roof, bandwidth = fig.axes
     assert "spec sheet" in roof.get_legend().get_texts()[0].get_text()
@@ -124,8 +142,15 @@ def test_log_axes_label_ticks_with_plain_numbers():
 
 def test_a_series_the_baseline_does_not_have_gets_no_legend_entry(h100_data):
     doc = json.loads(gzip.decompress((h100_data / "gate_profiled_detuned_run.json.gz").read_bytes()))
-    results = [CaseResult(c["case_id"], summarize([c["median_ms"]] * 2, Timer.CUDA_EVENT), (c["median_ms"],) * 2,
-                          tuple(Metric(**m) for m in c["metrics"])) for c in doc["cases"]]
+    results = [
+        CaseResult(
+            c["case_id"],
+            summarize([c["median_ms"]] * 2, Timer.CUDA_EVENT),
+            (c["median_ms"],) * 2,
+            tuple(Metric(**m) for m in c["metrics"]),
+        )
+        for c in doc["cases"]
+    ]
     occ, bw = gc.profiler_figure(replace(make_run({}), results=tuple(results)), None).axes
     assert [t.get_text() for t in occ.get_legend().get_texts()] == ["achieved", "theoretical"]
     assert [t.get_text() for t in bw.get_legend().get_texts()] == ["this run"]
@@ -142,19 +167,36 @@ def test_any_case_id_renders_literally(tmp_path):
     fig = gc.change_per_case_figure(gate)
     path = save(fig, tmp_path, "change.png")
     assert path.stat().st_size > 1000
-    assert {t.get_text() for t in fig.axes[0].get_yticklabels()} == {"test_cost[$n$]", "test_frac[\\frac{1}{2}]",
-                                                                     "test_under_[_]"}
+    assert {t.get_text() for t in fig.axes[0].get_yticklabels()} == {
+        "test_cost[$n$]",
+        "test_frac[\\frac{1}{2}]",
+        "test_under_[_]",
+    }
 
 
 def test_profiled_run_shows_occupancy_per_kernel_against_the_baseline(h100_data):
     doc = json.loads(gzip.decompress((h100_data / "gate_profiled_detuned_run.json.gz").read_bytes()))
-    results = [CaseResult(c["case_id"], summarize([c["median_ms"]] * 2, Timer.CUDA_EVENT), (c["median_ms"],) * 2,
-                          tuple(Metric(**m) for m in c["metrics"])) for c in doc["cases"]]
+    results = [
+        CaseResult(
+            c["case_id"],
+            summarize([c["median_ms"]] * 2, Timer.CUDA_EVENT),
+            (c["median_ms"],) * 2,
+            tuple(Metric(**m) for m in c["metrics"]),
+        )
+        for c in doc["cases"]
+    ]
     run = replace(make_run({}), results=tuple(results))
     base_doc = json.loads((h100_data / "profiled_baseline.json").read_text())
-    base = Baseline(h100_data, ENV, {cid: BaselineCase(cid, Timer.CUDA_EVENT, c["median_ms"], tuple(c["samples_ms"]),
-                                                        tuple(Metric(**m) for m in c["metrics"]))
-                                     for cid, c in base_doc["cases"].items()})
+    base = Baseline(
+        h100_data,
+        ENV,
+        {
+            cid: BaselineCase(
+                cid, Timer.CUDA_EVENT, c["median_ms"], tuple(c["samples_ms"]), tuple(Metric(**m) for m in c["metrics"])
+            )
+            for cid, c in base_doc["cases"].items()
+        },
+    )
     occ, bw = gc.profiler_figure(run, base).axes
     labels = [t.get_text() for t in bw.get_xticklabels()]
     assert len(set(labels)) == len(labels)
@@ -180,8 +222,12 @@ def test_timeline_charts_from_the_recorded_capture(nsys_doc):
 
 
 def test_kernels_that_share_a_short_name_are_told_apart():
-    names = ["void at::native::vectorized_elementwise_kernel<4, AddFunctor<float>>(int)",
-             "void at::native::vectorized_elementwise_kernel<4, MulFunctor<float>>(int)", "_add_kernel", "_add_kernel"]
+    names = [
+        "void at::native::vectorized_elementwise_kernel<4, AddFunctor<float>>(int)",
+        "void at::native::vectorized_elementwise_kernel<4, MulFunctor<float>>(int)",
+        "_add_kernel",
+        "_add_kernel",
+    ]
     labels = ac.kernel_labels(names)
     assert len(set(labels)) == 4 and "AddFunctor" in labels[0] and labels[2:] == ["_add_kernel #1", "_add_kernel #2"]
 
@@ -211,6 +257,11 @@ def test_a_metric_ncu_did_not_collect_is_missing_not_zero(ncu_doc):
 
 def test_write_analysis_charts_names_the_files(tmp_path, ncu_rep):
     names = ac.write_analysis_charts([analyze_file(ncu_rep)], tmp_path)
-    assert names == ["gpu_utilization.png", "memory_performance.png", "occupancy_analysis.png",
-                     "bottleneck_analysis.png", "kernel_comparison.png"]
+    assert names == [
+        "gpu_utilization.png",
+        "memory_performance.png",
+        "occupancy_analysis.png",
+        "bottleneck_analysis.png",
+        "kernel_comparison.png",
+    ]
     assert all((tmp_path / n).stat().st_size > 1000 for n in names)

@@ -18,13 +18,28 @@ T = dict(metric="median_ms", unit="ms", direction=Direction.LOWER)
 
 
 def row(name, verdict, change, threshold=1.5):
-    return Comparison(f"k::{name}", verdict=verdict, baseline=1.0, current=1 + change / 100, change_pct=change,
-                      ci_low_pct=change - 0.5, ci_high_pct=change + 0.5, threshold_pct=threshold, **T)
+    return Comparison(
+        f"k::{name}",
+        verdict=verdict,
+        baseline=1.0,
+        current=1 + change / 100,
+        change_pct=change,
+        ci_low_pct=change - 0.5,
+        ci_high_pct=change + 0.5,
+        threshold_pct=threshold,
+        **T,
+    )
 
 
 def test_one_case_far_off_clips_the_axis_and_its_bar_is_labelled():
-    gate = GateResult((row("noisy", Verdict.UNCHANGED, 3000.0, threshold=3000.0), row("mm", Verdict.REGRESSED, 4.0),
-                       row("sm", Verdict.IMPROVED, -5.0), row("add", Verdict.UNCHANGED, 0.3)))
+    gate = GateResult(
+        (
+            row("noisy", Verdict.UNCHANGED, 3000.0, threshold=3000.0),
+            row("mm", Verdict.REGRESSED, 4.0),
+            row("sm", Verdict.IMPROVED, -5.0),
+            row("add", Verdict.UNCHANGED, 0.3),
+        )
+    )
     ax = gc.change_per_case_figure(gate).axes[0]
     lo, hi = ax.get_xlim()
     assert hi < 10 and lo > -10  # the +4% regression is a bar, not a sliver next to +3000%
@@ -36,8 +51,9 @@ def test_one_case_far_off_clips_the_axis_and_its_bar_is_labelled():
 
 
 def test_an_axis_without_outliers_is_not_clipped():
-    gate = GateResult((row("a", Verdict.REGRESSED, 40.0), row("b", Verdict.REGRESSED, 20.0),
-                       row("c", Verdict.UNCHANGED, 1.0)))
+    gate = GateResult(
+        (row("a", Verdict.REGRESSED, 40.0), row("b", Verdict.REGRESSED, 20.0), row("c", Verdict.UNCHANGED, 1.0))
+    )
     ax = gc.change_per_case_figure(gate).axes[0]
     assert not ax.texts and "clipped" not in ax.get_xlabel() and ax.get_xlim()[1] > 40
 
@@ -64,8 +80,11 @@ def test_trend_and_distribution_charts_go_to_the_largest_regressions(tmp_path, m
     monkeypatch.setattr(gc, "distribution_figure", lambda cid, base, cur: drawn.append(cid))
     from perfgate.baseline import Baseline, BaselineCase
 
-    base = Baseline(tmp_path / "b.json", run.environment,
-                    {r.case_id: BaselineCase(r.case_id, Timer.CUDA_EVENT, 1.0, (1.0, 1.0)) for r in run.results})
+    base = Baseline(
+        tmp_path / "b.json",
+        run.environment,
+        {r.case_id: BaselineCase(r.case_id, Timer.CUDA_EVENT, 1.0, (1.0, 1.0)) for r in run.results},
+    )
     gc.write_gate_charts(gate, run, tmp_path, base, {})
     assert len(drawn) == gc.TOP_N
     assert [int(c.split("case")[1][:5]) for c in drawn] == list(range(29, 4, -1))  # +50% first, ids descending
@@ -79,8 +98,9 @@ def _memory_case(i, gbps):
 
 def _compute_case(i):
     ms, nbytes, flops = 0.2 + i / 1000, 3 * 2 * 4096**2, 2 * 4096**3
-    return CaseResult(f"t::mm{i:04d}", summarize([ms, ms], Timer.CUDA_EVENT, nbytes, flops), (ms, ms),
-                      bytes_moved=nbytes, flops=flops)
+    return CaseResult(
+        f"t::mm{i:04d}", summarize([ms, ms], Timer.CUDA_EVENT, nbytes, flops), (ms, ms), bytes_moved=nbytes, flops=flops
+    )
 
 
 def test_the_roofline_names_only_the_top_cases_and_counts_the_others():

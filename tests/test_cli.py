@@ -25,7 +25,11 @@ def test_analyze_json_for_an_nsys_export_matches_nsys_stats(capsys, h100_data):
     for row in csv.DictReader((h100_data / "stats_cuda_gpu_kern_sum.csv").open()):
         k = kernels[row["Name"]]
         assert (k["count"], k["total_ns"], k["min_ns"], k["max_ns"]) == (
-            int(row["Instances"]), int(row["Total Time (ns)"]), int(row["Min (ns)"]), int(row["Max (ns)"]))
+            int(row["Instances"]),
+            int(row["Total Time (ns)"]),
+            int(row["Min (ns)"]),
+            int(row["Max (ns)"]),
+        )
         assert set(k) >= {"name", "count", "total_ns", "avg_ns", "median_ns", "min_ns", "max_ns"}
     assert {"memory", "api", "nvtx"} <= set(doc)
 
@@ -114,8 +118,9 @@ def test_history_lists_runs_and_trends_in_three_formats(history, capsys):
     rows = list(csv.DictReader(out.splitlines()))
     assert [r["case_id"] for r in rows] == ["t::softmax[bf16]"] * 3
     assert float(rows[0]["median_ms"]) < float(rows[2]["median_ms"])
-    code, out, _ = run_cli(capsys, "history", "--db", str(history), "--case", "t::matmul", "--last", "2",
-                           "--format", "json")
+    code, out, _ = run_cli(
+        capsys, "history", "--db", str(history), "--case", "t::matmul", "--last", "2", "--format", "json"
+    )
     assert [r["run_id"] for r in json.loads(out)] == [2, 3]
 
 
@@ -141,8 +146,11 @@ def test_db_merge_from_the_command_line_is_idempotent(history, tmp_path, capsys)
 def test_baseline_diff_lists_changed_cases(tmp_path, capsys):
     old, new = tmp_path / "old.json", tmp_path / "new.json"
     write_baseline(updated_baseline(None, make_run({"t::a": [1.0, 1.0], "t::b": [2.0, 2.0]}), old, "x", "before"))
-    write_baseline(updated_baseline(None, make_run({"t::a": [1.2, 1.2], "t::b": [2.0, 2.0], "t::c": [3.0, 3.0]}), new,
-                                    "x", "faster softmax"))
+    write_baseline(
+        updated_baseline(
+            None, make_run({"t::a": [1.2, 1.2], "t::b": [2.0, 2.0], "t::c": [3.0, 3.0]}), new, "x", "faster softmax"
+        )
+    )
     code, out, _ = run_cli(capsys, "baseline", "diff", str(old), str(new))
     assert code == 0 and "faster softmax" in out
     assert "| `t::a` | 1 ms | 1.2 ms | +20.0% |" in out and "| `t::c` | - | 3 ms | added |" in out
@@ -167,8 +175,17 @@ def test_ci_init_writes_a_workflow_that_loads_back(tmp_path, capsys):
     assert run_cli(capsys, "ci", "init", "--output", str(path), "--action-ref", f"me/perfgate@{SHA}")[0] == 2
 
 
-@pytest.mark.parametrize("ref", ["me/perfgate@v1", "me/perfgate@main", "me/perfgate@0123abc", "perfgate@" + SHA,
-                                 f"me/perfgate@{SHA.upper()}", f"me/perfgate@{SHA}\n"])
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "me/perfgate@v1",
+        "me/perfgate@main",
+        "me/perfgate@0123abc",
+        "perfgate@" + SHA,
+        f"me/perfgate@{SHA.upper()}",
+        f"me/perfgate@{SHA}\n",
+    ],
+)
 def test_ci_init_pins_the_action_by_a_full_commit_sha(tmp_path, capsys, ref):
     path = tmp_path / "perfgate.yml"
     code, _, err = run_cli(capsys, "ci", "init", "--output", str(path), "--action-ref", ref)

@@ -78,8 +78,10 @@ def test_register_growth_fails_on_the_counter_and_explains_the_time_regression(t
     base = calibrated_of(_with_metrics(noisy(1.0), regs(64), occ(81.0), dram), tmp_path)
     gate = compare_run(_with_metrics(noisy(1.3, seed=2), regs(128), occ(40.0), dram).results, base, ENV, SETTINGS)
     assert verdict(gate, metric="launch__registers_per_thread", kernel="k").verdict is Verdict.REGRESSED
-    assert verdict(gate, metric="sm__warps_active.avg.pct_of_peak_sustained_active",
-                   kernel="k").verdict is Verdict.REGRESSED
+    assert (
+        verdict(gate, metric="sm__warps_active.avg.pct_of_peak_sustained_active", kernel="k").verdict
+        is Verdict.REGRESSED
+    )
     why = gate.explanations["a"]
     assert why[0].metric == "launch__registers_per_thread"  # counters first: the likely cause
     assert any(c.metric == "dram__bytes_read.sum" and c.baseline == c.current for c in why)  # ruled out
@@ -104,8 +106,10 @@ def test_thresholds_stored_with_the_case_decide_not_todays_settings(tmp_path):
     wide = make_run({"a": noisy(1.4, seed=1)}, thresholds=CaseThresholds(time_pct=80.0, time_pct_explicit=True))
     assert verdict(compare_run(wide.results, base, ENV, SETTINGS)).verdict is not Verdict.REGRESSED
     tight = make_run({"a": noisy(1.4, seed=1)})
-    assert verdict(compare_run(tight.results, base, ENV, settings_from_config({"min_effect_pct": 50}))).verdict \
-        is Verdict.REGRESSED  # the case was measured with the default 1% floor: that is what it is gated on
+    assert (
+        verdict(compare_run(tight.results, base, ENV, settings_from_config({"min_effect_pct": 50}))).verdict
+        is Verdict.REGRESSED
+    )  # the case was measured with the default 1% floor: that is what it is gated on
 
 
 def test_a_timer_change_is_not_comparable(tmp_path):
@@ -151,8 +155,9 @@ def test_a_calibrated_speedup_catches_a_slowdown_the_time_noise_hides(tmp_path):
 
     base = baseline_of(make_run({"a": noisy(1.0)}), tmp_path)
     base = calibrated(base, {"a": [1.0, 1.03, 0.97, 1.02, 0.98, 1.0]})
-    base = replace(base, cases={"a": replace(base.cases["a"], process_speedups=(1.50, 1.505, 1.497, 1.502, 1.499,
-                                                                                1.5))})
+    base = replace(
+        base, cases={"a": replace(base.cases["a"], process_speedups=(1.50, 1.505, 1.497, 1.502, 1.499, 1.5))}
+    )
     res = make_run({"a": noisy(1.02, seed=1)}).results[0]  # 2% slower: inside the time noise
     res = replace(res, speedup=Speedup("torch.matmul", (1.5,) * 10, 1.455, 1.45, 1.46))  # 3% lower speedup
     gate = compare_run([res], base, ENV, SETTINGS)
@@ -175,10 +180,16 @@ def test_metrics_are_compared_by_their_catalogue_entry_whatever_their_source(tmp
     from perfgate.gate.compare import compare_metrics
 
     run = make_run({"a": noisy(1.0)})
-    before = (Metric("median_ms", 1.0, "ms", "timing"), Metric("gbps", 100.0, "GB/s", "timing"),
-              Metric("launch__registers_per_thread", 128.0, "register/thread", "rocprof", "k"))
-    after = (Metric("median_ms", 2.0, "ms", "timing"), Metric("gbps", 50.0, "GB/s", "timing"),
-             Metric("launch__registers_per_thread", 255.0, "register/thread", "rocprof", "k"))
+    before = (
+        Metric("median_ms", 1.0, "ms", "timing"),
+        Metric("gbps", 100.0, "GB/s", "timing"),
+        Metric("launch__registers_per_thread", 128.0, "register/thread", "rocprof", "k"),
+    )
+    after = (
+        Metric("median_ms", 2.0, "ms", "timing"),
+        Metric("gbps", 50.0, "GB/s", "timing"),
+        Metric("launch__registers_per_thread", 255.0, "register/thread", "rocprof", "k"),
+    )
     base_case = replace(baseline_of(run, tmp_path).cases["a"], metrics=before)
     rows = {c.metric: c for c in compare_metrics(replace(run.results[0], metrics=after), base_case)}
     assert "median_ms" not in rows  # TIMED: compare_time decides it on the process noise, once

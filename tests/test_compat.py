@@ -68,8 +68,13 @@ def test_the_old_baseline_gates_the_old_run_with_its_calibrated_noise(project):
 
 
 def test_a_gate_run_today_uses_the_old_baseline_and_lands_in_the_old_history(project, pytester, monkeypatch):
-    perf_project(pytester, monkeypatch, (COMPAT / "suite.py").read_text(), (COMPAT / "pyproject.toml").read_text(),
-                 test_name="test_host")
+    perf_project(
+        pytester,
+        monkeypatch,
+        (COMPAT / "suite.py").read_text(),
+        (COMPAT / "pyproject.toml").read_text(),
+        test_name="test_host",
+    )
     shutil.copytree(project / "baselines", pytester.path / "baselines")
     shutil.copytree(project / ".perfgate", pytester.path / ".perfgate")
     result = pytester.runpytest("--perfgate", "--perfgate-json", "out.json")

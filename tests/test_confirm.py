@@ -5,7 +5,7 @@ import pytest
 
 from tests.helpers import comparisons_by_case, gate_json, perf_project, results_json
 
-PERF_TEST = '''
+PERF_TEST = """
 import os, pathlib
 from perfgate.measure import clock
 
@@ -22,7 +22,7 @@ def test_slow_once(perfgate):
     perfgate(work, 3.0 if once else 2.0)
     if once:
         mark.write_text("")
-'''
+"""
 PYPROJECT = """
 [tool.perfgate]
 threshold_pct = 10.0
@@ -47,8 +47,12 @@ def test_a_real_regression_is_confirmed_in_a_fresh_process_and_fails(project, mo
     monkeypatch.setenv("SLEEP_MS", "3")
     result = gate_json(project)
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*confirmed 1 suspect case(s) in a fresh process (round 1 of 1): * s",
-                                 "*test_really_slower*REGRESSED (2 processes)*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*confirmed 1 suspect case(s) in a fresh process (round 1 of 1): * s",
+            "*test_really_slower*REGRESSED (2 processes)*",
+        ]
+    )
     row = comparisons_by_case(project)["test_really_slower"]
     assert row["verdict"] == "regressed" and row["processes"] == 2
 

@@ -111,8 +111,10 @@ def test_the_noise_window_adds_degrees_of_freedom_and_lowers_the_threshold():
 
 # --- the rule's error rates, checked by simulation (normal process noise, seeded) ----------------------
 
-@pytest.mark.parametrize("stages, alpha, n_c, window", [(1, 0.01, 6, 0), (2, 0.01, 6, 0), (2, 0.001, 6, 24),
-                                                        (3, 0.01, 5, 10)])
+
+@pytest.mark.parametrize(
+    "stages, alpha, n_c, window", [(1, 0.01, 6, 0), (2, 0.01, 6, 0), (2, 0.001, 6, 24), (3, 0.01, 5, 10)]
+)
 def test_the_confirmed_rule_fails_unchanged_code_as_often_as_it_is_charged(stages, alpha, n_c, window):
     rng = np.random.default_rng(stages * 1000 + n_c)
     trials = 200_000
@@ -141,9 +143,16 @@ def test_a_regression_of_the_size_it_detects_is_caught_four_times_in_five():
     rule = Rule(alpha=1e-3, stages=2, floor_pct=0.0)
     centre = statistics.fmean(calibration)
     detects = decide(calibration, [centre], noise, rule).detects_pct
-    caught = [decide(calibration, list(centre * (1 + detects / 100) + centre * noise.noise_pct / 100
-                                       * rng.standard_normal(2)), noise, rule).verdict is Verdict.REGRESSED
-              for _ in range(4000)]
+    caught = [
+        decide(
+            calibration,
+            list(centre * (1 + detects / 100) + centre * noise.noise_pct / 100 * rng.standard_normal(2)),
+            noise,
+            rule,
+        ).verdict
+        is Verdict.REGRESSED
+        for _ in range(4000)
+    ]
     assert np.mean(caught) == pytest.approx(0.8, abs=0.03)
 
 
@@ -180,6 +189,7 @@ def test_at_most_one_process_in_twenty_is_ever_left_out():
 
 
 # --- recorded H100 processes (the replay benchmark, scripts/replay_decision.py, runs the full version) ---
+
 
 def test_recorded_h100_bimodal_gemm_is_judged_by_its_whole_spread():
     data = json.loads((H100 / "accuracy_b_process_medians.json").read_text())

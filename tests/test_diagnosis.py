@@ -43,9 +43,12 @@ def test_register_limited_occupancy_and_spills_are_called_out():
         "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": 25.0,
         "sm__warps_active.avg.pct_of_peak_sustained_active": 11.0,
         "sm__maximum_warps_per_active_cycle_pct": 12.5,
-        "launch__occupancy_limit_registers": 1.0, "launch__occupancy_limit_warps": 8.0,
-        "launch__registers_per_thread": 255.0, "derived__local_spilling_requests": 4096.0,
-        "launch__waves_per_multiprocessor": 0.5, "launch__grid_size": 66.0,
+        "launch__occupancy_limit_registers": 1.0,
+        "launch__occupancy_limit_warps": 8.0,
+        "launch__registers_per_thread": 255.0,
+        "derived__local_spilling_requests": 4096.0,
+        "launch__waves_per_multiprocessor": 0.5,
+        "launch__grid_size": 66.0,
     }
     d = diagnose(NcuLaunch(0, "k", {k: NcuMetric(v, "") for k, v in metrics.items()}))
     assert d.bottleneck == "latency-bound"

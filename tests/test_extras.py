@@ -17,9 +17,11 @@ from tests.helpers import make_run
 @pytest.fixture
 def without(monkeypatch):
     """Make `import name` fail as it does where the package is not installed."""
+
     def block(*names: str) -> None:
         for name in names:
             monkeypatch.setitem(sys.modules, name, None)
+
     return block
 
 
@@ -59,15 +61,18 @@ def test_ci_init_without_pyyaml_names_the_ci_extra(without, capsys, tmp_path):
 def test_the_core_imports_no_optional_dependency():
     import subprocess
 
-    code = ("import sys, perfgate, perfgate.pytest_plugin, perfgate.cli, perfgate.gate.run, perfgate.ci.workflow; "
-            "print(sorted({'yaml', 'pandas', 'matplotlib', 'torch', 'triton', 'ncu_report'} & set(sys.modules)))")
+    code = (
+        "import sys, perfgate, perfgate.pytest_plugin, perfgate.cli, perfgate.gate.run, perfgate.ci.workflow; "
+        "print(sorted({'yaml', 'pandas', 'matplotlib', 'torch', 'triton', 'ncu_report'} & set(sys.modules)))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[]"
 
 
 def test_every_extra_an_error_names_is_declared():
     declared = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"]
+        "optional-dependencies"
+    ]
     import perfgate.ci.workflow
     import perfgate.report.figures
     import perfgate.store.query

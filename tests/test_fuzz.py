@@ -12,8 +12,18 @@ from hypothesis import strategies as st
 from tests.fuzzing import KINDS, check
 
 EXAMPLES = {"ncu-rep": 12, "nsys-sqlite": 25, "history": 25, "analyze-cli": 25}
-FILE_KINDS = ("baseline", "history", "nsys-sqlite", "ncu-rep", "ncu-csv", "torch-json", "pytest-benchmark",
-              "results-json", "child-output", "analyze-cli")
+FILE_KINDS = (
+    "baseline",
+    "history",
+    "nsys-sqlite",
+    "ncu-rep",
+    "ncu-csv",
+    "torch-json",
+    "pytest-benchmark",
+    "results-json",
+    "child-output",
+    "analyze-cli",
+)
 
 
 @pytest.mark.slow  # ~10 s of CPU: its own stage of .ci/run
@@ -21,8 +31,12 @@ FILE_KINDS = ("baseline", "history", "nsys-sqlite", "ncu-rep", "ncu-csv", "torch
 def test_a_reader_returns_a_record_or_one_clear_error(name, tmp_path_factory):
     kind = KINDS[name]
 
-    @settings(max_examples=EXAMPLES.get(name, 40), deadline=None, derandomize=True,
-              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @settings(
+        max_examples=EXAMPLES.get(name, 40),
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
     @given(st.integers(0, 2**32 - 1))
     def run(seed):
         tmp = tmp_path_factory.mktemp(name)

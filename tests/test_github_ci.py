@@ -96,8 +96,11 @@ def test_the_command_posts_several_summaries_as_one_comment_over_http(tmp_path, 
             body = json.loads(self.rfile.read(length)) if length else None
             step = script.pop(0)
             seen.append((self.command, self.path, body, self.headers.get("Authorization")))
-            ok = (self.command, self.path, body) == (step["request"]["method"], step["request"]["path"],
-                                                      step["request"].get("body"))
+            ok = (self.command, self.path, body) == (
+                step["request"]["method"],
+                step["request"]["path"],
+                step["request"].get("body"),
+            )
             self.send_response(step["response"]["status"] if ok else 400)
             self.end_headers()
             self.wfile.write(json.dumps(step["response"]["body"]).encode())
@@ -115,15 +118,29 @@ def test_the_command_posts_several_summaries_as_one_comment_over_http(tmp_path, 
         monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
         from perfgate.cli import main
 
-        code = main(["ci", "comment", str(tmp_path / "h100.md"), str(tmp_path / "a100.md"), "--repo", "o/r",
-                     "--pr", "7", "--api-url", f"http://127.0.0.1:{server.server_address[1]}"])
+        code = main(
+            [
+                "ci",
+                "comment",
+                str(tmp_path / "h100.md"),
+                str(tmp_path / "a100.md"),
+                "--repo",
+                "o/r",
+                "--pr",
+                "7",
+                "--api-url",
+                f"http://127.0.0.1:{server.server_address[1]}",
+            ]
+        )
     finally:
         server.shutdown()
     assert code == 0
     assert "created comment 2001 on o/r#7" in capsys.readouterr().out
-    assert [(m, p) for m, p, *_ in seen] == [("GET", "/user"),
-                                            ("GET", "/repos/o/r/issues/7/comments?per_page=100&page=1"),
-                                            ("POST", "/repos/o/r/issues/7/comments")]
+    assert [(m, p) for m, p, *_ in seen] == [
+        ("GET", "/user"),
+        ("GET", "/repos/o/r/issues/7/comments?per_page=100&page=1"),
+        ("POST", "/repos/o/r/issues/7/comments"),
+    ]
     assert all(auth == "Bearer t0ken" for *_, auth in seen)
 
 
@@ -159,20 +176,49 @@ def test_an_oversized_summary_is_cut_below_githubs_limit_with_a_pointer_to_the_f
 def results_doc():
     return {
         "gate": {"strict": True},
-        "cases": [{"case_id": "k/test_perf.py::test_matmul", "location": ["k/test_perf.py", 41]},
-                  {"case_id": "k/test_perf.py::test_softmax[bf16]", "location": ["k/test_perf.py", 60]}],
+        "cases": [
+            {"case_id": "k/test_perf.py::test_matmul", "location": ["k/test_perf.py", 41]},
+            {"case_id": "k/test_perf.py::test_softmax[bf16]", "location": ["k/test_perf.py", 60]},
+        ],
         "comparisons": [
-            {"case_id": "k/test_perf.py::test_matmul", "metric": "median_ms", "verdict": "regressed",
-             "change_pct": 9.61, "threshold_pct": 6.27},
-            {"case_id": "k/test_perf.py::test_matmul", "metric": "speedup", "kernel": "torch.matmul",
-             "verdict": "regressed", "change_pct": -8.2, "threshold_pct": 1.0},
-            {"case_id": "k/test_perf.py::test_softmax[bf16]", "metric": "median_ms", "verdict": "inconclusive",
-             "change_pct": 1.4, "threshold_pct": 1.0},
-            {"case_id": "k/test_perf.py::test_softmax[bf16]", "metric": "min_speedup", "verdict": "below target",
-             "note": "1.10x vs torch.softmax (CI 1.09-1.11), needs >= 1.2x"},
-            {"case_id": "k/test_perf.py::test_other", "metric": "median_ms", "verdict": "unchanged"}],
-        "findings": [{"kind": "case_skipped", "message": "in the baseline but skipped: no GPU", "fails_strict": True,
-                      "case_id": "k/test_perf.py::test_copy"}],
+            {
+                "case_id": "k/test_perf.py::test_matmul",
+                "metric": "median_ms",
+                "verdict": "regressed",
+                "change_pct": 9.61,
+                "threshold_pct": 6.27,
+            },
+            {
+                "case_id": "k/test_perf.py::test_matmul",
+                "metric": "speedup",
+                "kernel": "torch.matmul",
+                "verdict": "regressed",
+                "change_pct": -8.2,
+                "threshold_pct": 1.0,
+            },
+            {
+                "case_id": "k/test_perf.py::test_softmax[bf16]",
+                "metric": "median_ms",
+                "verdict": "inconclusive",
+                "change_pct": 1.4,
+                "threshold_pct": 1.0,
+            },
+            {
+                "case_id": "k/test_perf.py::test_softmax[bf16]",
+                "metric": "min_speedup",
+                "verdict": "below target",
+                "note": "1.10x vs torch.softmax (CI 1.09-1.11), needs >= 1.2x",
+            },
+            {"case_id": "k/test_perf.py::test_other", "metric": "median_ms", "verdict": "unchanged"},
+        ],
+        "findings": [
+            {
+                "kind": "case_skipped",
+                "message": "in the baseline but skipped: no GPU",
+                "fails_strict": True,
+                "case_id": "k/test_perf.py::test_copy",
+            }
+        ],
     }
 
 
@@ -241,7 +287,7 @@ class FakeGitHub:
         if path.startswith("/repos/o/r/issues/7/comments?"):
             page = int(path.rsplit("page=", 1)[1])
             ordered = [self.comments[i] for i in sorted(self.comments)]
-            return io.BytesIO(json.dumps(ordered[(page - 1) * 100:page * 100]).encode())
+            return io.BytesIO(json.dumps(ordered[(page - 1) * 100 : page * 100]).encode())
         if method == "POST":
             self.next_id += 1
             self.comments[self.next_id] = {"id": self.next_id, "user": {"login": author}, "body": body["body"]}
@@ -276,16 +322,24 @@ def test_a_matrix_job_never_overwrites_another_jobs_comment_through_a_quoted_mar
 
 
 def test_a_personal_tokens_identity_is_asked_and_only_its_comments_are_touched():
-    fake = FakeGitHub([comment(1, BOT, MARKER + "\nposted by the workflow"),
-                       comment(2, "perfgate-bot", MARKER + "\nold")], {"pat": "perfgate-bot"})
+    fake = FakeGitHub(
+        [comment(1, BOT, MARKER + "\nposted by the workflow"), comment(2, "perfgate-bot", MARKER + "\nold")],
+        {"pat": "perfgate-bot"},
+    )
     result = upsert_comment(fake_api(fake, "pat"), 7, BODY_SUMMARY)
     assert result.comment_id == 2 and fake.writes == [("PATCH", 2, "perfgate-bot")]
     assert fake.comments[1]["body"] == MARKER + "\nposted by the workflow"
 
 
 def test_a_token_github_refuses_is_an_error_not_an_assumed_identity():
-    gh = GitHubApi("https://api.example.test", "o/r", "bad", opener=Replay([
-        {"request": {"method": "GET", "path": "/user"}, "response": {"status": 401, "body": {"message": "Bad"}}}]))
+    gh = GitHubApi(
+        "https://api.example.test",
+        "o/r",
+        "bad",
+        opener=Replay(
+            [{"request": {"method": "GET", "path": "/user"}, "response": {"status": 401, "body": {"message": "Bad"}}}]
+        ),
+    )
     with pytest.raises(PerfgateError, match="HTTP 401"):
         upsert_comment(gh, 7, BODY_SUMMARY)
 
@@ -304,8 +358,17 @@ def test_whatever_comments_others_wrote_only_the_bots_own_are_ever_edited_or_del
     from hypothesis import strategies as st
 
     authors = st.sampled_from(["mallory", "octocat", BOT, "other-app[bot]"])
-    bodies = st.sampled_from([MARKER + "\nx", "LGTM", f"quote: {MARKER}", "<!-- perfgate:perfgate-a100 -->\n"
-                              f"`{MARKER}`", f" {MARKER}\nindented", MARKER.upper(), MARKER + "\r\nwindows"])
+    bodies = st.sampled_from(
+        [
+            MARKER + "\nx",
+            "LGTM",
+            f"quote: {MARKER}",
+            f"<!-- perfgate:perfgate-a100 -->\n`{MARKER}`",
+            f" {MARKER}\nindented",
+            MARKER.upper(),
+            MARKER + "\r\nwindows",
+        ]
+    )
 
     @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(st.lists(st.tuples(authors, bodies), max_size=12), st.integers(1, 3))
@@ -319,8 +382,11 @@ def test_whatever_comments_others_wrote_only_the_bots_own_are_ever_edited_or_del
             if not ours:
                 assert fake.comments.get(cid) == old
         assert all(author == BOT for _, _, author in fake.writes)
-        mine = [c for c in fake.comments.values()
-                if c["user"]["login"] == BOT and c["body"].split("\n", 1)[0].rstrip("\r") == MARKER]
+        mine = [
+            c
+            for c in fake.comments.values()
+            if c["user"]["login"] == BOT and c["body"].split("\n", 1)[0].rstrip("\r") == MARKER
+        ]
         assert len(mine) == 1 and mine[0]["body"].endswith(f"## run {runs - 1}\n")
 
     check()
@@ -328,18 +394,37 @@ def test_whatever_comments_others_wrote_only_the_bots_own_are_ever_edited_or_del
 
 # --- the comment rendered by trusted code from results files ------------------------------------------------
 
-HOSTILE = ("k::t[ghp_x](https://evil.example/a) ![img](https://evil.example/i.png) @octo-org/team <img src=x "
-           "onerror=alert(1)> <!-- perfgate:perfgate --> #1 :+1: ``` | split\nnew line`")
+HOSTILE = (
+    "k::t[ghp_x](https://evil.example/a) ![img](https://evil.example/i.png) @octo-org/team <img src=x "
+    "onerror=alert(1)> <!-- perfgate:perfgate --> #1 :+1: ``` | split\nnew line`"
+)
 
 
 def hostile_results(tmp_path, strict=True):
-    doc = {"perfgate_json_version": 3, "gate": {"failed": False, "strict": strict},
-           "environment": {"device_name": "<b>GPU</b> @admin"},
-           "comparisons": [{"case_id": HOSTILE, "metric": "median_ms [x](y)", "verdict": "regressed",
-                            "change_pct": 900.0, "threshold_pct": 2.5, "gated": True},
-                           {"case_id": "ok", "metric": "median_ms", "verdict": "improved", "change_pct": -5.0,
-                            "threshold_pct": 2.5, "gated": True}],
-           "findings": [{"kind": "baseline case not measured", "message": HOSTILE, "fails_strict": True}]}
+    doc = {
+        "perfgate_json_version": 3,
+        "gate": {"failed": False, "strict": strict},
+        "environment": {"device_name": "<b>GPU</b> @admin"},
+        "comparisons": [
+            {
+                "case_id": HOSTILE,
+                "metric": "median_ms [x](y)",
+                "verdict": "regressed",
+                "change_pct": 900.0,
+                "threshold_pct": 2.5,
+                "gated": True,
+            },
+            {
+                "case_id": "ok",
+                "metric": "median_ms",
+                "verdict": "improved",
+                "change_pct": -5.0,
+                "threshold_pct": 2.5,
+                "gated": True,
+            },
+        ],
+        "findings": [{"kind": "baseline case not measured", "message": HOSTILE, "fails_strict": True}],
+    }
     path = tmp_path / "perfgate.json"
     path.write_text(json.dumps(doc))
     return path
@@ -382,10 +467,20 @@ def test_a_results_file_with_a_foreign_verdict_or_kind_is_refused(tmp_path):
 def test_a_huge_results_file_gives_a_comment_within_githubs_limit(tmp_path):
     from perfgate.report.comment import read_results, render_comment
 
-    doc = {"gate": {"failed": True, "strict": True},
-           "comparisons": [{"case_id": f"k::t[{i}]" + "x" * 300, "metric": "median_ms", "verdict": "regressed",
-                            "change_pct": 50.0, "threshold_pct": 1.0} for i in range(3000)],
-           "findings": [{"kind": "inconclusive", "message": "m" * 5000, "fails_strict": True}] * 300}
+    doc = {
+        "gate": {"failed": True, "strict": True},
+        "comparisons": [
+            {
+                "case_id": f"k::t[{i}]" + "x" * 300,
+                "metric": "median_ms",
+                "verdict": "regressed",
+                "change_pct": 50.0,
+                "threshold_pct": 1.0,
+            }
+            for i in range(3000)
+        ],
+        "findings": [{"kind": "inconclusive", "message": "m" * 5000, "fails_strict": True}] * 300,
+    }
     path = tmp_path / "big.json"
     path.write_text(json.dumps(doc))
     body = comment_body([render_comment(read_results(path))] * 4, "perfgate")
@@ -400,8 +495,23 @@ def test_the_comment_command_renders_results_and_names_a_missing_one(tmp_path, m
     monkeypatch.setenv("GITHUB_TOKEN", "installation")
     from perfgate.cli import main
 
-    code = main(["ci", "comment", "--results", str(hostile_results(tmp_path)), str(tmp_path / "a100.json"),
-                 "--commit", "a" * 40, "--repo", "o/r", "--pr", "7", "--api-url", "https://api.example.test"])
+    code = main(
+        [
+            "ci",
+            "comment",
+            "--results",
+            str(hostile_results(tmp_path)),
+            str(tmp_path / "a100.json"),
+            "--commit",
+            "a" * 40,
+            "--repo",
+            "o/r",
+            "--pr",
+            "7",
+            "--api-url",
+            "https://api.example.test",
+        ]
+    )
     assert code == 0, capsys.readouterr()
     (posted,) = [c for c in fake.comments.values() if c["user"]["login"] == BOT]
     assert "wrote no perfgate.json: the gate never decided" in posted["body"]
@@ -413,8 +523,11 @@ def test_ci_verdict_reads_the_gates_own_verdict(tmp_path, capsys):
     from perfgate.cli import main
 
     passed = tmp_path / "passed.json"
-    passed.write_text(json.dumps({"perfgate_json_version": 3, "gate": {"failed": False, "strict": True},
-                                  "comparisons": [], "findings": []}))
+    passed.write_text(
+        json.dumps(
+            {"perfgate_json_version": 3, "gate": {"failed": False, "strict": True}, "comparisons": [], "findings": []}
+        )
+    )
     assert main(["ci", "verdict", str(passed)]) == 0
     assert main(["ci", "verdict", str(hostile_results(tmp_path))]) == 1
     assert main(["ci", "verdict", str(passed), str(tmp_path / "missing.json")]) == 2

@@ -40,8 +40,17 @@ def test_a_kernel_is_timed_with_cuda_events_and_its_gpu_state_recorded():
 
 def test_a_speedup_against_torch_is_measured_side_by_side():
     x = torch.randn(4096, 4096, device="cuda")
-    result = measure_case(CaseSpec("t::relu", torch.relu, (x,), reference=lambda t: torch.nn.functional.gelu(t * 2 + 1),
-                                   reference_name="gelu", options=OPTIONS, timer=Timer.CUDA_EVENT))
+    result = measure_case(
+        CaseSpec(
+            "t::relu",
+            torch.relu,
+            (x,),
+            reference=lambda t: torch.nn.functional.gelu(t * 2 + 1),
+            reference_name="gelu",
+            options=OPTIONS,
+            timer=Timer.CUDA_EVENT,
+        )
+    )
     s = result.speedup
     assert s.reference == "gelu" and s.ci_low <= s.median <= s.ci_high and s.median > 1.0
     assert len(s.reference_samples_ms) == result.timing.n_samples
@@ -67,7 +76,8 @@ def test_triton_autotune_choices_are_recorded_and_can_be_pinned():
     chosen = measure_case(CaseSpec("t::scale", run, options=OPTIONS, timer=Timer.CUDA_EVENT)).autotune
     assert [k for k, _ in chosen] == ["scale"]
     pinned = str(configs[2])
-    again = measure_case(CaseSpec("t::scale", run, options=OPTIONS, timer=Timer.CUDA_EVENT,
-                                  autotune_pins={"scale": pinned}))
+    again = measure_case(
+        CaseSpec("t::scale", run, options=OPTIONS, timer=Timer.CUDA_EVENT, autotune_pins={"scale": pinned})
+    )
     assert again.autotune == (("scale", pinned),)
     assert len(scale.configs) == 3  # given back after the case

@@ -80,8 +80,14 @@ class FakeNvml:
         self.reads += 1
         now = now_s()
         capped = any(a <= now - self.t0 < b for a, b in self.capped_between)
-        return gpu_state.Reading(now, 1410.0 if capped else 1980.0, 2619.0, 690.0 if capped else 120.0, 45.0,
-                                 gpu_state.SW_POWER_CAP if capped else 0)
+        return gpu_state.Reading(
+            now,
+            1410.0 if capped else 1980.0,
+            2619.0,
+            690.0 if capped else 120.0,
+            45.0,
+            gpu_state.SW_POWER_CAP if capped else 0,
+        )
 
 
 OPTIONS = MeasureOptions(warmup_ms=2, min_samples=10, max_samples=40, budget_ms=40, cooldown_max_ms=500)
@@ -98,8 +104,10 @@ def test_cuda_sampling_interleaves_reference_and_candidate_and_reads_the_speedup
         order.append("r")
         take(1.0)
 
-    result = measure_case(CaseSpec("t::x", cand, reference=ref, reference_name="slow ref", options=OPTIONS,
-                                   timer=Timer.CUDA_EVENT), FakeNvml())
+    result = measure_case(
+        CaseSpec("t::x", cand, reference=ref, reference_name="slow ref", options=OPTIONS, timer=Timer.CUDA_EVENT),
+        FakeNvml(),
+    )
     assert result.timing.timer is Timer.CUDA_EVENT and result.timing.n_samples >= 10
     assert "rcrcrcrc" in "".join(order)  # alternating, sample by sample
     assert result.speedup.reference == "slow ref"

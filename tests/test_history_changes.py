@@ -28,10 +28,15 @@ def stepped_history(db: Path, step_at: int = 20, runs: int = 30) -> None:
             for env in (H100, A100):
                 slow = 0.2 * (1 + 0.003 * rng.standard_normal()) * (1.04 if env is H100 and i >= step_at else 1.0)
                 flat = 0.1 * (1 + 0.003 * rng.standard_normal())
-                info = RunInfo(f"2026-11-01T00:{i:02d}:00+00:00", "", git_commit=f"c{i:02d}" + "0" * 37,
-                               git_branch="main" if i % 5 else "feature")
-                store.save_run(Run(info, env, (single_median_case("k::slow", slow), single_median_case("k::flat",
-                                                                                                        flat))))
+                info = RunInfo(
+                    f"2026-11-01T00:{i:02d}:00+00:00",
+                    "",
+                    git_commit=f"c{i:02d}" + "0" * 37,
+                    git_branch="main" if i % 5 else "feature",
+                )
+                store.save_run(
+                    Run(info, env, (single_median_case("k::slow", slow), single_median_case("k::flat", flat)))
+                )
 
 
 def test_a_step_is_named_with_its_commit_range(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -66,8 +71,12 @@ def test_the_store_function_returns_every_series(tmp_path: Path) -> None:
     stepped_history(db)
     with open_store(db, readonly=True) as store:
         found = {(c.case_id, c.device_name): len(c.changes) for c in history_change_points(store)}
-    assert found == {("k::flat", A100.device_name): 0, ("k::flat", H100.device_name): 0,
-                     ("k::slow", A100.device_name): 0, ("k::slow", H100.device_name): 1}
+    assert found == {
+        ("k::flat", A100.device_name): 0,
+        ("k::flat", H100.device_name): 0,
+        ("k::slow", A100.device_name): 0,
+        ("k::slow", H100.device_name): 1,
+    }
 
 
 def test_recorded_h100_history_names_the_injected_slowdown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -99,8 +108,9 @@ def test_a_damaged_median_is_refused_as_history_case_refuses_it(tmp_path: Path) 
     stepped_history(db, runs=12)
     with open_store(db) as store:
         run = store.load_run(1)
-        store.save_run(replace(run, info=replace(run.info, run_uid="zero"),
-                               results=(single_median_case("k::slow", 1.0),)))
+        store.save_run(
+            replace(run, info=replace(run.info, run_uid="zero"), results=(single_median_case("k::slow", 1.0),))
+        )
         store.con.execute("UPDATE cases SET median_ms = 0 WHERE run_id = (SELECT max(id) FROM runs)")
         with pytest.raises(StoreError, match="median_ms"):
             list(history_change_points(store, "k::slow"))

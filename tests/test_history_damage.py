@@ -21,18 +21,28 @@ DAMAGE = {
     "extra column": ("ALTER TABLE cases ADD COLUMN evil REAL", r"table 'cases' has column\(s\) perfgate never made"),
     "missing column": ("ALTER TABLE cases DROP COLUMN profile_notes", r"table 'cases' lacks column\(s\)"),
     "foreign view": ("CREATE VIEW evil AS SELECT 1", "view 'evil' is not perfgate's"),
-    "changed view": ("DROP VIEW latest_case_results; CREATE VIEW latest_case_results AS " + ENDLESS,
-                     "view 'latest_case_results' differs from perfgate's"),
-    "trigger": ("CREATE TRIGGER evil AFTER INSERT ON runs BEGIN DELETE FROM cases; END",
-                "trigger 'evil' is not perfgate's"),
-    "endless view for a table": ("DROP VIEW latest_case_results; DROP VIEW case_history; "
-                                 "ALTER TABLE verdicts RENAME TO old_verdicts; CREATE VIEW verdicts AS " + ENDLESS,
-                                 "'verdicts' is a view, not the table perfgate made"),
-    "duplicated run uid": ("DROP INDEX idx_runs_run_uid; UPDATE runs SET run_uid = 'same'",
-                           "run uid 'same' is stored more than once"),
+    "changed view": (
+        "DROP VIEW latest_case_results; CREATE VIEW latest_case_results AS " + ENDLESS,
+        "view 'latest_case_results' differs from perfgate's",
+    ),
+    "trigger": (
+        "CREATE TRIGGER evil AFTER INSERT ON runs BEGIN DELETE FROM cases; END",
+        "trigger 'evil' is not perfgate's",
+    ),
+    "endless view for a table": (
+        "DROP VIEW latest_case_results; DROP VIEW case_history; "
+        "ALTER TABLE verdicts RENAME TO old_verdicts; CREATE VIEW verdicts AS " + ENDLESS,
+        "'verdicts' is a view, not the table perfgate made",
+    ),
+    "duplicated run uid": (
+        "DROP INDEX idx_runs_run_uid; UPDATE runs SET run_uid = 'same'",
+        "run uid 'same' is stored more than once",
+    ),
     "wrong JSON type": ("UPDATE cases SET thresholds = '[1, 2]'", "thresholds: JSON list where a dict belongs"),
-    "stored threshold 1e12": ("UPDATE cases SET thresholds = json_set(thresholds, '$.time_pct', 1e12)",
-                              r"thresholds.time_pct: 1000000000000.0 is above 1000"),
+    "stored threshold 1e12": (
+        "UPDATE cases SET thresholds = json_set(thresholds, '$.time_pct', 1e12)",
+        r"thresholds.time_pct: 1000000000000.0 is above 1000",
+    ),
     "median of -1": ("UPDATE cases SET median_ms = -1, min_ms = -1, q1_ms = -1", "median_ms: -1.0 is below 0"),
     "non-finite median": ("UPDATE cases SET median_ms = 9e999", "median_ms: inf is not a finite number"),
     "samples not packed": ("UPDATE cases SET samples_f64 = 'abc'", "a packed sample array must be a BLOB"),
@@ -85,18 +95,27 @@ def test_a_damaged_history_is_refused_with_one_line(damaged_project, tmp_path, c
     assert re.search(problem, err), err
     assert "REGRESSED" not in out and "passed" not in out
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before  # refused, not repaired or half-migrated
-    if command == "db merge" and "JSON" not in damage and "stored" not in damage and "median" not in damage \
-            and "samples" not in damage:
+    if (
+        command == "db merge"
+        and "JSON" not in damage
+        and "stored" not in damage
+        and "median" not in damage
+        and "samples" not in damage
+    ):
         assert not (tmp_path / "merged.db").exists()  # a schema problem is found before OUT is created
 
 
 def test_an_endless_view_in_place_of_a_table_never_hangs_a_command(damaged_project, tmp_path):
     """In a child process with a time limit: a hang would otherwise stall the suite."""
     db = damaged_project(DAMAGE["endless view for a table"][0])
-    for args in (("compare", "--db", str(db)), ("history", "--db", str(db)),
-                 ("db", "merge", str(tmp_path / "m.db"), str(db))):
-        done = subprocess.run([sys.executable, "-m", "perfgate", *args], capture_output=True, text=True,
-                              timeout=120, cwd=tmp_path)
+    for args in (
+        ("compare", "--db", str(db)),
+        ("history", "--db", str(db)),
+        ("db", "merge", str(tmp_path / "m.db"), str(db)),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "perfgate", *args], capture_output=True, text=True, timeout=120, cwd=tmp_path
+        )
         assert done.returncode == 2 and "is a view, not the table perfgate made" in done.stderr, done.stderr
 
 
@@ -109,8 +128,13 @@ def test_an_undamaged_history_still_gates(damaged_project, capsys):
 def _stored_value_strategy():
     from hypothesis import strategies as st
 
-    return st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True), st.integers(-2**63, 2**63 - 1),
-                     st.text(max_size=8), st.binary(max_size=16))
+    return st.one_of(
+        st.none(),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.integers(-(2**63), 2**63 - 1),
+        st.text(max_size=8),
+        st.binary(max_size=16),
+    )
 
 
 def test_any_stored_value_reads_back_true_or_is_one_clear_line(tmp_path_factory):
@@ -128,8 +152,19 @@ def test_any_stored_value_reads_back_true_or_is_one_clear_line(tmp_path_factory)
     clean = tmp_path_factory.mktemp("clean") / "h.db"
     with open_store(clean) as store:
         store.save_run(make_run({"t::a": noisy(1.0, n=10)}))
-    columns = ("median_ms", "min_ms", "q3_ms", "n_samples", "thresholds", "samples_f64", "confirmation_medians",
-               "timer", "profile_errors", "gbps", "verdict")
+    columns = (
+        "median_ms",
+        "min_ms",
+        "q3_ms",
+        "n_samples",
+        "thresholds",
+        "samples_f64",
+        "confirmation_medians",
+        "timer",
+        "profile_errors",
+        "gbps",
+        "verdict",
+    )
 
     @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(column=st.sampled_from(columns), value=_stored_value_strategy())

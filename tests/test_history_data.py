@@ -36,21 +36,40 @@ def _gate(verdicts: dict[str, Verdict], failed: bool = False):
     return replace(verdicts_of(gate), gate_failed=failed)
 
 
-def _run(medians: dict[str, float], branch="main", kind=RunKind.GATE, started="2026-11-21T00:00:00+00:00",
-         commit="abc", env=ENV, dirty=False):
+def _run(
+    medians: dict[str, float],
+    branch="main",
+    kind=RunKind.GATE,
+    started="2026-11-21T00:00:00+00:00",
+    commit="abc",
+    env=ENV,
+    dirty=False,
+):
     run = make_run({cid: noisy(m, n=20) for cid, m in medians.items()}, env=env)
-    return replace(run, info=replace(run.info, git_branch=branch, kind=kind, started_at=started, finished_at=started,
-                                     git_commit=commit, git_dirty=dirty))
+    return replace(
+        run,
+        info=replace(
+            run.info,
+            git_branch=branch,
+            kind=kind,
+            started_at=started,
+            finished_at=started,
+            git_commit=commit,
+            git_dirty=dirty,
+        ),
+    )
 
 
 # --- kinds, verdicts, patterns, DataFrame -------------------------------------------------------------
 
+
 def test_a_gate_stores_its_run_with_kind_and_every_verdict(pytester, monkeypatch):
-    perf_project(pytester, monkeypatch,
-                 "from perfgate.measure import clock\ndef test_a(perfgate):\n"
-                 "    perfgate(clock.current().sleep, 0.001)\n",
-                 "[tool.perfgate]\nmin_samples = 5\nmax_samples = 10\nbudget_ms = 30\nwarmup_ms = 1\n"
-                 "confirm_runs = 0\n")
+    perf_project(
+        pytester,
+        monkeypatch,
+        "from perfgate.measure import clock\ndef test_a(perfgate):\n    perfgate(clock.current().sleep, 0.001)\n",
+        "[tool.perfgate]\nmin_samples = 5\nmax_samples = 10\nbudget_ms = 30\nwarmup_ms = 1\nconfirm_runs = 0\n",
+    )
     gate_json(pytester)
     with open_store(pytester.path / ".perfgate" / "history.db", readonly=True) as store:
         run = store.load_run()
@@ -65,37 +84,53 @@ def test_a_gate_stores_its_run_with_kind_and_every_verdict(pytester, monkeypatch
 def test_verdicts_and_kinds_round_trip_and_the_case_shows_its_most_severe(tmp_path):
     with open_store(tmp_path / "h.db") as store:
         run = _run({"a": 1.0, "b": 2.0})
-        gate = GateResult(comparisons=(
-            Comparison("a", "median_ms", "ms", Direction.LOWER, Verdict.UNCHANGED),
-            Comparison("a", "launch__registers_per_thread", "register", Direction.LOWER, Verdict.REGRESSED, "k"),
-            Comparison("b", "median_ms", "ms", Direction.LOWER, Verdict.IMPROVED, change_pct=float("-inf")),
-            Comparison("c", "median_ms", "ms", Direction.LOWER, Verdict.MISSING)))
+        gate = GateResult(
+            comparisons=(
+                Comparison("a", "median_ms", "ms", Direction.LOWER, Verdict.UNCHANGED),
+                Comparison("a", "launch__registers_per_thread", "register", Direction.LOWER, Verdict.REGRESSED, "k"),
+                Comparison("b", "median_ms", "ms", Direction.LOWER, Verdict.IMPROVED, change_pct=float("-inf")),
+                Comparison("c", "median_ms", "ms", Direction.LOWER, Verdict.MISSING),
+            )
+        )
         rid = store.save_run(run, verdicts_of(gate))
         cal = store.save_run(_run({"a": 1.0}, kind=RunKind.CALIBRATION))
-        assert store.load_verdicts(rid) == verdicts_of(replace(gate, comparisons=gate.comparisons[:2] + (
-            Comparison("b", "median_ms", "ms", Direction.LOWER, Verdict.IMPROVED),) + gate.comparisons[3:]))
+        assert store.load_verdicts(rid) == verdicts_of(
+            replace(
+                gate,
+                comparisons=gate.comparisons[:2]
+                + (Comparison("b", "median_ms", "ms", Direction.LOWER, Verdict.IMPROVED),)
+                + gate.comparisons[3:],
+            )
+        )
         assert store.load_verdicts(cal) is None and store.load_run(cal).info.kind is RunKind.CALIBRATION
-        assert dict(store.con.execute("SELECT case_id, verdict FROM cases WHERE run_id = ?", (rid,)).fetchall()) \
-            == {"a": "regressed", "b": "improved"}
+        assert dict(store.con.execute("SELECT case_id, verdict FROM cases WHERE run_id = ?", (rid,)).fetchall()) == {
+            "a": "regressed",
+            "b": "improved",
+        }
 
 
 @pytest.fixture
 def bracketed(tmp_path):
     with open_store(tmp_path / "h.db") as store:
         for i in range(3):
-            store.save_run(_run({BRACKETED: 1.0 + i, "tests/test_x.py::test_x[e]": 2.0, "t::softmax": 3.0},
-                                dirty=i == 2), _gate({BRACKETED: Verdict.UNCHANGED}))
+            store.save_run(
+                _run({BRACKETED: 1.0 + i, "tests/test_x.py::test_x[e]": 2.0, "t::softmax": 3.0}, dirty=i == 2),
+                _gate({BRACKETED: Verdict.UNCHANGED}),
+            )
     return tmp_path / "h.db"
 
 
-@pytest.mark.parametrize("args, ids", [
-    (("--case", BRACKETED), {BRACKETED}),  # an exact id with brackets matches itself
-    (("--case", "*enum[BaseConverter]*"), {BRACKETED}),
-    (("--case", "*[e]"), {"tests/test_x.py::test_x[e]"}),  # not a glob class
-    (("--case", "tests/test_x.py::test_x[?]"), {"tests/test_x.py::test_x[e]"}),
-    (("--case-regex", r"test_x\[(e|enum)"), {BRACKETED, "tests/test_x.py::test_x[e]"}),
-    (("--case", "t::*", "--case-regex", "soft"), {"t::softmax"}),
-])
+@pytest.mark.parametrize(
+    "args, ids",
+    [
+        (("--case", BRACKETED), {BRACKETED}),  # an exact id with brackets matches itself
+        (("--case", "*enum[BaseConverter]*"), {BRACKETED}),
+        (("--case", "*[e]"), {"tests/test_x.py::test_x[e]"}),  # not a glob class
+        (("--case", "tests/test_x.py::test_x[?]"), {"tests/test_x.py::test_x[e]"}),
+        (("--case-regex", r"test_x\[(e|enum)"), {BRACKETED, "tests/test_x.py::test_x[e]"}),
+        (("--case", "t::*", "--case-regex", "soft"), {"t::softmax"}),
+    ],
+)
 def test_history_case_patterns_treat_brackets_literally(bracketed, capsys, args, ids):
     code, out, _ = _cli(capsys, "history", "--db", str(bracketed), *args, "--format", "json")
     assert code == 0 and {r["case_id"] for r in json.loads(out)} == ids
@@ -119,11 +154,16 @@ def test_the_dataframe_has_kind_git_dirty_and_verdicts(bracketed):
 
 # --- Datasette ------------------------------------------------------------------------------------------
 
+
 def test_the_datasette_metadata_describes_every_table_view_and_column_of_a_real_history(bracketed):
     meta = datasette_metadata("h")["databases"]["h"]["tables"]
     con = sqlite3.connect(bracketed)
-    objects = {name for (name,) in con.execute(
-        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%'")}
+    objects = {
+        name
+        for (name,) in con.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%'"
+        )
+    }
     assert set(meta) == objects
     for name in objects:
         columns = {r[1] for r in con.execute(f'PRAGMA table_info("{name}")')}
@@ -160,8 +200,9 @@ def year(tmp_path):
     with open_store(path) as store:
         for month in range(1, 13):
             kind = RunKind.CALIBRATION if month == 5 else RunKind.GATE
-            store.save_run(_run({"a": 1.0}, kind=kind, started=f"2026-{month:02d}-15T00:00:00+00:00",
-                                commit=f"c{month}"))
+            store.save_run(
+                _run({"a": 1.0}, kind=kind, started=f"2026-{month:02d}-15T00:00:00+00:00", commit=f"c{month}")
+            )
         store.pin_run(3, "change point: a +12%", "2026-03-16T00:00:00+00:00")
     return path
 
@@ -200,8 +241,9 @@ def test_db_prune_from_the_command_line_reads_the_committed_baselines(year, tmp_
     monkeypatch.chdir(tmp_path)
     with open_store(year, readonly=True) as store:
         calibration = store.load_run(5)
-    write_baseline(updated_baseline(None, calibration, tmp_path / "baselines" / "nvidia-h100-80gb-hbm3.json", "x",
-                                    "calibrated"))
+    write_baseline(
+        updated_baseline(None, calibration, tmp_path / "baselines" / "nvidia-h100-80gb-hbm3.json", "x", "calibrated")
+    )
     code, out, _ = _cli(capsys, "db", "prune", "--db", str(year), "--keep-runs", "2", "--dry-run")
     assert code == 0 and "would remove 8 of 12 run(s); kept 1 pinned and 1 a baseline refers to" in out
     code, out, _ = _cli(capsys, "db", "prune", "--db", str(year), "--keep-runs", "2")
@@ -266,6 +308,7 @@ def test_db_export_writes_only_the_named_run(year, tmp_path, capsys):
 
 # --- the noise window ------------------------------------------------------------------------------------
 
+
 def test_the_noise_window_reads_recent_passing_gate_runs_of_one_branch_and_device(tmp_path):
     from tests.helpers import HOST_ENV
 
@@ -273,8 +316,10 @@ def test_the_noise_window_reads_recent_passing_gate_runs_of_one_branch_and_devic
     with open_store(tmp_path / "h.db") as store:
         ids = {}
         for i in range(1, 8):
-            ids[i] = store.save_run(_run({"a": float(i), "b": 10.0 + i}, commit=f"c{i}"),
-                                    _gate({"a": Verdict.UNCHANGED, "b": Verdict.UNCHANGED}))
+            ids[i] = store.save_run(
+                _run({"a": float(i), "b": 10.0 + i}, commit=f"c{i}"),
+                _gate({"a": Verdict.UNCHANGED, "b": Verdict.UNCHANGED}),
+            )
         store.save_run(_run({"a": 100.0}), _gate({"a": Verdict.REGRESSED}, failed=True))  # failed gate
         store.save_run(_run({"a": 200.0, "b": 1.0}), _gate({"a": Verdict.REGRESSED, "b": Verdict.UNCHANGED}))
         store.save_run(_run({"a": 300.0}, branch="feature"), _gate({"a": Verdict.UNCHANGED}))

@@ -69,10 +69,13 @@ def test_a_300_ns_call_reads_within_10_percent_of_pytest_benchmark(pytester, mon
     ours = {pair: median for pair, timer, median, _ in rows if timer == "perfgate"}
     spread = statistics.median(iqr / median for median, iqr in theirs.values())
     if spread > TOLERANCE:
-        pytest.skip(f"too noisy to resolve {TOLERANCE:.0%}: pytest-benchmark's own rounds spread {spread:.0%} "
-                    "(IQR / median)")
+        pytest.skip(
+            f"too noisy to resolve {TOLERANCE:.0%}: pytest-benchmark's own rounds spread {spread:.0%} (IQR / median)"
+        )
     ratios = sorted(ours[p] / theirs[p][0] for p in range(PAIRS))
     ratio = statistics.median(ratios)
-    print(f"perfgate / pytest-benchmark medians of a ~{theirs[0][0] * 1e9:.0f} ns call, {PAIRS} pairs: "
-          f"{', '.join(f'{r:.3f}' for r in ratios)}; median {ratio:.3f}")
+    print(
+        f"perfgate / pytest-benchmark medians of a ~{theirs[0][0] * 1e9:.0f} ns call, {PAIRS} pairs: "
+        f"{', '.join(f'{r:.3f}' for r in ratios)}; median {ratio:.3f}"
+    )
     assert abs(ratio - 1) <= TOLERANCE, ratios

@@ -34,6 +34,7 @@ class StandInClock:
         def call():
             self.calls.append(name)
             self.now += cost_ns
+
         return call
 
 
@@ -73,7 +74,7 @@ def test_callables_keep_their_own_loops_and_alternate_sample_by_sample():
     result = sample_host([fast, slow], lambda _ms: 6, 0.0, clock_of(clock.read))
     assert result.calls_per_sample == (50, 1)
     assert [v * 1e6 for v in result.samples_ms[1]] == pytest.approx([40_000] * 6, rel=0.01)
-    sampling = "".join(clock.calls)[-6 * 51:]
+    sampling = "".join(clock.calls)[-6 * 51 :]
     assert sampling == ("f" * 50 + "s") * 6
 
 

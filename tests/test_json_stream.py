@@ -29,14 +29,20 @@ def test_the_recorded_trace_reads_as_json_loads_reads_it_for_any_window(monkeypa
     assert streamed(TRACE) == json.loads(TRACE)
 
 
-json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
-                           | st.text(max_size=20), lambda inner: st.lists(inner, max_size=4)
-                           | st.dictionaries(st.text(max_size=5), inner, max_size=4), max_leaves=20)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=20,
+)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.dictionaries(st.text(max_size=8), json_values, max_size=4), st.lists(json_values, max_size=8),
-       st.integers(1, 12), st.sampled_from(["", " ", "\n  "]))
+@given(
+    st.dictionaries(st.text(max_size=8), json_values, max_size=4),
+    st.lists(json_values, max_size=8),
+    st.integers(1, 12),
+    st.sampled_from(["", " ", "\n  "]),
+)
 def test_any_document_reads_as_json_loads_reads_it(members, events, chunk, ws):
     doc = {**members, "traceEvents": events}
     text = json.dumps(doc, indent=ws or None).encode()
@@ -58,8 +64,18 @@ def test_a_cut_trace_is_an_error_never_a_partial_document(cut, chunk):
         json_stream.CHUNK_CHARS = old
 
 
-@pytest.mark.parametrize("text", [b'{"traceEvents": [1, 2,]}', b'{"a": 1,}', b'{"traceEvents": [1] "x": 2}',
-                                  b'{"traceEvents": [1]} trailing', b'{"traceEvents": [NaN]}', b"[1, 2]", b"  "])
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'{"traceEvents": [1, 2,]}',
+        b'{"a": 1,}',
+        b'{"traceEvents": [1] "x": 2}',
+        b'{"traceEvents": [1]} trailing',
+        b'{"traceEvents": [NaN]}',
+        b"[1, 2]",
+        b"  ",
+    ],
+)
 def test_invalid_json_is_an_error(text):
     with pytest.raises(JsonStreamError):
         streamed(text)

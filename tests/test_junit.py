@@ -17,8 +17,18 @@ HOSTILE = "k/t.py::test_x[<a href='x'>&\"\x00\x1b[31m\ud800\n]"
 
 
 def time_row(case_id, verdict, change_pct=None, **kw):
-    return Comparison(case_id, "median_ms", "ms", Direction.LOWER, verdict, baseline=kw.pop("baseline", 1.0),
-                      current=kw.pop("current", 1.1), change_pct=change_pct, threshold_pct=3.0, **kw)
+    return Comparison(
+        case_id,
+        "median_ms",
+        "ms",
+        Direction.LOWER,
+        verdict,
+        baseline=kw.pop("baseline", 1.0),
+        current=kw.pop("current", 1.1),
+        change_pct=change_pct,
+        threshold_pct=3.0,
+        **kw,
+    )
 
 
 def cases_of(text):
@@ -28,13 +38,26 @@ def cases_of(text):
 
 def test_regressed_cases_fail_undecided_ones_are_skipped_and_every_case_is_a_testcase():
     run = make_run({"k/t.py::test_a[x]": [2.0, 2.0], "k/t.py::test_b": [1.0, 1.0], "k/t.py::test_c": [1.0, 1.0]})
-    gate = GateResult(comparisons=(
-        time_row("k/t.py::test_a[x]", Verdict.REGRESSED, 12.5, current=2.0),
-        Comparison("k/t.py::test_a[x]", "launch__registers_per_thread", "", Direction.LOWER, Verdict.REGRESSED,
-                   kernel="_k", baseline=128.0, current=255.0, change_pct=99.2, threshold_pct=0.0),
-        time_row("k/t.py::test_b", Verdict.UNCHANGED, 0.4),
-        time_row("k/t.py::test_c", Verdict.INCONCLUSIVE, 2.9, note="measure again"),
-        time_row("k/t.py::test_gone", Verdict.MISSING, current=None)))
+    gate = GateResult(
+        comparisons=(
+            time_row("k/t.py::test_a[x]", Verdict.REGRESSED, 12.5, current=2.0),
+            Comparison(
+                "k/t.py::test_a[x]",
+                "launch__registers_per_thread",
+                "",
+                Direction.LOWER,
+                Verdict.REGRESSED,
+                kernel="_k",
+                baseline=128.0,
+                current=255.0,
+                change_pct=99.2,
+                threshold_pct=0.0,
+            ),
+            time_row("k/t.py::test_b", Verdict.UNCHANGED, 0.4),
+            time_row("k/t.py::test_c", Verdict.INCONCLUSIVE, 2.9, note="measure again"),
+            time_row("k/t.py::test_gone", Verdict.MISSING, current=None),
+        )
+    )
     suite, cases = cases_of(render_junit(gate, run))
     counts = (suite.get("tests"), suite.get("failures"), suite.get("skipped"), suite.get("errors"))
     assert counts == ("4", "1", "2", "0")
@@ -60,8 +83,11 @@ def test_a_hostile_case_name_gives_well_formed_xml_that_keeps_what_xml_can_hold(
 
 
 def test_a_strict_failure_without_a_case_is_a_failing_testcase_of_its_own():
-    gate = GateResult(comparisons=(time_row("t.py::a", Verdict.UNCHANGED, 0.1),), strict=True,
-                      findings=(Finding(FindingKind.NO_BASELINE, "no baseline for this GPU"),))
+    gate = GateResult(
+        comparisons=(time_row("t.py::a", Verdict.UNCHANGED, 0.1),),
+        strict=True,
+        findings=(Finding(FindingKind.NO_BASELINE, "no baseline for this GPU"),),
+    )
     assert gate.failed
     suite, cases = cases_of(render_junit(gate))
     assert suite.get("failures") == "1"

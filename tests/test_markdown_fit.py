@@ -6,11 +6,16 @@ import pytest
 from perfgate.report.markdown_fit import fit_each, fit_markdown, utf8_bytes, utf16_units
 
 TABLE = "| case | change |\n|---|---:|\n" + "".join(f"| c{i:03d} | +{i}% |\n" for i in range(200))
-TEXT = (f"## headline\n\n### Failing (200)\n\n{TABLE}\n### Notes\n\n"
-        + "".join(f"- note {i}\n  continued {i}\n" for i in range(100)) + "- … and 50 more\n\n"
-        + "<details><summary>All other results (300)</summary>\n\n| case |\n|---|\n"
-        + "".join(f"| r{i} |\n" for i in range(300)) + "\n</details>\n\n### Code\n\n```\n# not a heading\n"
-        + "| not | a | table |\n" * 40 + "```\n")
+TEXT = (
+    f"## headline\n\n### Failing (200)\n\n{TABLE}\n### Notes\n\n"
+    + "".join(f"- note {i}\n  continued {i}\n" for i in range(100))
+    + "- … and 50 more\n\n"
+    + "<details><summary>All other results (300)</summary>\n\n| case |\n|---|\n"
+    + "".join(f"| r{i} |\n" for i in range(300))
+    + "\n</details>\n\n### Code\n\n```\n# not a heading\n"
+    + "| not | a | table |\n" * 40
+    + "```\n"
+)
 
 
 def test_text_within_the_limit_is_unchanged():
@@ -22,8 +27,10 @@ def test_a_long_table_keeps_its_first_rows_and_says_how_many_more():
     assert utf8_bytes(out) <= 2_000 and out.startswith("## headline\n\n### Failing (200)")
     rows = [line for line in out.splitlines() if line.startswith("| c0") or line.startswith("| c1")]
     assert rows[0] == "| c000 | +0% |" and f"| … and {200 - len(rows)} more | |" in out
-    assert out.rstrip().endswith("_… 3 section(s) left out (“Notes”, “All other results (300)”, “Code”); lists "
-                                 "shortened to fit GitHub's size limit; the rest is in the artifact._")
+    assert out.rstrip().endswith(
+        "_… 3 section(s) left out (“Notes”, “All other results (300)”, “Code”); lists "
+        "shortened to fit GitHub's size limit; the rest is in the artifact._"
+    )
 
 
 def test_list_items_keep_their_continuation_lines_and_merge_an_earlier_count():

@@ -8,8 +8,16 @@ import pytest
 from tests.campaign import run_campaign
 
 # inputs per reader, sized by what one costs (an nsys export ~0.5 s, an ncu report ~0.8 s in NVIDIA's reader)
-SIZES = {"nsys-sqlite": 8, "ncu-rep": 4, "ncu-csv": 25, "torch-json": 60, "pytest-benchmark": 60,
-         "results-json": 15, "child-output": 60, "baseline": 60}
+SIZES = {
+    "nsys-sqlite": 8,
+    "ncu-rep": 4,
+    "ncu-csv": 25,
+    "torch-json": 60,
+    "pytest-benchmark": 60,
+    "results-json": 15,
+    "child-output": 60,
+    "baseline": 60,
+}
 
 
 @pytest.mark.slow  # ~8 s of CPU: its own stage of .ci/run

@@ -5,10 +5,10 @@ import pytest
 
 from tests.helpers import perf_project
 
-SUITE = '''
+SUITE = """
 def test_sum(perfgate):
     perfgate(sum, range(100))
-'''
+"""
 PYPROJECT = """
 [tool.perfgate]
 warmup_ms = 1
@@ -38,8 +38,9 @@ def test_no_store_writes_no_history_and_no_initial_baseline(project):
 
 def test_no_store_still_writes_the_outputs_it_is_asked_for(project):
     before = files(project.path)
-    result = project.runpytest("--perfgate", "--perfgate-no-store", "-p", "no:cacheprovider", "--perfgate-json",
-                               "out.json")
+    result = project.runpytest(
+        "--perfgate", "--perfgate-no-store", "-p", "no:cacheprovider", "--perfgate-json", "out.json"
+    )
     assert result.ret == 0
     assert files(project.path) == sorted([*before, "out.json"])
 

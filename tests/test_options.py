@@ -69,15 +69,19 @@ def test_a_threshold_beyond_its_bounds_is_one_line_not_a_gate_that_passes_everyt
         settings_from_config({"threshold_pct": value})
 
 
-@pytest.mark.parametrize("key,value", [("alpha", 1e-12), ("alpha", 1e-17), ("confirm_alpha", 0.9),
-                                       ("min_effect_pct", 1e12), ("min_speedup", 1e300)])
+@pytest.mark.parametrize(
+    "key,value",
+    [("alpha", 1e-12), ("alpha", 1e-17), ("confirm_alpha", 0.9), ("min_effect_pct", 1e12), ("min_speedup", 1e300)],
+)
 def test_the_decision_settings_have_sane_bounds(key, value):
     with pytest.raises(ConfigError, match=key):
         settings_from_config({key: value})
 
 
-def _subcommands(parser: argparse.ArgumentParser, prefix: str = "perfgate",
-                 ) -> list[tuple[str, argparse.ArgumentParser]]:
+def _subcommands(
+    parser: argparse.ArgumentParser,
+    prefix: str = "perfgate",
+) -> list[tuple[str, argparse.ArgumentParser]]:
     out = [(prefix, parser)]
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):

@@ -16,7 +16,7 @@ from perfgate.report.terminal import render_terminal
 from tests.helpers import gate_json, make_run, perf_project, results_json
 from tests.scale import scale_gate
 
-TEST = '''
+TEST = """
 import os
 from perfgate.measure import clock
 
@@ -25,8 +25,8 @@ def test_ref(perfgate):
 
 def test_sleep(perfgate):
     perfgate(clock.current().sleep, float(os.environ.get("SLEEP_MS", "1")) / 1e3)
-'''
-PYPROJECT = '''
+"""
+PYPROJECT = """
 [tool.perfgate]
 threshold_pct = 100.0
 warmup_ms = 0
@@ -35,7 +35,7 @@ max_samples = 20
 memory = false
 confirm_runs = 0
 noise_branch = "*"
-'''
+"""
 
 
 @pytest.fixture
@@ -66,13 +66,21 @@ def test_json_leaves_samples_out_unless_asked_and_annotations_still_read_it(proj
 
 
 def test_the_export_options_write_their_files(project):
-    result = gate_json(project, "--perfgate-bencher-json", "bmf.json", "--perfgate-benchmark-json", "gab.json",
-                       "--perfgate-benchmark-speedup-json", "speedup.json")
+    result = gate_json(
+        project,
+        "--perfgate-bencher-json",
+        "bmf.json",
+        "--perfgate-benchmark-json",
+        "gab.json",
+        "--perfgate-benchmark-speedup-json",
+        "speedup.json",
+    )
     assert result.ret == 0  # the first run: every case is new
     bmf = json.loads((project.path / "bmf.json").read_text())
     assert set(bmf) == {"test_perf.py::test_ref", "test_perf.py::test_sleep"}
     assert set(bmf["test_perf.py::test_ref"]) == {"latency", "speedup"} and set(bmf["test_perf.py::test_sleep"]) == {
-        "latency"}
+        "latency"
+    }
     assert 0.5e6 < bmf["test_perf.py::test_sleep"]["latency"]["value"] < 50e6  # ~1 ms, in nanoseconds
     [speedup] = json.loads((project.path / "speedup.json").read_text())
     assert speedup["name"] == "test_perf.py::test_ref speedup vs list sum" and speedup["unit"] == "x"
@@ -84,17 +92,24 @@ def test_bencher_metric_format_at_full_precision():
     latency = doc["t::k[bf16]"]["latency"]
     assert latency["value"] == pytest.approx(12345.6789013, rel=1e-12)  # ns, not rounded to 12346
     assert latency["lower_value"] <= latency["value"] <= latency["upper_value"]
-    assert doc["t::k[bf16]"]["speedup"] == {"value": 1.61803398874989, "lower_value": 1.5707963267949,
-                                            "upper_value": 1.73205080756888}
+    assert doc["t::k[bf16]"]["speedup"] == {
+        "value": 1.61803398874989,
+        "lower_value": 1.5707963267949,
+        "upper_value": 1.73205080756888,
+    }
 
 
 def test_github_action_benchmark_files_keep_full_precision_and_speedups_are_bigger_is_better():
     [time_entry] = json.loads(render_benchmark_action(timed_run()))
     assert time_entry["value"] == 0.0123456789013  # was round(..., 6): 0.012346, 1 ns resolution
     [speedup] = json.loads(render_benchmark_action_speedups(None, timed_run()))
-    assert speedup == {"name": "t::k[bf16] speedup vs torch.softmax", "unit": "x", "value": 1.61803398874989,
-                       "range": f"± {(1.73205080756888 - 1.5707963267949) / 2!r}",
-                       "extra": "reference: torch.softmax\n95% CI: 1.5707963267949-1.73205080756888"}
+    assert speedup == {
+        "name": "t::k[bf16] speedup vs torch.softmax",
+        "unit": "x",
+        "value": 1.61803398874989,
+        "range": f"± {(1.73205080756888 - 1.5707963267949) / 2!r}",
+        "extra": "reference: torch.softmax\n95% CI: 1.5707963267949-1.73205080756888",
+    }
     assert render_benchmark_action_speedups(None, make_run({"t::x": [1.0, 1.0]})) == "[]\n"
 
 

@@ -52,8 +52,23 @@ def dist(source, tmp_path_factory) -> Path:
 
 def pip_dry_run(requirement: str, cwd: Path) -> dict:
     """What pip would install for `requirement` (metadata built here, nothing fetched, nothing installed)."""
-    out = run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-index", "--no-build-isolation",
-               "--quiet", "--report", "-", requirement], cwd=cwd)
+    out = run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--no-deps",
+            "--no-index",
+            "--no-build-isolation",
+            "--quiet",
+            "--report",
+            "-",
+            requirement,
+        ],
+        cwd=cwd,
+    )
     report = json.loads(out)
     assert len(report["install"]) == 1
     return report["install"][0]
@@ -74,17 +89,36 @@ def test_sdist_and_wheel_build_and_the_wheel_installs_into_a_fresh_venv(dist, tm
     venv = tmp_path / "fresh"
     run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp_path)
     python = venv / "bin" / "python"
-    fresh_site = Path(run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                          cwd=tmp_path).strip())
+    fresh_site = Path(
+        run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], cwd=tmp_path).strip()
+    )
     # the dependencies (pytest, numpy) from this environment, after the fresh site-packages: --no-deps stays
     # offline, and the perfgate imported is the one the wheel installed
     (fresh_site / "dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "--quiet",
-         str(wheel)], cwd=tmp_path)
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--quiet",
+            str(wheel),
+        ],
+        cwd=tmp_path,
+    )
     assert run([str(venv / "bin" / "perfgate"), "--version"], cwd=tmp_path).split() == ["perfgate", version]
-    where = run([str(python), "-c", ("import perfgate, perfgate.pytest_plugin, perfgate.pytest_plugin.fixture; "
-                                        "print(perfgate.__file__)")],
-                cwd=tmp_path).strip()
+    where = run(
+        [
+            str(python),
+            "-c",
+            ("import perfgate, perfgate.pytest_plugin, perfgate.pytest_plugin.fixture; print(perfgate.__file__)"),
+        ],
+        cwd=tmp_path,
+    ).strip()
     assert Path(where).is_relative_to(fresh_site)
 
 
@@ -103,8 +137,15 @@ def test_the_composite_action_installs_perfgate_from_its_own_checkout(source, tm
 def test_the_ci_init_workflow_installs_perfgate_from_the_actions_commit(source, tmp_path, capsys):
     repo = tmp_path / "perfgate-repo"
     shutil.copytree(source, repo)
-    git = ["git", "-c", "user.name=perfgate", "-c", "user.email=perfgate@example.invalid",
-           "-c", "init.defaultBranch=main"]
+    git = [
+        "git",
+        "-c",
+        "user.name=perfgate",
+        "-c",
+        "user.email=perfgate@example.invalid",
+        "-c",
+        "init.defaultBranch=main",
+    ]
     run([*git, "init", "-q"], cwd=repo)
     run([*git, "add", "-A"], cwd=repo)
     run([*git, "commit", "-q", "-m", "perfgate"], cwd=repo)

@@ -37,8 +37,9 @@ def test_report_and_csv_agree_on_every_launch(ncu_rep, h100_data):
             ours = a.metrics[name].value
             # the CSV rounds to its printed digits (e.g. 1.94 for 1.9394 waves/SM): compare at that precision
             digits = len(str(m.value).split(".")[1]) if "." in str(m.value) else 0
-            assert ours == pytest.approx(m.value, abs=max(10 ** -min(digits, 6) * 0.51 * max(1, abs(m.value)),
-                                                          printed_precision(ours))), name
+            assert ours == pytest.approx(
+                m.value, abs=max(10 ** -min(digits, 6) * 0.51 * max(1, abs(m.value)), printed_precision(ours))
+            ), name
             compared += 1
     assert compared > 500
 
@@ -68,11 +69,14 @@ def test_every_launch_maps_to_its_case_through_nvtx(ncu_rep):
     assert kernels["test_matmul[triton]"] == {"_matmul_kernel"}
 
 
-@pytest.mark.parametrize("make, problem", [
-    (lambda p, src: p.write_bytes(b""), "the file is empty"),
-    (lambda p, src: p.write_bytes(src.read_bytes()[:4096]), "truncated"),
-    (lambda p, src: p.write_bytes(b"PK\x03\x04 definitely not a report" * 10), "not an Nsight Compute report"),
-])
+@pytest.mark.parametrize(
+    "make, problem",
+    [
+        (lambda p, src: p.write_bytes(b""), "the file is empty"),
+        (lambda p, src: p.write_bytes(src.read_bytes()[:4096]), "truncated"),
+        (lambda p, src: p.write_bytes(b"PK\x03\x04 definitely not a report" * 10), "not an Nsight Compute report"),
+    ],
+)
 def test_bad_ncu_reports_are_clear_errors(tmp_path, ncu_rep, make, problem):
     path = tmp_path / "bad.ncu-rep"
     make(path, ncu_rep)
@@ -81,11 +85,14 @@ def test_bad_ncu_reports_are_clear_errors(tmp_path, ncu_rep, make, problem):
     assert str(path) in str(err.value)
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("", "the file is empty"),
-    ("a,b,c\n1,2,3\n", "not an ncu CSV export"),
-    ('"ID","Kernel Name","x"\n"0","k","1"\n', "no units row"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("", "the file is empty"),
+        ("a,b,c\n1,2,3\n", "not an ncu CSV export"),
+        ('"ID","Kernel Name","x"\n"0","k","1"\n', "no units row"),
+    ],
+)
 def test_bad_ncu_csv_is_a_clear_error(tmp_path, text, problem):
     path = tmp_path / "bad.csv"
     path.write_text(text)
@@ -103,10 +110,12 @@ def test_truncated_ncu_csv_is_a_clear_error(tmp_path, h100_data):
 
 def test_thousands_separators_and_scaled_units(tmp_path):
     path = tmp_path / "raw.csv"
-    path.write_text('"ID","Kernel Name","launch__grid_size","gpu__time_duration.sum",'
-                    '"dram__bytes.sum.per_second","l1tex__t_sector_hit_rate.pct"\n'
-                    '"","","","us","Tbyte/s","%"\n'
-                    '"0","k","4,096","15.648000","2.345063",""\n')
+    path.write_text(
+        '"ID","Kernel Name","launch__grid_size","gpu__time_duration.sum",'
+        '"dram__bytes.sum.per_second","l1tex__t_sector_hit_rate.pct"\n'
+        '"","","","us","Tbyte/s","%"\n'
+        '"0","k","4,096","15.648000","2.345063",""\n'
+    )
     m = read_ncu_csv(path)[0].metrics
     assert m["launch__grid_size"].value == 4096
     assert (m["gpu__time_duration.sum"].value, m["gpu__time_duration.sum"].unit) == (pytest.approx(15648.0), "ns")

@@ -107,9 +107,11 @@ def test_sweep_attribution_equals_the_correlated_subquery_it_replaced(timeline, 
 
 def test_case_metrics_name_the_kernels_each_case_launched(timeline):
     per_case = nsys_case_metrics(timeline, calls=3)
+
     def kernels(case):
         rows = per_case[f"kernels/tests/test_perf.py::{case}"]
         return {m.kernel: m.value for m in rows if m.name == "nsys.launches_per_call"}
+
     assert kernels("test_vector_add[triton]") == {"_add_kernel": 1.0}
     assert kernels("test_softmax[triton-bf16]") == {"_softmax_fused": 1.0}
     assert kernels("test_matmul[triton]") == {"_matmul_kernel": 1.0}
@@ -142,10 +144,13 @@ def test_unknown_major_schema_version_is_refused(tmp_path, h100_data):
         read_nsys_sqlite(path)
 
 
-@pytest.mark.parametrize("content, problem", [
-    (b"", "the file is empty"),
-    (b"hello, not sqlite", "not a SQLite file"),
-])
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        (b"", "the file is empty"),
+        (b"hello, not sqlite", "not a SQLite file"),
+    ],
+)
 def test_bad_files_are_clear_errors(tmp_path, content, problem):
     path = tmp_path / "x.sqlite"
     path.write_bytes(content)

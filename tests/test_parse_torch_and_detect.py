@@ -27,11 +27,14 @@ def test_gzipped_trace_reads_the_same(tmp_path):
     assert read_torch_trace(gz).kernels == read_torch_trace(TRACE).kernels
 
 
-@pytest.mark.parametrize("content, problem", [
-    ("", "the file is empty"),
-    ('{"traceEvents": [', "not valid JSON"),
-    ('{"foo": 1}', "no traceEvents"),
-])
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        ("", "the file is empty"),
+        ('{"traceEvents": [', "not valid JSON"),
+        ('{"foo": 1}', "no traceEvents"),
+    ],
+)
 def test_bad_traces_are_clear_errors(tmp_path, content, problem):
     path = tmp_path / "t.json"
     path.write_text(content)
@@ -53,11 +56,14 @@ def test_qdstrm_without_report_is_explained(tmp_path):
         reader_for(path).kind
 
 
-@pytest.mark.parametrize("name, problem", [
-    ("missing.ncu-rep", "no such file"),
-    ("notes.txt", "unknown report type"),
-    ("cut.sqlite", "not a SQLite file"),
-])
+@pytest.mark.parametrize(
+    "name, problem",
+    [
+        ("missing.ncu-rep", "no such file"),
+        ("notes.txt", "unknown report type"),
+        ("cut.sqlite", "not a SQLite file"),
+    ],
+)
 def test_wrong_kind_or_path_is_a_clear_error(tmp_path, name, problem):
     path = tmp_path / name
     if name != "missing.ncu-rep":
@@ -74,6 +80,7 @@ def test_a_new_format_is_one_reader_entry(tmp_path, h100_data):
     with pytest.raises(ReportFileError, match="unknown report type; expected nsys .sqlite, .nsys-rep"):
         reader_for(path)
     seen = []
+
     def summarize(p, kind, spans):
         seen.append((p, kind, spans))
         return None

@@ -15,7 +15,7 @@ import pytest
 
 from tests.helpers import LEAN_PYTEST_ADDOPTS, MANUAL_CLOCK_CONFTEST
 
-PERF_TEST = '''
+PERF_TEST = """
 import os, pytest
 from perfgate.measure import clock
 
@@ -29,8 +29,8 @@ def test_sleep(perfgate):
 @pytest.mark.perfgate(threshold_pct=100)  # declares no time: one tick of the manual clock
 def test_other(perfgate):
     perfgate.work(bytes_moved=1000)(sum, range(100))
-'''
-PYPROJECT = '''
+"""
+PYPROJECT = """
 [tool.perfgate]
 threshold_pct = 10.0
 warmup_ms = 5
@@ -40,7 +40,7 @@ budget_ms = 60
 confirm_runs = 0
 noise_branch = "*"
 {extra}
-'''
+"""
 
 
 @pytest.fixture
@@ -130,16 +130,19 @@ def test_without_between_process_noise_a_slowdown_is_inconclusive_never_a_failur
 
 def test_per_case_threshold_override_absorbs_the_slowdown(project):
     assert run(project).ret == 0
-    project.makefile(".toml", pyproject=PYPROJECT.format(
-        extra='[[tool.perfgate.overrides]]\npattern = "*test_sleep*"\nthreshold_pct = 80.0'))
+    project.makefile(
+        ".toml",
+        pyproject=PYPROJECT.format(extra='[[tool.perfgate.overrides]]\npattern = "*test_sleep*"\nthreshold_pct = 80.0'),
+    )
     result = run(project, "--perfgate-full-table", sleep_ms="3")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*test_sleep*unchanged*"])
 
 
 def test_marker_threshold_override(project):
-    project.makepyfile(test_perf=PERF_TEST.replace("def test_sleep",
-                                                   "@pytest.mark.perfgate(threshold_pct=90)\ndef test_sleep"))
+    project.makepyfile(
+        test_perf=PERF_TEST.replace("def test_sleep", "@pytest.mark.perfgate(threshold_pct=90)\ndef test_sleep")
+    )
     assert run(project).ret == 0
     assert run(project, sleep_ms="3").ret == 0
 
@@ -165,15 +168,18 @@ def test_malformed_baseline_is_one_clear_error_before_any_test_runs(project):
     assert "test_sleep" not in result.stdout.str()
 
 
-@pytest.mark.parametrize("extra, problem", [
-    ("false_alarm_pct = 0", "false_alarm_pct: must be a finite number >= 0.01 and <= 5"),
-    ("alpha = 0.01", "'alpha' was replaced by false_alarm_pct"),
-    ("warmup_ms = \"5\"", "warmup_ms: must be a finite number"),
-    ("metrics = []", "metrics: must be a table"),
-    ("db = 5", "db: must be a non-empty string"),
-    ("threshold_pct = nan", "threshold_pct: must be a finite number >= 0"),
-    ("threshold_pct = inf", "threshold_pct: must be a finite number >= 0"),
-])
+@pytest.mark.parametrize(
+    "extra, problem",
+    [
+        ("false_alarm_pct = 0", "false_alarm_pct: must be a finite number >= 0.01 and <= 5"),
+        ("alpha = 0.01", "'alpha' was replaced by false_alarm_pct"),
+        ('warmup_ms = "5"', "warmup_ms: must be a finite number"),
+        ("metrics = []", "metrics: must be a table"),
+        ("db = 5", "db: must be a non-empty string"),
+        ("threshold_pct = nan", "threshold_pct: must be a finite number >= 0"),
+        ("threshold_pct = inf", "threshold_pct: must be a finite number >= 0"),
+    ],
+)
 def test_a_config_that_would_switch_the_gate_off_is_a_usage_error(project, extra, problem):
     key = extra.split(" = ")[0]
     table = "\n".join(line for line in PYPROJECT.format(extra="").splitlines() if not line.startswith(key + " ="))
@@ -244,8 +250,12 @@ def test_github_step_summary_is_appended_without_dead_links(project, tmp_path, m
     text = summary.read_text()
     assert text.startswith("earlier step\n") and "perfgate: gate passed" in text
     assert "change_per_case.png (in the results artifact)" in text and "](change_per_case.png)" not in text
-    assert run(project, "--perfgate-report-dir", "report", "--perfgate-chart-url", "https://x.example/run/7",
-               sleep_ms="3").ret == 1
+    assert (
+        run(
+            project, "--perfgate-report-dir", "report", "--perfgate-chart-url", "https://x.example/run/7", sleep_ms="3"
+        ).ret
+        == 1
+    )
     assert "[change_per_case.png](https://x.example/run/7/change_per_case.png)" in summary.read_text()
 
 
@@ -283,12 +293,14 @@ def test_report_dir_gets_charts_linked_from_the_summary(project):
 
 
 def test_work_applies_to_one_measurement_only(project):
-    project.makepyfile(test_perf='''
+    project.makepyfile(
+        test_perf="""
 def test_two(perfgate):
     perfgate.work(flops=10**9)
     perfgate.measure(sum, ([1, 2],), name="first")
     perfgate.measure(sum, ([1, 2],), name="second")
-''')
+"""
+    )
     assert run(project, "--perfgate-json", "out.json").ret == 0
     cases = {c["case_id"]: c for c in json.loads((project.path / "out.json").read_text())["cases"]}
     assert cases["test_perf.py::test_two::first"]["flops"] == 10**9

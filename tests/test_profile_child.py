@@ -21,12 +21,26 @@ def events(monkeypatch):
 
 def test_nsys_child_warms_up_then_runs_the_calls_inside_one_range(events):
     ms = run_under_profiler(profiler_named("nsys").child, "t.py::case", lambda: events.append("call"), (), {})
-    assert events == ["call"] * WARMUP_CALLS + ["sync", f"push {NVTX_PREFIX}t.py::case", "call", "call", "call",
-                                                "sync", "pop"]
+    assert events == ["call"] * WARMUP_CALLS + [
+        "sync",
+        f"push {NVTX_PREFIX}t.py::case",
+        "call",
+        "call",
+        "call",
+        "sync",
+        "pop",
+    ]
     assert ms >= 0
 
 
 def test_ncu_child_profiles_exactly_one_call_and_nothing_after(events):
     run_under_profiler(profiler_named("ncu").child, "t.py::case", lambda: events.append("call"), (), {})
-    assert events == ["call"] * WARMUP_CALLS + ["sync", "start", f"push {NVTX_PREFIX}t.py::case", "call", "sync",
-                                                "pop", "stop"]
+    assert events == ["call"] * WARMUP_CALLS + [
+        "sync",
+        "start",
+        f"push {NVTX_PREFIX}t.py::case",
+        "call",
+        "sync",
+        "pop",
+        "stop",
+    ]

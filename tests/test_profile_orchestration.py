@@ -13,7 +13,7 @@ from tests.helpers import MANUAL_CLOCK_CONFTEST
 
 pytest.importorskip("ncu_report")
 
-PERF_TESTS = '''
+PERF_TESTS = """
 import pytest
 from perfgate.measure import clock
 
@@ -32,13 +32,15 @@ def test_softmax(perfgate, impl, dtype):
 @pytest.mark.parametrize("impl", ["triton", "torch"])
 def test_matmul(perfgate, impl):
     perfgate(work)
-'''
+"""
 
 # a millisecond on the manual clock stands in for each kernel: the timing is not under test here, the profilers are
-PYPROJECT = ("[tool.perfgate]\nthreshold_pct = 100\nmin_samples = 5\nmax_samples = 10\nbudget_ms = 20\nwarmup_ms = 1\n"
-             "confirm_runs = 0\n")
+PYPROJECT = (
+    "[tool.perfgate]\nthreshold_pct = 100\nmin_samples = 5\nmax_samples = 10\nbudget_ms = 20\nwarmup_ms = 1\n"
+    "confirm_runs = 0\n"
+)
 
-FAKE_NSYS = '''
+FAKE_NSYS = """
 import os, shutil, sys
 args = sys.argv[1:]
 data = os.environ["FAKE_DATA"]
@@ -56,9 +58,9 @@ if args[0] == "profile":
     shutil.copy(os.path.join(data, "perfgate-nsys.nsys-rep"), out + ".nsys-rep")
 elif args[0] == "export":
     shutil.copy(os.path.join(data, "perfgate-nsys.sqlite"), out)
-'''
+"""
 
-FAKE_NCU = '''
+FAKE_NCU = """
 import gzip, os, shutil, sys
 args = sys.argv[1:]
 if args == ["--version"]:
@@ -73,7 +75,7 @@ out = args[args.index("--export") + 1]
 with gzip.open(os.path.join(os.environ["FAKE_DATA"], "perfgate-ncu.ncu-rep.gz")) as src, open(out + ".ncu-rep",
                                                                                               "wb") as dst:
     shutil.copyfileobj(src, dst)
-'''
+"""
 
 
 @pytest.fixture
@@ -97,9 +99,19 @@ def project(pytester, h100_data, tmp_path, monkeypatch):
 
 
 def gate(p, *args):
-    return p.runpytest("-p", "no:cacheprovider", "kernels/tests/test_perf.py", "--perfgate",
-                                  "--perfgate-profile", "nsys,ncu", "--perfgate-json", "out.json",
-                                  "--perfgate-summary", "summary.md", *args)
+    return p.runpytest(
+        "-p",
+        "no:cacheprovider",
+        "kernels/tests/test_perf.py",
+        "--perfgate",
+        "--perfgate-profile",
+        "nsys,ncu",
+        "--perfgate-json",
+        "out.json",
+        "--perfgate-summary",
+        "summary.md",
+        *args,
+    )
 
 
 def case(doc, name):
@@ -123,8 +135,9 @@ def test_profiled_run_attributes_metrics_to_cases_and_stores_them(project):
     con = sqlite3.connect(project.path / ".perfgate" / "history.db")
     settings = con.execute("select profile_settings from runs").fetchone()[0]
     assert "ncu 2025.3.1.0" in settings and "clock-control=none" in settings and "cache-control=all" in settings
-    units = dict(con.execute("select name, unit from metrics "
-                             "where name in ('gpu__time_duration.sum', 'dram__bytes_read.sum')"))
+    units = dict(
+        con.execute("select name, unit from metrics where name in ('gpu__time_duration.sum', 'dram__bytes_read.sum')")
+    )
     assert units == {"gpu__time_duration.sum": "ns", "dram__bytes_read.sum": "byte"}
     baseline = json.loads(next((project.path / "baselines").glob("*.json")).read_text())
     names = {m["name"] for m in baseline["cases"]["kernels/tests/test_perf.py::test_matmul[triton]"]["metrics"]}
@@ -161,8 +174,11 @@ def test_a_profiler_that_prints_a_secret_never_publishes_it(project, tmp_path, m
     monkeypatch.setenv("FAKE_NSYS_MODE", "leaky")
     result = gate(project)
     result.stdout.fnmatch_lines(["*profile failed*nsys exited with status 3*"])
-    published = [summary.read_text(), (project.path / "summary.md").read_text(),
-                 (project.path / "out.json").read_text()]
+    published = [
+        summary.read_text(),
+        (project.path / "summary.md").read_text(),
+        (project.path / "out.json").read_text(),
+    ]
     for text in published:
         assert "hf_fakesecret123" not in text and "HF_TOKEN=***" in text
         assert "/home/runner" not in text
@@ -174,12 +190,22 @@ def test_a_profiler_that_prints_a_secret_never_publishes_it(project, tmp_path, m
 def test_a_copy_engine_case_gets_a_note_from_ncu_not_a_failure(project):
     tests = project.path / "kernels" / "tests" / "test_perf.py"
     tests.write_text(tests.read_text() + "\ndef test_copy_bandwidth(perfgate):\n    perfgate(work)\n")
-    result = project.runpytest("-p", "no:cacheprovider", "kernels/tests/test_perf.py", "--perfgate",
-                               "--perfgate-profile", "ncu", "--perfgate-json", "out.json")
+    result = project.runpytest(
+        "-p",
+        "no:cacheprovider",
+        "kernels/tests/test_perf.py",
+        "--perfgate",
+        "--perfgate-profile",
+        "ncu",
+        "--perfgate-json",
+        "out.json",
+    )
     assert result.ret == 0
     doc = json.loads((project.path / "out.json").read_text())
     copy = case(doc, "test_copy_bandwidth")
     assert copy["profile_errors"] == []
-    assert copy["profile_notes"] == ["ncu: no kernel to profile (this case launched none: copy-engine work such as "
-                                     "memcpy/memset has none; nsys reports its transfers)"]
+    assert copy["profile_notes"] == [
+        "ncu: no kernel to profile (this case launched none: copy-engine work such as "
+        "memcpy/memset has none; nsys reports its transfers)"
+    ]
     assert not [c for c in doc["comparisons"] if c["verdict"] == "profile failed"]

@@ -19,7 +19,7 @@ from perfgate.report.markdown import render_markdown
 from tests.helpers import make_run
 
 MODULE = "perfgate_standin_profiler"
-STANDIN = '''
+STANDIN = """
 import json
 from perfgate.measure.in_profiler import ChildRange
 from perfgate.measure.profilers import CaseFindings
@@ -50,7 +50,7 @@ class StandIn:
 
 
 PROFILER = StandIn()
-'''
+"""
 
 
 @pytest.fixture
@@ -105,7 +105,8 @@ def test_an_installed_profiler_runs_in_the_profiling_phase_and_its_metrics_reach
 
 def test_a_missing_profiler_program_is_one_line_with_its_own_hint_before_any_test(standin, pytester):
     pytester.makepyfile(test_x="def test_x(perfgate):\n    perfgate(sum, [1, 2])\n")
-    result = pytester.runpytest("-p", "no:cacheprovider", "--perfgate", "--perfgate-profile", "standin",
-                                "--perfgate-no-store")
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "--perfgate", "--perfgate-profile", "standin", "--perfgate-no-store"
+    )
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*standin-profiler-not-installed not found on PATH; pip install standin-profiler*"])

@@ -18,9 +18,11 @@ confirm_runs = 0
 memory = false
 """
 CALIBRATE_STUCK = 30  # test_calibration.py::test_calibrate_stuck: 5 minimums x 3 skews x 2 modes
-PRIVATE_PRECISION = {"test_precision.py::test_zero_variance_stops_at_min_rounds",
-                     "test_precision.py::test_never_precise_runs_to_cap",
-                     "test_precision.py::test_stops_early_when_precise_enough"}
+PRIVATE_PRECISION = {
+    "test_precision.py::test_zero_variance_stops_at_min_rounds",
+    "test_precision.py::test_never_precise_runs_to_cap",
+    "test_precision.py::test_stops_early_when_precise_enough",
+}
 
 
 @pytest.fixture
@@ -37,8 +39,17 @@ def upstream(pytester, monkeypatch):
 
 def test_pytest_benchmarks_own_fixture_tests_pass_under_perfgate(upstream):
     pytest.importorskip("aspectlib")
-    result = upstream.runpytest("--perfgate", "--perfgate-no-store", "-p", "no:cacheprovider", "-W", "error",
-                                "--strict-markers", "--doctest-modules", "-rfs")
+    result = upstream.runpytest(
+        "--perfgate",
+        "--perfgate-no-store",
+        "-p",
+        "no:cacheprovider",
+        "-W",
+        "error",
+        "--strict-markers",
+        "--doctest-modules",
+        "-rfs",
+    )
     failed = {r.nodeid for r in result.reprec.getreports("pytest_runtest_logreport") if r.failed}
     stuck = {f for f in failed if f.startswith("test_calibration.py::test_calibrate_stuck[")}
     assert failed - stuck == PRIVATE_PRECISION and len(stuck) == CALIBRATE_STUCK

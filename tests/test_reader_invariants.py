@@ -50,18 +50,21 @@ def refused(*argv):
 @pytest.fixture
 def export(tmp_path, h100_data):
     """The recorded H100 nsys export with SQL applied (constraints dropped first, as damage can)."""
+
     def make(*sql, loosen=()):
         path = tmp_path / "x.sqlite"
         shutil.copy(h100_data / "perfgate-nsys.sqlite", path)
         con = sqlite3.connect(path)
         for table in loosen:
-            con.executescript(f"CREATE TABLE loose AS SELECT * FROM {table}; DROP TABLE {table}; "
-                              f"ALTER TABLE loose RENAME TO {table};")
+            con.executescript(
+                f"CREATE TABLE loose AS SELECT * FROM {table}; DROP TABLE {table}; ALTER TABLE loose RENAME TO {table};"
+            )
         for statement in sql:
             con.execute(statement)
         con.commit()
         con.close()
         return path
+
     return make
 
 
@@ -73,6 +76,7 @@ def stats_are_true(row):
 
 # --- nsys exports --------------------------------------------------------------------------------------
 
+
 def test_kernels_ending_before_they_start_are_dropped_and_counted_never_negative(export):
     path = export(f"UPDATE {KERNEL} SET start = end, end = start WHERE rowid % 5 = 0 AND end > start")
     swapped = sqlite3.connect(path).execute(f"SELECT count(*) FROM {KERNEL} WHERE end < start").fetchone()[0]
@@ -82,13 +86,19 @@ def test_kernels_ending_before_they_start_are_dropped_and_counted_never_negative
         assert 0 <= k["time_pct"] <= 100
     assert sum(k["time_pct"] for k in doc["kernels"]) == pytest.approx(100)
     assert 0 <= doc["gpu_idle"]["utilization_pct"] <= 100
-    assert f"{swapped:,} {KERNEL} rows with a missing, negative or non-integer start or end, or ending before " \
-           "they start ignored" in doc["notes"]
+    assert (
+        f"{swapped:,} {KERNEL} rows with a missing, negative or non-integer start or end, or ending before "
+        "they start ignored" in doc["notes"]
+    )
 
 
 def test_memsets_and_nvtx_ranges_ending_before_they_start_never_give_negative_time_or_bandwidth(export):
-    doc = analyze_json(export("UPDATE CUPTI_ACTIVITY_KIND_MEMSET SET start = end + 5000, end = start",
-                              "UPDATE NVTX_EVENTS SET start = end + 1, end = start WHERE rowid % 2 = 0"))
+    doc = analyze_json(
+        export(
+            "UPDATE CUPTI_ACTIVITY_KIND_MEMSET SET start = end + 5000, end = start",
+            "UPDATE NVTX_EVENTS SET start = end + 1, end = start WHERE rowid % 2 = 0",
+        )
+    )
     for row in doc["memory"] + doc["nvtx"]:
         stats_are_true(row)
     assert all(m["gbps"] is None or m["gbps"] >= 0 for m in doc["memory"])
@@ -108,12 +118,13 @@ def test_an_nvtx_median_stays_within_min_and_max_when_durations_are_huge(export)
 
 
 def test_string_table_values_that_are_not_text_reach_the_report_and_charts_as_text(export, tmp_path):
-    path = export("UPDATE StringIds SET value = 12345 WHERE id = (SELECT demangledName FROM "
-                  f"{KERNEL} LIMIT 1)",
-                  "UPDATE StringIds SET value = x'00ff41' WHERE id = (SELECT max(demangledName) FROM "
-                  f"{KERNEL})",
-                  "UPDATE StringIds SET value = CAST(x'c328ff' AS TEXT) WHERE id IN (SELECT nameId FROM "
-                  "CUPTI_ACTIVITY_KIND_RUNTIME)", loosen=("StringIds",))
+    path = export(
+        f"UPDATE StringIds SET value = 12345 WHERE id = (SELECT demangledName FROM {KERNEL} LIMIT 1)",
+        f"UPDATE StringIds SET value = x'00ff41' WHERE id = (SELECT max(demangledName) FROM {KERNEL})",
+        "UPDATE StringIds SET value = CAST(x'c328ff' AS TEXT) WHERE id IN (SELECT nameId FROM "
+        "CUPTI_ACTIVITY_KIND_RUNTIME)",
+        loosen=("StringIds",),
+    )
     out = tmp_path / "report"
     code, _, err = run_cli("analyze", path, "--output-dir", out)
     assert code == 0, err
@@ -126,8 +137,10 @@ def test_string_table_values_that_are_not_text_reach_the_report_and_charts_as_te
 def test_the_gate_timeline_drops_impossible_rows_with_a_note(export):
     from perfgate.parse.nsys_sqlite import read_nsys_sqlite
 
-    path = export(f"UPDATE {KERNEL} SET start = end, end = start WHERE rowid % 3 = 0 AND end > start",
-                  f"UPDATE {KERNEL} SET registersPerThread = -1 WHERE rowid % 3 = 1")
+    path = export(
+        f"UPDATE {KERNEL} SET start = end, end = start WHERE rowid % 3 = 0 AND end > start",
+        f"UPDATE {KERNEL} SET registersPerThread = -1 WHERE rowid % 3 = 1",
+    )
     timeline = read_nsys_sqlite(path)
     assert all(0 <= k.start_ns <= k.end_ns for k in timeline.kernels)
     assert all(k.registers_per_thread is None or k.registers_per_thread >= 0 for k in timeline.kernels)
@@ -169,6 +182,7 @@ def test_analyze_of_an_nsys_report_never_overwrites_the_sqlite_beside_it(tmp_pat
 
 # --- torch traces --------------------------------------------------------------------------------------
 
+
 def trace(tmp_path, events, name="t.json"):
     path = tmp_path / name
     path.write_text(json.dumps({"traceEvents": events}))
@@ -176,16 +190,24 @@ def trace(tmp_path, events, name="t.json"):
 
 
 def test_ten_torch_kernels_of_9_9e14_us_refuse_instead_of_wrapping_negative(tmp_path):
-    path = trace(tmp_path, [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1.0 + i, "dur": 9.9e14, "pid": 0,
-                             "tid": 0} for i in range(10)])
+    path = trace(
+        tmp_path,
+        [
+            {"ph": "X", "cat": "kernel", "name": "k", "ts": 1.0 + i, "dur": 9.9e14, "pid": 0, "tid": 0}
+            for i in range(10)
+        ],
+    )
     assert "past the int64 range" in refused("analyze", path, "--format", "json")
 
 
 @pytest.mark.parametrize("digits", [400, 5000])
 def test_torch_timestamps_of_hundreds_of_digits_are_one_clear_line(tmp_path, digits):
     path = tmp_path / "t.json"
-    path.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": ' + "1" * digits
-                    + ', "dur": 1}, {"ph": "X", "cat": "kernel", "name": "k", "ts": 5, "dur": 2}]}')
+    path.write_text(
+        '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": '
+        + "1" * digits
+        + ', "dur": 1}, {"ph": "X", "cat": "kernel", "name": "k", "ts": 5, "dur": 2}]}'
+    )
     code, out, err = run_cli("analyze", path, "--format", "json")
     if code == 0:  # a timestamp that is not one is dropped and counted, the rest read
         doc = json.loads(out)
@@ -195,8 +217,13 @@ def test_torch_timestamps_of_hundreds_of_digits_are_one_clear_line(tmp_path, dig
 
 
 def test_torch_events_with_negative_durations_are_dropped_and_counted(tmp_path):
-    path = trace(tmp_path, [{"ph": "X", "cat": "kernel", "name": "k", "ts": 10, "dur": -5, "pid": 0, "tid": 0},
-                            {"ph": "X", "cat": "kernel", "name": "k", "ts": 20, "dur": 3, "pid": 0, "tid": 0}])
+    path = trace(
+        tmp_path,
+        [
+            {"ph": "X", "cat": "kernel", "name": "k", "ts": 10, "dur": -5, "pid": 0, "tid": 0},
+            {"ph": "X", "cat": "kernel", "name": "k", "ts": 20, "dur": 3, "pid": 0, "tid": 0},
+        ],
+    )
     doc = analyze_json(path)
     assert [(k["count"], k["min_ns"]) for k in doc["kernels"]] == [(1, 3000)]
     assert doc["notes"] == ["1 kernel trace events whose ts/dur is not a number in [0, 1e+15) us ignored"]
@@ -261,14 +288,16 @@ def _child(tmp_path, h100_data):
 
 def _results(tmp_path, h100_data):
     path = tmp_path / "results.json"
-    path.write_text(with_huge(gzip.decompress((h100_data / "gate_profiled_copy_run.json.gz").read_bytes()).decode(),
-                              "bytes_moved"))
+    path.write_text(
+        with_huge(gzip.decompress((h100_data / "gate_profiled_copy_run.json.gz").read_bytes()).decode(), "bytes_moved")
+    )
 
     def annotate():
         code, _, err = run_cli("ci", "annotate", path)
         if code == 2:
             raise PerfgateError(err.strip())
         return code
+
     return annotate
 
 
@@ -282,8 +311,10 @@ def test_a_json_integer_of_5000_digits_is_one_clear_line_in_every_json_reader(tm
 
 def test_import_benchmark_refuses_seconds_that_are_infinite_in_milliseconds(tmp_path, h100_data):
     doc = json.loads((h100_data.parent / "pytest_benchmark.json").read_text())
-    doc["benchmarks"][0]["stats"].update({k: 1e306 for k in ("min", "max", "mean", "median", "q1", "q3")},
-                                         data=[1e306] * len(doc["benchmarks"][0]["stats"]["data"]))
+    doc["benchmarks"][0]["stats"].update(
+        {k: 1e306 for k in ("min", "max", "mean", "median", "q1", "q3")},
+        data=[1e306] * len(doc["benchmarks"][0]["stats"]["data"]),
+    )
     path = tmp_path / "bench.json"
     path.write_text(json.dumps(doc))
     db = tmp_path / "h.db"
@@ -325,6 +356,7 @@ def test_a_baseline_median_outside_its_process_medians_is_refused(tmp_path, h100
 
 # --- ncu -----------------------------------------------------------------------------------------------
 
+
 def test_an_ncu_report_whose_last_kernel_lost_its_name_is_one_clear_line(tmp_path, ncu_rep):
     cut = tmp_path / "cut.ncu-rep"
     data = ncu_rep.read_bytes()
@@ -350,17 +382,24 @@ def test_a_blank_line_after_the_csv_header_reads_as_without_it(tmp_path, h100_da
 
     path = csv_with(tmp_path, h100_data, lambda lines: [lines[0], ""] + lines[1:])
     launches = read_ncu_csv(path)
-    assert [(la.launch_id, la.name, dict(la.metrics)) for la in launches] == \
-           [(la.launch_id, la.name, dict(la.metrics)) for la in read_ncu_csv(h100_data / "perfgate-ncu_raw.csv")]
+    assert [(la.launch_id, la.name, dict(la.metrics)) for la in launches] == [
+        (la.launch_id, la.name, dict(la.metrics)) for la in read_ncu_csv(h100_data / "perfgate-ncu_raw.csv")
+    ]
 
 
-@pytest.mark.parametrize("edit, problem", [
-    (lambda ls: ls[:2] + ['"inf"' + ls[2][ls[2].index(","):]] + ls[3:], "launch ID 'inf' is not a non-negative"),
-    (lambda ls: ls[:2] + ['"1e30"' + ls[2][ls[2].index(","):]] + ls[3:], "launch ID '1e30' is not a non-negative"),
-    (lambda ls: [ls[0] + ',"ID"', ls[1] + ',""'] + [x + ',"0"' for x in ls[2:]], "column 'ID' appears more than once"),
-    (lambda ls: ls[:2] + [ls[2].replace(',"', ',"' + "x" * 200_000, 1)] + ls[3:], "field larger than field limit"),
-    (lambda ls: ls[:2] + [with_cell(ls[2], 6, "")] + ls[3:], "has no kernel name"),
-])
+@pytest.mark.parametrize(
+    "edit, problem",
+    [
+        (lambda ls: ls[:2] + ['"inf"' + ls[2][ls[2].index(",") :]] + ls[3:], "launch ID 'inf' is not a non-negative"),
+        (lambda ls: ls[:2] + ['"1e30"' + ls[2][ls[2].index(",") :]] + ls[3:], "launch ID '1e30' is not a non-negative"),
+        (
+            lambda ls: [ls[0] + ',"ID"', ls[1] + ',""'] + [x + ',"0"' for x in ls[2:]],
+            "column 'ID' appears more than once",
+        ),
+        (lambda ls: ls[:2] + [ls[2].replace(',"', ',"' + "x" * 200_000, 1)] + ls[3:], "field larger than field limit"),
+        (lambda ls: ls[:2] + [with_cell(ls[2], 6, "")] + ls[3:], "has no kernel name"),
+    ],
+)
 def test_csv_quirks_are_one_clear_line(tmp_path, h100_data, edit, problem):
     path = csv_with(tmp_path, h100_data, edit)
     assert problem in refused("analyze", path, "--format", "json")
@@ -374,9 +413,11 @@ def test_a_negative_ncu_duration_is_refused_naming_the_launch_and_metric(tmp_pat
 
 def test_an_ncu_percentage_the_diagnosis_reads_past_100_is_refused(tmp_path):
     path = tmp_path / "raw.csv"
-    path.write_text('"ID","Kernel Name","sm__throughput.avg.pct_of_peak_sustained_elapsed",'
-                    '"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"\n'
-                    '"","","%","%"\n"0","k","5000","30"\n')
+    path.write_text(
+        '"ID","Kernel Name","sm__throughput.avg.pct_of_peak_sustained_elapsed",'
+        '"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"\n'
+        '"","","%","%"\n"0","k","5000","30"\n'
+    )
     assert "sm_sol_pct = 5000" in refused("analyze", path, "--format", "json")
 
 
@@ -401,11 +442,20 @@ def test_a_large_ncu_csv_is_summarised_in_bounded_memory(tmp_path, h100_data):
     lines = (h100_data / "perfgate-ncu_raw.csv").read_text().splitlines()
     body = [lines[2 + i % 6] for i in range(600)]
     path = tmp_path / "big.csv"
-    path.write_text("\n".join(lines[:2] + [f'"{i}"' + r[r.index(","):] for i, r in enumerate(body)]) + "\n")
-    analyze = [sys.executable, "-m", "perfgate", "analyze", str(path), "--output-dir", str(tmp_path / "out"),
-               "--no-charts"]
-    code, rss_mb = subprocess.run([sys.executable, "-c", textwrap.dedent(MEASURE), *analyze], capture_output=True,
-                                  text=True, check=True).stdout.split()
+    path.write_text("\n".join(lines[:2] + [f'"{i}"' + r[r.index(",") :] for i, r in enumerate(body)]) + "\n")
+    analyze = [
+        sys.executable,
+        "-m",
+        "perfgate",
+        "analyze",
+        str(path),
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--no-charts",
+    ]
+    code, rss_mb = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(MEASURE), *analyze], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert code == "0"
     assert int(rss_mb) < 150, f"peak RSS {rss_mb} MB"
     doc = json.loads((tmp_path / "out" / "analysis.json").read_text())

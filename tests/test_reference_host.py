@@ -7,7 +7,7 @@ import pytest
 
 from tests.helpers import comparisons_by_case, gate_json, perf_project
 
-PERF_TEST = '''
+PERF_TEST = """
 import os
 import pytest
 from perfgate.measure import clock
@@ -46,7 +46,7 @@ def test_memory(perfgate):
         clock.current().sleep(0.002)
         return len(buf)
     perfgate.measure(work)
-'''
+"""
 PYPROJECT = """
 [tool.perfgate]
 threshold_pct = 50.0

@@ -23,8 +23,11 @@ from tests.scale import case_id, scale_gate
 def failing_rows(text, tag="h100"):
     """The case numbers of the failing table's rows."""
     section = text.split("### ❌ Failing", 1)[1].split("\n### ", 1)[0]
-    return [int(line.split("-case", 1)[1][:5]) for line in section.splitlines()
-            if line.startswith("| `") and f"[{tag}-" in line]
+    return [
+        int(line.split("-case", 1)[1][:5])
+        for line in section.splitlines()
+        if line.startswith("| `") and f"[{tag}-" in line
+    ]
 
 
 def check_valid(markdown, render=True):
@@ -71,7 +74,7 @@ def test_when_the_regressions_alone_overflow_each_gpu_keeps_its_largest_ones():
     assert utf16_units(body) <= MAX_BODY
     for text, tag in zip(body.split("\n\n---\n\n"), ("h100", "a100")):
         rows = failing_rows(text, tag)
-        assert len(rows) > 100 and rows == sorted(range(600), reverse=True)[:len(rows)]
+        assert len(rows) > 100 and rows == sorted(range(600), reverse=True)[: len(rows)]
         assert f"| … and {600 - len(rows):,} more | | | | | | |" in text  # a table row of the table's width
     check_valid(body)
 
@@ -127,8 +130,11 @@ def calls(fn, *args, **kwargs):
 def unmeasured_inputs(n):
     """A run whose quarter of the baseline's tests were skipped, for findings' strict checks."""
     gate, run = scale_gate(n, n // 100, n // 4)
-    baseline = Baseline(Path("b.json"), run.environment,
-                        {case_id(i): BaselineCase(case_id(i), Timer.CUDA_EVENT, 1.0, (1.0, 1.0)) for i in range(n)})
+    baseline = Baseline(
+        Path("b.json"),
+        run.environment,
+        {case_id(i): BaselineCase(case_id(i), Timer.CUDA_EVENT, 1.0, (1.0, 1.0)) for i in range(n)},
+    )
     skipped = tuple(UnmeasuredTest(case_id(i), TestOutcome.SKIPPED, "no GPU") for i in range(0, n, 4))
     kept = tuple(r for i, r in enumerate(run.results) if i % 4)
     return replace(run, results=kept, info=replace(run.info, unmeasured=skipped)), baseline, gate

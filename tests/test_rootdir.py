@@ -6,14 +6,14 @@ import pytest
 
 from tests.helpers import perf_project, results_json
 
-TEST = '''
+TEST = """
 def test_a(perfgate):
     perfgate(sum, range(50))
 
 def test_b(perfgate):
     perfgate.measure(sum, (range(50),), name="named")
-'''
-PYPROJECT = '''
+"""
+PYPROJECT = """
 [tool.perfgate]
 threshold_pct = 100.0
 warmup_ms = 0
@@ -21,7 +21,7 @@ min_samples = 5
 max_samples = 5
 memory = false
 confirm_runs = 0
-'''
+"""
 IDS = ["test_perf.py::test_a", "test_perf.py::test_b::named"]
 
 
@@ -55,8 +55,12 @@ def test_a_spaced_path_option_outside_the_project_keeps_case_ids_and_baselines(p
     if option == "--perfgate-baseline-file":
         target.write_bytes(written.read_bytes())
     result = gate_json(project, option, str(target))
-    result.stdout.fnmatch_lines([f"perfgate: pytest read `{option} *` as a test path and moved its rootdir*"
-                                 f"Write `{option}=*` to leave pytest's rootdir alone."])
+    result.stdout.fnmatch_lines(
+        [
+            f"perfgate: pytest read `{option} *` as a test path and moved its rootdir*"
+            f"Write `{option}=*` to leave pytest's rootdir alone."
+        ]
+    )
     assert case_ids(project) == IDS  # not "<project dir>/test_perf.py::test_a": nothing became new or missing
     verdicts = {c["case_id"]: c["verdict"] for c in results_json(project)["comparisons"] if c["metric"] == "median_ms"}
     assert sorted(verdicts) == IDS and not {"new", "missing"} & set(verdicts.values())  # compared with the baseline

@@ -39,15 +39,29 @@ confirm_runs = 0
 """
 
 
-@pytest.mark.parametrize("text", [f"k::t[{TOKEN}]", "key sk-live-abcdefgh12345678", "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
-                                  "rk_test_abcdefghijkl", "OPENAI sk-proj-" + "x" * 30, "sk-" + "a" * 40])
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"k::t[{TOKEN}]",
+        "key sk-live-abcdefgh12345678",
+        "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+        "rk_test_abcdefghijkl",
+        "OPENAI sk-proj-" + "x" * 30,
+        "sk-" + "a" * 40,
+    ],
+)
 def test_token_shapes_are_masked(text):
     assert scrub_secrets(text).count("***") == 1, scrub_secrets(text)
 
 
 def test_secret_named_variables_are_masked_wherever_their_value_appears():
-    env = {"API_KEY": ENV_SECRET, "DB_PASSWORD": "p4ssw0rd-long", "HOME": "/home/runner", "SHORT_TOKEN": "1",
-           "PATH": "/usr/bin"}
+    env = {
+        "API_KEY": ENV_SECRET,
+        "DB_PASSWORD": "p4ssw0rd-long",
+        "HOME": "/home/runner",
+        "SHORT_TOKEN": "1",
+        "PATH": "/usr/bin",
+    }
     values = secret_env_values(env)
     assert set(values) == {ENV_SECRET, "p4ssw0rd-long"}  # short values and ordinary variables are not masked
     scrubber = Scrubber(None, secret_values=values)
@@ -62,13 +76,16 @@ def project(pytester, monkeypatch):
 
 def _perfgate_section(result) -> str:
     out = result.stdout.str()
-    return out[out.index("= perfgate ="):]
+    return out[out.index("= perfgate =") :]
 
 
 def test_no_secret_reaches_json_summary_or_the_terminal_section(project):
     result = gate_json(project, "--perfgate-summary", "s.md", "--perfgate-full-table")
-    published = [(project.path / "out.json").read_text(), (project.path / "s.md").read_text(),
-                 _perfgate_section(result)]
+    published = [
+        (project.path / "out.json").read_text(),
+        (project.path / "s.md").read_text(),
+        _perfgate_section(result),
+    ]
     for text in published:
         for secret in (TOKEN, ENV_SECRET, "sk_live_4eC39HqLyjWDarjtT1zdp7dc"):
             assert secret not in text
@@ -91,9 +108,21 @@ def test_the_uploaded_history_is_scrubbed_and_keeps_the_host_only_when_asked(pro
     dump = "\n".join(up.iterdump())
     for secret in (TOKEN, ENV_SECRET, socket.gethostname()):
         assert secret not in dump
-    assert main(["db", "export", str(project.path / "host.db"), "--db", str(db), "--results", str(results),
-                 "--publish-host"]) == 0
+    assert (
+        main(
+            [
+                "db",
+                "export",
+                str(project.path / "host.db"),
+                "--db",
+                str(db),
+                "--results",
+                str(results),
+                "--publish-host",
+            ]
+        )
+        == 0
+    )
     kept = sqlite3.connect(project.path / "host.db").execute("select hostname from runs").fetchone()[0]
     assert kept == socket.gethostname()
     capsys.readouterr()
-

@@ -11,12 +11,20 @@ from perfgate.gate.thresholds import metric_threshold_pct, resolve_thresholds
 
 
 def test_threshold_precedence_catalogue_config_override_marker():
-    s = settings_from_config({
-        "threshold_pct": 4.0,
-        "metrics": {"launch__registers_per_thread": 5.0},
-        "overrides": [{"pattern": "*softmax*", "threshold_pct": 8.0, "metrics": {"dram__bytes_read.sum": 7.0},
-                       "min_speedup": 1.3}],
-    })
+    s = settings_from_config(
+        {
+            "threshold_pct": 4.0,
+            "metrics": {"launch__registers_per_thread": 5.0},
+            "overrides": [
+                {
+                    "pattern": "*softmax*",
+                    "threshold_pct": 8.0,
+                    "metrics": {"dram__bytes_read.sum": 7.0},
+                    "min_speedup": 1.3,
+                }
+            ],
+        }
+    )
     add, softmax = resolve_thresholds(s, "test_add", None), resolve_thresholds(s, "test_softmax[bf16]", None)
     assert add.time_pct == 4.0 and not add.time_pct_explicit
     assert softmax.time_pct == 8.0 and softmax.time_pct_explicit and softmax.min_speedup == 1.3
@@ -29,34 +37,37 @@ def test_threshold_precedence_catalogue_config_override_marker():
     assert with_marker.min_speedup == 2.0
 
 
-@pytest.mark.parametrize("table, problem", [
-    ({"thresold_pct": 3}, "unknown key(s) ['thresold_pct']"),
-    ({"threshold_pct": math.nan}, "threshold_pct: must be a finite number >= 0"),
-    ({"threshold_pct": math.inf}, "threshold_pct: must be a finite number >= 0"),
-    ({"threshold_pct": -1}, "threshold_pct: must be a finite number >= 0"),
-    ({"threshold_pct": "3"}, "threshold_pct: must be a finite number"),
-    ({"threshold_pct": True}, "threshold_pct: must be a finite number"),
-    ({"false_alarm_pct": 0}, "false_alarm_pct: must be a finite number >= 0.01 and <= 5"),
-    ({"alpha": 0.01}, "'alpha' was replaced by false_alarm_pct"),
-    ({"min_samples": "20"}, "min_samples: must be an integer >= 2"),
-    ({"min_samples": 1}, "min_samples: must be an integer >= 2"),
-    ({"min_samples": 2.5}, "min_samples: must be an integer >= 2"),
-    ({"min_samples": 50, "max_samples": 10}, "min_samples <= max_samples"),
-    ({"budget_ms": 0}, "budget_ms: must be a finite number > 0"),
-    ({"metrics": []}, "metrics: must be a table of metric name = threshold_pct"),
-    ({"metrics": {"no_such_metric": 1}}, "unknown metric 'no_such_metric'"),
-    ({"metrics": {"dram__bytes_read.sum": math.nan}}, "dram__bytes_read.sum: must be a finite number"),
-    ({"db": 5}, "db: must be a non-empty string"),
-    ({"db": ""}, "db: must be a non-empty string"),
-    ({"ncu_sections": "SpeedOfLight"}, "ncu_sections: must be a list of non-empty strings"),
-    ({"overrides": {"pattern": "*"}}, "overrides: must be an array of tables"),
-    ({"overrides": [{"threshold_pct": 1}]}, "overrides[0]: needs a 'pattern'"),
-    ({"overrides": [{"pattern": "*", "treshold_pct": 1}]}, "overrides[0]: unknown key(s)"),
-    ({"overrides": [{"pattern": "*", "threshold_pct": math.inf}]}, "overrides[0] threshold_pct"),
-    ({"min_speedup": 0}, "min_speedup: must be a finite number > 0"),
-    ({"confirm_runs": -1}, "confirm_runs: must be an integer >= 0"),
-    ({"strict": "yes"}, "strict: must be true or false"),
-])
+@pytest.mark.parametrize(
+    "table, problem",
+    [
+        ({"thresold_pct": 3}, "unknown key(s) ['thresold_pct']"),
+        ({"threshold_pct": math.nan}, "threshold_pct: must be a finite number >= 0"),
+        ({"threshold_pct": math.inf}, "threshold_pct: must be a finite number >= 0"),
+        ({"threshold_pct": -1}, "threshold_pct: must be a finite number >= 0"),
+        ({"threshold_pct": "3"}, "threshold_pct: must be a finite number"),
+        ({"threshold_pct": True}, "threshold_pct: must be a finite number"),
+        ({"false_alarm_pct": 0}, "false_alarm_pct: must be a finite number >= 0.01 and <= 5"),
+        ({"alpha": 0.01}, "'alpha' was replaced by false_alarm_pct"),
+        ({"min_samples": "20"}, "min_samples: must be an integer >= 2"),
+        ({"min_samples": 1}, "min_samples: must be an integer >= 2"),
+        ({"min_samples": 2.5}, "min_samples: must be an integer >= 2"),
+        ({"min_samples": 50, "max_samples": 10}, "min_samples <= max_samples"),
+        ({"budget_ms": 0}, "budget_ms: must be a finite number > 0"),
+        ({"metrics": []}, "metrics: must be a table of metric name = threshold_pct"),
+        ({"metrics": {"no_such_metric": 1}}, "unknown metric 'no_such_metric'"),
+        ({"metrics": {"dram__bytes_read.sum": math.nan}}, "dram__bytes_read.sum: must be a finite number"),
+        ({"db": 5}, "db: must be a non-empty string"),
+        ({"db": ""}, "db: must be a non-empty string"),
+        ({"ncu_sections": "SpeedOfLight"}, "ncu_sections: must be a list of non-empty strings"),
+        ({"overrides": {"pattern": "*"}}, "overrides: must be an array of tables"),
+        ({"overrides": [{"threshold_pct": 1}]}, "overrides[0]: needs a 'pattern'"),
+        ({"overrides": [{"pattern": "*", "treshold_pct": 1}]}, "overrides[0]: unknown key(s)"),
+        ({"overrides": [{"pattern": "*", "threshold_pct": math.inf}]}, "overrides[0] threshold_pct"),
+        ({"min_speedup": 0}, "min_speedup: must be a finite number > 0"),
+        ({"confirm_runs": -1}, "confirm_runs: must be an integer >= 0"),
+        ({"strict": "yes"}, "strict: must be true or false"),
+    ],
+)
 def test_every_config_value_is_validated_with_one_line_naming_it(table, problem):
     with pytest.raises(ConfigError) as err:
         settings_from_config(table, where="/p/pyproject.toml [tool.perfgate]")
@@ -70,14 +81,17 @@ def test_an_ncu_metric_listed_for_collection_may_be_gated():
     assert dict(s.metric_thresholds) == {"smsp__inst_executed.sum": 1.0}
 
 
-@pytest.mark.parametrize("kwargs, problem", [
-    ({"treshold": 3}, "unknown perfgate marker argument"),
-    ({"threshold_pct": "5%"}, "must be a finite number"),
-    ({"threshold_pct": math.nan}, "must be a finite number"),
-    ({"min_samples": 1}, "must be an integer >= 2"),
-    ({"min_samples": 30, "max_samples": 10}, "min_samples > max_samples"),
-    ({"metrics": {"nope": 1}}, "unknown metric"),
-])
+@pytest.mark.parametrize(
+    "kwargs, problem",
+    [
+        ({"treshold": 3}, "unknown perfgate marker argument"),
+        ({"threshold_pct": "5%"}, "must be a finite number"),
+        ({"threshold_pct": math.nan}, "must be a finite number"),
+        ({"min_samples": 1}, "must be an integer >= 2"),
+        ({"min_samples": 30, "max_samples": 10}, "min_samples > max_samples"),
+        ({"metrics": {"nope": 1}}, "unknown metric"),
+    ],
+)
 def test_marker_arguments_are_validated(kwargs, problem):
     with pytest.raises(ConfigError, match=problem.replace("(", r"\(")):
         marker_options(kwargs, "test_x")

@@ -22,8 +22,12 @@ from tests.helpers import make_run, noisy
 from tests.site_histories import recorded_h100_history
 
 DATA = Path(__file__).parent / "data"
-HOSTILE = ('<img src=x onerror="document.title=1">', "<script>document.title='pwned'</script>::x",
-           "**bold** [link](javascript:alert(1)) `tick` | pipe", "</script><!--")
+HOSTILE = (
+    '<img src=x onerror="document.title=1">',
+    "<script>document.title='pwned'</script>::x",
+    "**bold** [link](javascript:alert(1)) `tick` | pipe",
+    "</script><!--",
+)
 
 
 def page_data(path: Path) -> Any:
@@ -55,8 +59,10 @@ def test_recorded_site_has_every_case_with_the_gates_verdict(recorded_site: tupl
     settings = project_settings(site.parent, {"db_path": db, "baseline_dir": baselines})
     with open_store(db, readonly=True) as store:
         case_ids = [r["case_id"] for r in store.query("SELECT DISTINCT case_id FROM cases")]
-        latest = {r["case_id"]: int(r["run_id"]) for r in store.query(
-            "SELECT case_id, max(run_id) AS run_id FROM cases GROUP BY case_id")}
+        latest = {
+            r["case_id"]: int(r["run_id"])
+            for r in store.query("SELECT case_id, max(run_id) AS run_id FROM cases GROUP BY case_id")
+        }
         gated = gate_runs(store, latest.values(), settings)
     assert sorted(r["case"] for r in rows) == sorted(case_ids) and len(rows) == 20
     for r in rows:
@@ -114,7 +120,9 @@ def test_one_run_with_missing_metrics(tmp_path: Path) -> None:
     site = build(tmp_path, one_run_db(tmp_path, {"t.py::a": noisy(1.0), "t.py::b": noisy(2.0)}))
     rows = page_data(site / "index.html")["cases"]
     assert [(r["case"], r["verdict"], r["speedup"], r["peak"], r["change"]) for r in rows] == [
-        ("t.py::a", "new", None, None, None), ("t.py::b", "new", None, None, None)]
+        ("t.py::a", "new", None, None, None),
+        ("t.py::b", "new", None, None, None),
+    ]
     dev = page_data(site / case_page("t.py::a"))["devices"][0]
     assert dev["speedup"] is None and dev["memory"] is None and dev["counters"] == [] and dev["baseline"] == {}
 
@@ -155,8 +163,10 @@ def test_a_directory_that_is_not_a_site_is_refused(tmp_path: Path, capsys: pytes
 
 
 def test_missing_history_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["report", "--html", str(tmp_path / "s"), "--db", str(tmp_path / "none.db"),
-                 "--rootdir", str(tmp_path)]) == 2
+    assert (
+        main(["report", "--html", str(tmp_path / "s"), "--db", str(tmp_path / "none.db"), "--rootdir", str(tmp_path)])
+        == 2
+    )
     assert capsys.readouterr().err.strip().startswith("perfgate: no history at")
 
 
@@ -173,8 +183,10 @@ def test_run_pages_beyond_the_summaries_say_how_to_get_one(tmp_path: Path) -> No
 def test_case_verdict_is_the_most_severe() -> None:
     from perfgate.model import Comparison, Direction
 
-    rows = [Comparison("a", m, "ms", Direction.LOWER, v) for m, v in
-            (("median_ms", Verdict.UNCHANGED), ("speedup", Verdict.REGRESSED))]
+    rows = [
+        Comparison("a", m, "ms", Direction.LOWER, v)
+        for m, v in (("median_ms", Verdict.UNCHANGED), ("speedup", Verdict.REGRESSED))
+    ]
     assert case_verdict(rows) is Verdict.REGRESSED
     assert case_verdict([]) is None
 
@@ -183,9 +195,18 @@ def test_summary_links_to_the_changed_cases_pages() -> None:
     from perfgate.model import Comparison, Direction, GateResult
     from perfgate.report.site.links import summary_links
 
-    gate = GateResult(comparisons=tuple(Comparison(cid, "median_ms", "ms", Direction.LOWER, v) for cid, v in (
-        ("t.py::slow", Verdict.REGRESSED), ("t.py::same", Verdict.UNCHANGED), ("t.py::fresh", Verdict.NEW))))
+    gate = GateResult(
+        comparisons=tuple(
+            Comparison(cid, "median_ms", "ms", Direction.LOWER, v)
+            for cid, v in (
+                ("t.py::slow", Verdict.REGRESSED),
+                ("t.py::same", Verdict.UNCHANGED),
+                ("t.py::fresh", Verdict.NEW),
+            )
+        )
+    )
     links = summary_links(gate, "https://o.github.io/r/")
     assert [(c.name, c.href) for c in links] == [
         ("dashboard", "https://o.github.io/r/index.html"),
-        ("t.py::slow: history", "https://o.github.io/r/" + case_page("t.py::slow"))]
+        ("t.py::slow: history", "https://o.github.io/r/" + case_page("t.py::slow")),
+    ]

@@ -27,8 +27,16 @@ from tests.site_histories import ACCURACY_PREFIX, recorded_h100_history
 from tests.test_site import HOSTILE, one_run_db, page_data
 
 CHROMIUM = Path(os.environ.get("PERFGATE_CHROMIUM", "/usr/bin/chromium"))
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 SHOWCASE = ACCURACY_PREFIX + "softmax"  # calibration processes, a baseline band, a speedup, a change point
 
 
@@ -52,8 +60,10 @@ class Browser:
         self.page = context.new_page()
         self.errors: list[str] = []
         self.dialogs: list[str] = []
-        self.page.on("console", lambda m: self.errors.append(f"console {m.type}: {m.text}")
-                     if m.type in ("error", "assert") else None)
+        self.page.on(
+            "console",
+            lambda m: self.errors.append(f"console {m.type}: {m.text}") if m.type in ("error", "assert") else None,
+        )
         self.page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
         self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
 
@@ -75,8 +85,13 @@ def context() -> Iterator[Any]:
     profile = tempfile.mkdtemp(prefix="perfgate-chromium-")
     try:
         with sync_playwright() as p:
-            ctx = p.chromium.launch_persistent_context(profile, executable_path=str(CHROMIUM), headless=True,
-                                                       args=FLAGS, viewport={"width": 1280, "height": 800})
+            ctx = p.chromium.launch_persistent_context(
+                profile,
+                executable_path=str(CHROMIUM),
+                headless=True,
+                args=FLAGS,
+                viewport={"width": 1280, "height": 800},
+            )
             yield ctx
             ctx.close()
     finally:
@@ -95,14 +110,19 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("browser-site")
     db, baselines = recorded_h100_history(tmp / "history.db", tmp / "baselines")
     out = tmp / "site"
-    assert main(["report", "--html", str(out), "--db", str(db), "--baseline-dir", str(baselines),
-                 "--rootdir", str(tmp)]) == 0
+    assert (
+        main(["report", "--html", str(out), "--db", str(db), "--baseline-dir", str(baselines), "--rootdir", str(tmp)])
+        == 0
+    )
     return out
 
 
 def table_rows(page: Any) -> list[list[str]]:
-    return list(page.eval_on_selector_all(
-        "#cases tbody tr", "trs => trs.map(tr => Array.from(tr.cells).map(td => td.textContent))"))
+    return list(
+        page.eval_on_selector_all(
+            "#cases tbody tr", "trs => trs.map(tr => Array.from(tr.cells).map(td => td.textContent))"
+        )
+    )
 
 
 def test_overview_lists_every_case_with_its_verdict(site: Path, browser: Browser) -> None:
@@ -120,9 +140,11 @@ def test_filters_by_name_verdict_and_device(site: Path, browser: Browser) -> Non
     regressed = sum(r["verdict"] == "regressed" for r in page_data(site / "index.html")["cases"])
     page = browser.open(site / "index.html")
     page.fill("#filter-name", "softmax")
-    assert sorted(r[0] for r in table_rows(page)) == [ACCURACY_PREFIX + "softmax",
-                                                      "kernels/tests/test_perf.py::test_softmax[bf16]",
-                                                      "kernels/tests/test_perf.py::test_softmax[fp32]"]
+    assert sorted(r[0] for r in table_rows(page)) == [
+        ACCURACY_PREFIX + "softmax",
+        "kernels/tests/test_perf.py::test_softmax[bf16]",
+        "kernels/tests/test_perf.py::test_softmax[fp32]",
+    ]
     page.select_option("#filter-verdict", "regressed")
     assert [r[0] for r in table_rows(page)] == [ACCURACY_PREFIX + "softmax"]
     page.fill("#filter-name", "")
@@ -145,13 +167,15 @@ def test_sorting_by_a_column(site: Path, browser: Browser) -> None:
 
 def charts(page: Any) -> list[dict[str, Any]]:
     """Per chart: its metric, the points it was given, and how many canvas pixels were painted."""
-    return list(page.evaluate("""() => Array.from(document.querySelectorAll('.chart')).map(c => {
+    return list(
+        page.evaluate("""() => Array.from(document.querySelectorAll('.chart')).map(c => {
         const cv = c.querySelector('canvas');
         const px = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
         let painted = 0;
         for (let i = 3; i < px.length; i += 4) if (px[i]) painted++;
         return {metric: c.dataset.metric, points: Number(c.dataset.points), painted: painted};
-    })"""))
+    })""")
+    )
 
 
 def test_case_page_draws_its_charts(site: Path, browser: Browser) -> None:
@@ -160,8 +184,9 @@ def test_case_page_draws_its_charts(site: Path, browser: Browser) -> None:
     assert set(drawn) == {"time (run median)", "speedup vs torch"}
     assert all(c["points"] == runs == 28 and c["painted"] > 1000 for c in drawn.values())
     assert browser.page.text_content("ul.changes").startswith("slower +")
-    kernel = {c["metric"]: c for c in charts(browser.open(site / case_page(
-        "kernels/tests/test_perf.py::test_softmax[bf16]")))}
+    kernel = {
+        c["metric"]: c for c in charts(browser.open(site / case_page("kernels/tests/test_perf.py::test_softmax[bf16]")))
+    }
     assert kernel["time (run median)"]["points"] == 9 and kernel["peak memory"]["points"] == 9
     assert set(kernel) == {"time (run median)", "speedup vs torch.softmax", "peak memory"}
     # one profiled run: its counters are a table, not one-point charts
@@ -215,8 +240,9 @@ def test_html_and_markdown_in_names_never_run(browser: Browser, tmp_path: Path) 
         page = browser.open(out / case_page(name))
         assert page.text_content("h1") == name
         assert page.title() == f"{name}: perfgate"
-        assert page.eval_on_selector_all("img, script:not([src]):not([type='application/json'])",
-                                         "els => els.length") == 0
+        assert (
+            page.eval_on_selector_all("img, script:not([src]):not([type='application/json'])", "els => els.length") == 0
+        )
     page = browser.open(out / run_page(1))
     assert page.title() == "run 1: perfgate" and page.eval_on_selector_all("img", "els => els.length") == 0
     assert "document.title='pwned'" in page.text_content("section.summary")
@@ -227,8 +253,10 @@ def test_empty_history_site_loads(browser: Browser, tmp_path: Path) -> None:
     from perfgate.store import open_store
 
     open_store(tmp_path / "h.db").close()
-    assert main(["report", "--html", str(tmp_path / "site"), "--db", str(tmp_path / "h.db"),
-                 "--rootdir", str(tmp_path)]) == 0
+    assert (
+        main(["report", "--html", str(tmp_path / "site"), "--db", str(tmp_path / "h.db"), "--rootdir", str(tmp_path)])
+        == 0
+    )
     page = browser.open(tmp_path / "site" / "index.html")
     assert page.text_content("h1") == "No runs in the history yet"
     assert table_rows(page) == []

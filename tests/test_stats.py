@@ -100,7 +100,8 @@ def test_change_interval_covers_the_true_change_about_95_percent_of_the_time():
     assert 0.91 <= covered / 400 <= 0.99
 
 
-@pytest.mark.parametrize("base, cur", [([0.0, 1.0, 1.0], [1.0, 1.0, 1.0]), ([1.0], [1.0, 2.0]),
-                                        ([1.0, -2.0, 3.0], [1.0, 2.0, 3.0])])
+@pytest.mark.parametrize(
+    "base, cur", [([0.0, 1.0, 1.0], [1.0, 1.0, 1.0]), ([1.0], [1.0, 2.0]), ([1.0, -2.0, 3.0], [1.0, 2.0, 3.0])]
+)
 def test_change_interval_is_absent_when_it_cannot_be_formed(base, cur):
     assert median_change_ci_pct(base, cur) is None

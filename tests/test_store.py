@@ -19,17 +19,31 @@ V1_HISTORY = Path(__file__).parent / "data" / "history_v1.db"  # written by perf
 
 
 def rich_run():
-    run = make_run({"t.py::a": [1.0, 2.0, 3.0], "t.py::b": [4.0, 5.0]},
-                   metrics=(Metric("launch__registers_per_thread", 64.0, "register/thread", "ncu", "k"),),
-                   thresholds=CaseThresholds(time_pct=7.0, time_pct_explicit=True, metrics=(("dram__bytes_read.sum",
-                                                                                             3.0),),
-                                             min_speedup=1.2))
+    run = make_run(
+        {"t.py::a": [1.0, 2.0, 3.0], "t.py::b": [4.0, 5.0]},
+        metrics=(Metric("launch__registers_per_thread", 64.0, "register/thread", "ncu", "k"),),
+        thresholds=CaseThresholds(
+            time_pct=7.0, time_pct_explicit=True, metrics=(("dram__bytes_read.sum", 3.0),), min_speedup=1.2
+        ),
+    )
     a, b = run.results
-    a = replace(a, gpu_state=GpuState(polls=12, sm_clock_mhz=1980.0, throttle_reasons=4, throttled_fraction=0.25,
-                                      cooldown_ms=310.0, excluded_samples=3),
-                autotune=(("_matmul_kernel", "BLOCK_M: 128"),), speedup=Speedup("torch.add", (2.0, 2.1, 2.2), 1.05,
-                                                                                1.0, 1.1),
-                confirmation_medians_ms=(2.1, 2.05), location=("t.py", 12), device_uuid="GPU-1", profile_notes=("n",))
+    a = replace(
+        a,
+        gpu_state=GpuState(
+            polls=12,
+            sm_clock_mhz=1980.0,
+            throttle_reasons=4,
+            throttled_fraction=0.25,
+            cooldown_ms=310.0,
+            excluded_samples=3,
+        ),
+        autotune=(("_matmul_kernel", "BLOCK_M: 128"),),
+        speedup=Speedup("torch.add", (2.0, 2.1, 2.2), 1.05, 1.0, 1.1),
+        confirmation_medians_ms=(2.1, 2.05),
+        location=("t.py", 12),
+        device_uuid="GPU-1",
+        profile_notes=("n",),
+    )
     info = replace(run.info, unmeasured=(UnmeasuredTest("t.py::c", TestOutcome.SKIPPED, "no GPU"),))
     return replace(run, info=info, results=(a, b))
 
@@ -209,8 +223,10 @@ def _row_samples(path, table, key_table):
     con = sqlite3.connect(path)
     uid = "r.run_uid" if key_table == "v2" else "r.id"
     got = {}
-    for run, case_id, value in con.execute(f"select {uid}, s.case_id, s.time_ms from {table} s join runs r "
-                                           f"on r.id = s.run_id order by s.run_id, s.case_id, s.idx"):
+    for run, case_id, value in con.execute(
+        f"select {uid}, s.case_id, s.time_ms from {table} s join runs r "
+        f"on r.id = s.run_id order by s.run_id, s.case_id, s.idx"
+    ):
         got.setdefault((run, case_id), []).append(value)
     con.close()
     return list(got.items())
@@ -226,8 +242,12 @@ def _stored_samples(store, key):
 
 
 def _stored_reference_samples(store):
-    return [((store.load_run(rid).info.run_uid, r.case_id), list(r.speedup.reference_samples_ms))
-            for rid in store.run_ids() for r in store.load_run(rid).results if r.speedup is not None]
+    return [
+        ((store.load_run(rid).info.run_uid, r.case_id), list(r.speedup.reference_samples_ms))
+        for rid in store.run_ids()
+        for r in store.load_run(rid).results
+        if r.speedup is not None
+    ]
 
 
 @pytest.mark.parametrize("source, key", [(V1_HISTORY, "v1"), (V2_HISTORY, "v2")], ids=["schema1", "schema2"])
@@ -257,13 +277,20 @@ def test_a_schema_2_history_opens_read_only_and_gives_the_same_runs(tmp_path):
     assert {r.case_id for r in runs[0].results} >= {"tests/test_x.py::test_x[enum[BaseConverter]]"}
     assert runs[0].info.kind is None and runs[0].info.unmeasured  # stored before kinds were recorded
     con = sqlite3.connect(V2_HISTORY)  # what the file says, read with plain SQL
-    plain = {(uid, cid): (med, q1, q3, n) for uid, cid, med, q1, q3, n in con.execute(
-        "select r.run_uid, c.case_id, c.median_ms, c.q1_ms, c.q3_ms, "
-        "(select count(*) from metrics m where m.run_id = c.run_id and m.case_id = c.case_id) "
-        "from cases c join runs r on r.id = c.run_id")}
+    plain = {
+        (uid, cid): (med, q1, q3, n)
+        for uid, cid, med, q1, q3, n in con.execute(
+            "select r.run_uid, c.case_id, c.median_ms, c.q1_ms, c.q3_ms, "
+            "(select count(*) from metrics m where m.run_id = c.run_id and m.case_id = c.case_id) "
+            "from cases c join runs r on r.id = c.run_id"
+        )
+    }
     con.close()
-    assert plain == {(run.info.run_uid, r.case_id): (r.timing.median_ms, r.timing.q1_ms, r.timing.q3_ms,
-                                                     len(r.metrics)) for run in runs for r in run.results}
+    assert plain == {
+        (run.info.run_uid, r.case_id): (r.timing.median_ms, r.timing.q1_ms, r.timing.q3_ms, len(r.metrics))
+        for run in runs
+        for r in run.results
+    }
 
 
 def test_samples_table_and_redundant_indexes_are_gone_after_migration(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 
 from tests.helpers import gate_json, perf_project, results_json
 
-PERF_TEST = '''
+PERF_TEST = """
 import os
 import pytest
 from perfgate.measure import clock
@@ -24,7 +24,7 @@ def test_maybe_broken(perfgate):
     if os.environ.get("BREAK_IT"):
         raise RuntimeError("CUDA driver version is insufficient")
     perfgate(clock.current().sleep, 0.001)
-'''
+"""
 PYPROJECT = """
 [tool.perfgate]
 threshold_pct = 50.0
@@ -50,14 +50,16 @@ def test_a_skipped_baseline_case_warns_without_strict_and_fails_with_it(project,
     monkeypatch.setenv("SKIP_IT", "1")
     warned = gate_json(project)
     assert warned.ret == 0
-    warned.stdout.fnmatch_lines(["*perfgate warning: test skipped: test_perf.py::test_maybe_skipped skipped: "
-                                 "no GPU on this runner*"])
+    warned.stdout.fnmatch_lines(
+        ["*perfgate warning: test skipped: test_perf.py::test_maybe_skipped skipped: no GPU on this runner*"]
+    )
     strict = gate_json(project, "--perfgate-strict")
     assert strict.ret == 1
     strict.stdout.fnmatch_lines(["*perfgate strict: test skipped*", "*gate FAILED*1 strict-mode failure(s)*"])
     doc = results_json(project)
-    assert doc["gate"]["failure_reasons"] == ["strict: test_perf.py::test_maybe_skipped skipped: no GPU on this runner "
-                                              "(1 baseline case(s) not measured)"]
+    assert doc["gate"]["failure_reasons"] == [
+        "strict: test_perf.py::test_maybe_skipped skipped: no GPU on this runner (1 baseline case(s) not measured)"
+    ]
 
 
 def test_deselecting_a_baseline_case_warns_without_strict_and_fails_with_it(project):
@@ -66,24 +68,40 @@ def test_deselecting_a_baseline_case_warns_without_strict_and_fails_with_it(proj
     assert "2 baseline case(s) not measured" in findings(project)["baseline case not measured"]["message"]
     result = gate_json(project, "--perfgate-strict", "-k", "fast")
     assert result.ret == 1
-    assert ("perfgate strict: baseline case not measured: 2 baseline case(s) not measured (not collected, "
-            "deselected or renamed): test_perf.py::test_maybe_broken, test_perf.py::test_maybe_skipped; run them, "
-            "or list them in [tool.perfgate] allow_missing with a reason") in result.stdout.str()
+    assert (
+        "perfgate strict: baseline case not measured: 2 baseline case(s) not measured (not collected, "
+        "deselected or renamed): test_perf.py::test_maybe_broken, test_perf.py::test_maybe_skipped; run them, "
+        "or list them in [tool.perfgate] allow_missing with a reason"
+    ) in result.stdout.str()
 
 
 def test_cases_the_allow_list_names_may_be_missing_and_the_reason_is_shown(project):
     assert gate_json(project).ret == 0
-    project.makefile(".toml", pyproject=PYPROJECT + 'strict = true\nallow_missing = [{pattern = "*maybe*", '
-                                                    'reason = "GPU-only, run nightly"}]\n')
+    project.makefile(
+        ".toml",
+        pyproject=PYPROJECT + 'strict = true\nallow_missing = [{pattern = "*maybe*", '
+        'reason = "GPU-only, run nightly"}]\n',
+    )
     result = gate_json(project, "-k", "fast")
     assert result.ret == 0
     allowed = findings(project)["baseline case allowed to be missing"]
-    assert allowed["message"] == "2 baseline case(s) not measured, allowed by allow_missing '*maybe*': GPU-only, " \
-                                 "run nightly" and not allowed["fails_strict"]
+    assert (
+        allowed["message"]
+        == "2 baseline case(s) not measured, allowed by allow_missing '*maybe*': GPU-only, run nightly"
+        and not allowed["fails_strict"]
+    )
 
 
-@pytest.mark.parametrize("entry", ['[{pattern = "*"}]', '[{reason = "r"}]', '["*"]', '[{pattern = "*", reason = ""}]',
-                                   '[{pattern = "*", reason = "r", extra = 1}]'])
+@pytest.mark.parametrize(
+    "entry",
+    [
+        '[{pattern = "*"}]',
+        '[{reason = "r"}]',
+        '["*"]',
+        '[{pattern = "*", reason = ""}]',
+        '[{pattern = "*", reason = "r", extra = 1}]',
+    ],
+)
 def test_an_allow_list_entry_without_a_pattern_and_a_reason_is_refused(project, entry):
     project.makefile(".toml", pyproject=PYPROJECT + f"allow_missing = {entry}\n")
     result = gate_json(project)

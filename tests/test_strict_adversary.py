@@ -47,10 +47,13 @@ def work(ms):
     clock.current().sleep(ms / 1e3)
 
 """
-SLOW = SLOW_HEAD + """
+SLOW = (
+    SLOW_HEAD
+    + """
 def test_slow(perfgate):
     perfgate(work, 2.0 * FACTOR)
 """
+)
 PYPROJECT = """[tool.perfgate]
 warmup_ms = 1
 min_samples = 5
@@ -122,102 +125,211 @@ def _timer(doc: dict[str, Any]) -> None:
     _case(doc)["timer"] = "cuda_event"
 
 
-PYTEST_INI_K = "[pytest]\naddopts = -k \"not slow\"\n"
+PYTEST_INI_K = '[pytest]\naddopts = -k "not slow"\n'
 ADDOPTS = '\n[tool.pytest.ini_options]\naddopts = "{}"\n'
 
 VARIANTS: dict[str, Variant] = {
     # --- the test is renamed, deleted or re-parametrized: its baseline case is not measured ---------------------
-    "renamed test": Variant({"test_slow.py": slow_test(
-        "def test_slow_v2(perfgate):\n    perfgate(work, 2.0 * FACTOR)\n")}, expect=NOT_MEASURED),
+    "renamed test": Variant(
+        {"test_slow.py": slow_test("def test_slow_v2(perfgate):\n    perfgate(work, 2.0 * FACTOR)\n")},
+        expect=NOT_MEASURED,
+    ),
     "deleted test": Variant({"test_slow.py": None}, expect=NOT_MEASURED),
-    "newly parametrized test": Variant({"test_slow.py": slow_test(
-        "@pytest.mark.parametrize('n', [1, 2])\ndef test_slow(perfgate, n):\n    perfgate(work, 2.0 * FACTOR)\n")},
-        expect=NOT_MEASURED),
-    "moved to another file": Variant({"test_slow.py": None, "test_moved.py": slow_test(
-        "def test_slow(perfgate):\n    perfgate(work, 2.0 * FACTOR)\n")}, expect=NOT_MEASURED),
-    "wrapped in a class": Variant({"test_slow.py": slow_test(
-        "class TestWrapped:\n    def test_slow(self, perfgate):\n        perfgate(work, 2.0 * FACTOR)\n")},
-        expect=NOT_MEASURED),
-    "measured under another name": Variant({"test_slow.py": slow_test(
-        "def test_slow(perfgate):\n    perfgate.measure(work, (2.0 * FACTOR,), name='renamed')\n")},
-        expect=NOT_MEASURED),
-    "no longer measured": Variant({"test_slow.py": slow_test("def test_slow(perfgate):\n    work(2.0 * FACTOR)\n")},
-                                  expect=NOT_MEASURED),
-    "fixture replaced by a conftest": Variant({"conftest.py": conftest(
-        "import pytest\n\n@pytest.fixture\ndef perfgate(perfgate, request):\n"
-        "    return perfgate if 'fast' in request.node.name else (lambda fn, *a, **k: fn(*a, **k))\n")},
-        expect=NOT_MEASURED),
-    "skipped inside the test": Variant({"test_slow.py": slow_test(
-        "def test_slow(perfgate):\n    pytest.skip('flaky on CI')\n")}, expect="test skipped"),
-    "module-level skip mark": Variant({"test_slow.py": slow_test(
-        "pytestmark = pytest.mark.skip('later')\n\n\ndef test_slow(perfgate):\n    perfgate(work, 2.0 * FACTOR)\n")},
-        expect="test skipped"),
-    "importorskip at module level": Variant({"test_slow.py": "import pytest\npytest.importorskip('no_such_module')\n"
-                                                             + slow_test("def test_slow(perfgate):\n    pass\n")},
-                                            expect=NOT_MEASURED),
-    "xfail without running": Variant({"test_slow.py": slow_test(
-        "@pytest.mark.xfail(run=False)\ndef test_slow(perfgate):\n    perfgate(work, 2.0 * FACTOR)\n")},
-        expect="test skipped"),
+    "newly parametrized test": Variant(
+        {
+            "test_slow.py": slow_test(
+                "@pytest.mark.parametrize('n', [1, 2])\ndef test_slow(perfgate, n):\n    perfgate(work, 2.0 * FACTOR)\n"
+            )
+        },
+        expect=NOT_MEASURED,
+    ),
+    "moved to another file": Variant(
+        {
+            "test_slow.py": None,
+            "test_moved.py": slow_test("def test_slow(perfgate):\n    perfgate(work, 2.0 * FACTOR)\n"),
+        },
+        expect=NOT_MEASURED,
+    ),
+    "wrapped in a class": Variant(
+        {
+            "test_slow.py": slow_test(
+                "class TestWrapped:\n    def test_slow(self, perfgate):\n        perfgate(work, 2.0 * FACTOR)\n"
+            )
+        },
+        expect=NOT_MEASURED,
+    ),
+    "measured under another name": Variant(
+        {
+            "test_slow.py": slow_test(
+                "def test_slow(perfgate):\n    perfgate.measure(work, (2.0 * FACTOR,), name='renamed')\n"
+            )
+        },
+        expect=NOT_MEASURED,
+    ),
+    "no longer measured": Variant(
+        {"test_slow.py": slow_test("def test_slow(perfgate):\n    work(2.0 * FACTOR)\n")}, expect=NOT_MEASURED
+    ),
+    "fixture replaced by a conftest": Variant(
+        {
+            "conftest.py": conftest(
+                "import pytest\n\n@pytest.fixture\ndef perfgate(perfgate, request):\n"
+                "    return perfgate if 'fast' in request.node.name else (lambda fn, *a, **k: fn(*a, **k))\n"
+            )
+        },
+        expect=NOT_MEASURED,
+    ),
+    "skipped inside the test": Variant(
+        {"test_slow.py": slow_test("def test_slow(perfgate):\n    pytest.skip('flaky on CI')\n")}, expect="test skipped"
+    ),
+    "module-level skip mark": Variant(
+        {
+            "test_slow.py": slow_test(
+                "pytestmark = pytest.mark.skip('later')\n\n\n"
+                "def test_slow(perfgate):\n    perfgate(work, 2.0 * FACTOR)\n"
+            )
+        },
+        expect="test skipped",
+    ),
+    "importorskip at module level": Variant(
+        {
+            "test_slow.py": "import pytest\npytest.importorskip('no_such_module')\n"
+            + slow_test("def test_slow(perfgate):\n    pass\n")
+        },
+        expect=NOT_MEASURED,
+    ),
+    "xfail without running": Variant(
+        {
+            "test_slow.py": slow_test(
+                "@pytest.mark.xfail(run=False)\ndef test_slow(perfgate):\n    perfgate(work, 2.0 * FACTOR)\n"
+            )
+        },
+        expect="test skipped",
+    ),
     # --- deselected by files the pull request controls -------------------------------------------------------------
-    "-k in pyproject addopts": Variant({"pyproject.toml": PYPROJECT + ADDOPTS.format("-k 'not slow'")},
-                                       pull_request=False, expect=NOT_MEASURED),
-    "-m in pyproject addopts": Variant({
-        "pyproject.toml": PYPROJECT + '\n[tool.pytest.ini_options]\nmarkers = ["slow"]\naddopts = "-m \'not slow\'"\n',
-        "test_slow.py": slow_test("@pytest.mark.slow\ndef test_slow(perfgate):\n    perfgate(work, 2.0 * FACTOR)\n")},
-        pull_request=False, expect=NOT_MEASURED),
-    "--deselect in addopts": Variant({"pyproject.toml": PYPROJECT + ADDOPTS.format(f"--deselect {SLOW_CASE}")},
-                                     pull_request=False, expect=NOT_MEASURED),
-    "--ignore in addopts": Variant({"pyproject.toml": PYPROJECT + ADDOPTS.format("--ignore=test_slow.py")},
-                                   pull_request=False, expect=NOT_MEASURED),
+    "-k in pyproject addopts": Variant(
+        {"pyproject.toml": PYPROJECT + ADDOPTS.format("-k 'not slow'")}, pull_request=False, expect=NOT_MEASURED
+    ),
+    "-m in pyproject addopts": Variant(
+        {
+            "pyproject.toml": PYPROJECT
+            + '\n[tool.pytest.ini_options]\nmarkers = ["slow"]\naddopts = "-m \'not slow\'"\n',
+            "test_slow.py": slow_test(
+                "@pytest.mark.slow\ndef test_slow(perfgate):\n    perfgate(work, 2.0 * FACTOR)\n"
+            ),
+        },
+        pull_request=False,
+        expect=NOT_MEASURED,
+    ),
+    "--deselect in addopts": Variant(
+        {"pyproject.toml": PYPROJECT + ADDOPTS.format(f"--deselect {SLOW_CASE}")},
+        pull_request=False,
+        expect=NOT_MEASURED,
+    ),
+    "--ignore in addopts": Variant(
+        {"pyproject.toml": PYPROJECT + ADDOPTS.format("--ignore=test_slow.py")}, pull_request=False, expect=NOT_MEASURED
+    ),
     "-k in pytest.ini": Variant({"pytest.ini": PYTEST_INI_K}, expect=NOT_MEASURED),
     "-k in tox.ini": Variant({"tox.ini": PYTEST_INI_K}, expect=NOT_MEASURED),
     "-k in setup.cfg": Variant({"setup.cfg": PYTEST_INI_K.replace("[pytest]", "[tool:pytest]")}, expect=NOT_MEASURED),
     "testpaths without the file": Variant({"pytest.ini": "[pytest]\ntestpaths = test_fast.py\n"}, expect=NOT_MEASURED),
-    "python_files without the file": Variant({"pytest.ini": "[pytest]\npython_files = test_fast.py\n"},
-                                             expect=NOT_MEASURED),
-    "python_functions without the test": Variant({"pytest.ini": "[pytest]\npython_functions = test_fast\n"},
-                                                 expect=NOT_MEASURED),
-    "-k in PYTEST_ADDOPTS": Variant(env={"PYTEST_ADDOPTS": LEAN_PYTEST_ADDOPTS + " -k 'not slow'"},
-                                    expect=NOT_MEASURED),
-    "collection_modifyitems drops it": Variant({"conftest.py": conftest(
-        "def pytest_collection_modifyitems(items):\n    items[:] = [i for i in items if 'slow' not in i.name]\n")},
-        expect=NOT_MEASURED),
-    "collection_modifyitems deselects it": Variant({"conftest.py": conftest(
-        "def pytest_collection_modifyitems(config, items):\n"
-        "    gone = [i for i in items if 'slow' in i.name]\n"
-        "    config.hook.pytest_deselected(items=gone)\n"
-        "    items[:] = [i for i in items if i not in gone]\n")}, expect=NOT_MEASURED),
+    "python_files without the file": Variant(
+        {"pytest.ini": "[pytest]\npython_files = test_fast.py\n"}, expect=NOT_MEASURED
+    ),
+    "python_functions without the test": Variant(
+        {"pytest.ini": "[pytest]\npython_functions = test_fast\n"}, expect=NOT_MEASURED
+    ),
+    "-k in PYTEST_ADDOPTS": Variant(
+        env={"PYTEST_ADDOPTS": LEAN_PYTEST_ADDOPTS + " -k 'not slow'"}, expect=NOT_MEASURED
+    ),
+    "collection_modifyitems drops it": Variant(
+        {
+            "conftest.py": conftest(
+                "def pytest_collection_modifyitems(items):\n    items[:] = [i for i in items if 'slow' not in i.name]\n"
+            )
+        },
+        expect=NOT_MEASURED,
+    ),
+    "collection_modifyitems deselects it": Variant(
+        {
+            "conftest.py": conftest(
+                "def pytest_collection_modifyitems(config, items):\n"
+                "    gone = [i for i in items if 'slow' in i.name]\n"
+                "    config.hook.pytest_deselected(items=gone)\n"
+                "    items[:] = [i for i in items if i not in gone]\n"
+            )
+        },
+        expect=NOT_MEASURED,
+    ),
     "collect_ignore": Variant({"conftest.py": conftest("collect_ignore = ['test_slow.py']\n")}, expect=NOT_MEASURED),
-    "collect_ignore_glob": Variant({"conftest.py": conftest("collect_ignore_glob = ['*slow*']\n")},
-                                   expect=NOT_MEASURED),
-    "pytest_ignore_collect": Variant({"conftest.py": conftest(
-        "def pytest_ignore_collect(collection_path):\n    return 'slow' in collection_path.name or None\n")},
-        expect=NOT_MEASURED),
-    "skip marker added by a conftest": Variant({"conftest.py": conftest(
-        "import pytest\n\ndef pytest_collection_modifyitems(items):\n"
-        "    for i in items:\n        i.add_marker(pytest.mark.skip('later'))\n")}, expect="test skipped"),
-    "node id renamed by a conftest": Variant({"conftest.py": conftest(
-        "def pytest_collection_modifyitems(items):\n"
-        "    for i in items:\n"
-        "        renamed = property(lambda self: super(type(self), self).nodeid.replace('slow', 'quick'))\n"
-        "        i.__class__ = type('Renamed', (type(i),), {'nodeid': renamed})\n")},
-        expect=NOT_MEASURED),
-    "pytest.exit(0) during collection": Variant({"conftest.py": conftest(
-        "import pytest\n\ndef pytest_collection_modifyitems(items):\n    pytest.exit('done', returncode=0)\n")},
-        expect="no perf case measured"),
-    "pytest.exit(0) in an earlier test": Variant({"test_fast.py": FAST + "\n\ndef test_stop():\n"
-                                                  "    import pytest\n    pytest.exit('done', returncode=0)\n"},
-                                                 expect=NOT_MEASURED),
-    "plugin disabled in addopts": Variant({"pyproject.toml": PYPROJECT + ADDOPTS.format("-p no:perfgate")},
-                                          pull_request=False, expect="unrecognized arguments: --perfgate"),
-    "plugin disabled in PYTEST_ADDOPTS": Variant(env={"PYTEST_ADDOPTS": LEAN_PYTEST_ADDOPTS + " -p no:perfgate"},
-                                                 expect="unrecognized arguments: --perfgate"),
-    "exit status reset by a later sessionfinish": Variant({"conftest.py": conftest(
-        "import pytest\n\n@pytest.hookimpl(trylast=True)\ndef pytest_sessionfinish(session):\n"
-        "    session.exitstatus = 0\n")}, expect=REGRESSED),
-    "exit status reset by a sessionfinish wrapper": Variant({"conftest.py": conftest(
-        "import pytest\n\n@pytest.hookimpl(wrapper=True)\ndef pytest_sessionfinish(session):\n"
-        "    yield\n    session.exitstatus = 0\n")}, expect=REGRESSED),
+    "collect_ignore_glob": Variant(
+        {"conftest.py": conftest("collect_ignore_glob = ['*slow*']\n")}, expect=NOT_MEASURED
+    ),
+    "pytest_ignore_collect": Variant(
+        {
+            "conftest.py": conftest(
+                "def pytest_ignore_collect(collection_path):\n    return 'slow' in collection_path.name or None\n"
+            )
+        },
+        expect=NOT_MEASURED,
+    ),
+    "skip marker added by a conftest": Variant(
+        {
+            "conftest.py": conftest(
+                "import pytest\n\ndef pytest_collection_modifyitems(items):\n"
+                "    for i in items:\n        i.add_marker(pytest.mark.skip('later'))\n"
+            )
+        },
+        expect="test skipped",
+    ),
+    "node id renamed by a conftest": Variant(
+        {
+            "conftest.py": conftest(
+                "def pytest_collection_modifyitems(items):\n"
+                "    for i in items:\n"
+                "        renamed = property(lambda self: super(type(self), self).nodeid.replace('slow', 'quick'))\n"
+                "        i.__class__ = type('Renamed', (type(i),), {'nodeid': renamed})\n"
+            )
+        },
+        expect=NOT_MEASURED,
+    ),
+    "pytest.exit(0) during collection": Variant(
+        {
+            "conftest.py": conftest(
+                "import pytest\n\ndef pytest_collection_modifyitems(items):\n    pytest.exit('done', returncode=0)\n"
+            )
+        },
+        expect="no perf case measured",
+    ),
+    "pytest.exit(0) in an earlier test": Variant(
+        {"test_fast.py": FAST + "\n\ndef test_stop():\n    import pytest\n    pytest.exit('done', returncode=0)\n"},
+        expect=NOT_MEASURED,
+    ),
+    "plugin disabled in addopts": Variant(
+        {"pyproject.toml": PYPROJECT + ADDOPTS.format("-p no:perfgate")},
+        pull_request=False,
+        expect="unrecognized arguments: --perfgate",
+    ),
+    "plugin disabled in PYTEST_ADDOPTS": Variant(
+        env={"PYTEST_ADDOPTS": LEAN_PYTEST_ADDOPTS + " -p no:perfgate"}, expect="unrecognized arguments: --perfgate"
+    ),
+    "exit status reset by a later sessionfinish": Variant(
+        {
+            "conftest.py": conftest(
+                "import pytest\n\n@pytest.hookimpl(trylast=True)\ndef pytest_sessionfinish(session):\n"
+                "    session.exitstatus = 0\n"
+            )
+        },
+        expect=REGRESSED,
+    ),
+    "exit status reset by a sessionfinish wrapper": Variant(
+        {
+            "conftest.py": conftest(
+                "import pytest\n\n@pytest.hookimpl(wrapper=True)\ndef pytest_sessionfinish(session):\n"
+                "    yield\n    session.exitstatus = 0\n"
+            )
+        },
+        expect=REGRESSED,
+    ),
     # --- the baseline or the configuration it is found by, edited in the pull request -------------------------
     "process medians spread": Variant(baseline=_spread, expect=CHANGED),
     "process medians spread, no base ref": Variant(baseline=_spread, pull_request=False, expect=CEILING),
@@ -228,134 +340,284 @@ VARIANTS: dict[str, Variant] = {
     "baseline deleted": Variant({"baselines": None}, expect="no baseline"),
     "baseline of another device": Variant(baseline=_device, pull_request=False, expect="not comparable"),
     "baseline timer changed": Variant(baseline=_timer, pull_request=False, expect="not comparable"),
-    "baseline_dir pointed at a forged baseline": Variant({"pyproject.toml": PYPROJECT + 'baseline_dir = "forged"\n'},
-                                                         expect=CHANGED),
+    "baseline_dir pointed at a forged baseline": Variant(
+        {"pyproject.toml": PYPROJECT + 'baseline_dir = "forged"\n'}, expect=CHANGED
+    ),
     "baseline file named in addopts": Variant(
-        {"pyproject.toml": PYPROJECT + ADDOPTS.format("--perfgate-baseline-file=forged/host.json")}, expect=CHANGED),
+        {"pyproject.toml": PYPROJECT + ADDOPTS.format("--perfgate-baseline-file=forged/host.json")}, expect=CHANGED
+    ),
     "allow_missing added with the test deleted": Variant(
-        {"pyproject.toml": PYPROJECT + 'allow_missing = [{pattern = "*slow*", reason = "moved"}]\n',
-         "test_slow.py": None}, expect=CHANGED),
+        {
+            "pyproject.toml": PYPROJECT + 'allow_missing = [{pattern = "*slow*", reason = "moved"}]\n',
+            "test_slow.py": None,
+        },
+        expect=CHANGED,
+    ),
     "env mismatch allowed in addopts for another device": Variant(
-        {"pyproject.toml": PYPROJECT + ADDOPTS.format("--perfgate-allow-env-mismatch")}, baseline=_device,
-        expect=CHANGED),
+        {"pyproject.toml": PYPROJECT + ADDOPTS.format("--perfgate-allow-env-mismatch")},
+        baseline=_device,
+        expect=CHANGED,
+    ),
     "base ref overridden in addopts": Variant(
-        {"pyproject.toml": PYPROJECT + ADDOPTS.format("--perfgate-baseline-ref=HEAD")}, baseline=_median_times_ten,
-        expect=FROM_ADDOPTS),
+        {"pyproject.toml": PYPROJECT + ADDOPTS.format("--perfgate-baseline-ref=HEAD")},
+        baseline=_median_times_ten,
+        expect=FROM_ADDOPTS,
+    ),
     "base ref overridden in PYTEST_ADDOPTS": Variant(
-        env={"PYTEST_ADDOPTS": LEAN_PYTEST_ADDOPTS + " --perfgate-baseline-ref=HEAD"}, baseline=_median_times_ten,
-        expect=FROM_ADDOPTS),
+        env={"PYTEST_ADDOPTS": LEAN_PYTEST_ADDOPTS + " --perfgate-baseline-ref=HEAD"},
+        baseline=_median_times_ten,
+        expect=FROM_ADDOPTS,
+    ),
     "change accepted in addopts": Variant(
         {"pyproject.toml": PYPROJECT + ADDOPTS.format("--perfgate-accept-baseline-change")},
-        baseline=_median_times_ten, expect=FROM_ADDOPTS),
+        baseline=_median_times_ten,
+        expect=FROM_ADDOPTS,
+    ),
     # --- thresholds without an upper bound -----------------------------------------------------------------------
-    "threshold_pct = 1e300": Variant({"pyproject.toml": PYPROJECT + "threshold_pct = 1e300\n"}, pull_request=False,
-                                     expect="threshold_pct: must be a finite number >= 0 and <= 100"),
-    "threshold_pct = inf": Variant({"pyproject.toml": PYPROJECT + "threshold_pct = inf\n"}, pull_request=False,
-                                   expect="threshold_pct: must be a finite number"),
-    "threshold_pct = nan": Variant({"pyproject.toml": PYPROJECT + "threshold_pct = nan\n"}, pull_request=False,
-                                   expect="threshold_pct: must be a finite number"),
-    "min_effect_pct = 1e300": Variant({"pyproject.toml": PYPROJECT + "min_effect_pct = 1e300\n"},
-                                      pull_request=False, expect="min_effect_pct: must be a finite number"),
-    "override threshold of 1e12": Variant({"pyproject.toml": PYPROJECT + '[[tool.perfgate.overrides]]\n'
-                                           'pattern = "*slow*"\nthreshold_pct = 1e12\n'}, pull_request=False,
-                                          expect="threshold_pct: must be a finite number"),
-    "marker threshold of 1e12": Variant({"test_slow.py": slow_test(
-        "@pytest.mark.perfgate(threshold_pct=1e12)\ndef test_slow(perfgate):\n    perfgate(work, 2.0 * FACTOR)\n")},
-        pull_request=False, expect="threshold_pct: must be a finite number"),
-    "marker threshold of 10**400": Variant({"test_slow.py": slow_test(
-        "@pytest.mark.perfgate(threshold_pct=10**400)\ndef test_slow(perfgate):\n    perfgate(work, 2.0 * FACTOR)\n")},
-        pull_request=False, expect="threshold_pct: must be a finite number"),
-    "alpha = 1e-12": Variant({"pyproject.toml": PYPROJECT + "alpha = 1e-12\n"}, pull_request=False,
-                             expect="'alpha' was replaced by false_alarm_pct"),
-    "alpha = 1e-17": Variant({"pyproject.toml": PYPROJECT + "alpha = 1e-17\n"}, pull_request=False,
-                             expect="'alpha' was replaced by false_alarm_pct"),
-    "false_alarm_pct = 1e-17": Variant({"pyproject.toml": PYPROJECT + "false_alarm_pct = 1e-17\n"},
-                                       pull_request=False, expect="false_alarm_pct: must be a finite number >= 0.01"),
-    "noise_floor_pct = 1e9": Variant({"pyproject.toml": PYPROJECT + "noise_floor_pct = 1e9\n"}, pull_request=False,
-                                     expect="noise_floor_pct: must be a finite number"),
-    "ceiling_pct = 1e6": Variant({"pyproject.toml": PYPROJECT + "ceiling_pct = 1e6\n"}, pull_request=False,
-                                 expect="ceiling_pct: must be a finite number >= 1 and <= 100"),
-    "noise_window = 10**9": Variant({"pyproject.toml": PYPROJECT.replace("noise_window = 0",
-                                                                                "noise_window = 1000000000")},
-                                    pull_request=False, expect="noise_window: must be an integer"),
+    "threshold_pct = 1e300": Variant(
+        {"pyproject.toml": PYPROJECT + "threshold_pct = 1e300\n"},
+        pull_request=False,
+        expect="threshold_pct: must be a finite number >= 0 and <= 100",
+    ),
+    "threshold_pct = inf": Variant(
+        {"pyproject.toml": PYPROJECT + "threshold_pct = inf\n"},
+        pull_request=False,
+        expect="threshold_pct: must be a finite number",
+    ),
+    "threshold_pct = nan": Variant(
+        {"pyproject.toml": PYPROJECT + "threshold_pct = nan\n"},
+        pull_request=False,
+        expect="threshold_pct: must be a finite number",
+    ),
+    "min_effect_pct = 1e300": Variant(
+        {"pyproject.toml": PYPROJECT + "min_effect_pct = 1e300\n"},
+        pull_request=False,
+        expect="min_effect_pct: must be a finite number",
+    ),
+    "override threshold of 1e12": Variant(
+        {"pyproject.toml": PYPROJECT + '[[tool.perfgate.overrides]]\npattern = "*slow*"\nthreshold_pct = 1e12\n'},
+        pull_request=False,
+        expect="threshold_pct: must be a finite number",
+    ),
+    "marker threshold of 1e12": Variant(
+        {
+            "test_slow.py": slow_test(
+                "@pytest.mark.perfgate(threshold_pct=1e12)\n"
+                "def test_slow(perfgate):\n    perfgate(work, 2.0 * FACTOR)\n"
+            )
+        },
+        pull_request=False,
+        expect="threshold_pct: must be a finite number",
+    ),
+    "marker threshold of 10**400": Variant(
+        {
+            "test_slow.py": slow_test(
+                "@pytest.mark.perfgate(threshold_pct=10**400)\n"
+                "def test_slow(perfgate):\n    perfgate(work, 2.0 * FACTOR)\n"
+            )
+        },
+        pull_request=False,
+        expect="threshold_pct: must be a finite number",
+    ),
+    "alpha = 1e-12": Variant(
+        {"pyproject.toml": PYPROJECT + "alpha = 1e-12\n"},
+        pull_request=False,
+        expect="'alpha' was replaced by false_alarm_pct",
+    ),
+    "alpha = 1e-17": Variant(
+        {"pyproject.toml": PYPROJECT + "alpha = 1e-17\n"},
+        pull_request=False,
+        expect="'alpha' was replaced by false_alarm_pct",
+    ),
+    "false_alarm_pct = 1e-17": Variant(
+        {"pyproject.toml": PYPROJECT + "false_alarm_pct = 1e-17\n"},
+        pull_request=False,
+        expect="false_alarm_pct: must be a finite number >= 0.01",
+    ),
+    "noise_floor_pct = 1e9": Variant(
+        {"pyproject.toml": PYPROJECT + "noise_floor_pct = 1e9\n"},
+        pull_request=False,
+        expect="noise_floor_pct: must be a finite number",
+    ),
+    "ceiling_pct = 1e6": Variant(
+        {"pyproject.toml": PYPROJECT + "ceiling_pct = 1e6\n"},
+        pull_request=False,
+        expect="ceiling_pct: must be a finite number >= 1 and <= 100",
+    ),
+    "noise_window = 10**9": Variant(
+        {"pyproject.toml": PYPROJECT.replace("noise_window = 0", "noise_window = 1000000000")},
+        pull_request=False,
+        expect="noise_window: must be an integer",
+    ),
     # the largest values the bounds allow still fail a 10x slowdown
-    "min_effect_pct at its bound (50)": Variant({"pyproject.toml": PYPROJECT + "min_effect_pct = 50\n"},
-                                                pull_request=False, expect=REGRESSED),
-    "noise_floor_pct at its bound (50)": Variant({"pyproject.toml": PYPROJECT + "noise_floor_pct = 50\n"},
-                                                 pull_request=False, expect=REGRESSED),
-    "marker threshold at its bound (100)": Variant({"test_slow.py": slow_test(
-        "@pytest.mark.perfgate(threshold_pct=100)\ndef test_slow(perfgate):\n    perfgate(work, 2.0 * FACTOR)\n")},
-        pull_request=False, expect=REGRESSED),
-    "override threshold at its bound (100)": Variant({"pyproject.toml": PYPROJECT + '[[tool.perfgate.overrides]]\n'
-                                                      'pattern = "*slow*"\nthreshold_pct = 100\n'},
-                                                     pull_request=False, expect=REGRESSED),
-    "false_alarm_pct at its lower bound (0.01)": Variant({"pyproject.toml": PYPROJECT + "false_alarm_pct = 0.01\n"},
-                                                         pull_request=False, expect=REGRESSED),
+    "min_effect_pct at its bound (50)": Variant(
+        {"pyproject.toml": PYPROJECT + "min_effect_pct = 50\n"}, pull_request=False, expect=REGRESSED
+    ),
+    "noise_floor_pct at its bound (50)": Variant(
+        {"pyproject.toml": PYPROJECT + "noise_floor_pct = 50\n"}, pull_request=False, expect=REGRESSED
+    ),
+    "marker threshold at its bound (100)": Variant(
+        {
+            "test_slow.py": slow_test(
+                "@pytest.mark.perfgate(threshold_pct=100)\ndef test_slow(perfgate):\n    perfgate(work, 2.0 * FACTOR)\n"
+            )
+        },
+        pull_request=False,
+        expect=REGRESSED,
+    ),
+    "override threshold at its bound (100)": Variant(
+        {"pyproject.toml": PYPROJECT + '[[tool.perfgate.overrides]]\npattern = "*slow*"\nthreshold_pct = 100\n'},
+        pull_request=False,
+        expect=REGRESSED,
+    ),
+    "false_alarm_pct at its lower bound (0.01)": Variant(
+        {"pyproject.toml": PYPROJECT + "false_alarm_pct = 0.01\n"}, pull_request=False, expect=REGRESSED
+    ),
     # --- update or child modes switched on from config or the environment ------------------------------------
     "update-baseline in addopts": Variant(
         {"pyproject.toml": PYPROJECT + ADDOPTS.format("--perfgate-update-baseline --perfgate-reason=x")},
-        pull_request=False, expect=FROM_ADDOPTS),
+        pull_request=False,
+        expect=FROM_ADDOPTS,
+    ),
     "update-baseline in PYTEST_ADDOPTS": Variant(
         env={"PYTEST_ADDOPTS": LEAN_PYTEST_ADDOPTS + " --perfgate-update-baseline --perfgate-reason=x"},
-        pull_request=False, expect=FROM_ADDOPTS),
-    "update-baseline switched on by a conftest": Variant({"conftest.py": conftest(
-        "import pytest\n\n@pytest.hookimpl(tryfirst=True)\ndef pytest_configure(config):\n"
-        "    config.option.perfgate_update_baseline = True\n    config.option.perfgate_reason = 'x'\n")},
-        pull_request=False, expect=FROM_ADDOPTS),
-    "--perfgate switched off by a conftest": Variant({"conftest.py": conftest(
-        "import pytest\n\n@pytest.hookimpl(tryfirst=True)\ndef pytest_configure(config):\n"
-        "    config.option.perfgate = False\n")}, pull_request=False, expect="is off by the time perfgate configures"),
-    "--perfgate-strict switched off by a conftest": Variant({"conftest.py": conftest(
-        "import pytest\n\n@pytest.hookimpl(tryfirst=True)\ndef pytest_configure(config):\n"
-        "    config.option.perfgate_strict = False\n")}, pull_request=False,
-        expect="is off by the time perfgate configures"),
-    "PERFGATE_MEASURE_CHILD set to a path": Variant(env={"PERFGATE_MEASURE_CHILD": "/tmp/perfgate-forged.json"},
-                                                    pull_request=False, expect="PERFGATE_MEASURE_CHILD is set"),
-    "PERFGATE_MEASURE_CHILD set to a descriptor": Variant(env={"PERFGATE_MEASURE_CHILD": "fd:99"}, pull_request=False,
-                                                          expect="PERFGATE_MEASURE_CHILD is set"),
-    "PERFGATE_MEASURE_CHILD set to stdin": Variant(env={"PERFGATE_MEASURE_CHILD": "fd:0"}, pull_request=False,
-                                                   expect="PERFGATE_MEASURE_CHILD is set"),
-    "PERFGATE_MEASURE_CHILD set by a conftest": Variant({"conftest.py": conftest(
-        "import os\nos.environ['PERFGATE_MEASURE_CHILD'] = '/tmp/perfgate-forged.json'\n")}, pull_request=False,
-        expect=REGRESSED),
-    "PERFGATE_PROFILE_CHILD set": Variant(env={"PERFGATE_PROFILE_CHILD": "nsys"}, pull_request=False,
-                                          expect="PERFGATE_PROFILE_CHILD is set"),
+        pull_request=False,
+        expect=FROM_ADDOPTS,
+    ),
+    "update-baseline switched on by a conftest": Variant(
+        {
+            "conftest.py": conftest(
+                "import pytest\n\n@pytest.hookimpl(tryfirst=True)\ndef pytest_configure(config):\n"
+                "    config.option.perfgate_update_baseline = True\n    config.option.perfgate_reason = 'x'\n"
+            )
+        },
+        pull_request=False,
+        expect=FROM_ADDOPTS,
+    ),
+    "--perfgate switched off by a conftest": Variant(
+        {
+            "conftest.py": conftest(
+                "import pytest\n\n@pytest.hookimpl(tryfirst=True)\ndef pytest_configure(config):\n"
+                "    config.option.perfgate = False\n"
+            )
+        },
+        pull_request=False,
+        expect="is off by the time perfgate configures",
+    ),
+    "--perfgate-strict switched off by a conftest": Variant(
+        {
+            "conftest.py": conftest(
+                "import pytest\n\n@pytest.hookimpl(tryfirst=True)\ndef pytest_configure(config):\n"
+                "    config.option.perfgate_strict = False\n"
+            )
+        },
+        pull_request=False,
+        expect="is off by the time perfgate configures",
+    ),
+    "PERFGATE_MEASURE_CHILD set to a path": Variant(
+        env={"PERFGATE_MEASURE_CHILD": "/tmp/perfgate-forged.json"},
+        pull_request=False,
+        expect="PERFGATE_MEASURE_CHILD is set",
+    ),
+    "PERFGATE_MEASURE_CHILD set to a descriptor": Variant(
+        env={"PERFGATE_MEASURE_CHILD": "fd:99"}, pull_request=False, expect="PERFGATE_MEASURE_CHILD is set"
+    ),
+    "PERFGATE_MEASURE_CHILD set to stdin": Variant(
+        env={"PERFGATE_MEASURE_CHILD": "fd:0"}, pull_request=False, expect="PERFGATE_MEASURE_CHILD is set"
+    ),
+    "PERFGATE_MEASURE_CHILD set by a conftest": Variant(
+        {"conftest.py": conftest("import os\nos.environ['PERFGATE_MEASURE_CHILD'] = '/tmp/perfgate-forged.json'\n")},
+        pull_request=False,
+        expect=REGRESSED,
+    ),
+    "PERFGATE_PROFILE_CHILD set": Variant(
+        env={"PERFGATE_PROFILE_CHILD": "nsys"}, pull_request=False, expect="PERFGATE_PROFILE_CHILD is set"
+    ),
     # --- the process ends before the gate decides ---------------------------------------------------------------
-    "os._exit(0) in a later test": Variant({"test_zz_exit.py": "import os\n\ndef test_exit():\n    os._exit(0)\n"},
-                                           pull_request=False, expect="os._exit(0) before the gate decided",
-                                           process=True),
-    "posix._exit(0) in a later test": Variant({"test_zz_exit.py": "import posix\n\ndef test_exit():\n"
-                                                                  "    posix._exit(0)\n"},
-                                              pull_request=False, expect="os._exit(0) before the gate decided",
-                                              process=True),
-    "sys.exit(0) in a later test": Variant({"test_zz_exit.py": "import sys\n\ndef test_exit():\n    sys.exit(0)\n"},
-                                           pull_request=False, expect=REGRESSED),
+    "os._exit(0) in a later test": Variant(
+        {"test_zz_exit.py": "import os\n\ndef test_exit():\n    os._exit(0)\n"},
+        pull_request=False,
+        expect="os._exit(0) before the gate decided",
+        process=True,
+    ),
+    "posix._exit(0) in a later test": Variant(
+        {"test_zz_exit.py": "import posix\n\ndef test_exit():\n    posix._exit(0)\n"},
+        pull_request=False,
+        expect="os._exit(0) before the gate decided",
+        process=True,
+    ),
+    "sys.exit(0) in a later test": Variant(
+        {"test_zz_exit.py": "import sys\n\ndef test_exit():\n    sys.exit(0)\n"}, pull_request=False, expect=REGRESSED
+    ),
     # --- confirmation dodged by a test that knows it runs in the confirmation child ---------------------------
-    "fast when PERFGATE_MEASURE_CHILD is set": Variant({"test_slow.py": slow_test(
-        "def test_slow(perfgate):\n"
-        "    perfgate(work, 2.0 if os.environ.get('PERFGATE_MEASURE_CHILD') else 2.0 * FACTOR)\n")},
-        args=("--perfgate-confirm-runs", "1"), pull_request=False, expect=REGRESSED),
-    "fast when a conftest saw PERFGATE_MEASURE_CHILD": Variant({
-        "conftest.py": conftest("import os\nCHILD = 'PERFGATE_MEASURE_CHILD' in os.environ\n"),
-        "test_slow.py": slow_test("import conftest\n\ndef test_slow(perfgate):\n"
-                                  "    perfgate(work, 2.0 if conftest.CHILD else 2.0 * FACTOR)\n")},
-        args=("--perfgate-confirm-runs", "1"), pull_request=False, expect=REGRESSED),
-    "fast when the child's flag is on the command line": Variant({"test_slow.py": slow_test(
-        "def test_slow(perfgate):\n"
-        "    perfgate(work, 2.0 if '--perfgate-no-store' in sys.argv else 2.0 * FACTOR)\n")},
-        args=("--perfgate-confirm-runs", "1"), pull_request=False, expect=REGRESSED),
-    "fast when strict is not on the command line": Variant({"test_slow.py": slow_test(
-        "def test_slow(perfgate):\n"
-        "    perfgate(work, 2.0 * FACTOR if '--perfgate-strict' in sys.argv else 2.0)\n")},
-        args=("--perfgate-confirm-runs", "1"), pull_request=False, expect=CEILING, process=True),
-    "fast when it is the only test collected": Variant({"test_slow.py": slow_test(
-        "def test_slow(perfgate, request):\n"
-        "    perfgate(work, 2.0 if len(request.session.items) == 1 else 2.0 * FACTOR)\n")},
-        args=("--perfgate-confirm-runs", "1"), pull_request=False, expect=CEILING),
-    "slow the first time only": Variant({"test_slow.py": slow_test(
-        "def test_slow(perfgate):\n    mark = pathlib.Path('measured-once')\n    first = not mark.exists()\n"
-        "    mark.write_text('')\n    perfgate(work, 2.0 * FACTOR if first else 2.0)\n")},
-        args=("--perfgate-confirm-runs", "1"), pull_request=False, expect=CEILING),
+    "fast when PERFGATE_MEASURE_CHILD is set": Variant(
+        {
+            "test_slow.py": slow_test(
+                "def test_slow(perfgate):\n"
+                "    perfgate(work, 2.0 if os.environ.get('PERFGATE_MEASURE_CHILD') else 2.0 * FACTOR)\n"
+            )
+        },
+        args=("--perfgate-confirm-runs", "1"),
+        pull_request=False,
+        expect=REGRESSED,
+    ),
+    "fast when a conftest saw PERFGATE_MEASURE_CHILD": Variant(
+        {
+            "conftest.py": conftest("import os\nCHILD = 'PERFGATE_MEASURE_CHILD' in os.environ\n"),
+            "test_slow.py": slow_test(
+                "import conftest\n\ndef test_slow(perfgate):\n"
+                "    perfgate(work, 2.0 if conftest.CHILD else 2.0 * FACTOR)\n"
+            ),
+        },
+        args=("--perfgate-confirm-runs", "1"),
+        pull_request=False,
+        expect=REGRESSED,
+    ),
+    "fast when the child's flag is on the command line": Variant(
+        {
+            "test_slow.py": slow_test(
+                "def test_slow(perfgate):\n"
+                "    perfgate(work, 2.0 if '--perfgate-no-store' in sys.argv else 2.0 * FACTOR)\n"
+            )
+        },
+        args=("--perfgate-confirm-runs", "1"),
+        pull_request=False,
+        expect=REGRESSED,
+    ),
+    "fast when strict is not on the command line": Variant(
+        {
+            "test_slow.py": slow_test(
+                "def test_slow(perfgate):\n"
+                "    perfgate(work, 2.0 * FACTOR if '--perfgate-strict' in sys.argv else 2.0)\n"
+            )
+        },
+        args=("--perfgate-confirm-runs", "1"),
+        pull_request=False,
+        expect=CEILING,
+        process=True,
+    ),
+    "fast when it is the only test collected": Variant(
+        {
+            "test_slow.py": slow_test(
+                "def test_slow(perfgate, request):\n"
+                "    perfgate(work, 2.0 if len(request.session.items) == 1 else 2.0 * FACTOR)\n"
+            )
+        },
+        args=("--perfgate-confirm-runs", "1"),
+        pull_request=False,
+        expect=CEILING,
+    ),
+    "slow the first time only": Variant(
+        {
+            "test_slow.py": slow_test(
+                "def test_slow(perfgate):\n    mark = pathlib.Path('measured-once')\n    first = not mark.exists()\n"
+                "    mark.write_text('')\n    perfgate(work, 2.0 * FACTOR if first else 2.0)\n"
+            )
+        },
+        args=("--perfgate-confirm-runs", "1"),
+        pull_request=False,
+        expect=CEILING,
+    ),
 }
 
 
@@ -370,8 +632,15 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "pyproject.toml").write_text(PYPROJECT)
     (root / ".gitignore").write_text(".perfgate/\n__pycache__/\n")
     env = {k: v for k, v in _environ().items() if k not in CI_ENV}
-    done = subprocess.run([sys.executable, "-m", "pytest", "--perfgate", "-p", "no:cacheprovider", "-q"], cwd=root,
-                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--perfgate", "-p", "no:cacheprovider", "-q"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     path = next((root / "baselines").glob("*.json"))
     base = load_baseline(path)
@@ -379,9 +648,12 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_baseline(calibrated(base, {cid: [c.median_ms * f for f in QUIET_PROCESSES] for cid, c in base.cases.items()}))
     shutil.rmtree(root / ".perfgate")
     forged = root / "forged"  # ignored by git: a pull request's file that the base branch does not have
-    for git in (["init", "-q", "-b", "main"], ["add", "-A"],
-                ["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "base"],
-                ["update-ref", "refs/remotes/origin/main", "HEAD"]):
+    for git in (
+        ["init", "-q", "-b", "main"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "base"],
+        ["update-ref", "refs/remotes/origin/main", "HEAD"],
+    ):
         subprocess.run(["git", *git], cwd=root, check=True, capture_output=True, timeout=60)
     forged.mkdir()
     doc = json.loads(path.read_text())

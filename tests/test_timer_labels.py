@@ -18,11 +18,24 @@ CASES = ("test_bench.py::test_a", "test_bench.py::test_b")
 
 
 def benchmark_json(path, median_s=1e-6):
-    stats = {"min": median_s, "max": median_s, "mean": median_s, "stddev": 0.0, "median": median_s,
-             "q1": median_s, "q3": median_s, "rounds": 5, "data": [median_s] * 5}
-    doc = {"machine_info": {"cpu": {"brand_raw": HOST_ENV.device_name}, "node": "n", "python_version": "3.11"},
-           "commit_info": {"id": "abc"}, "datetime": "2026-11-21T00:00:00", "version": "5.3.1",
-           "benchmarks": [{"fullname": c, "name": c.split("::")[1], "stats": stats} for c in CASES]}
+    stats = {
+        "min": median_s,
+        "max": median_s,
+        "mean": median_s,
+        "stddev": 0.0,
+        "median": median_s,
+        "q1": median_s,
+        "q3": median_s,
+        "rounds": 5,
+        "data": [median_s] * 5,
+    }
+    doc = {
+        "machine_info": {"cpu": {"brand_raw": HOST_ENV.device_name}, "node": "n", "python_version": "3.11"},
+        "commit_info": {"id": "abc"},
+        "datetime": "2026-11-21T00:00:00",
+        "version": "5.3.1",
+        "benchmarks": [{"fullname": c, "name": c.split("::")[1], "stats": stats} for c in CASES],
+    }
     path.write_text(json.dumps(doc))
     return path
 
@@ -50,8 +63,22 @@ def test_compare_on_an_imported_run_reports_not_comparable(tmp_path, capsys):
     base = host_baseline(tmp_path)
     db = tmp_path / "h.db"
     assert main(["import-benchmark", str(benchmark_json(tmp_path / "b.json")), "--db", str(db)]) == 0
-    assert main(["compare", "--rootdir", str(tmp_path), "--db", str(db), "--baseline-file", str(base.path),
-                 "--json", str(tmp_path / "out.json")]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--rootdir",
+                str(tmp_path),
+                "--db",
+                str(db),
+                "--baseline-file",
+                str(base.path),
+                "--json",
+                str(tmp_path / "out.json"),
+            ]
+        )
+        == 0
+    )
     verdicts = {c["verdict"] for c in json.loads((tmp_path / "out.json").read_text())["comparisons"]}
     assert verdicts == {"not comparable"}
     assert "improved" not in capsys.readouterr().out

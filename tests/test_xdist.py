@@ -11,7 +11,7 @@ from tests.helpers import LEAN_PYTEST_ADDOPTS, MANUAL_CLOCK_CONFTEST
 
 pytest.importorskip("xdist")
 
-PERF_TESTS = '''
+PERF_TESTS = """
 from perfgate.measure import clock
 
 def test_a(perfgate):
@@ -23,7 +23,7 @@ def test_b(perfgate):
 
 def test_c(perfgate):
     perfgate(clock.current().sleep, 0.001)
-'''
+"""
 PYPROJECT = "[tool.perfgate]\nwarmup_ms = 2\nmin_samples = 5\nmax_samples = 10\nbudget_ms = 20\nconfirm_runs = 0\n"
 
 
@@ -38,8 +38,12 @@ def test_workers_measurements_become_one_stored_run(pytester, monkeypatch):
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*gate passed: 4 case(s): 4 new*"])
     doc = json.loads((pytester.path / "out.json").read_text())
-    assert sorted(c["case_id"] for c in doc["cases"]) == ["test_perf.py::test_a", "test_perf.py::test_b::one",
-                                                          "test_perf.py::test_b::two", "test_perf.py::test_c"]
+    assert sorted(c["case_id"] for c in doc["cases"]) == [
+        "test_perf.py::test_a",
+        "test_perf.py::test_b::one",
+        "test_perf.py::test_b::two",
+        "test_perf.py::test_c",
+    ]
     con = sqlite3.connect(pytester.path / ".perfgate" / "history.db")
     assert con.execute("select count(*) from runs").fetchone()[0] == 1
     assert con.execute("select count(*) from cases").fetchone()[0] == 4
@@ -56,4 +60,3 @@ def test_more_workers_than_gpus_is_refused(pytester, monkeypatch):
     result = pytester.runpytest("--perfgate", "-p", "no:cacheprovider", "-n", "2")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*-n 2 but 1 GPU(s) visible: two workers on one GPU would time each other*"])
-

@@ -20,8 +20,10 @@ def test_softmax_bf16(benchmark):
 
 def test_layer_norm_bf16(benchmark):
     x = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    w, b = torch.randn(8192, device="cuda", dtype=torch.bfloat16), torch.randn(8192, device="cuda",
-                                                                               dtype=torch.bfloat16)
+    w, b = (
+        torch.randn(8192, device="cuda", dtype=torch.bfloat16),
+        torch.randn(8192, device="cuda", dtype=torch.bfloat16),
+    )
     out = benchmark.pedantic(kernels.layer_norm, args=(x, w, b), rounds=100, warmup_rounds=10)
     assert out.shape == x.shape
 

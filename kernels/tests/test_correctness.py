@@ -24,8 +24,9 @@ def poisoned(shape, dtype, device):
 
 def assert_close(actual, expected, dtype, scale=1.0):
     atol, rtol = TOL[dtype]
-    torch.testing.assert_close(actual.double(), expected.double().to(actual.device), atol=atol * scale,
-                               rtol=rtol * scale, equal_nan=False)
+    torch.testing.assert_close(
+        actual.double(), expected.double().to(actual.device), atol=atol * scale, rtol=rtol * scale, equal_nan=False
+    )
 
 
 # Triton's interpreter computes tl.dot on bf16 tiles wrongly (garbage of ~1e9 even for 1x1x1); the
@@ -68,8 +69,9 @@ def test_fused_add_gelu_matches_reference(shape, dtype, device):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (17, 1000), (2, 20000)]
-                         + ([(1024, 4097), (64, 65536)] if HAS_CUDA else []))
+@pytest.mark.parametrize(
+    "shape", [(1, 1), (3, 7), (17, 1000), (2, 20000)] + ([(1024, 4097), (64, 65536)] if HAS_CUDA else [])
+)
 def test_softmax_matches_reference(shape, dtype, device):
     x = rand(shape, dtype, device, 8) * 4
     out = kernels.softmax(x, out=poisoned(shape, dtype, device))
@@ -84,8 +86,9 @@ def test_softmax_handles_large_magnitudes_without_nan(device):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(1, 1), (3, 7), (17, 1000), (2, 3, 129), (2, 17000)]
-                         + ([(4096, 8192)] if HAS_CUDA else []))
+@pytest.mark.parametrize(
+    "shape", [(1, 1), (3, 7), (17, 1000), (2, 3, 129), (2, 17000)] + ([(4096, 8192)] if HAS_CUDA else [])
+)
 def test_layer_norm_matches_reference(shape, dtype, device):
     x = rand(shape, dtype, device, 9) * 3 + 1
     w, b = rand(shape[-1:], dtype, device, 10), rand(shape[-1:], dtype, device, 11)
@@ -94,8 +97,11 @@ def test_layer_norm_matches_reference(shape, dtype, device):
 
 
 @pytest.mark.parametrize("dtype", DOT_DTYPES)
-@pytest.mark.parametrize("mnk", [(1, 1, 1), (17, 33, 65), (64, 48, 100), (5, 200, 31)]
-                         + ([(1000, 1500, 700), (4096, 4096, 4096)] if HAS_CUDA else []))
+@pytest.mark.parametrize(
+    "mnk",
+    [(1, 1, 1), (17, 33, 65), (64, 48, 100), (5, 200, 31)]
+    + ([(1000, 1500, 700), (4096, 4096, 4096)] if HAS_CUDA else []),
+)
 def test_matmul_matches_reference(mnk, dtype, device):
     m, n, k = mnk
     a, b = rand((m, k), dtype, device, 12), rand((k, n), dtype, device, 13)
@@ -104,7 +110,7 @@ def test_matmul_matches_reference(mnk, dtype, device):
     cfg = None if m >= 4096 else SMALL_TILE
     out = kernels.matmul(a, b, config=cfg, out=poisoned((m, n), dtype, device))
     # error grows like sqrt(k) for random data; the output is rounded to the input dtype
-    assert_close(out, reference.matmul(a, b), dtype, scale=max(1.0, k ** 0.5))
+    assert_close(out, reference.matmul(a, b), dtype, scale=max(1.0, k**0.5))
 
 
 SMALL_TILE = MatmulConfig(block_m=64, block_n=64, block_k=32, group_m=4, num_warps=4, num_stages=2)
@@ -118,8 +124,11 @@ def test_matmul_pinned_config_matches_reference(device):
 
 @pytest.mark.parametrize("dtype", DOT_DTYPES[1:])
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("shape", [(1, 1, 1, 16), (1, 2, 37, 64), (2, 1, 100, 32), (1, 1, 65, 128)]
-                         + ([(2, 4, 1000, 64), (1, 8, 4096, 128)] if HAS_CUDA else []))
+@pytest.mark.parametrize(
+    "shape",
+    [(1, 1, 1, 16), (1, 2, 37, 64), (2, 1, 100, 32), (1, 1, 65, 128)]
+    + ([(2, 4, 1000, 64), (1, 8, 4096, 128)] if HAS_CUDA else []),
+)
 def test_flash_attention_matches_reference(shape, causal, dtype, device):
     q, k, v = (rand(shape, dtype, device, s) for s in (16, 17, 18))
     pinned = {} if shape[2] >= 4096 else {"block_m": 64, "block_n": 32}  # autotune only the big shape
@@ -127,18 +136,27 @@ def test_flash_attention_matches_reference(shape, causal, dtype, device):
     assert_close(out, reference.flash_attention(q, k, v, causal=causal), dtype, scale=2)
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda d: kernels.vector_add(torch.ones(3, device=d, dtype=torch.int32),
-                                  torch.ones(3, device=d, dtype=torch.int32)), "dtype"),
-    (lambda d: kernels.vector_add(torch.ones(3, device=d), torch.ones(4, device=d)), "shapes differ"),
-    (lambda d: kernels.softmax(torch.ones(2, 3, 4, device=d)), "2-D"),
-    (lambda d: kernels.matmul(torch.ones(2, 3, device=d), torch.ones(4, 2, device=d)), "inner dimensions"),
-    (lambda d: kernels.flash_attention(*(torch.ones(1, 1, 4, 48, device=d, dtype=torch.float16),) * 3), "head_dim"),
-    (lambda d: kernels.flash_attention(*(torch.ones(1, 1, 4, 64, device=d),) * 3), "dtype"),
-    (lambda d: kernels.fused_add_gelu(torch.ones(2, 3, device=d), torch.ones(2, device=d)), "bias"),
-    (lambda d: kernels.layer_norm(torch.ones(2, 3, device=d), torch.ones(2, device=d), torch.ones(3, device=d)),
-     "weight"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda d: kernels.vector_add(
+                torch.ones(3, device=d, dtype=torch.int32), torch.ones(3, device=d, dtype=torch.int32)
+            ),
+            "dtype",
+        ),
+        (lambda d: kernels.vector_add(torch.ones(3, device=d), torch.ones(4, device=d)), "shapes differ"),
+        (lambda d: kernels.softmax(torch.ones(2, 3, 4, device=d)), "2-D"),
+        (lambda d: kernels.matmul(torch.ones(2, 3, device=d), torch.ones(4, 2, device=d)), "inner dimensions"),
+        (lambda d: kernels.flash_attention(*(torch.ones(1, 1, 4, 48, device=d, dtype=torch.float16),) * 3), "head_dim"),
+        (lambda d: kernels.flash_attention(*(torch.ones(1, 1, 4, 64, device=d),) * 3), "dtype"),
+        (lambda d: kernels.fused_add_gelu(torch.ones(2, 3, device=d), torch.ones(2, device=d)), "bias"),
+        (
+            lambda d: kernels.layer_norm(torch.ones(2, 3, device=d), torch.ones(2, device=d), torch.ones(3, device=d)),
+            "weight",
+        ),
+    ],
+)
 def test_unsupported_input_is_a_clear_value_error(call, message, device):
     with pytest.raises(ValueError, match=message):
         call(device)

@@ -58,13 +58,16 @@ TEST = "ab_cases/test_ab_accuracy.py"
 def project(names: tuple[str, ...]) -> tuple[Path, str, str, str]:
     """The throwaway repository: base, an A/A head and an injected head (commit shas)."""
     here = Path(__file__).parent / "ab_cases"
-    repo = new_project(SCRATCH / "repo", {
-        TEST: (here / "test_ab_accuracy.py").read_text(),
-        "ab_cases/accuracy_cases.py": (ROOT / "scripts" / "accuracy" / "test_accuracy_cases.py").read_text(),
-        "ab_cases/slots.json": json.dumps(SLOTS),
-        "ab_cases/names.json": json.dumps(names),
-        "ab_cases/inject.json": "{}",
-    })
+    repo = new_project(
+        SCRATCH / "repo",
+        {
+            TEST: (here / "test_ab_accuracy.py").read_text(),
+            "ab_cases/accuracy_cases.py": (ROOT / "scripts" / "accuracy" / "test_accuracy_cases.py").read_text(),
+            "ab_cases/slots.json": json.dumps(SLOTS),
+            "ab_cases/names.json": json.dumps(names),
+            "ab_cases/inject.json": "{}",
+        },
+    )
     base = head(repo)
     aa = head(commit(repo, "aa: the same code"))
     inject = {f"{case}-{slot}": level for case in names for slot, level in LEVEL.items() if level}
@@ -85,8 +88,11 @@ def main() -> None:
     repo, base, aa, injected = project(names)
     env = env_with(TRITON_CACHE_DIR=str(SCRATCH / "triton-head"), PERFGATE_KERNEL_CACHE=str(SCRATCH / "kernels"))
     shutil.rmtree(SCRATCH / "worktrees", ignore_errors=True)
-    plan = [("inject", injected)] * min(1, args.inject_runs) + [("aa", aa)] * args.aa_runs \
+    plan = (
+        [("inject", injected)] * min(1, args.inject_runs)
+        + [("aa", aa)] * args.aa_runs
         + [("inject", injected)] * (args.inject_runs - 1)
+    )
     runs: list[tuple[str, dict]] = []
     for i, (kind, sha) in enumerate(plan):
         if time.monotonic() - started > args.budget_s:
@@ -98,8 +104,9 @@ def main() -> None:
             log(f"ab-accuracy: run {i} ({kind}) wrote no results (exit {code}); see its log")
             continue
         runs.append((kind, doc))
-    (LOGS / "ab_accuracy.json").write_text(json.dumps([{"kind": k, "comparisons": d["comparisons"],
-                                                        "ab": d.get("ab")} for k, d in runs]))
+    (LOGS / "ab_accuracy.json").write_text(
+        json.dumps([{"kind": k, "comparisons": d["comparisons"], "ab": d.get("ab")} for k, d in runs])
+    )
     table = score(runs, names) + aa_offsets(names)
     for line in table:
         print(f"ab-accuracy: {line}")
@@ -139,21 +146,32 @@ def score(runs: list[tuple[str, dict]], names: tuple[str, ...]) -> list[str]:
                     aa[case][m].append(alarm)
             else:
                 caught[case][level].append(any(regressed.values()))
-    header = ["| case | A/A false alarms: time | A/A: speedup | 1% caught | 2% caught | 3% caught | detects (median) "
-            "| round noise (median) | rows with process noise |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    header = [
+        "| case | A/A false alarms: time | A/A: speedup | 1% caught | 2% caught | 3% caught | detects (median) "
+        "| round noise (median) | rows with process noise |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     lines, total_aa, total = [], defaultdict(list), defaultdict(list)
     for case in names:
         cells = [_frac(aa[case]["median_ms"]), _frac(aa[case]["speedup"])]
         cells += [_frac(caught[case][lv]) for lv in (1.0, 2.0, 3.0)]
-        cells += [f"{statistics.median(detects[case]):.2f}%" if detects[case] else "-",
-                  f"{statistics.median(noise[case]):.2f}%" if noise[case] else "-", str(process[case])]
+        cells += [
+            f"{statistics.median(detects[case]):.2f}%" if detects[case] else "-",
+            f"{statistics.median(noise[case]):.2f}%" if noise[case] else "-",
+            str(process[case]),
+        ]
         lines.append(f"| {case} | " + " | ".join(cells) + " |")
         for m in ("median_ms", "speedup"):
             total_aa[m] += aa[case][m]
         for lv in (1.0, 2.0, 3.0):
             total[lv] += caught[case][lv]
-    lines.append("| **all** | " + " | ".join([_frac(total_aa["median_ms"]), _frac(total_aa["speedup"])]
-                                             + [_frac(total[lv]) for lv in (1.0, 2.0, 3.0)]) + " | | | |")
+    lines.append(
+        "| **all** | "
+        + " | ".join(
+            [_frac(total_aa["median_ms"]), _frac(total_aa["speedup"])] + [_frac(total[lv]) for lv in (1.0, 2.0, 3.0)]
+        )
+        + " | | | |"
+    )
     m_values = sorted({d["ab"]["comparisons"] for _, d in runs if d.get("ab")})
     kinds = f"{sum(k == 'aa' for k, _ in runs)} A/A run(s), {sum(k == 'inject' for k, _ in runs)} injected run(s)"
     return [f"{kinds}; comparisons per run (m): {m_values}", *header, *lines]

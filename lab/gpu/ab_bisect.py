@@ -54,8 +54,22 @@ def main() -> None:
             expected = head(repo)
     bad = head(repo)
     env = env_with(TRITON_CACHE_DIR=str(SCRATCH / "triton-head"), PERFGATE_KERNEL_CACHE=str(SCRATCH / "kernels"))
-    argv = [sys.executable, "-m", "perfgate", "bisect", good, bad, "-k", "test_softmax", "--worktree-dir",
-            str(SCRATCH / "worktrees"), "--", "-p", "no:randomly", "kernels/tests/test_perf.py"]
+    argv = [
+        sys.executable,
+        "-m",
+        "perfgate",
+        "bisect",
+        good,
+        bad,
+        "-k",
+        "test_softmax",
+        "--worktree-dir",
+        str(SCRATCH / "worktrees"),
+        "--",
+        "-p",
+        "no:randomly",
+        "kernels/tests/test_perf.py",
+    ]
     started = time.monotonic()
     code, _, text = timed("ab_bisect", argv, repo, env, 580)
     steps = [line for line in text.splitlines() if line.startswith("step ")]
@@ -65,8 +79,10 @@ def main() -> None:
     print(f"ab-bisect: {found_line}")
     ok = bool(expected) and f"first bad commit {expected}" in found_line
     verdict = "OK" if ok else "MISMATCH"
-    result = (f"expected {expected[:12]} (commit {args.slow_at} of {args.commits}), {verdict} in {len(steps)} "
-              f"step(s), {time.monotonic() - started:.0f} s (exit {code})")
+    result = (
+        f"expected {expected[:12]} (commit {args.slow_at} of {args.commits}), {verdict} in {len(steps)} "
+        f"step(s), {time.monotonic() - started:.0f} s (exit {code})"
+    )
     log(f"ab-bisect: {result}")
     write_summary([*steps, found_line, result])
 

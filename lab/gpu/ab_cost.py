@@ -58,8 +58,20 @@ def main() -> None:
     env = env_with(**caches)
     walls: dict[str, float] = {}
     if not args.skip_baseline:
-        gate = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--perfgate",
-                "--perfgate-strict", "--perfgate-no-store", SUITE]
+        gate = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            "--perfgate",
+            "--perfgate-strict",
+            "--perfgate-no-store",
+            SUITE,
+        ]
         for name in ("baseline_cold", "baseline_warm"):
             code, walls[name], text = timed(name, gate, repo, env, 560)
             log(f"  {name}: {_last(text, 'perfgate: gate')}")
@@ -93,8 +105,10 @@ def summary(walls: dict[str, float], phases: dict[str, str]) -> list[str]:
     for mode, prefix in (("baseline mode", "baseline"), ("A/B mode", "ab")):
         cells = [f"{walls[f'{prefix}_{t}']:.1f} s" if f"{prefix}_{t}" in walls else "-" for t in ("cold", "warm")]
         lines.append(f"| {mode} | {cells[0]} | {cells[1]} |")
-    lines.append(f"A/B over baseline: cold {ratio('ab_cold', 'baseline_cold')} (target <= 2), "
-                 f"warm {ratio('ab_warm', 'baseline_warm')} (target <= 2.5)")
+    lines.append(
+        f"A/B over baseline: cold {ratio('ab_cold', 'baseline_cold')} (target <= 2), "
+        f"warm {ratio('ab_warm', 'baseline_warm')} (target <= 2.5)"
+    )
     lines += [f"{name} phases: {line}" for name, line in phases.items()]
     return lines
 

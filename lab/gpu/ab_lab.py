@@ -100,13 +100,36 @@ def timed(name: str, argv: list[str], cwd: Path, env: dict[str, str], limit_s: f
     return code, wall, text
 
 
-def perfgate_ab(name: str, repo: Path, base: str, pytest_args: list[str], worktrees: Path, env: dict[str, str],
-                limit_s: float, *extra: str) -> tuple[int, float, dict]:
+def perfgate_ab(
+    name: str,
+    repo: Path,
+    base: str,
+    pytest_args: list[str],
+    worktrees: Path,
+    env: dict[str, str],
+    limit_s: float,
+    *extra: str,
+) -> tuple[int, float, dict]:
     """`perfgate ab BASE --json ... -- PYTEST_ARGS` in `repo`: (status, wall seconds, the JSON results)."""
     out_json = LOGS / f"{name}.json"
     out_json.unlink(missing_ok=True)
-    argv = [sys.executable, "-m", "perfgate", "ab", base, "--json", str(out_json), "--no-store",
-            "--worktree-dir", str(worktrees), *extra, "--", "-p", "no:randomly", *pytest_args]
+    argv = [
+        sys.executable,
+        "-m",
+        "perfgate",
+        "ab",
+        base,
+        "--json",
+        str(out_json),
+        "--no-store",
+        "--worktree-dir",
+        str(worktrees),
+        *extra,
+        "--",
+        "-p",
+        "no:randomly",
+        *pytest_args,
+    ]
     code, wall, text = timed(name, argv, repo, env, limit_s)
     for line in text.splitlines():
         if line.startswith(("perfgate: A/B cost", "perfgate: A/B gate", "perfgate: A/B: base")):
@@ -129,6 +152,14 @@ def check_tools(gpu: bool = True) -> None:
     for tool in ("git", "nvidia-smi") if gpu else ("git",):
         if shutil.which(tool) is None:
             raise SystemExit(f"lab: {tool} is not on PATH")
-    name = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                          capture_output=True, text=True, timeout=60).stdout.strip() if gpu else "no GPU"
+    name = (
+        subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout.strip()
+        if gpu
+        else "no GPU"
+    )
     log(f"lab: {name}; python {sys.version.split()[0]}; checkout {ROOT}")

@@ -49,8 +49,10 @@ def nvml_read(nv, h):
 def cases(torch):
     g = torch.Generator(device="cuda").manual_seed(0)
     bf = torch.bfloat16
-    a, b = torch.randn(6144, 4096, device="cuda", dtype=bf, generator=g), torch.randn(4096, 3072, device="cuda",
-                                                                                      dtype=bf, generator=g)
+    a, b = (
+        torch.randn(6144, 4096, device="cuda", dtype=bf, generator=g),
+        torch.randn(4096, 3072, device="cuda", dtype=bf, generator=g),
+    )
     q, k, v = (torch.randn(4, 32, 4096, 128, device="cuda", dtype=bf, generator=g) for _ in range(3))
     src, dst = torch.randn(1 << 27, device="cuda", generator=g), torch.empty(1 << 27, device="cuda")
     x = torch.randn(16384, 8192, device="cuda", dtype=bf, generator=g)
@@ -60,8 +62,12 @@ def cases(torch):
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
             return torch.nn.functional.scaled_dot_product_attention(q, k, v)
 
-    return {"cublas_matmul": lambda: a @ b, "sdpa_flash": attn, "copy": lambda: dst.copy_(src),
-            "softmax": lambda: torch.softmax(x, dim=-1)}
+    return {
+        "cublas_matmul": lambda: a @ b,
+        "sdpa_flash": attn,
+        "copy": lambda: dst.copy_(src),
+        "softmax": lambda: torch.softmax(x, dim=-1),
+    }
 
 
 def heavy(torch, seconds):
@@ -139,9 +145,16 @@ def child(protocol, seed, out):
         before = nvml_read(nv, h)
         samples = sample(torch, fn, flush)
         after = nvml_read(nv, h)
-        result["cases"][name] = {"median_ms": statistics.median(samples), "prior_s": prior, "waited_s": waited,
-                                 "reasons_before": before["reasons"], "reasons_after": after["reasons"],
-                                 "sm_before": before["sm"], "sm_after": after["sm"], "n": len(samples)}
+        result["cases"][name] = {
+            "median_ms": statistics.median(samples),
+            "prior_s": prior,
+            "waited_s": waited,
+            "reasons_before": before["reasons"],
+            "reasons_after": after["reasons"],
+            "sm_before": before["sm"],
+            "sm_after": after["sm"],
+            "n": len(samples),
+        }
     Path(out).write_text(json.dumps(result))
 
 
@@ -184,8 +197,15 @@ def part_b(torch, nv, h):
         time.sleep(idle_ms / 1000)
         before = nvml_read(nv, h)
         samples = sample(torch, lambda: a @ b, flush, budget_ms=40.0)
-        out.append({"idle_ms": idle_ms, "median_ms": statistics.median(samples), "reasons_before": before["reasons"],
-                    "sm_before": before["sm"], "power_before_w": before["power_w"]})
+        out.append(
+            {
+                "idle_ms": idle_ms,
+                "median_ms": statistics.median(samples),
+                "reasons_before": before["reasons"],
+                "sm_before": before["sm"],
+                "power_before_w": before["power_w"],
+            }
+        )
     return out
 
 
@@ -196,8 +216,13 @@ def main(out_dir):
     out_dir.mkdir(parents=True, exist_ok=True)
     nv, h = nvml_handle()
     props = torch.cuda.get_device_properties(0)
-    info = {"device": props.name, "uuid": str(getattr(props, "uuid", "")), "nvml_uuid": nv.nvmlDeviceGetUUID(h),
-            "power_limit_w": nv.nvmlDeviceGetEnforcedPowerLimit(h) / 1000, "idle": nvml_read(nv, h)}
+    info = {
+        "device": props.name,
+        "uuid": str(getattr(props, "uuid", "")),
+        "nvml_uuid": nv.nvmlDeviceGetUUID(h),
+        "power_limit_w": nv.nvmlDeviceGetEnforcedPowerLimit(h) / 1000,
+        "idle": nvml_read(nv, h),
+    }
     t = time.perf_counter()
     info["part_a"] = part_a(torch, nv, h)
     info["part_b"] = part_b(torch, nv, h)
@@ -207,8 +232,12 @@ def main(out_dir):
     for protocol in ("none", "cooldown", "cooldown:0.3", "precondition"):
         for seed in range(5):
             path = out_dir / f"child_{protocol.replace(':', '_')}_{seed}.json"
-            subprocess.run([sys.executable, __file__, "--child", protocol, str(seed), str(path)], check=True,
-                           timeout=120, env=os.environ.copy())
+            subprocess.run(
+                [sys.executable, __file__, "--child", protocol, str(seed), str(path)],
+                check=True,
+                timeout=120,
+                env=os.environ.copy(),
+            )
             runs.append(json.loads(path.read_text()))
             path.unlink()
     (out_dir / "power_protocols.json").write_text(json.dumps(runs))
@@ -220,16 +249,20 @@ def summarize(info, runs):
     load = info["part_a"]["load"]
     print("A: sustained cuBLAS load, per-call ms by time since start (s):")
     for row, poll in list(zip(load, info["part_a"]["polls"]))[:: max(1, len(load) // 16)]:
-        print(f"  t={row['t']:.2f} {row['per_call_ms']:.4f} ms  sm={poll['sm']} MHz  {poll['power_w']:.0f} W  "
-              f"reasons=0x{poll['reasons']:x}")
+        print(
+            f"  t={row['t']:.2f} {row['per_call_ms']:.4f} ms  sm={poll['sm']} MHz  {poll['power_w']:.0f} W  "
+            f"reasons=0x{poll['reasons']:x}"
+        )
     print("A: after the load stops:")
     for poll in info["part_a"]["after_load"][::10]:
         print(f"  t={poll['t']:.2f} sm={poll['sm']} {poll['power_w']:.0f} W reasons=0x{poll['reasons']:x}")
     print("B: idle after 2.5 s of load, then 40 ms of matmul:")
     for row in info["part_b"]:
-        print(f"  idle {row['idle_ms']:5d} ms: median {row['median_ms']:.4f} ms "
-              f"reasons_before=0x{row['reasons_before']:x} "
-              f"sm={row['sm_before']} {row['power_before_w']:.0f} W")
+        print(
+            f"  idle {row['idle_ms']:5d} ms: median {row['median_ms']:.4f} ms "
+            f"reasons_before=0x{row['reasons_before']:x} "
+            f"sm={row['sm_before']} {row['power_before_w']:.0f} W"
+        )
     print("C: process medians per protocol and case (5 fresh processes, random 0-2 s prior load):")
     for protocol in sorted({r["protocol"] for r in runs}):
         for case in runs[0]["cases"]:
@@ -237,8 +270,10 @@ def summarize(info, runs):
             waited = [r["cases"][case]["waited_s"] for r in runs if r["protocol"] == protocol]
             spread = 100 * (max(meds) - min(meds)) / statistics.median(meds)
             sd = 100 * statistics.stdev(meds) / statistics.median(meds)
-            print(f"  {protocol:13s} {case:14s} median {statistics.median(meds):.4f} ms  spread {spread:5.2f}%  "
-                  f"sd {sd:5.2f}%  waited {statistics.mean(waited):.2f} s")
+            print(
+                f"  {protocol:13s} {case:14s} median {statistics.median(meds):.4f} ms  spread {spread:5.2f}%  "
+                f"sd {sd:5.2f}%  waited {statistics.mean(waited):.2f} s"
+            )
 
 
 if __name__ == "__main__":

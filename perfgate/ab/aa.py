@@ -65,8 +65,11 @@ def read_cache(cache_dir: Path, base_commit: str) -> AaCache:
         entries = {str(name): _entry(str(name), e) for name, e in doc["devices"].items()}
         return AaCache(path, base_commit, entries)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-        return AaCache(path, base_commit, problem=f"{path}: unreadable A/A cache ({type(err).__name__}: {err}); "
-                                                  f"measuring the A/A again")
+        return AaCache(
+            path,
+            base_commit,
+            problem=f"{path}: unreadable A/A cache ({type(err).__name__}: {err}); measuring the A/A again",
+        )
 
 
 def _entry(device_name: str, d: Any) -> AaEntry:
@@ -87,10 +90,20 @@ def with_entry(cache: AaCache, entry: AaEntry) -> AaCache:
 
 
 def write_cache(cache: AaCache) -> None:
-    doc = {"format": FORMAT, "version": VERSION, "base_commit": cache.base_commit,
-           "devices": {name: {"pytest_args": list(e.pytest_args),
-                              "cases": {cid: {metric: asdict(n) for metric, n in sorted(metrics.items())}
-                                        for cid, metrics in sorted(e.cases.items())},
-                              "base_cases": {n: list(ids) for n, ids in sorted(e.base_cases.items())}}
-                       for name, e in sorted(cache.entries.items())}}
+    doc = {
+        "format": FORMAT,
+        "version": VERSION,
+        "base_commit": cache.base_commit,
+        "devices": {
+            name: {
+                "pytest_args": list(e.pytest_args),
+                "cases": {
+                    cid: {metric: asdict(n) for metric, n in sorted(metrics.items())}
+                    for cid, metrics in sorted(e.cases.items())
+                },
+                "base_cases": {n: list(ids) for n, ids in sorted(e.base_cases.items())},
+            }
+            for name, e in sorted(cache.entries.items())
+        },
+    }
     atomic_write_text(cache.path, json.dumps(doc, indent=1, sort_keys=True) + "\n")

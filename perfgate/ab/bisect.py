@@ -61,24 +61,35 @@ class Bisection:
         lines = [s.line(i) for i, s in enumerate(self.steps, 1)]
         decided = next((s for s in self.steps if s.commit == self.first_bad), None)
         if self.first_bad is not None and decided is not None:
-            lines.append(f"perfgate bisect: first bad commit {self.first_bad} ({decided.subject}): "
-                         f"{decided.case_id} ratio {decided.ratio:.3f} against {self.good[:12]}, "
-                         f"{len(self.steps)} step(s)")
+            lines.append(
+                f"perfgate bisect: first bad commit {self.first_bad} ({decided.subject}): "
+                f"{decided.case_id} ratio {decided.ratio:.3f} against {self.good[:12]}, "
+                f"{len(self.steps)} step(s)"
+            )
         elif self.candidates:
             among = ", ".join(c[:12] for c in self.candidates)
-            lines.append(f"perfgate bisect: the first bad commit is one of {among} (the others were skipped), "
-                         f"{len(self.steps)} step(s)")
+            lines.append(
+                f"perfgate bisect: the first bad commit is one of {among} (the others were skipped), "
+                f"{len(self.steps)} step(s)"
+            )
         else:
-            lines.append(f"perfgate bisect: {self.bad[:12]} is not slower than {self.good[:12]} beyond what the "
-                         f"cases can detect: nothing to bisect ({len(self.steps)} step(s))")
+            lines.append(
+                f"perfgate bisect: {self.bad[:12]} is not slower than {self.good[:12]} beyond what the "
+                f"cases can detect: nothing to bisect ({len(self.steps)} step(s))"
+            )
         return lines
 
 
 Measure = Callable[[str], AbOutcome]  # a commit -> its A/B outcome against GOOD
 
 
-def bisect(request: AbRequest, good: str, bad: str, progress: Callable[[str], None] = lambda _: None,
-           measure: Measure | None = None) -> Bisection:
+def bisect(
+    request: AbRequest,
+    good: str,
+    bad: str,
+    progress: Callable[[str], None] = lambda _: None,
+    measure: Measure | None = None,
+) -> Bisection:
     """Search GOOD..BAD; `request` carries the selection and settings (its ref is replaced by GOOD)."""
     repo = repository_root(request.invocation_dir)
     good_commit, bad_commit = resolve_commit(repo, good), resolve_commit(repo, bad)
@@ -138,18 +149,33 @@ def _step(repo: Path, commit: str, run: Measure) -> Step:
 
 
 def _judged(commit: str, subject: str, outcome: AbOutcome) -> Step:
-    rows = [c for c in outcome.gate.comparisons if c.metric == TIME_METRIC and c.change_pct is not None
-            and c.verdict in (Verdict.REGRESSED, Verdict.INCONCLUSIVE, Verdict.UNCHANGED, Verdict.IMPROVED)]
+    rows = [
+        c
+        for c in outcome.gate.comparisons
+        if c.metric == TIME_METRIC
+        and c.change_pct is not None
+        and c.verdict in (Verdict.REGRESSED, Verdict.INCONCLUSIVE, Verdict.UNCHANGED, Verdict.IMPROVED)
+    ]
     if not rows:
         return Step(commit, subject, StepResult.SKIP, why="no case measured on both sides")
     regressed = [c for c in rows if c.verdict is Verdict.REGRESSED]
     worst = max(regressed or rows, key=lambda c: c.change_pct or 0.0)
     ratio = 1 + (worst.change_pct or 0.0) / 100
-    ci = (1 + worst.ci_low_pct / 100, 1 + worst.ci_high_pct / 100) \
-        if worst.ci_low_pct is not None and worst.ci_high_pct is not None else None
+    ci = (
+        (1 + worst.ci_low_pct / 100, 1 + worst.ci_high_pct / 100)
+        if worst.ci_low_pct is not None and worst.ci_high_pct is not None
+        else None
+    )
     if regressed:
-        return Step(commit, subject, StepResult.BAD, worst.case_id, ratio, ci,
-                    why=f"{worst.change_pct:+.1f}% > {worst.threshold_pct or 0.0:.2f}%")
+        return Step(
+            commit,
+            subject,
+            StepResult.BAD,
+            worst.case_id,
+            ratio,
+            ci,
+            why=f"{worst.change_pct:+.1f}% > {worst.threshold_pct or 0.0:.2f}%",
+        )
     if any(c.verdict is Verdict.INCONCLUSIVE for c in rows):
         return Step(commit, subject, StepResult.SKIP, worst.case_id, ratio, ci, why="inconclusive")
     return Step(commit, subject, StepResult.GOOD, worst.case_id, ratio, ci)

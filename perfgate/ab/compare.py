@@ -44,11 +44,13 @@ class AbRule:
     strict: bool = False
 
     def for_comparisons(self, m: int) -> RatioRule:
-        return RatioRule(alpha=self.false_alarm_pct / 100.0 / max(1, m), stages=self.stages,
-                         min_effect_pct=self.min_effect_pct)
+        return RatioRule(
+            alpha=self.false_alarm_pct / 100.0 / max(1, m), stages=self.stages, min_effect_pct=self.min_effect_pct
+        )
 
 
 # --- per-round series ---------------------------------------------------------------------------------
+
 
 def _round_value(r: RoundSamples, metric: str) -> float:
     """One side's value of a round: the median time, or the speedup (reference median / case median)."""
@@ -85,17 +87,20 @@ def ratio_stages(case: CaseRounds, metric: str) -> list[list[float]]:
 
 def aa_noise(case: CaseRounds, metric: str) -> AaNoise | None:
     """The A/A of this case (the second base process against the base), when it was measured here."""
-    values = [_worse_log(metric, _round_value(b, metric), _round_value(a, metric))
-              for _, b, a in _aligned(case, Side.BASE, Side.AA)
-              if metric == TIME_METRIC or (b.reference_samples_ms and a.reference_samples_ms)]
+    values = [
+        _worse_log(metric, _round_value(b, metric), _round_value(a, metric))
+        for _, b, a in _aligned(case, Side.BASE, Side.AA)
+        if metric == TIME_METRIC or (b.reference_samples_ms and a.reference_samples_ms)
+    ]
     return AaNoise.of(values) if len(values) >= 2 else None
 
 
 def has_metric(case: CaseRounds, metric: str) -> bool:
     if metric == TIME_METRIC:
         return case.paired
-    return case.paired and all(case.sides[s].rounds and case.sides[s].rounds[0].reference_samples_ms
-                               for s in (Side.BASE, Side.HEAD))
+    return case.paired and all(
+        case.sides[s].rounds and case.sides[s].rounds[0].reference_samples_ms for s in (Side.BASE, Side.HEAD)
+    )
 
 
 def gated_count(cases: Sequence[CaseRounds]) -> int:
@@ -112,6 +117,7 @@ def decide_case(case: CaseRounds, metric: str, aa: AaNoise | None, rule: RatioRu
 
 # --- the whole run --------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class AbComparison:
     gate: GateResult
@@ -126,12 +132,12 @@ Results = Mapping[tuple[Side, str], CaseResult]  # (side, case id) -> that side'
 
 def side_results(m: Measurement) -> dict[tuple[Side, str], CaseResult]:
     """Each side's cases as CaseResults: every round's samples pooled (what the history stores)."""
-    return {(side, c.case_id): _result(c, side) for c in m.cases for side in (Side.BASE, Side.HEAD)
-            if side in c.sides}
+    return {(side, c.case_id): _result(c, side) for c in m.cases for side in (Side.BASE, Side.HEAD) if side in c.sides}
 
 
-def compare_ab(m: Measurement, cached: AaCases, rule: AbRule, results: Results | None = None,
-               fail_on_profile_error: bool = False) -> AbComparison:
+def compare_ab(
+    m: Measurement, cached: AaCases, rule: AbRule, results: Results | None = None, fail_on_profile_error: bool = False
+) -> AbComparison:
     """`results`: the sides' cases when something was added to them (profiler metrics); default
     side_results(m)."""
     results = results if results is not None else side_results(m)
@@ -156,9 +162,14 @@ def compare_ab(m: Measurement, cached: AaCases, rule: AbRule, results: Results |
     head = tuple(r for (side, _), r in results.items() if side is Side.HEAD)
     base = tuple(r for (side, _), r in results.items() if side is Side.BASE)
     fail_on = {Verdict.REGRESSED, Verdict.BELOW_TARGET} | ({Verdict.PROFILE_FAILED} if fail_on_profile_error else set())
-    gate = GateResult(comparisons=tuple(rows), current_env=m.environments.get(Side.HEAD),
-                      baseline_env=m.environments.get(Side.BASE), fail_on=frozenset(fail_on), strict=rule.strict,
-                      calibrated=True)
+    gate = GateResult(
+        comparisons=tuple(rows),
+        current_env=m.environments.get(Side.HEAD),
+        baseline_env=m.environments.get(Side.BASE),
+        fail_on=frozenset(fail_on),
+        strict=rule.strict,
+        calibrated=True,
+    )
     gate = replace(gate, findings=tuple(_findings(m, gate, head, decisions)))
     return AbComparison(gate, head, base, decisions, measured_aa)
 
@@ -172,17 +183,39 @@ def _ratio_row(case: CaseRounds, metric: str, d: RatioDecision, with_aa: bool) -
     if d.process_pct is not None:
         note += f"; the base's two processes differ by {d.process_pct:.2f}% (process noise, in the threshold)"
     if metric == TIME_METRIC:
-        return Comparison(case_id=case.case_id, metric=metric, unit="ms", direction=Direction.LOWER,
-                          verdict=d.verdict, baseline=base, current=head, change_pct=d.change_pct,
-                          ci_low_pct=d.ci_low_pct, ci_high_pct=d.ci_high_pct, threshold_pct=d.threshold_pct,
-                          noise_pct=d.noise_pct, note=note)
+        return Comparison(
+            case_id=case.case_id,
+            metric=metric,
+            unit="ms",
+            direction=Direction.LOWER,
+            verdict=d.verdict,
+            baseline=base,
+            current=head,
+            change_pct=d.change_pct,
+            ci_low_pct=d.ci_low_pct,
+            ci_high_pct=d.ci_high_pct,
+            threshold_pct=d.threshold_pct,
+            noise_pct=d.noise_pct,
+            note=note,
+        )
     flip = _speedup_change  # the decision's + is "worse": a lower speedup
     reference = case.sides[Side.HEAD].prepared.case.speedup
-    return Comparison(case_id=case.case_id, metric=metric, unit="x", direction=Direction.HIGHER,
-                      verdict=d.verdict, kernel=reference.reference if reference else "", baseline=base,
-                      current=head, change_pct=flip(d.change_pct), ci_low_pct=flip(d.ci_high_pct),
-                      ci_high_pct=flip(d.ci_low_pct), threshold_pct=d.threshold_pct, noise_pct=d.noise_pct,
-                      note=note)
+    return Comparison(
+        case_id=case.case_id,
+        metric=metric,
+        unit="x",
+        direction=Direction.HIGHER,
+        verdict=d.verdict,
+        kernel=reference.reference if reference else "",
+        baseline=base,
+        current=head,
+        change_pct=flip(d.change_pct),
+        ci_low_pct=flip(d.ci_high_pct),
+        ci_high_pct=flip(d.ci_low_pct),
+        threshold_pct=d.threshold_pct,
+        noise_pct=d.noise_pct,
+        note=note,
+    )
 
 
 def _speedup_change(worse_pct: float) -> float:
@@ -217,8 +250,11 @@ def _result(case: CaseRounds, side: Side) -> CaseResult:
 def _why_unmeasured(m: Measurement) -> dict[tuple[Side, str], str]:
     """(side, node id) -> how that side's test ended without measuring (failed, skipped, errored), and for
     the tests of a file one side could not collect (it does not import there), why."""
-    why = {(side, t.nodeid): f"{side.value}: test {t.outcome.value}" + (f": {t.reason}" if t.reason else "")
-           for side, tests in m.unmeasured.items() for t in tests}
+    why = {
+        (side, t.nodeid): f"{side.value}: test {t.outcome.value}" + (f": {t.reason}" if t.reason else "")
+        for side, tests in m.unmeasured.items()
+        for t in tests
+    }
     for side, errors in m.collect_errors.items():
         for case in m.cases:
             for where, error in errors:
@@ -232,30 +268,53 @@ def _other_rows(case: CaseRounds, results: Results, unmeasured: Mapping[tuple[Si
     cases. A case one side did not reach because its test failed or was skipped there is not comparable,
     not new or removed."""
     cid = case.case_id
-    failed_profiles = [Comparison(cid, "profile", "", Direction.LOWER, Verdict.PROFILE_FAILED, note=f"{s.value}: {e}")
-                       for s in (Side.BASE, Side.HEAD) if (s, cid) in results for e in results[(s, cid)].profile_errors]
+    failed_profiles = [
+        Comparison(cid, "profile", "", Direction.LOWER, Verdict.PROFILE_FAILED, note=f"{s.value}: {e}")
+        for s in (Side.BASE, Side.HEAD)
+        if (s, cid) in results
+        for e in results[(s, cid)].profile_errors
+    ]
     return failed_profiles + _case_rows(case, results, unmeasured)
 
 
 def _case_rows(case: CaseRounds, results: Results, unmeasured: Mapping[tuple[Side, str], str]) -> list[Comparison]:
     cid = case.case_id
     for side, error in case.failed.items():
-        return [Comparison(cid, TIME_METRIC, "ms", Direction.LOWER, Verdict.NOT_COMPARABLE,
-                           note=f"{side.value}: {error}")]
+        return [
+            Comparison(cid, TIME_METRIC, "ms", Direction.LOWER, Verdict.NOT_COMPARABLE, note=f"{side.value}: {error}")
+        ]
     if Side.HEAD in case.sides and Side.BASE not in case.sides:
         why = unmeasured.get((Side.BASE, case.nodeid))
-        return [Comparison(cid, TIME_METRIC, "ms", Direction.LOWER, Verdict.NOT_COMPARABLE if why else Verdict.NEW,
-                           current=results[(Side.HEAD, cid)].timing.median_ms, note=why or "new: not in the base")]
+        return [
+            Comparison(
+                cid,
+                TIME_METRIC,
+                "ms",
+                Direction.LOWER,
+                Verdict.NOT_COMPARABLE if why else Verdict.NEW,
+                current=results[(Side.HEAD, cid)].timing.median_ms,
+                note=why or "new: not in the base",
+            )
+        ]
     if Side.BASE in case.sides and Side.HEAD not in case.sides:
         why = unmeasured.get((Side.HEAD, case.nodeid))
-        return [Comparison(cid, TIME_METRIC, "ms", Direction.LOWER,
-                           Verdict.NOT_COMPARABLE if why else Verdict.MISSING,
-                           baseline=results[(Side.BASE, cid)].timing.median_ms, note=why or "removed: not in the head")]
+        return [
+            Comparison(
+                cid,
+                TIME_METRIC,
+                "ms",
+                Direction.LOWER,
+                Verdict.NOT_COMPARABLE if why else Verdict.MISSING,
+                baseline=results[(Side.BASE, cid)].timing.median_ms,
+                note=why or "removed: not in the head",
+            )
+        ]
     if not case.paired:
         return []
     head, base = results[(Side.HEAD, cid)], results[(Side.BASE, cid)]
-    rows = [r for r in compare_metrics(head, case_from_result(base), skip=(SPEEDUP_METRIC,))
-            if r.threshold_pct is not None]
+    rows = [
+        r for r in compare_metrics(head, case_from_result(base), skip=(SPEEDUP_METRIC,)) if r.threshold_pct is not None
+    ]
     return rows + _speedup_target(head)
 
 
@@ -266,8 +325,19 @@ def _speedup_target(res: CaseResult) -> list[Comparison]:
         return []
     verdict = Verdict.BELOW_TARGET if s.ci_high < target else Verdict.UNCHANGED
     note = f"{s.median:.2f}x vs {s.reference} (CI {s.ci_low:.2f}-{s.ci_high:.2f}), needs >= {target:g}x"
-    return [Comparison(res.case_id, "min_speedup", "x", Direction.HIGHER, verdict, kernel=s.reference,
-                       baseline=target, current=s.median, note=note)]
+    return [
+        Comparison(
+            res.case_id,
+            "min_speedup",
+            "x",
+            Direction.HIGHER,
+            verdict,
+            kernel=s.reference,
+            baseline=target,
+            current=s.median,
+            note=note,
+        )
+    ]
 
 
 def inconclusive_text(metric: str, d: RatioDecision) -> str:
@@ -278,20 +348,24 @@ def inconclusive_text(metric: str, d: RatioDecision) -> str:
     noise = f"above its noise band ({d.band_pct:.2f}%)"
     stages = list(zip(d.stage_change_pct, d.stage_threshold_pct))
     if d.suspect and stages:
-        return (f"{ratio} {stages[-1][0]:+.2f}% in stage {d.stages} is beyond what it can call there "
-                f"({stages[-1][1]:.2f}%), but the rounds ended before the next confirmation stage")
+        return (
+            f"{ratio} {stages[-1][0]:+.2f}% in stage {d.stages} is beyond what it can call there "
+            f"({stages[-1][1]:.2f}%), but the rounds ended before the next confirmation stage"
+        )
     if d.suspect:
-        return (f"{pooled} is over half of what it can call ({d.threshold_pct:.2f}%), but the rounds ended "
-                "before the next confirmation stage")
+        return (
+            f"{pooled} is over half of what it can call ({d.threshold_pct:.2f}%), but the rounds ended "
+            "before the next confirmation stage"
+        )
     if len(stages) > 1:
-        each = ", ".join(f"stage {i} {c:+.2f}% {'>' if c > t else '<='} {t:.2f}%" for i, (c, t) in
-                         enumerate(stages, 1))
+        each = ", ".join(f"stage {i} {c:+.2f}% {'>' if c > t else '<='} {t:.2f}%" for i, (c, t) in enumerate(stages, 1))
         return f"{pooled} is {noise}, but not every stage is beyond what it can call ({each})"
     return f"{pooled} is {noise} but not beyond what it can call ({d.threshold_pct:.2f}%)"
 
 
-def _findings(m: Measurement, gate: GateResult, head: Sequence[CaseResult],
-              decisions: Mapping[tuple[str, str], RatioDecision]) -> Iterator[Finding]:
+def _findings(
+    m: Measurement, gate: GateResult, head: Sequence[CaseResult], decisions: Mapping[tuple[str, str], RatioDecision]
+) -> Iterator[Finding]:
     if m.failure is not None:
         compared = sum(1 for c in gate.comparisons if c.metric == TIME_METRIC)
         yield Finding(FindingKind.NOT_COMPARABLE, f"{m.failure} ({compared} case(s) compared before it)")

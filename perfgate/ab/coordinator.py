@@ -98,8 +98,14 @@ WantsAa = Callable[[str], bool]  # does this case need the A/A worker's rounds (
 
 
 class Coordinator:
-    def __init__(self, workers: Mapping[Side, Worker], plan: RoundPlan, needs_stage: NeedsStage,
-                 wants_aa: WantsAa, base_cases: Mapping[str, tuple[str, ...]] | None = None) -> None:
+    def __init__(
+        self,
+        workers: Mapping[Side, Worker],
+        plan: RoundPlan,
+        needs_stage: NeedsStage,
+        wants_aa: WantsAa,
+        base_cases: Mapping[str, tuple[str, ...]] | None = None,
+    ) -> None:
         self.workers = dict(workers)
         self.plan = plan
         self.needs_stage = needs_stage
@@ -125,8 +131,11 @@ class Coordinator:
                 self._collect()
             for side in (Side.BASE, Side.HEAD):  # a tree with none of the selected tests has no worker
                 self.waiting.setdefault(side, End(0))
-            where = Positions({n: i for i, n in enumerate(self.m.collected.get(Side.HEAD, ()))},
-                              frozenset(self.m.collected.get(Side.BASE, ())), self.base_cases)
+            where = Positions(
+                {n: i for i, n in enumerate(self.m.collected.get(Side.HEAD, ()))},
+                frozenset(self.m.collected.get(Side.BASE, ())),
+                self.base_cases,
+            )
             while True:
                 step = next_step(self.waiting[Side.BASE], self.waiting[Side.HEAD], where)
                 if step is Step.FINISHED:
@@ -296,6 +305,7 @@ class Coordinator:
     def _finish(self, case: CaseRounds) -> None:
         """Every worker waiting at this case goes on: done (measured), skip (not asked to), or nothing
         (its case failed: the test is already failing in that worker)."""
+
         def command(side: Side) -> str | None:
             return None if side in case.failed else "done" if side in case.sides else "skip"
 
@@ -334,8 +344,9 @@ class Coordinator:
     def _round(self, side: Side, case: CaseRounds, n: int, phase: str) -> None:
         worker = self.workers[side]
         with self._cost(phase):
-            message = worker.request({"cmd": "round", "samples": n}, self.plan.timeout_s,
-                                     f"measuring a round of {case.case_id}")
+            message = worker.request(
+                {"cmd": "round", "samples": n}, self.plan.timeout_s, f"measuring a round of {case.case_id}"
+            )
         try:
             reply = decode(message)
         except ValueError as err:

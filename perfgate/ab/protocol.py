@@ -61,6 +61,7 @@ class WorkerFailed(AbError):
 
 # --- events (worker -> coordinator, unasked) ----------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Collected:
     nodeids: tuple[str, ...]  # the perf tests it will run, in order
@@ -93,6 +94,7 @@ Event = Collected | CaseReady | TestDone | End
 
 # --- replies (worker -> coordinator, to prepare / round) -------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Prepared:
     """The case compiled, autotuned and checked: what it is (no samples yet) and how long one call takes."""
@@ -122,30 +124,48 @@ def encode(message: dict[str, Any]) -> bytes:
 
 def event_message(event: Event) -> dict[str, Any]:
     if isinstance(event, Collected):
-        return {"type": "collected", "nodeids": list(event.nodeids), "errors": [list(e) for e in event.errors],
-                "environment": event.environment.__dict__ if event.environment else None}
+        return {
+            "type": "collected",
+            "nodeids": list(event.nodeids),
+            "errors": [list(e) for e in event.errors],
+            "environment": event.environment.__dict__ if event.environment else None,
+        }
     if isinstance(event, CaseReady):
         return {"type": "case", "case_id": event.case_id, "nodeid": event.nodeid}
     if isinstance(event, TestDone):
-        return {"type": "test", "nodeid": event.nodeid, "outcome": event.outcome.value if event.outcome else None,
-                "reason": event.reason}
+        return {
+            "type": "test",
+            "nodeid": event.nodeid,
+            "outcome": event.outcome.value if event.outcome else None,
+            "reason": event.reason,
+        }
     return {"type": "end", "exitstatus": event.exitstatus}
 
 
 def reply_message(reply: Reply) -> dict[str, Any]:
     if isinstance(reply, Prepared):
-        return {"type": "prepared", "case": case_to_dict(reply.case), "per_call_ms": reply.per_call_ms,
-                "problems": list(reply.problems)}
+        return {
+            "type": "prepared",
+            "case": case_to_dict(reply.case),
+            "per_call_ms": reply.per_call_ms,
+            "problems": list(reply.problems),
+        }
     if isinstance(reply, Failed):
         return {"type": "failed", "error": reply.error}
-    return {"type": "round", "samples_ms": list(reply.samples_ms),
-            "reference_samples_ms": list(reply.reference_samples_ms)}
+    return {
+        "type": "round",
+        "samples_ms": list(reply.samples_ms),
+        "reference_samples_ms": list(reply.reference_samples_ms),
+    }
 
 
 def _collected(m: dict[str, Any]) -> Collected:
     env = m.get("environment")
-    return Collected(tuple(_texts(m["nodeids"])), tuple((str(a), str(b)) for a, b in m["errors"]),
-                     environment_from_dict(env) if env else None)
+    return Collected(
+        tuple(_texts(m["nodeids"])),
+        tuple((str(a), str(b)) for a, b in m["errors"]),
+        environment_from_dict(env) if env else None,
+    )
 
 
 def _test(m: dict[str, Any]) -> TestDone:
@@ -166,8 +186,9 @@ _DECODERS: dict[str, Callable[[dict[str, Any]], Event | Reply]] = {
     "case": lambda m: CaseReady(str(m["case_id"]), str(m["nodeid"])),
     "test": _test,
     "end": lambda m: End(int(m["exitstatus"])),
-    "prepared": lambda m: Prepared(case_from_dict(m["case"]), _positive(m["per_call_ms"]),
-                                   tuple(_texts(m.get("problems", [])))),
+    "prepared": lambda m: Prepared(
+        case_from_dict(m["case"]), _positive(m["per_call_ms"]), tuple(_texts(m.get("problems", [])))
+    ),
     "failed": lambda m: Failed(one_line(str(m["error"]), 300)),
     "round": _round,
 }
@@ -210,7 +231,7 @@ class Pipe:
         data = encode(command)
         try:
             while data:
-                data = data[os.write(self.write_fd, data):]
+                data = data[os.write(self.write_fd, data) :]
         except (BrokenPipeError, OSError) as err:
             raise WorkerFailed(self.side, f"stopped listening ({err.strerror or err})") from err
 
@@ -235,8 +256,9 @@ class Pipe:
         try:
             message = json.loads(line)
         except ValueError as err:
-            raise WorkerFailed(self.side, f"sent something that is not the protocol while {doing}: "
-                                          f"{line[:80]!r}") from err
+            raise WorkerFailed(
+                self.side, f"sent something that is not the protocol while {doing}: {line[:80]!r}"
+            ) from err
         if not isinstance(message, dict):
             raise WorkerFailed(self.side, f"sent a non-object message while {doing}")
         return message
@@ -266,7 +288,7 @@ class WorkerEnd:
     def send(self, message: dict[str, Any]) -> None:
         data = encode(message)
         while data:
-            data = data[os.write(self.write_fd, data):]
+            data = data[os.write(self.write_fd, data) :]
 
     def receive(self) -> dict[str, Any]:
         """The next command; the coordinator closing its end (it is gone) ends this process."""

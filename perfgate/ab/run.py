@@ -75,16 +75,23 @@ def run_ab(req: AbRequest) -> AbOutcome:
     messages: list[str] = []
     setup = _setup(req, messages)
     log_dir = Path(tempfile.mkdtemp(prefix="perfgate-ab-"))
-    measurement = _measure(_worker_specs(req, setup, messages), req.launcher or PytestLauncher(), log_dir,
-                           setup.plan, setup.rule, setup.covered)
+    measurement = _measure(
+        _worker_specs(req, setup, messages),
+        req.launcher or PytestLauncher(),
+        log_dir,
+        setup.plan,
+        setup.rule,
+        setup.covered,
+    )
     if measurement.failure is None:
         shutil.rmtree(log_dir, ignore_errors=True)  # kept (and named in the message) when a worker failed
     results = side_results(measurement)
     if s.profile and measurement.failure is None:
         trees = {Side.BASE: (setup.base, setup.base.path), Side.HEAD: (setup.head, setup.head.path)}
         results = _profiled(results, trees, s, messages)
-    cmp = compare_ab(measurement, setup.covered.cases if setup.covered else {}, setup.rule, results,
-                     s.fail_on_profile_error)
+    cmp = compare_ab(
+        measurement, setup.covered.cases if setup.covered else {}, setup.rule, results, s.fail_on_profile_error
+    )
     costs = dict(measurement.costs_s, worktree=setup.base.seconds + setup.head.seconds)
     head_run, base_run = _runs(cmp, measurement, setup, req, started)
     finish_started = time.monotonic()
@@ -92,8 +99,9 @@ def run_ab(req: AbRequest) -> AbOutcome:
         head_run, base_run = _store(head_run, base_run, s, messages)
         _update_aa(setup, cmp, measurement, messages)
     messages += measurement.notes
-    info = AbInfo(setup.base.label, setup.head.label, setup.plan.rounds, s.false_alarm_pct,
-                  gated_count(measurement.cases))
+    info = AbInfo(
+        setup.base.label, setup.head.label, setup.plan.rounds, s.false_alarm_pct, gated_count(measurement.cases)
+    )
     if req.publish:
         messages += publish_ab(cmp.gate, head_run, base_run, replace(info, costs_s=_costs(costs, 0.0)), s)
     costs["finish"] = time.monotonic() - finish_started
@@ -101,8 +109,17 @@ def run_ab(req: AbRequest) -> AbOutcome:
     messages.append(cost_line(info.costs_s))
     head_failed = measurement.exitstatus.get(Side.HEAD, 0) not in (0, 5) and measurement.failure is None
     code = 1 if (cmp.gate.failed or head_failed) else 0
-    return AbOutcome(cmp.gate, head_run, base_run, tuple(messages + render_ab_terminal(cmp.gate, info)), code,
-                     cmp.decisions, info.costs_s, measurement.failure is not None, head_failed)
+    return AbOutcome(
+        cmp.gate,
+        head_run,
+        base_run,
+        tuple(messages + render_ab_terminal(cmp.gate, info)),
+        code,
+        cmp.decisions,
+        info.costs_s,
+        measurement.failure is not None,
+        head_failed,
+    )
 
 
 @dataclass(frozen=True)
@@ -125,15 +142,23 @@ def _setup(req: AbRequest, messages: list[str]) -> _Setup:
     here = req.invocation_dir.resolve().relative_to(repo.resolve())
     head = _head_tree(repo, req, messages)
     base = checkout(repo, req.ref, s.worktree_dir)
-    messages.append(f"perfgate: A/B: base {base.label}: worktree {'reused' if base.reused else 'created'} "
-                    f"({base.seconds:.1f} s) at {base.path}")
+    messages.append(
+        f"perfgate: A/B: base {base.label}: worktree {'reused' if base.reused else 'created'} "
+        f"({base.seconds:.1f} s) at {base.path}"
+    )
     cache = aa_cache.read_cache(base.cache_dir or base.path, base.commit)
     if cache.problem:
         messages.append(f"perfgate: A/B: {cache.problem}")
     base_args = base_selection(req.pytest_args, req.invocation_dir, base.path / here)
     seed = req.seed if req.seed is not None else secrets.randbits(32)
-    plan = RoundPlan(rounds=s.ab_rounds, stages=1 + s.confirm_runs, round_ms=s.measure.budget_ms / s.ab_rounds,
-                     max_samples=s.measure.max_samples, timeout_s=s.ab_timeout_s, seed=seed)
+    plan = RoundPlan(
+        rounds=s.ab_rounds,
+        stages=1 + s.confirm_runs,
+        round_ms=s.measure.budget_ms / s.ab_rounds,
+        max_samples=s.measure.max_samples,
+        timeout_s=s.ab_timeout_s,
+        seed=seed,
+    )
     rule = AbRule(s.false_alarm_pct, s.min_effect_pct, plan.stages, s.strict)
     covered = cache.covering(base_args) if base_args is not None else None
     return _Setup(head, base, here, base_args, cache, covered, plan, rule)
@@ -146,8 +171,7 @@ def _worker_specs(req: AbRequest, setup: _Setup, messages: list[str]) -> list[Wo
     if setup.base_args is None:
         messages.append("perfgate: A/B: the base has none of the selected test paths: every case is new")
         return specs
-    base_spec = WorkerSpec(Side.BASE, base.path, base.path / setup.here, tuple(setup.base_args), head.path,
-                           base.env())
+    base_spec = WorkerSpec(Side.BASE, base.path, base.path / setup.here, tuple(setup.base_args), head.path, base.env())
     specs.append(base_spec)
     if setup.covered is None:  # no cached A/A for this selection: a second base process measures it
         specs.append(replace(base_spec, side=Side.AA))
@@ -165,8 +189,10 @@ def check_pytest_args(args: Sequence[str]) -> None:
     for arg in args:
         name = arg.split("=", 1)[0]
         if name in XDIST_FLAGS or (arg.startswith("-n") and arg[2:].isdigit()):
-            raise AbError(f"perfgate: A/B mode measures one case at a time on one GPU, alternating base and "
-                          f"head: drop {arg!r} (pytest-xdist)")
+            raise AbError(
+                f"perfgate: A/B mode measures one case at a time on one GPU, alternating base and "
+                f"head: drop {arg!r} (pytest-xdist)"
+            )
 
 
 def base_selection(args: Sequence[str], head_cwd: Path, base_cwd: Path) -> list[str] | None:
@@ -195,8 +221,10 @@ def _head_tree(repo: Path, req: AbRequest, messages: list[str]) -> Tree:
     label = f"working tree @ {commit[:12]}" if commit else "working tree"
     if is_dirty(repo):
         if s.strict:
-            raise AbError(f"perfgate: A/B: the head tree {repo} has uncommitted changes; strict mode compares "
-                          f"committed code only (commit or stash them)")
+            raise AbError(
+                f"perfgate: A/B: the head tree {repo} has uncommitted changes; strict mode compares "
+                f"committed code only (commit or stash them)"
+            )
         messages.append(f"perfgate: A/B: the head tree {repo} has uncommitted changes: they are measured as they are")
         label += " + uncommitted changes"
     return Tree(repo, commit, label)
@@ -205,20 +233,32 @@ def _head_tree(repo: Path, req: AbRequest, messages: list[str]) -> Tree:
 def _has_commits(repo: Path) -> bool:
     from perfgate.measure.tools import run_tool
 
-    return run_tool(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", "HEAD"], 60.0,
-                    check=False).returncode == 0
+    return (
+        run_tool(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", "HEAD"], 60.0, check=False).returncode
+        == 0
+    )
 
 
-def _measure(specs: Sequence[WorkerSpec], launcher: Launcher, log_dir: Path, plan: RoundPlan, rule: AbRule,
-             covered: aa_cache.AaEntry | None) -> Measurement:
+def _measure(
+    specs: Sequence[WorkerSpec],
+    launcher: Launcher,
+    log_dir: Path,
+    plan: RoundPlan,
+    rule: AbRule,
+    covered: aa_cache.AaEntry | None,
+) -> Measurement:
     workers: dict[Side, Worker] = {}
     try:
         for spec in specs:
             workers[spec.side] = Worker.start(spec, launcher, log_dir)
         cached = covered.cases if covered is not None else {}
-        coordinator = Coordinator(workers, plan, _screen(rule, cached),
-                                  wants_aa=lambda case_id: case_id not in cached,
-                                  base_cases=covered.base_cases if covered is not None else None)
+        coordinator = Coordinator(
+            workers,
+            plan,
+            _screen(rule, cached),
+            wants_aa=lambda case_id: case_id not in cached,
+            base_cases=covered.base_cases if covered is not None else None,
+        )
         return coordinator.run()
     finally:
         stop_all(list(workers.values()))
@@ -227,6 +267,7 @@ def _measure(specs: Sequence[WorkerSpec], launcher: Launcher, log_dir: Path, pla
 def _screen(rule: AbRule, cached: aa_cache.AaCases) -> NeedsStage:
     """Does a case need another stage of rounds? Judged with the run's m not yet known: the head's perf tests
     so far, a count never above the final m, so the screen is never stricter than the verdict."""
+
     def needs_stage(case: CaseRounds, m: Measurement) -> bool:
         tests = max(1, len(m.collected.get(Side.HEAD, ())))
         ratio_rule = rule.for_comparisons(tests)
@@ -241,8 +282,12 @@ def _screen(rule: AbRule, cached: aa_cache.AaCases) -> NeedsStage:
     return needs_stage
 
 
-def _profiled(results: Mapping[tuple[Side, str], CaseResult], trees: Mapping[Side, tuple[Tree, Path]], s: Settings,
-              messages: list[str]) -> dict[tuple[Side, str], CaseResult]:
+def _profiled(
+    results: Mapping[tuple[Side, str], CaseResult],
+    trees: Mapping[Side, tuple[Tree, Path]],
+    s: Settings,
+    messages: list[str],
+) -> dict[tuple[Side, str], CaseResult]:
     """The profilers (--perfgate-profile) over each side's cases, in each side's tree, after every round:
     their counters are then compared head against base like any metric."""
     from perfgate.measure.profiling import profile_cases
@@ -268,13 +313,26 @@ def _runs(cmp: AbComparison, m: Measurement, setup: _Setup, req: AbRequest, star
     head_env = m.environments.get(Side.HEAD) or m.environments.get(Side.BASE) or Environment("host", "unknown")
     base_env = m.environments.get(Side.BASE) or head_env
     how = f"ab: {plan.rounds} rounds x up to {plan.stages} stages, seed {plan.seed}"
-    head_info = RunInfo(started, finished, git_commit=head.commit, git_branch="", git_dirty="uncommitted" in head.label,
-                        hostname=head_env.hostname, argv=command_line(),
-                        profile_settings=f"{how}; head side, base {base.commit} ({req.ref})", run_uid=f"{pair}-head",
-                        unmeasured=tuple(m.unmeasured.get(Side.HEAD, ())))
-    base_info = replace(head_info, git_commit=base.commit, git_dirty=False, run_uid=f"{pair}-base",
-                        profile_settings=f"{how}; base side ({req.ref}) of head {head.commit or 'working tree'}",
-                        unmeasured=tuple(m.unmeasured.get(Side.BASE, ())))
+    head_info = RunInfo(
+        started,
+        finished,
+        git_commit=head.commit,
+        git_branch="",
+        git_dirty="uncommitted" in head.label,
+        hostname=head_env.hostname,
+        argv=command_line(),
+        profile_settings=f"{how}; head side, base {base.commit} ({req.ref})",
+        run_uid=f"{pair}-head",
+        unmeasured=tuple(m.unmeasured.get(Side.HEAD, ())),
+    )
+    base_info = replace(
+        head_info,
+        git_commit=base.commit,
+        git_dirty=False,
+        run_uid=f"{pair}-base",
+        profile_settings=f"{how}; base side ({req.ref}) of head {head.commit or 'working tree'}",
+        unmeasured=tuple(m.unmeasured.get(Side.BASE, ())),
+    )
     return Run(head_info, head_env, cmp.head_results), Run(base_info, base_env, cmp.base_results)
 
 
@@ -298,8 +356,12 @@ def _update_aa(setup: _Setup, cmp: AbComparison, m: Measurement, messages: list[
     for case in m.cases:
         if Side.BASE in case.sides:
             base_cases.setdefault(case.nodeid, []).append(case.case_id)
-    entry = aa_cache.AaEntry(env.device_name, tuple(base_args), {k: dict(v) for k, v in cmp.aa_measured.items()},
-                             {k: tuple(v) for k, v in base_cases.items()})
+    entry = aa_cache.AaEntry(
+        env.device_name,
+        tuple(base_args),
+        {k: dict(v) for k, v in cmp.aa_measured.items()},
+        {k: tuple(v) for k, v in base_cases.items()},
+    )
     try:
         aa_cache.write_cache(aa_cache.with_entry(setup.cache, entry))
     except OSError as err:

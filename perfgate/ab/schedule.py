@@ -82,8 +82,11 @@ def _common(base: CaseReady | TestDone, head: CaseReady | TestDone, where: Posit
         if base.case_id == head.case_id:
             return Step.PAIR
         later = (where.base_cases or {}).get(base.nodeid, ())
-        if head.case_id in later and base.case_id in later and \
-                list(later).index(head.case_id) > list(later).index(base.case_id):
+        if (
+            head.case_id in later
+            and base.case_id in later
+            and list(later).index(head.case_id) > list(later).index(base.case_id)
+        ):
             return Step.BASE_ONLY  # the base's case comes before the head's there: the head removed it
         return Step.HEAD_ONLY
     # same test: one side still has a case to measure, the other has finished the test

@@ -136,8 +136,14 @@ class _Case:
         return RoundSamples(samples, refs)
 
     def _measure(self, n_samples: int) -> Any:
-        options = replace(self.spec.options, warmup_ms=ROUND_WARMUP_MS, min_samples=max(2, n_samples),
-                          max_samples=max(2, n_samples), cooldown_max_ms=0.0, exclude_throttled=False)
+        options = replace(
+            self.spec.options,
+            warmup_ms=ROUND_WARMUP_MS,
+            min_samples=max(2, n_samples),
+            max_samples=max(2, n_samples),
+            cooldown_max_ms=0.0,
+            exclude_throttled=False,
+        )
         return measure_calls(self.calls(), options, self.timer, None, per_round_ms=self.per_call_ms)
 
     def result(self) -> CaseResult:
@@ -156,11 +162,19 @@ class _Case:
             name = spec.reference_name or reference_name(spec.reference) if spec.reference else ""
             speedup = Speedup(name, tuple(refs), median, lo, hi)
             metrics.append(Metric(SPEEDUP_METRIC, median, "x", "speedup", name))
-        return CaseResult(case_id=spec.case_id, timing=summarize(samples, self.timer, spec.bytes_moved, spec.flops),
-                          samples_ms=tuple(samples), metrics=tuple(metrics), bytes_moved=spec.bytes_moved,
-                          flops=spec.flops, thresholds=spec.thresholds,
-                          autotune=self.watch.choices() if self.watch else (), speedup=speedup, nodeid=spec.nodeid,
-                          location=spec.location)
+        return CaseResult(
+            case_id=spec.case_id,
+            timing=summarize(samples, self.timer, spec.bytes_moved, spec.flops),
+            samples_ms=tuple(samples),
+            metrics=tuple(metrics),
+            bytes_moved=spec.bytes_moved,
+            flops=spec.flops,
+            thresholds=spec.thresholds,
+            autotune=self.watch.choices() if self.watch else (),
+            speedup=speedup,
+            nodeid=spec.nodeid,
+            location=spec.location,
+        )
 
     def release(self) -> None:
         if self.watch is not None:

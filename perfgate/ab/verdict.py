@@ -147,11 +147,21 @@ def decide_ratio(stages: Sequence[Sequence[float]], aa: AaNoise | None, rule: Ra
     elif not suspect and mean > band and mean + band > threshold:
         verdict = Verdict.INCONCLUSIVE
     half = t_quantile(0.5 + CI_CONFIDENCE / 2, dof) * se_all
-    return RatioDecision(verdict=verdict, change_pct=pct(mean), ci_low_pct=pct(mean - half),
-                         ci_high_pct=pct(mean + half), threshold_pct=pct(threshold), noise_pct=pct(s), rounds=n,
-                         stages=len(arrays), process_pct=pct(math.sqrt(process2)) if process2 else None,
-                         suspect=suspect, stage_change_pct=tested[0], stage_threshold_pct=tested[1],
-                         band_pct=pct(band))
+    return RatioDecision(
+        verdict=verdict,
+        change_pct=pct(mean),
+        ci_low_pct=pct(mean - half),
+        ci_high_pct=pct(mean + half),
+        threshold_pct=pct(threshold),
+        noise_pct=pct(s),
+        rounds=n,
+        stages=len(arrays),
+        process_pct=pct(math.sqrt(process2)) if process2 else None,
+        suspect=suspect,
+        stage_change_pct=tested[0],
+        stage_threshold_pct=tested[1],
+        band_pct=pct(band),
+    )
 
 
 @dataclass(frozen=True)
@@ -180,9 +190,9 @@ def _process_offset2(aa: AaNoise | None, s: float, dof: int) -> float:
         return 0.0
     se = s / math.sqrt(aa.rounds)
     if se == 0.0:
-        return aa.mean_log ** 2
+        return aa.mean_log**2
     if abs(aa.mean_log) / se > t_quantile(1.0 - PROCESS_TEST_ALPHA / 2, dof):
-        return aa.mean_log ** 2
+        return aa.mean_log**2
     return 0.0
 
 
@@ -215,8 +225,27 @@ def joint_critical_value(stages: int, alpha: float, dof: int) -> float:
 def _erfc(x: FloatArray) -> FloatArray:
     """erfc for x >= 0, vectorised (Numerical Recipes' Chebyshev fit: relative error under 1.2e-7)."""
     t = 1.0 / (1.0 + 0.5 * x)
-    poly = -x * x - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    poly = (
+        -x * x
+        - 1.26551223
+        + t
+        * (
+            1.00002368
+            + t
+            * (
+                0.37409196
+                + t
+                * (
+                    0.09678418
+                    + t
+                    * (
+                        -0.18628806
+                        + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))
+                    )
+                )
+            )
+        )
+    )
     result: FloatArray = t * np.exp(poly)
     return result
 
@@ -226,8 +255,9 @@ def _chi_grid(dof: int) -> tuple[FloatArray, FloatArray]:
     """Points and quadrature weights of S = sqrt(chi^2_dof / dof) (integrates to 1)."""
     width = 12.0 / math.sqrt(2.0 * dof)
     s = np.linspace(max(1e-6, 1.0 - width), 1.0 + width, 801) if dof > 50 else np.linspace(1e-6, 8.0, 2001)
-    log_density = (math.log(2.0) + (dof / 2) * math.log(dof / 2) - math.lgamma(dof / 2) + (dof - 1) * np.log(s)
-                   - dof * s * s / 2)
+    log_density = (
+        math.log(2.0) + (dof / 2) * math.log(dof / 2) - math.lgamma(dof / 2) + (dof - 1) * np.log(s) - dof * s * s / 2
+    )
     density = np.exp(log_density)
     weights = density * np.gradient(s)
     return s, weights / weights.sum()

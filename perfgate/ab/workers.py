@@ -29,8 +29,17 @@ from perfgate.measure.handshake import MEASURE_CHILD_ENV
 from perfgate.measure.processes import PROFILE_CHILD_ENV
 
 STOP_GRACE_S = 5.0
-WORKER_PYTEST_ARGS = ("-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:randomly", "--perfgate",
-                      "--perfgate-no-store", "--continue-on-collection-errors")
+WORKER_PYTEST_ARGS = (
+    "-q",
+    "--no-header",
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "no:randomly",
+    "--perfgate",
+    "--perfgate-no-store",
+    "--continue-on-collection-errors",
+)
 
 # `python -c BOOT TOOL TREE OTHER PYTEST_ARGS...`: the tool's perfgate first, then the tree, then pytest
 BOOT = """\
@@ -69,8 +78,16 @@ class PytestLauncher:
         import perfgate
 
         tool = str(Path(perfgate.__file__).resolve().parents[1])
-        return [sys.executable, "-c", BOOT, tool, str(spec.tree), str(spec.other_tree or ""),
-                *WORKER_PYTEST_ARGS, *spec.pytest_args]
+        return [
+            sys.executable,
+            "-c",
+            BOOT,
+            tool,
+            str(spec.tree),
+            str(spec.other_tree or ""),
+            *WORKER_PYTEST_ARGS,
+            *spec.pytest_args,
+        ]
 
 
 class Worker:
@@ -95,14 +112,22 @@ class Worker:
         argv = launcher.argv(spec)
         try:
             with open(log_path, "wb") as log:
-                process = subprocess.Popen(argv, cwd=spec.cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                           stderr=subprocess.STDOUT, pass_fds=(to_worker_r, from_worker_w),
-                                           start_new_session=True)
+                process = subprocess.Popen(
+                    argv,
+                    cwd=spec.cwd,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    pass_fds=(to_worker_r, from_worker_w),
+                    start_new_session=True,
+                )
         except OSError as err:
             for fd in (to_worker_r, to_worker_w, from_worker_r, from_worker_w):
                 os.close(fd)
-            raise AbError(f"perfgate: A/B: cannot start the {spec.side.value} worker in {spec.cwd}: "
-                          f"{err.strerror or err}") from err
+            raise AbError(
+                f"perfgate: A/B: cannot start the {spec.side.value} worker in {spec.cwd}: {err.strerror or err}"
+            ) from err
         os.close(to_worker_r)
         os.close(from_worker_w)
         return cls(spec, process, Pipe(from_worker_r, to_worker_w, spec.side), log_path)

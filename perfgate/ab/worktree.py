@@ -43,9 +43,11 @@ class Tree:
         """The build-cache variables for a worker in this tree."""
         if self.cache_dir is None:
             return {}
-        return {"TRITON_CACHE_DIR": str(self.cache_dir / "triton"),
-                "TORCH_EXTENSIONS_DIR": str(self.cache_dir / "torch_extensions"),
-                "PERFGATE_KERNEL_CACHE": str(self.cache_dir / "kernels")}
+        return {
+            "TRITON_CACHE_DIR": str(self.cache_dir / "triton"),
+            "TORCH_EXTENSIONS_DIR": str(self.cache_dir / "torch_extensions"),
+            "PERFGATE_KERNEL_CACHE": str(self.cache_dir / "kernels"),
+        }
 
 
 def git(repo: Path, *args: str, timeout_s: float = 60.0) -> str:
@@ -73,8 +75,9 @@ def resolve_commit(repo: Path, ref: str) -> str:
     """The commit REF names; AbError naming REF when git does not know it."""
     if not ref.strip() or ref.startswith("-"):
         raise AbError(f"perfgate: A/B: {ref!r} is not a git ref")
-    proc = run_tool(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], 60.0,
-                    check=False)
+    proc = run_tool(
+        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], 60.0, check=False
+    )
     if proc.returncode != 0 or not proc.stdout.strip():
         raise AbError(f"perfgate: A/B: unknown git ref {ref!r} in {repo} (fetch it first: git fetch origin {ref})")
     return proc.stdout.strip()
@@ -150,8 +153,9 @@ def _remove(repo: Path, path: Path) -> None:
     """A worktree (finished or not) gone from disk and from git's list, and its marker with it."""
     _ready(path).unlink(missing_ok=True)
     if path.exists():
-        run_tool(["git", "-C", str(repo), "worktree", "remove", "--force", "--force", str(path)], GIT_TIMEOUT_S,
-                 check=False)
+        run_tool(
+            ["git", "-C", str(repo), "worktree", "remove", "--force", "--force", str(path)], GIT_TIMEOUT_S, check=False
+        )
         shutil.rmtree(path, ignore_errors=True)
     run_tool(["git", "-C", str(repo), "worktree", "prune"], 60.0, check=False)
 
@@ -162,9 +166,12 @@ def _prune(repo: Path, home: Path, keep: Path) -> None:
         pid = partial.name.rsplit("-", 1)[-1]
         if not (pid.isdigit() and _alive(int(pid))):
             _remove(repo, partial)
-    trees = sorted((m.with_name(m.name.removesuffix(READY)) for m in home.glob(f"*{READY}")),
-                   key=lambda p: _ready(p).stat().st_mtime, reverse=True)
-    for old in [p for p in trees if p != keep][KEEP - 1:]:
+    trees = sorted(
+        (m.with_name(m.name.removesuffix(READY)) for m in home.glob(f"*{READY}")),
+        key=lambda p: _ready(p).stat().st_mtime,
+        reverse=True,
+    )
+    for old in [p for p in trees if p != keep][KEEP - 1 :]:
         _remove(repo, old)
         shutil.rmtree(old.with_name(f"{old.name}.cache"), ignore_errors=True)
 

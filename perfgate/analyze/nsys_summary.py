@@ -68,10 +68,20 @@ def summarize_nsys(path: Path, type_label: str, with_spans: bool = False) -> Tim
             overlaps = kernel_stream_notes(ex)
             kernels, spans = _kernels(ex, dropped, with_spans)
             memory, api, nvtx = _memory(ex, dropped), _api(ex, dropped), _nvtx(ex, dropped)
-            return TimelineSummary(source=str(path), type=type_label, kind="nsys", gpu=ex.gpu_name,
-                                   meta={"export_schema_version": ex.version}, kernels=kernels, memory=memory,
-                                   api=api, nvtx=nvtx, gpu_idle=_idle(ex), spans=spans,
-                                   notes=dropped.notes() + overlaps + ex.string_notes())
+            return TimelineSummary(
+                source=str(path),
+                type=type_label,
+                kind="nsys",
+                gpu=ex.gpu_name,
+                meta={"export_schema_version": ex.version},
+                kernels=kernels,
+                memory=memory,
+                api=api,
+                nvtx=nvtx,
+                gpu_idle=_idle(ex),
+                spans=spans,
+                notes=dropped.notes() + overlaps + ex.string_notes(),
+            )
         except (sqlite3.DatabaseError, UnicodeDecodeError) as err:
             raise ReportFileError(path, f"SQLite error while reading the export ({err})") from err
         except OutOfRange as err:
@@ -127,14 +137,16 @@ class _Groups:
         return self.stats
 
 
-def _grouped(ex: NsysExport, table: str, key: str, what: str, dropped: DropCount, *extra: str
-             ) -> Iterator[tuple[Any, ...]]:
+def _grouped(
+    ex: NsysExport, table: str, key: str, what: str, dropped: DropCount, *extra: str
+) -> Iterator[tuple[Any, ...]]:
     """(key, *extra aggregates, durations) per group, streamed. Rows that are not spans are counted as
     dropped; their group's durations are None (read again, without them, by `_usable`). Filtering in
     the grouped pass itself would cost every clean capture a CASE per row (a fifth of the time)."""
     aggs = "".join(f", {e}" for e in extra)
-    for row in ex.con.execute(f"SELECT {key}, count(*), sum({OK}){aggs}, group_concat(end - start) FROM {table} "
-                              f"GROUP BY {key}"):
+    for row in ex.con.execute(
+        f"SELECT {key}, count(*), sum({OK}){aggs}, group_concat(end - start) FROM {table} GROUP BY {key}"
+    ):
         count, ok = row[1], row[2] or 0
         dropped.add(f"{what} rows {BAD_SPAN}", count - ok)
         yield (row[0], *row[3:-1], _unpack(ex, row[-1], count, what) if ok == count else None)
@@ -142,21 +154,29 @@ def _grouped(ex: NsysExport, table: str, key: str, what: str, dropped: DropCount
 
 def _usable(ex: NsysExport, table: str, key: str, what: str) -> Callable[[list[Any]], Iterator[tuple[Any, IntArray]]]:
     """The durations of the rows that are spans, for these group keys, one group at a time."""
+
     def fetch(keys: list[Any]) -> Iterator[tuple[Any, IntArray]]:
         for k in range(0, len(keys), 900):  # SQLite's bound-parameter limit
-            chunk = keys[k:k + 900]
+            chunk = keys[k : k + 900]
             where = " OR ".join(f"{key} IS ?" for _ in chunk)  # IS, not IN: a NULL key is a group too
             for group, count, packed in ex.con.execute(
-                    f"SELECT {key}, count(*), group_concat(end - start) FROM {table} WHERE {OK} AND ({where}) "
-                    f"GROUP BY {key}", chunk):
+                f"SELECT {key}, count(*), group_concat(end - start) FROM {table} WHERE {OK} AND ({where}) "
+                f"GROUP BY {key}",
+                chunk,
+            ):
                 yield group, _unpack(ex, packed, count, what)
+
     return fetch
 
 
-def _kernels(ex: NsysExport, dropped: DropCount, with_spans: bool
-             ) -> tuple[tuple[KernelRow, ...], dict[str, tuple[IntArray, IntArray]]]:
-    regs = ("max(CASE WHEN typeof(registersPerThread) = 'integer' AND registersPerThread >= 0 "
-            "THEN registersPerThread END)" if "registersPerThread" in ex.columns(KERNEL_TABLE) else "NULL")
+def _kernels(
+    ex: NsysExport, dropped: DropCount, with_spans: bool
+) -> tuple[tuple[KernelRow, ...], dict[str, tuple[IntArray, IntArray]]]:
+    regs = (
+        "max(CASE WHEN typeof(registersPerThread) = 'integer' AND registersPerThread >= 0 THEN registersPerThread END)"
+        if "registersPerThread" in ex.columns(KERNEL_TABLE)
+        else "NULL"
+    )
     groups = _Groups.empty("kernel durations")
     registers: dict[str, int | None] = {}
     for name_id, reg, values in _grouped(ex, KERNEL_TABLE, "demangledName", KERNEL_TABLE, dropped, regs):
@@ -165,8 +185,12 @@ def _kernels(ex: NsysExport, dropped: DropCount, with_spans: bool
         registers[name] = max((r for r in (registers.get(name), reg) if type(r) is int), default=None)
     stats = groups.finish(_usable(ex, KERNEL_TABLE, "demangledName", KERNEL_TABLE))
     total = exact_total(np.array([s.total_ns for s in stats.values()], dtype=np.int64), "kernel durations")
-    out = tuple(sorted((KernelRow(n, s, 100.0 * s.total_ns / total if total else 0.0, registers[n])
-                        for n, s in stats.items()), key=lambda k: (-k.stats.total_ns, k.name)))
+    out = tuple(
+        sorted(
+            (KernelRow(n, s, 100.0 * s.total_ns / total if total else 0.0, registers[n]) for n, s in stats.items()),
+            key=lambda k: (-k.stats.total_ns, k.name),
+        )
+    )
     spans = {k.name: _spans(ex, groups.keys[k.name], k.stats.count) for k in out[:SPAN_CHART_TOP]} if with_spans else {}
     return out, spans
 
@@ -178,7 +202,9 @@ def _spans(ex: NsysExport, keys: list[Any], count: int) -> tuple[IntArray, IntAr
     where = " OR ".join("demangledName IS ?" for _ in keys)
     rows = ex.con.execute(
         f"SELECT start, end FROM (SELECT start, end, row_number() OVER (ORDER BY start) - 1 AS i FROM {KERNEL_TABLE} "
-        f"WHERE {OK} AND ({where})) WHERE i % {step} = 0 ORDER BY start", keys).fetchall()
+        f"WHERE {OK} AND ({where})) WHERE i % {step} = 0 ORDER BY start",
+        keys,
+    ).fetchall()
     arr = np.array(rows, dtype=np.int64).reshape(-1, 2)
     return arr[:, 0].copy(), arr[:, 1].copy()
 
@@ -197,13 +223,20 @@ def _memory(ex: NsysExport, dropped: DropCount) -> tuple[MemoryRow, ...]:
         bad = ex.con.execute(f"SELECT count(*) FROM {table} WHERE NOT ({usable})").fetchone()[0]
         dropped.add(f"{table} rows {BAD_SIZE}, or {BAD_SPAN.removeprefix('with ')}", bad)
         for kind, count, packed, packed_bytes in ex.con.execute(
-                f"SELECT {key}, count(*), group_concat(end - start), group_concat(coalesce(bytes, 0)) FROM {table} "
-                f"WHERE {usable} GROUP BY {key}"):
+            f"SELECT {key}, count(*), group_concat(end - start), group_concat(coalesce(bytes, 0)) FROM {table} "
+            f"WHERE {usable} GROUP BY {key}"
+        ):
             label = "memset" if table == MEMSET_TABLE else kinds.get(kind, f"copy kind {text(kind)}")
             durations[label].append(_unpack(ex, packed, count, table))
             sizes[label].append(_unpack(ex, packed_bytes, count, table))
-    rows = (MemoryRow(kind, duration_stats(np.concatenate(parts), "transfer durations"),
-                      exact_total(np.concatenate(sizes[kind]), "transfer sizes")) for kind, parts in durations.items())
+    rows = (
+        MemoryRow(
+            kind,
+            duration_stats(np.concatenate(parts), "transfer durations"),
+            exact_total(np.concatenate(sizes[kind]), "transfer sizes"),
+        )
+        for kind, parts in durations.items()
+    )
     return tuple(sorted(rows, key=lambda m: (-m.stats.total_ns, m.kind)))
 
 
@@ -225,8 +258,10 @@ def _nvtx(ex: NsysExport, dropped: DropCount) -> tuple[NvtxRow, ...]:
     label, join = ex.nvtx_label()
     out = []
     for event_type, style in ((PUSH_POP, "PushPop"), (START_END, "StartEnd")):
-        source = (f"(SELECT {label} AS label, n.start AS start, n.end AS end FROM {NVTX_TABLE} n {join} "
-                  f"WHERE n.eventType = {event_type} AND n.end IS NOT NULL)")
+        source = (
+            f"(SELECT {label} AS label, n.start AS start, n.end AS end FROM {NVTX_TABLE} n {join} "
+            f"WHERE n.eventType = {event_type} AND n.end IS NOT NULL)"
+        )
         what = f"{NVTX_TABLE} {style}"
         groups = _Groups.empty("NVTX range durations")
         for key, values in _grouped(ex, source, "label", what, dropped):

@@ -65,8 +65,10 @@ def _ncu_csv(path: Path, kind: str, with_spans: bool) -> Document:
 
 
 def ncu_summary(path: Path, kind: str, launches: list[NcuLaunch]) -> NcuSummary:
-    rows = tuple(LaunchRow(id=launch.launch_id, name=launch.name, nvtx=launch.nvtx_ranges, table=launch.metrics)
-                 for launch in launches)
+    rows = tuple(
+        LaunchRow(id=launch.launch_id, name=launch.name, nvtx=launch.nvtx_ranges, table=launch.metrics)
+        for launch in launches
+    )
     try:
         diagnosis = tuple(diagnose(lc) for lc in launches)
     except OutOfRange as err:
@@ -77,12 +79,16 @@ def ncu_summary(path: Path, kind: str, launches: list[NcuLaunch]) -> NcuSummary:
 READERS: tuple[Reader, ...] = (
     Reader("nsys-sqlite", "nsys .sqlite", lambda name, head: head.startswith(b"SQLite format 3\x00"), _nsys_sqlite),
     Reader("nsys-rep", ".nsys-rep", lambda name, head: name.endswith(".nsys-rep"), _nsys_rep),
-    Reader("ncu-rep", ".ncu-rep", lambda name, head: name.endswith(".ncu-rep") or head.startswith(b"NVR\x00"),
-           _ncu_rep),
+    Reader(
+        "ncu-rep", ".ncu-rep", lambda name, head: name.endswith(".ncu-rep") or head.startswith(b"NVR\x00"), _ncu_rep
+    ),
     Reader("ncu-csv", "ncu CSV (--csv --page raw)", lambda name, head: name.endswith(".csv"), _ncu_csv),
-    Reader("torch-json", "torch profiler .json",
-           lambda name, head: name.endswith((".json", ".json.gz")) or head[:2] == b"\x1f\x8b"
-           or head.lstrip()[:1] == b"{", _torch),
+    Reader(
+        "torch-json",
+        "torch profiler .json",
+        lambda name, head: name.endswith((".json", ".json.gz")) or head[:2] == b"\x1f\x8b" or head.lstrip()[:1] == b"{",
+        _torch,
+    ),
 )
 
 

@@ -44,9 +44,15 @@ def duration_stats(durations: IntArray, what: str = "durations") -> DurationStat
     if low < 0:
         raise OutOfRange(f"{what}: a negative duration ({low} ns)")
     total = exact_total(durations, what)
-    return DurationStats(count=n, total_ns=total, avg_ns=within(total / n, low, high),
-                         median_ns=within(float(np.median(durations)), low, high), min_ns=low, max_ns=high,
-                         stddev_ns=float(durations.std(ddof=1)) if n > 1 else 0.0)
+    return DurationStats(
+        count=n,
+        total_ns=total,
+        avg_ns=within(total / n, low, high),
+        median_ns=within(float(np.median(durations)), low, high),
+        min_ns=low,
+        max_ns=high,
+        stddev_ns=float(durations.std(ddof=1)) if n > 1 else 0.0,
+    )
 
 
 def _flat(name_key: str, name: str, stats: DurationStats, **extra: Any) -> dict[str, Any]:
@@ -61,8 +67,9 @@ class KernelRow:
     registers_per_thread: int | None
 
     def as_dict(self) -> dict[str, Any]:
-        return _flat("name", self.name, self.stats, time_pct=self.time_pct,
-                     registers_per_thread=self.registers_per_thread)
+        return _flat(
+            "name", self.name, self.stats, time_pct=self.time_pct, registers_per_thread=self.registers_per_thread
+        )
 
 
 @dataclass(frozen=True)
@@ -138,10 +145,10 @@ class IdleSweep:
         gaps = s - before  # timestamps are >= 0 (readers drop others): differences fit int64
         self.idle += int(np.maximum(gaps, 0).sum())
         big = np.flatnonzero(gaps >= self.min_gap_ns)
-        chosen = big[np.argsort(-gaps[big], kind="stable")][:self.top]
+        chosen = big[np.argsort(-gaps[big], kind="stable")][: self.top]
         offset = self.seen + (1 if starts.size != s.size else 0)
         found = [(-int(gaps[i]), offset + int(i), int(before[i])) for i in chosen]
-        self.largest = sorted(self.largest + found)[:self.top]
+        self.largest = sorted(self.largest + found)[: self.top]
         self.reach = int(reach[-1])
         self.seen += int(starts.size)
 
@@ -150,8 +157,13 @@ class IdleSweep:
             return IdleSummary(0, 0, 0, None, ())
         span = self.reach - self.first
         busy = span - self.idle
-        return IdleSummary(busy, self.idle, span, within(100.0 * busy / span, 0.0, 100.0) if span else None,
-                           tuple(Gap(start, -neg) for neg, _, start in self.largest))
+        return IdleSummary(
+            busy,
+            self.idle,
+            span,
+            within(100.0 * busy / span, 0.0, 100.0) if span else None,
+            tuple(Gap(start, -neg) for neg, _, start in self.largest),
+        )
 
 
 def idle_summary(starts: IntArray, ends: IntArray, min_gap_ns: int = 10_000, top: int = 10) -> IdleSummary:
@@ -178,10 +190,19 @@ class TimelineSummary:
     notes: tuple[str, ...] = ()  # rows the reader dropped, counted ("12 ... rows ... ignored")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "source": self.source, "kind": self.kind, "gpu": self.gpu, "meta": dict(self.meta),
-                "kernels": [k.as_dict() for k in self.kernels], "memory": [m.as_dict() for m in self.memory],
-                "api": [a.as_dict() for a in self.api], "nvtx": [n.as_dict() for n in self.nvtx],
-                "gpu_idle": asdict(self.gpu_idle), "notes": list(self.notes)}
+        return {
+            "type": self.type,
+            "source": self.source,
+            "kind": self.kind,
+            "gpu": self.gpu,
+            "meta": dict(self.meta),
+            "kernels": [k.as_dict() for k in self.kernels],
+            "memory": [m.as_dict() for m in self.memory],
+            "api": [a.as_dict() for a in self.api],
+            "nvtx": [n.as_dict() for n in self.nvtx],
+            "gpu_idle": asdict(self.gpu_idle),
+            "notes": list(self.notes),
+        }
 
     def as_stream(self) -> dict[str, Any]:
         return self.as_dict()  # one row per kernel, API call and range: small
@@ -213,8 +234,13 @@ class LaunchRow:
             names = tuple(self.table)
             values, units = tuple(m.value for m in self.table.values()), tuple(m.unit for m in self.table.values())
         order = _name_order(names)
-        return {"id": self.id, "name": self.name, "nvtx": list(self.nvtx),
-                "metrics": {names[i]: values[i] for i in order}, "units": {names[i]: units[i] for i in order}}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "nvtx": list(self.nvtx),
+            "metrics": {names[i]: values[i] for i in order},
+            "units": {names[i]: units[i] for i in order},
+        }
 
 
 @functools.lru_cache(maxsize=64)
@@ -232,13 +258,23 @@ class NcuSummary:
     notes: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "source": self.source, "launches": [lr.as_dict() for lr in self.launches],
-                "diagnosis": [d.as_dict() for d in self.diagnosis], "notes": list(self.notes)}
+        return {
+            "type": self.type,
+            "source": self.source,
+            "launches": [lr.as_dict() for lr in self.launches],
+            "diagnosis": [d.as_dict() for d in self.diagnosis],
+            "notes": list(self.notes),
+        }
 
     def as_stream(self) -> dict[str, Any]:
         """as_dict with the launches as an iterator: a JSON writer makes one launch's dicts at a time."""
-        return {"type": self.type, "source": self.source, "launches": (lr.as_dict() for lr in self.launches),
-                "diagnosis": [d.as_dict() for d in self.diagnosis], "notes": list(self.notes)}
+        return {
+            "type": self.type,
+            "source": self.source,
+            "launches": (lr.as_dict() for lr in self.launches),
+            "diagnosis": [d.as_dict() for d in self.diagnosis],
+            "notes": list(self.notes),
+        }
 
 
 Document = TimelineSummary | NcuSummary

@@ -79,8 +79,20 @@ def summarize_torch(path: Path, type_label: str, with_spans: bool = False) -> Ti
                 continue
             busy_starts.append(start)
             busy_ends.append(end)
-        return _summary(trace, type_label, with_spans, kernel_d, kernel_s, registers, mem_d, mem_bytes, api_d, nvtx_d,
-                        _array(busy_starts), _array(busy_ends))
+        return _summary(
+            trace,
+            type_label,
+            with_spans,
+            kernel_d,
+            kernel_s,
+            registers,
+            mem_d,
+            mem_bytes,
+            api_d,
+            nvtx_d,
+            _array(busy_starts),
+            _array(busy_ends),
+        )
     except OutOfRange as err:
         raise ReportFileError(trace.path, str(err)) from err
 
@@ -89,25 +101,65 @@ def _array(values: array[int]) -> IntArray:
     return np.frombuffer(values, dtype=np.int64) if len(values) else np.zeros(0, np.int64)
 
 
-def _summary(trace: TraceStream, type_label: str, with_spans: bool, kernel_d: dict[str, array[int]],
-             kernel_s: dict[str, array[int]], registers: dict[str, int], mem_d: dict[str, array[int]],
-             mem_bytes: dict[str, int], api_d: dict[str, array[int]], nvtx_d: dict[str, array[int]],
-             busy_starts: IntArray, busy_ends: IntArray) -> TimelineSummary:
+def _summary(
+    trace: TraceStream,
+    type_label: str,
+    with_spans: bool,
+    kernel_d: dict[str, array[int]],
+    kernel_s: dict[str, array[int]],
+    registers: dict[str, int],
+    mem_d: dict[str, array[int]],
+    mem_bytes: dict[str, int],
+    api_d: dict[str, array[int]],
+    nvtx_d: dict[str, array[int]],
+    busy_starts: IntArray,
+    busy_ends: IntArray,
+) -> TimelineSummary:
     stats = {n: duration_stats(_array(d), "kernel durations") for n, d in kernel_d.items()}
     total = exact_total(np.array([s.total_ns for s in stats.values()], dtype=np.int64), "kernel durations")
-    kernels = tuple(sorted((KernelRow(n, s, 100.0 * s.total_ns / total if total else 0.0, registers.get(n))
-                            for n, s in stats.items()), key=lambda k: (-k.stats.total_ns, k.name)))
+    kernels = tuple(
+        sorted(
+            (KernelRow(n, s, 100.0 * s.total_ns / total if total else 0.0, registers.get(n)) for n, s in stats.items()),
+            key=lambda k: (-k.stats.total_ns, k.name),
+        )
+    )
     spans: dict[str, tuple[IntArray, IntArray]] = {}
     if with_spans:
         for k in kernels[:SPAN_CHART_TOP]:
             s_arr = _array(kernel_s[k.name])
             spans[k.name] = (s_arr, s_arr + _array(kernel_d[k.name]))
-    memory = tuple(sorted((MemoryRow(kind, duration_stats(_array(d), "transfer durations"), mem_bytes[kind])
-                           for kind, d in mem_d.items()), key=lambda m: (-m.stats.total_ns, m.kind)))
-    api = tuple(sorted((ApiRow(n, duration_stats(_array(d), "runtime call durations")) for n, d in api_d.items()),
-                       key=lambda a: (-a.stats.total_ns, a.name)))
-    nvtx = tuple(sorted((NvtxRow(n, "PushPop", duration_stats(_array(d), "annotation durations"))
-                         for n, d in nvtx_d.items()), key=lambda r: (-r.stats.total_ns, r.range)))
-    return TimelineSummary(source=str(trace.path), type=type_label, kind="torch", gpu=trace.gpu_name,
-                           meta={"schemaVersion": trace.schema_version}, kernels=kernels, memory=memory, api=api,
-                           nvtx=nvtx, gpu_idle=idle_summary(busy_starts, busy_ends), spans=spans, notes=trace.notes)
+    memory = tuple(
+        sorted(
+            (
+                MemoryRow(kind, duration_stats(_array(d), "transfer durations"), mem_bytes[kind])
+                for kind, d in mem_d.items()
+            ),
+            key=lambda m: (-m.stats.total_ns, m.kind),
+        )
+    )
+    api = tuple(
+        sorted(
+            (ApiRow(n, duration_stats(_array(d), "runtime call durations")) for n, d in api_d.items()),
+            key=lambda a: (-a.stats.total_ns, a.name),
+        )
+    )
+    nvtx = tuple(
+        sorted(
+            (NvtxRow(n, "PushPop", duration_stats(_array(d), "annotation durations")) for n, d in nvtx_d.items()),
+            key=lambda r: (-r.stats.total_ns, r.range),
+        )
+    )
+    return TimelineSummary(
+        source=str(trace.path),
+        type=type_label,
+        kind="torch",
+        gpu=trace.gpu_name,
+        meta={"schemaVersion": trace.schema_version},
+        kernels=kernels,
+        memory=memory,
+        api=api,
+        nvtx=nvtx,
+        gpu_idle=idle_summary(busy_starts, busy_ends),
+        spans=spans,
+        notes=trace.notes,
+    )

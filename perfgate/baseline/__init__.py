@@ -117,11 +117,14 @@ def load_baseline(path: Path) -> Baseline | None:
 
 def parse_baseline(path: Path, data: Any) -> Baseline:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise BaselineError(path, f"not a perfgate baseline (expected \"format\": \"{FORMAT}\")")
+        raise BaselineError(path, f'not a perfgate baseline (expected "format": "{FORMAT}")')
     version = data.get("version")
     if isinstance(version, bool) or version not in READABLE_VERSIONS:
-        raise BaselineError(path, f"format version {version!r} is not supported (this perfgate reads "
-                                  f"{', '.join(map(str, READABLE_VERSIONS))})")
+        raise BaselineError(
+            path,
+            f"format version {version!r} is not supported (this perfgate reads "
+            f"{', '.join(map(str, READABLE_VERSIONS))})",
+        )
     env = _environment(path, _field(path, data, "environment", dict))
     cases_raw = _field(path, data, "cases", dict)
     cases = {cid: _case(path, cid, c) for cid, c in cases_raw.items()}
@@ -149,14 +152,14 @@ def _kind_name(kind: type) -> str:
 def _environment(path: Path, raw: dict[str, Any]) -> Environment:
     for key in ("device_kind", "device_name"):
         if not isinstance(raw.get(key), str) or not raw[key].strip():
-            raise BaselineError(path, f"environment: \"{key}\" must be a non-empty string")
+            raise BaselineError(path, f'environment: "{key}" must be a non-empty string')
     if raw["device_kind"] not in ("cuda", "host"):
-        raise BaselineError(path, f"environment: device_kind must be \"cuda\" or \"host\", got {raw['device_kind']!r}")
+        raise BaselineError(path, f'environment: device_kind must be "cuda" or "host", got {raw["device_kind"]!r}')
     values = {}
     for key in _ENV_FIELDS:
         if key in raw:
             if not isinstance(raw[key], str):
-                raise BaselineError(path, f"environment: \"{key}\" must be a string")
+                raise BaselineError(path, f'environment: "{key}" must be a string')
             values[key] = raw[key]
     return Environment(**values)
 
@@ -165,13 +168,13 @@ def _finite(path: Path, where: str, key: str, value: Any, positive: bool) -> flo
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or (positive and value <= 0) or (not positive and value < 0):
         need = "a finite number > 0" if positive else "a finite number >= 0"
-        raise BaselineError(path, f"{where}: \"{key}\" must be {need}, got {value!r}")
+        raise BaselineError(path, f'{where}: "{key}" must be {need}, got {value!r}')
     return float(value)
 
 
 def _numbers(path: Path, where: str, key: str, raw: Any, min_len: int, positive: bool) -> tuple[float, ...]:
     if not isinstance(raw, list) or len(raw) < min_len:
-        raise BaselineError(path, f"{where}: \"{key}\" must be a list of at least {min_len} numbers")
+        raise BaselineError(path, f'{where}: "{key}" must be a list of at least {min_len} numbers')
     return tuple(_finite(path, where, f"{key}[{i}]", v, positive) for i, v in enumerate(raw))
 
 
@@ -201,19 +204,40 @@ def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
     spread = procs or samples
     if not min(spread) * (1 - 1e-9) <= median <= max(spread) * (1 + 1e-9):
         source = "process_medians_ms" if procs else "samples_ms"
-        raise BaselineError(path, f"{where}: \"median_ms\" {median:g} lies outside the range of its {source} "
-                                  f"[{min(spread):g}, {max(spread):g}]")
-    optional = {k: _finite(path, where, k, c[k], positive=False)
-                for k in ("noise_pct", "threshold_pct", "speedup_noise_pct", "speedup_threshold_pct")
-                if c.get(k) is not None}
-    autotuned = {k: _finite(path, where, k, c[k], positive=True)
-                 for k in ("autotune_process_median_ms", "autotune_process_speedup") if c.get(k) is not None}
-    return BaselineCase(case_id, Timer(timer_raw), median, samples, _metrics(path, where, c.get("metrics", [])),
-                        procs, optional.get("noise_pct"), optional.get("threshold_pct"),
-                        _autotune(path, where, c.get("autotune", {})), _gpu_state(path, where, c.get("gpu_state")),
-                        speedups, optional.get("speedup_noise_pct"), optional.get("speedup_threshold_pct"),
-                        autotuned.get("autotune_process_median_ms"), autotuned.get("autotune_process_speedup"),
-                        _host_state(path, where, c.get("host_state")), points)
+        raise BaselineError(
+            path,
+            f'{where}: "median_ms" {median:g} lies outside the range of its {source} '
+            f"[{min(spread):g}, {max(spread):g}]",
+        )
+    optional = {
+        k: _finite(path, where, k, c[k], positive=False)
+        for k in ("noise_pct", "threshold_pct", "speedup_noise_pct", "speedup_threshold_pct")
+        if c.get(k) is not None
+    }
+    autotuned = {
+        k: _finite(path, where, k, c[k], positive=True)
+        for k in ("autotune_process_median_ms", "autotune_process_speedup")
+        if c.get(k) is not None
+    }
+    return BaselineCase(
+        case_id,
+        Timer(timer_raw),
+        median,
+        samples,
+        _metrics(path, where, c.get("metrics", [])),
+        procs,
+        optional.get("noise_pct"),
+        optional.get("threshold_pct"),
+        _autotune(path, where, c.get("autotune", {})),
+        _gpu_state(path, where, c.get("gpu_state")),
+        speedups,
+        optional.get("speedup_noise_pct"),
+        optional.get("speedup_threshold_pct"),
+        autotuned.get("autotune_process_median_ms"),
+        autotuned.get("autotune_process_speedup"),
+        _host_state(path, where, c.get("host_state")),
+        points,
+    )
 
 
 def summary_points(samples_ms: Sequence[float]) -> tuple[float, ...]:
@@ -234,11 +258,13 @@ def expand_quantiles(points: Sequence[float], count: int) -> tuple[float, ...]:
 
 def _expanded(path: Path, where: str, points: tuple[float, ...], count: Any) -> tuple[float, ...]:
     if isinstance(count, bool) or not isinstance(count, int) or not len(points) <= count <= MAX_SAMPLE_COUNT:
-        raise BaselineError(path, f"{where}: \"sample_count\" must be an integer from {len(points)} (the points "
-                                  f"in samples_ms) to {MAX_SAMPLE_COUNT:,}, got {count!r}")
+        raise BaselineError(
+            path,
+            f'{where}: "sample_count" must be an integer from {len(points)} (the points '
+            f"in samples_ms) to {MAX_SAMPLE_COUNT:,}, got {count!r}",
+        )
     if any(b < a for a, b in itertools.pairwise(points)):
-        raise BaselineError(path, f"{where}: \"samples_ms\" with a \"sample_count\" are quantiles: they must not "
-                                  f"decrease")
+        raise BaselineError(path, f'{where}: "samples_ms" with a "sample_count" are quantiles: they must not decrease')
     return expand_quantiles(points, count)
 
 
@@ -249,14 +275,21 @@ def _metrics(path: Path, where: str, raw: Any) -> tuple[Metric, ...]:
     for i, m in enumerate(raw):
         here = f"{where} metrics[{i}]"
         if not isinstance(m, dict) or not isinstance(m.get("name"), str) or not m["name"]:
-            raise BaselineError(path, f"{here}: needs a \"name\" string and a numeric \"value\"")
+            raise BaselineError(path, f'{here}: needs a "name" string and a numeric "value"')
         # every catalogue metric is a count, size, time, rate, ratio or percentage: never negative
         value = _finite(path, here, "value", m.get("value"), positive=False)
         for key in ("unit", "source", "kernel"):
             if not isinstance(m.get(key, ""), str):
-                raise BaselineError(path, f"{here}: \"{key}\" must be a string")
-        out.append(Metric(name=m["name"], value=value, unit=m.get("unit", ""), source=m.get("source", ""),
-                          kernel=m.get("kernel", "")))
+                raise BaselineError(path, f'{here}: "{key}" must be a string')
+        out.append(
+            Metric(
+                name=m["name"],
+                value=value,
+                unit=m.get("unit", ""),
+                source=m.get("source", ""),
+                kernel=m.get("kernel", ""),
+            )
+        )
     return tuple(out)
 
 
@@ -266,8 +299,16 @@ def _autotune(path: Path, where: str, raw: Any) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(raw.items()))
 
 
-_GPU_NUMBERS = ("sm_clock_mhz", "sm_clock_min_mhz", "mem_clock_mhz", "temperature_max_c", "power_median_w",
-                "power_limit_w", "throttled_fraction", "cooldown_ms")
+_GPU_NUMBERS = (
+    "sm_clock_mhz",
+    "sm_clock_min_mhz",
+    "mem_clock_mhz",
+    "temperature_max_c",
+    "power_median_w",
+    "power_limit_w",
+    "throttled_fraction",
+    "cooldown_ms",
+)
 
 
 def _gpu_state(path: Path, where: str, raw: Any) -> GpuState | None:
@@ -276,15 +317,16 @@ def _gpu_state(path: Path, where: str, raw: Any) -> GpuState | None:
     if not isinstance(raw, dict):
         raise BaselineError(path, f'{where}: "gpu_state" must be an object')
     here = f"{where} gpu_state"
-    values: dict[str, Any] = {k: _finite(path, here, k, raw[k], positive=False) for k in _GPU_NUMBERS
-                              if raw.get(k) is not None}
+    values: dict[str, Any] = {
+        k: _finite(path, here, k, raw[k], positive=False) for k in _GPU_NUMBERS if raw.get(k) is not None
+    }
     for key in ("polls", "throttle_reasons", "excluded_samples"):
         v = raw.get(key, 0)
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= INT64_MAX:
-            raise BaselineError(path, f"{here}: \"{key}\" must be an integer in [0, 2**63)")
+            raise BaselineError(path, f'{here}: "{key}" must be an integer in [0, 2**63)')
         values[key] = v
     if not isinstance(raw.get("clocks_locked", False), bool):
-        raise BaselineError(path, f"{here}: \"clocks_locked\" must be true or false")
+        raise BaselineError(path, f'{here}: "clocks_locked" must be true or false')
     return GpuState(clocks_locked=raw.get("clocks_locked", False), **values)
 
 
@@ -300,10 +342,13 @@ def _host_state(path: Path, where: str, raw: Any) -> HostState | None:
             raise BaselineError(path, f'{here}: "{key}" must be an integer >= 0')
     assert isinstance(cpus, int) and isinstance(threads, int)
     steal = raw.get("steal_pct")
-    return HostState(load_avg_1m=_finite(path, here, "load_avg_1m", raw.get("load_avg_1m"), positive=False),
-                     cpus=cpus, threads=threads,
-                     cpu_mhz=_finite(path, here, "cpu_mhz", raw["cpu_mhz"], True) if raw.get("cpu_mhz") else None,
-                     steal_pct=_finite(path, here, "steal_pct", steal, False) if steal is not None else None)
+    return HostState(
+        load_avg_1m=_finite(path, here, "load_avg_1m", raw.get("load_avg_1m"), positive=False),
+        cpus=cpus,
+        threads=threads,
+        cpu_mhz=_finite(path, here, "cpu_mhz", raw["cpu_mhz"], True) if raw.get("cpu_mhz") else None,
+        steal_pct=_finite(path, here, "steal_pct", steal, False) if steal is not None else None,
+    )
 
 
 def _update(path: Path, i: int, u: Any) -> Update:
@@ -312,12 +357,13 @@ def _update(path: Path, i: int, u: Any) -> Update:
         raise BaselineError(path, f"{where} must be an object")
     for key in ("at", "by", "commit", "reason"):
         if not isinstance(u.get(key, ""), str):
-            raise BaselineError(path, f"{where}: \"{key}\" must be a string")
+            raise BaselineError(path, f'{where}: "{key}" must be a string')
     counts = {}
     for key in ("cases", "calibrated_runs"):
         v = u.get(key, 0)
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= INT64_MAX:
-            raise BaselineError(path, f"{where}: \"{key}\" must be an integer in [0, 2**63)")
+            raise BaselineError(path, f'{where}: "{key}" must be an integer in [0, 2**63)')
         counts[key] = v
-    return Update(at=u.get("at", ""), by=u.get("by", ""), commit=u.get("commit", ""), reason=u.get("reason", ""),
-                  **counts)
+    return Update(
+        at=u.get("at", ""), by=u.get("by", ""), commit=u.get("commit", ""), reason=u.get("reason", ""), **counts
+    )

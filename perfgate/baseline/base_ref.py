@@ -82,8 +82,9 @@ def check_against_base(ref: str, settings: Settings, env: Environment, baseline_
     return BaseCheck(ref, tuple(changes), added, stated=stated)
 
 
-def _base_baseline_path(settings: Settings, base_table: dict[str, Any], env: Environment, changes: list[str],
-                        ref: str) -> Path | None:
+def _base_baseline_path(
+    settings: Settings, base_table: dict[str, Any], env: Environment, changes: list[str], ref: str
+) -> Path | None:
     """The baseline file the base ref's configuration reads for this device."""
     try:
         base = settings_from_config(base_table, where=f"{ref}:pyproject.toml [tool.perfgate]", rootdir=settings.rootdir)
@@ -168,12 +169,13 @@ class _Git:
             raise PerfgateError(f"perfgate: {ref!r} is not a git ref")
         code, out = self._run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
         if code != 0 or not out.strip():
-            raise PerfgateError(f"perfgate: the base ref {ref} is not in this checkout (fetch it: actions/checkout "
-                                f"with fetch-depth: 0, or git fetch origin <base>)")
+            raise PerfgateError(
+                f"perfgate: the base ref {ref} is not in this checkout (fetch it: actions/checkout "
+                f"with fetch-depth: 0, or git fetch origin <base>)"
+            )
         return out.strip()
 
     def show(self, commit: str, rel: str) -> str | None:
         """The file at `rel` in `commit`, None when it has none."""
         code, out = self._run("show", f"{commit}:{rel}")
         return out if code == 0 else None
-

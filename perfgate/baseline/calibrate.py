@@ -46,28 +46,34 @@ def calibrate(settings: Settings, runs: int, pytest_args: list[str]) -> Calibrat
             if i == 1 and settings.pin_autotune and any(r.autotune for r in run.results):
                 runner = _pinned_runner(settings, run, Path(tmp))
                 total, autotuned = runs + 1, True
-            print(f"perfgate: calibration process {i}/{total}: {len(run.results)} case(s) in "
-                  f"{time.monotonic() - started:.1f} s", file=sys.stderr)
+            print(
+                f"perfgate: calibration process {i}/{total}: {len(run.results)} case(s) in "
+                f"{time.monotonic() - started:.1f} s",
+                file=sys.stderr,
+            )
     return Calibration(tuple(out), autotuned)
 
 
 def _check_child(i: int, child: ChildRun, earlier: list[Run]) -> None:
     if child.returncode != 0:
-        raise PerfgateError(f"perfgate calibrate: process {i}: pytest exited with status {child.returncode} "
-                            f"(tests failed, errored or none were collected); no baseline written")
+        raise PerfgateError(
+            f"perfgate calibrate: process {i}: pytest exited with status {child.returncode} "
+            f"(tests failed, errored or none were collected); no baseline written"
+        )
     if not child.results or child.environment is None:
         raise PerfgateError(f"perfgate calibrate: process {i} measured no perf case; no baseline written")
     if earlier and earlier[0].environment.comparability_key() != child.environment.comparability_key():
-        raise PerfgateError(f"perfgate calibrate: process {i} ran on {child.environment.device_name}, process 1 on "
-                            f"{earlier[0].environment.device_name}; no baseline written")
+        raise PerfgateError(
+            f"perfgate calibrate: process {i} ran on {child.environment.device_name}, process 1 on "
+            f"{earlier[0].environment.device_name}; no baseline written"
+        )
 
 
 def _as_run(child: ChildRun, rootdir: Path, started_at: str) -> Run:
     from perfgate.gate.run import build_run
 
     assert child.environment is not None
-    return build_run(child.results, child.unmeasured, child.environment, rootdir, started_at,
-                     kind=RunKind.CALIBRATION)
+    return build_run(child.results, child.unmeasured, child.environment, rootdir, started_at, kind=RunKind.CALIBRATION)
 
 
 def _pinned_runner(settings: Settings, first: Run, tmp: Path) -> ChildRunner:
@@ -75,5 +81,3 @@ def _pinned_runner(settings: Settings, first: Run, tmp: Path) -> ChildRunner:
     pins = tmp / "pins.json"
     write_baseline(replace(updated_baseline(None, first, pins, who(), "autotune pins"), path=pins))
     return ChildRunner(settings.rootdir, settings, pins)
-
-

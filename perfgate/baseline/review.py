@@ -30,8 +30,10 @@ def calibration_notes(baseline: Baseline, runs: Sequence[Run], autotuned_first: 
         if case is None:
             continue
         if autotune_warmup(results, autotuned_first):
-            lines.append(f"perfgate note: {case_id}: process 1 ran the autotuner "
-                         f"({fmt_value(results[0].timing.median_ms, 'ms')}); it is a warm-up, left out of the noise")
+            lines.append(
+                f"perfgate note: {case_id}: process 1 ran the autotuner "
+                f"({fmt_value(results[0].timing.median_ms, 'ms')}); it is a warm-up, left out of the noise"
+            )
         lines += _isolated_notes(case_id, case)
         detects = [d for d in (case.threshold_pct, case.speedup_threshold_pct) if d is not None]
         if detects and min(detects) > USEFUL_DETECT_PCT:
@@ -52,9 +54,11 @@ def _isolated_notes(case_id: str, case: BaselineCase) -> list[str]:
             continue
         odd = next(v for v in values if v not in kept)
         centre = sum(kept) / len(kept)
-        out.append(f"perfgate note: {case_id}: one calibration process's {what} ({odd:.4g}) lies {_rel(odd, centre)} "
-                   f"from all the others; it counts in the noise until the history holds "
-                   f"{EXCLUSION_MIN_PROCESSES} processes: recalibrate if it was a fluke")
+        out.append(
+            f"perfgate note: {case_id}: one calibration process's {what} ({odd:.4g}) lies {_rel(odd, centre)} "
+            f"from all the others; it counts in the noise until the history holds "
+            f"{EXCLUSION_MIN_PROCESSES} processes: recalibrate if it was a fluke"
+        )
     return out
 
 
@@ -68,14 +72,18 @@ def reasons(results: Sequence[CaseResult]) -> list[str]:
     medians = sorted(r.timing.median_ms for r in results)
     timer = results[0].timing.timer
     if medians[len(medians) // 2] < TINY_CALL_MS[timer]:
-        out.append(f"one call takes {fmt_value(medians[len(medians) // 2], 'ms')}, where timer and launch overhead "
-                   "set the spread: time more work per call")
+        out.append(
+            f"one call takes {fmt_value(medians[len(medians) // 2], 'ms')}, where timer and launch overhead "
+            "set the spread: time more work per call"
+        )
     hosts = [r.host_state for r in results if r.host_state is not None]
     if hosts:
         out += _host_reasons(hosts)
     if timer is Timer.CUDA_EVENT and results[0].speedup is None:
-        out.append(f"process medians spread {fmt_value(medians[0], 'ms')}-{fmt_value(medians[-1], 'ms')} (machine "
-                   "state common to the process): a reference or a probe cancels it (docs/accuracy.md)")
+        out.append(
+            f"process medians spread {fmt_value(medians[0], 'ms')}-{fmt_value(medians[-1], 'ms')} (machine "
+            "state common to the process): a reference or a probe cancels it (docs/accuracy.md)"
+        )
     return out
 
 

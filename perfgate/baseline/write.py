@@ -43,9 +43,17 @@ LOCK_TIMEOUT_S = 600.0
 def case_from_result(res: CaseResult, process_medians_ms: tuple[float, ...] = ()) -> BaselineCase:
     # only catalogue metrics: the gate compares those, and a full ncu set (thousands) would drown review
     kept = tuple(m for m in res.metrics if m.source != "timing" and spec_for(m.name) is not None)
-    return BaselineCase(res.case_id, res.timing.timer, res.timing.median_ms, res.samples_ms, kept,
-                        process_medians_ms, autotune=res.autotune, gpu_state=res.gpu_state,
-                        host_state=res.host_state)
+    return BaselineCase(
+        res.case_id,
+        res.timing.timer,
+        res.timing.median_ms,
+        res.samples_ms,
+        kept,
+        process_medians_ms,
+        autotune=res.autotune,
+        gpu_state=res.gpu_state,
+        host_state=res.host_state,
+    )
 
 
 def updated_baseline(old: Baseline | None, run: Run, path: Path, who: str, reason: str) -> Baseline:
@@ -53,13 +61,19 @@ def updated_baseline(old: Baseline | None, run: Run, path: Path, who: str, reaso
     cases = dict(old.cases) if old else {}
     for res in run.results:
         cases[res.case_id] = case_from_result(res)
-    update = Update(at=run.info.finished_at, by=who, commit=run.info.git_commit, reason=reason,
-                    cases=len(run.results))
+    update = Update(at=run.info.finished_at, by=who, commit=run.info.git_commit, reason=reason, cases=len(run.results))
     return _with_update(old, path, run.environment, cases, update)
 
 
-def calibrated_baseline(old: Baseline | None, runs: Sequence[Run], path: Path, who: str, reason: str,
-                        settings: Settings, autotuned_first: bool = False) -> Baseline:
+def calibrated_baseline(
+    old: Baseline | None,
+    runs: Sequence[Run],
+    path: Path,
+    who: str,
+    reason: str,
+    settings: Settings,
+    autotuned_first: bool = False,
+) -> Baseline:
     """One baseline from several fresh processes: per case the median of the process medians, the samples
     and metrics of the median process, the between-process noise and what the case detects."""
     by_case: dict[str, list[CaseResult]] = {}
@@ -70,8 +84,14 @@ def calibrated_baseline(old: Baseline | None, runs: Sequence[Run], path: Path, w
     for case_id, results in sorted(by_case.items()):
         cases[case_id] = _calibrated_case(results, settings, len(by_case), autotuned_first)
     last = runs[-1]
-    update = Update(at=last.info.finished_at, by=who, commit=last.info.git_commit, reason=reason,
-                    cases=len(by_case), calibrated_runs=len(runs))
+    update = Update(
+        at=last.info.finished_at,
+        by=who,
+        commit=last.info.git_commit,
+        reason=reason,
+        cases=len(by_case),
+        calibrated_runs=len(runs),
+    )
     return _with_update(old, path, last.environment, cases, update)
 
 
@@ -82,21 +102,27 @@ def autotune_warmup(results: Sequence[CaseResult], autotuned_first: bool) -> boo
     return autotuned_first and len(results) > MIN_CALIBRATION_PROCESSES and bool(results[0].autotune)
 
 
-def _calibrated_case(results: list[CaseResult], settings: Settings, cases: int, autotuned_first: bool
-                     ) -> BaselineCase:
+def _calibrated_case(results: list[CaseResult], settings: Settings, cases: int, autotuned_first: bool) -> BaselineCase:
     warmup = results[0] if autotune_warmup(results, autotuned_first) else None
     kept = results[1:] if warmup is not None else results
     case = _calibrated_time(kept, settings, cases)
     if warmup is not None:
-        case = replace(case, autotune_process_median_ms=warmup.timing.median_ms,
-                       autotune_process_speedup=warmup.speedup.median if warmup.speedup else None)
+        case = replace(
+            case,
+            autotune_process_median_ms=warmup.timing.median_ms,
+            autotune_process_speedup=warmup.speedup.median if warmup.speedup else None,
+        )
     speedups = tuple(r.speedup.median for r in kept if r.speedup is not None)
     if len(speedups) < MIN_CALIBRATION_PROCESSES or len(speedups) != len(kept):
         return case
     values = tuple(1.0 / s for s in speedups)
     d = _review_decision(values, kept[0], settings, cases)
-    return replace(case, process_speedups=speedups, speedup_noise_pct=_round(d.noise.noise_pct if d.noise else None),
-                   speedup_threshold_pct=_round(d.detects_pct))
+    return replace(
+        case,
+        process_speedups=speedups,
+        speedup_noise_pct=_round(d.noise.noise_pct if d.noise else None),
+        speedup_threshold_pct=_round(d.detects_pct),
+    )
 
 
 def _review_decision(values: Sequence[float], res: CaseResult, settings: Settings, cases: int) -> Decision:
@@ -107,8 +133,11 @@ def _review_decision(values: Sequence[float], res: CaseResult, settings: Setting
 
     noise = estimate_noise(values, (), noise_floor(res.timing.timer, settings.noise_floor_pct))
     t = res.thresholds
-    rule = Rule(alpha=per_test_alpha(settings.false_alarm_pct, cases), stages=1 + settings.confirm_runs,
-                floor_pct=t.time_pct if t.time_pct_explicit else t.min_effect_pct)
+    rule = Rule(
+        alpha=per_test_alpha(settings.false_alarm_pct, cases),
+        stages=1 + settings.confirm_runs,
+        floor_pct=t.time_pct if t.time_pct_explicit else t.min_effect_pct,
+    )
     return decide(values, [sum(values) / len(values)], noise, rule)
 
 
@@ -128,8 +157,9 @@ def _calibrated_time(results: Sequence[CaseResult], settings: Settings, cases: i
     return replace(case, noise_pct=_round(d.noise.noise_pct if d.noise else None), threshold_pct=_round(d.detects_pct))
 
 
-def _with_update(old: Baseline | None, path: Path, env: Environment, cases: dict[str, BaselineCase],
-                 update: Update) -> Baseline:
+def _with_update(
+    old: Baseline | None, path: Path, env: Environment, cases: dict[str, BaselineCase], update: Update
+) -> Baseline:
     updates = ((old.updates if old else ()) + (update,))[-MAX_UPDATES_KEPT:]
     return Baseline(path=path, environment=env, cases=cases, updates=updates)
 
@@ -137,10 +167,17 @@ def _with_update(old: Baseline | None, path: Path, env: Environment, cases: dict
 def render_baseline(b: Baseline) -> str:
     """Stable text: sorted keys, samples and metric rows on one line each, so diffs show what moved."""
     env = {k: v for k, v in sorted(asdict(b.environment).items()) if k not in ("hostname",)}
-    lines = ["{", f'  "format": "{FORMAT}",', f'  "version": {VERSION},',
-             f'  "environment": {json.dumps(env, sort_keys=True)},', '  "updates": [']
-    lines += [f"    {json.dumps(asdict(u), sort_keys=True)}{',' if i < len(b.updates) - 1 else ''}"
-              for i, u in enumerate(b.updates)]
+    lines = [
+        "{",
+        f'  "format": "{FORMAT}",',
+        f'  "version": {VERSION},',
+        f'  "environment": {json.dumps(env, sort_keys=True)},',
+        '  "updates": [',
+    ]
+    lines += [
+        f"    {json.dumps(asdict(u), sort_keys=True)}{',' if i < len(b.updates) - 1 else ''}"
+        for i, u in enumerate(b.updates)
+    ]
     lines += ["  ],", '  "cases": {']
     ids = sorted(b.cases)
     for i, cid in enumerate(ids):
@@ -159,9 +196,12 @@ def _render_case(c: BaselineCase, last: bool) -> list[str]:
         fields.append(f'"threshold_pct": {_short(c.threshold_pct)}')
     if c.process_speedups:
         fields.append(f'"process_speedups": [{", ".join(_short(v) for v in c.process_speedups)}]')
-    for key, value in (("speedup_noise_pct", c.speedup_noise_pct), ("speedup_threshold_pct", c.speedup_threshold_pct),
-                       ("autotune_process_median_ms", c.autotune_process_median_ms),
-                       ("autotune_process_speedup", c.autotune_process_speedup)):
+    for key, value in (
+        ("speedup_noise_pct", c.speedup_noise_pct),
+        ("speedup_threshold_pct", c.speedup_threshold_pct),
+        ("autotune_process_median_ms", c.autotune_process_median_ms),
+        ("autotune_process_speedup", c.autotune_process_speedup),
+    ):
         if value is not None:
             fields.append(f'"{key}": {_short(value)}')
     points = _written_samples(c)
@@ -174,9 +214,12 @@ def _render_case(c: BaselineCase, last: bool) -> list[str]:
         fields.append(f'"gpu_state": {json.dumps(_gpu_dict(c.gpu_state), sort_keys=True)}')
     if c.host_state is not None:
         fields.append(f'"host_state": {json.dumps(_gpu_dict(c.host_state), sort_keys=True)}')
-    metric_rows = [json.dumps({"source": m.source, "kernel": m.kernel, "name": m.name, "value": m.value,
-                               "unit": m.unit}, sort_keys=True)
-                   for m in sorted(c.metrics, key=lambda m: (m.source, m.kernel, m.name))]
+    metric_rows = [
+        json.dumps(
+            {"source": m.source, "kernel": m.kernel, "name": m.name, "value": m.value, "unit": m.unit}, sort_keys=True
+        )
+        for m in sorted(c.metrics, key=lambda m: (m.source, m.kernel, m.name))
+    ]
     out = [f"    {json.dumps(c.case_id)}: {{"] + [f"      {f}," for f in fields] + ['      "metrics": [']
     out += [f"        {row}{',' if j < len(metric_rows) - 1 else ''}" for j, row in enumerate(metric_rows)]
     out += ["      ]", f"    }}{'' if last else ','}"]
@@ -210,8 +253,9 @@ def write_baseline(b: Baseline) -> None:
         raise BaselineError(b.path, f"cannot be written ({err.strerror or err})") from err
 
 
-def update_baseline_file(path: Path, change: Callable[[Baseline | None], Baseline | None],
-                         timeout_s: float = LOCK_TIMEOUT_S) -> Baseline | None:
+def update_baseline_file(
+    path: Path, change: Callable[[Baseline | None], Baseline | None], timeout_s: float = LOCK_TIMEOUT_S
+) -> Baseline | None:
     """Re-read the file under an exclusive lock, apply `change`, write the result (None: leave it).
 
     Concurrent updates serialize here; one that cannot get the lock fails loudly rather than

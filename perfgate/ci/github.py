@@ -44,8 +44,9 @@ class GitHubHttpError(PerfgateError):
 
 def marker_line(name: str) -> str:
     if not _MARKER_NAME.fullmatch(name):
-        raise PerfgateError(f"perfgate: a comment marker is letters, digits, '.', '_' and '-' (at most 100), got "
-                            f"{name[:40]!r}")
+        raise PerfgateError(
+            f"perfgate: a comment marker is letters, digits, '.', '_' and '-' (at most 100), got {name[:40]!r}"
+        )
     return f"<!-- perfgate:{name} -->"
 
 
@@ -70,16 +71,25 @@ class GitHubApi:
 
     def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(f"{self.api_url}{path}", data=data, method=method, headers={  # noqa: S310
-            "Accept": "application/vnd.github+json", "Authorization": f"Bearer {self._token}",
-            "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "perfgate",
-            **({"Content-Type": "application/json"} if data is not None else {})})
+        req = urllib.request.Request(  # noqa: S310 (api_url is http(s), checked in __init__)
+            f"{self.api_url}{path}",
+            data=data,
+            method=method,
+            headers={
+                "Accept": "application/vnd.github+json",
+                "Authorization": f"Bearer {self._token}",
+                "X-GitHub-Api-Version": "2022-11-28",
+                "User-Agent": "perfgate",
+                **({"Content-Type": "application/json"} if data is not None else {}),
+            },
+        )
         try:
             with self._open(req, TIMEOUT_S) as resp:
                 raw = resp.read()
         except urllib.error.HTTPError as err:
-            raise GitHubHttpError(f"perfgate: GitHub API {method} {path}: HTTP {err.code} {err.reason}",
-                                  err.code) from err
+            raise GitHubHttpError(
+                f"perfgate: GitHub API {method} {path}: HTTP {err.code} {err.reason}", err.code
+            ) from err
         except (urllib.error.URLError, TimeoutError, OSError) as err:
             raise PerfgateError(f"perfgate: GitHub API {method} {path}: {err}") from err
         return json.loads(raw) if raw else None
@@ -127,12 +137,17 @@ def is_ours(comment: Any, marker: str, author: str) -> bool:
         return False
     user = comment.get("user")
     body = comment.get("body")
-    return isinstance(user, dict) and user.get("login") == author and isinstance(body, str) \
+    return (
+        isinstance(user, dict)
+        and user.get("login") == author
+        and isinstance(body, str)
         and body.split("\n", 1)[0].rstrip("\r") == marker
+    )
 
 
-def upsert_comment(api: GitHubApi, pr: int, summary: str | Sequence[str], name: str = "perfgate",
-                   author: str | None = None) -> CommentResult:
+def upsert_comment(
+    api: GitHubApi, pr: int, summary: str | Sequence[str], name: str = "perfgate", author: str | None = None
+) -> CommentResult:
     """Edit the PR's perfgate comment in place, or create it; never a second one. Only the comments `author`
     (default: the token's own identity) wrote are ever edited or deleted."""
     marker = marker_line(name)

@@ -35,9 +35,17 @@ _VERDICTS = frozenset(v.value for v in Verdict)
 _KINDS = frozenset(k.value for k in FindingKind)
 _DIRECTIONS = frozenset(d.value for d in Direction)
 # comparison numbers -> the least they can be (None: any finite value)
-_ROW_NUMBERS: dict[str, float | None] = {"current": 0.0, "baseline": 0.0, "change_pct": -100.0,
-                                         "threshold_pct": 0.0, "noise_pct": 0.0, "ci_low_pct": None,
-                                         "ci_high_pct": None, "score": None, "p_value": 0.0}
+_ROW_NUMBERS: dict[str, float | None] = {
+    "current": 0.0,
+    "baseline": 0.0,
+    "change_pct": -100.0,
+    "threshold_pct": 0.0,
+    "noise_pct": 0.0,
+    "ci_low_pct": None,
+    "ci_high_pct": None,
+    "score": None,
+    "p_value": 0.0,
+}
 _TIMING = ("min_ms", "q1_ms", "median_ms", "mean_ms", "q3_ms", "max_ms", "stdev_ms")
 
 
@@ -60,8 +68,11 @@ def read_checked_results(path: Path) -> CheckedResults:
         raise ReportFileError(path, "not a perfgate results file (--perfgate-json): not an object")
     version = doc.get("perfgate_json_version")
     if type(version) is not int or not OLDEST_VERSION <= version <= JSON_VERSION:
-        raise ReportFileError(path, f"perfgate_json_version {str(version)[:20]!r} is not one this perfgate reads "
-                                    f"({OLDEST_VERSION} to {JSON_VERSION})")
+        raise ReportFileError(
+            path,
+            f"perfgate_json_version {str(version)[:20]!r} is not one this perfgate reads "
+            f"({OLDEST_VERSION} to {JSON_VERSION})",
+        )
     gate = doc.get("gate")
     if not isinstance(gate, dict) or type(gate.get("failed")) is not bool or type(gate.get("strict")) is not bool:
         raise ReportFileError(path, 'no "gate" object with booleans "failed" and "strict": the gate never decided')
@@ -78,12 +89,22 @@ def read_checked_results(path: Path) -> CheckedResults:
     judged = {row["case_id"] for row in rows}
     unjudged = [c["case_id"] for c in cases if c.get("timing") is not None and c["case_id"] not in judged]
     if unjudged:
-        raise ReportFileError(path, f"{len(unjudged)} measured case(s) have no verdict, first {unjudged[0][:120]!r}: "
-                                    "a gate that compared nothing has not passed")
+        raise ReportFileError(
+            path,
+            f"{len(unjudged)} measured case(s) have no verdict, first {unjudged[0][:120]!r}: "
+            "a gate that compared nothing has not passed",
+        )
     failing = any(r["verdict"] in fail_on and r.get("gated") is not False for r in rows) or (
-        gate["strict"] and any(f.get("fails_strict") is True for f in findings))
-    return CheckedResults(path=path, version=version, failed=gate["failed"] or failing, strict=gate["strict"],
-                          started_at=_started_at(path, doc.get("run")), doc=doc)
+        gate["strict"] and any(f.get("fails_strict") is True for f in findings)
+    )
+    return CheckedResults(
+        path=path,
+        version=version,
+        failed=gate["failed"] or failing,
+        strict=gate["strict"],
+        started_at=_started_at(path, doc.get("run")),
+        doc=doc,
+    )
 
 
 def _fail_on(path: Path, gate: dict[str, Any]) -> frozenset[str]:
@@ -143,8 +164,9 @@ def _check_row(path: Path, i: int, row: dict[str, Any]) -> None:
 
 def _check_finding(path: Path, i: int, f: dict[str, Any]) -> None:
     if not _one_of(f.get("kind"), _KINDS) or not isinstance(f.get("message"), str):
-        raise ReportFileError(path, f"findings[{i}]: kind {str(f.get('kind'))[:40]!r} is not perfgate's, "
-                                    "or the message is not a string")
+        raise ReportFileError(
+            path, f"findings[{i}]: kind {str(f.get('kind'))[:40]!r} is not perfgate's, or the message is not a string"
+        )
     if f.get("fails_strict") is not None and type(f["fails_strict"]) is not bool:
         raise ReportFileError(path, f'findings[{i}]: "fails_strict" must be a boolean')
 

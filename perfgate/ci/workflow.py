@@ -40,9 +40,11 @@ IS_PR = "github.event_name == 'pull_request_target'"
 
 HEAD_SHA = "${{ github.event.pull_request.head.sha || github.sha }}"
 _ACTION_REF = re.compile(r"(?P<owner>[\w.-]+)/(?P<repo>[\w.-]+)(?:/(?P<path>[\w./-]+))?@(?P<sha>[0-9a-f]{40})")
-VERIFY_HEAD = ('test "$(git rev-parse HEAD)" = "$EXPECTED" || '
-               '{ echo "::error title=perfgate::checked out $(git rev-parse HEAD), not the labelled $EXPECTED"; '
-               'exit 1; }\n')
+VERIFY_HEAD = (
+    'test "$(git rev-parse HEAD)" = "$EXPECTED" || '
+    '{ echo "::error title=perfgate::checked out $(git rev-parse HEAD), not the labelled $EXPECTED"; '
+    "exit 1; }\n"
+)
 
 
 @dataclass(frozen=True)
@@ -69,55 +71,89 @@ def parse_action_ref(text: str) -> ActionRef:
     """owner/repo[/path]@<40-hex sha>: a tag or branch can be moved to other code after review."""
     m = _ACTION_REF.fullmatch(text)  # whole: no stray newline or space either
     if m is None:
-        raise PerfgateError(f"perfgate: --action-ref must pin the action by a full commit sha "
-                            f"(OWNER/REPO@COMMIT_SHA, 40 hex digits), got {text[:80]!r}: a tag can be moved "
-                            "to other code")
+        raise PerfgateError(
+            f"perfgate: --action-ref must pin the action by a full commit sha "
+            f"(OWNER/REPO@COMMIT_SHA, 40 hex digits), got {text[:80]!r}: a tag can be moved "
+            "to other code"
+        )
     return ActionRef(m["owner"], m["repo"], (m["path"] or "").strip("/"), m["sha"])
 
 
 def _gate_job(action: ActionRef, runner_label: str, pytest_args: str) -> dict[str, Any]:
-    checkout = {"uses": CHECKOUT, "with": {
-        "ref": HEAD_SHA, "persist-credentials": False, "fetch-depth": 0,  # the base commit, for the baseline check
-        "allow-unsafe-pr-checkout": f"${{{{ {IS_PR} }}}}"}}
+    checkout = {
+        "uses": CHECKOUT,
+        "with": {
+            "ref": HEAD_SHA,
+            "persist-credentials": False,
+            "fetch-depth": 0,  # the base commit, for the baseline check
+            "allow-unsafe-pr-checkout": f"${{{{ {IS_PR} }}}}",
+        },
+    }
     return {
         "name": "gate",
         "if": f"github.event_name != 'pull_request_target' || github.event.label.name == '{LABEL}'",
-        "runs-on": ["self-hosted", "linux", runner_label], "timeout-minutes": 60,
+        "runs-on": ["self-hosted", "linux", runner_label],
+        "timeout-minutes": 60,
         "permissions": {"contents": "read"},  # checkout only: the job that runs PR code can write nothing
-        "steps": [checkout,
-                  {"name": "the labelled commit, nothing newer", "env": {"EXPECTED": HEAD_SHA}, "run": VERIFY_HEAD},
-                  {"name": "install the project", "run": "python3 -m pip install --quiet -e ."},
-                  {"uses": action.uses, "with": {
-                      "pytest-args": pytest_args, "strict": "true", "comment": "false",
-                      "accept-baseline-change":
-                          f"${{{{ contains(github.event.pull_request.labels.*.name, '{BASELINE_LABEL}') }}}}",
-                      "ephemeral-runner": "${{ vars.PERFGATE_EPHEMERAL_RUNNERS == 'true' }}",
-                      "history": f"${{{{ {IS_PR} && 'none' || '' }}}}",
-                      "cache-dir": f"${{{{ {IS_PR} && format('{{0}}/perfgate-pr-cache', runner.temp) || '' }}}}",
-                      "cache-seed": f"${{{{ {IS_PR} && format('{{0}}/perfgate/{{1}}/cache', runner.tool_cache, "
-                                    "github.repository) || '' }}"}}],
+        "steps": [
+            checkout,
+            {"name": "the labelled commit, nothing newer", "env": {"EXPECTED": HEAD_SHA}, "run": VERIFY_HEAD},
+            {"name": "install the project", "run": "python3 -m pip install --quiet -e ."},
+            {
+                "uses": action.uses,
+                "with": {
+                    "pytest-args": pytest_args,
+                    "strict": "true",
+                    "comment": "false",
+                    "accept-baseline-change": (
+                        f"${{{{ contains(github.event.pull_request.labels.*.name, '{BASELINE_LABEL}') }}}}"
+                    ),
+                    "ephemeral-runner": "${{ vars.PERFGATE_EPHEMERAL_RUNNERS == 'true' }}",
+                    "history": f"${{{{ {IS_PR} && 'none' || '' }}}}",
+                    "cache-dir": f"${{{{ {IS_PR} && format('{{0}}/perfgate-pr-cache', runner.temp) || '' }}}}",
+                    "cache-seed": f"${{{{ {IS_PR} && format('{{0}}/perfgate/{{1}}/cache', runner.tool_cache, "
+                    "github.repository) || '' }}",
+                },
+            },
+        ],
     }
 
 
 def _report_job(action: ActionRef) -> dict[str, Any]:
-    unlabel = (f"gh pr edit \"$PR\" --repo \"$GITHUB_REPOSITORY\" --remove-label {LABEL} || "
-               "echo \"::warning title=perfgate::could not remove the approval label\"\n")
-    comment = ("perfgate ci comment --results results/perfgate.json --commit \"$HEAD_SHA\" "
-               "--repo \"$GITHUB_REPOSITORY\" --pr \"$PR\"\n")
-    token = {"GITHUB_TOKEN": "${{ github.token }}", "GH_TOKEN": "${{ github.token }}",
-             "PR": "${{ github.event.pull_request.number }}"}
+    unlabel = (
+        f'gh pr edit "$PR" --repo "$GITHUB_REPOSITORY" --remove-label {LABEL} || '
+        'echo "::warning title=perfgate::could not remove the approval label"\n'
+    )
+    comment = (
+        'perfgate ci comment --results results/perfgate.json --commit "$HEAD_SHA" '
+        '--repo "$GITHUB_REPOSITORY" --pr "$PR"\n'
+    )
+    token = {
+        "GITHUB_TOKEN": "${{ github.token }}",
+        "GH_TOKEN": "${{ github.token }}",
+        "PR": "${{ github.event.pull_request.number }}",
+    }
     return {
-        "name": "report", "needs": "gate", "if": f"always() && needs.gate.result != 'skipped' && {IS_PR}",
-        "runs-on": "ubuntu-latest", "timeout-minutes": 10,
+        "name": "report",
+        "needs": "gate",
+        "if": f"always() && needs.gate.result != 'skipped' && {IS_PR}",
+        "runs-on": "ubuntu-latest",
+        "timeout-minutes": 10,
         "permissions": {"pull-requests": "write"},  # the sticky comment and removing the approval label
-        "steps": [{"name": "new commits need a maintainer's label again", "if": "always()", "env": token,
-                   "run": unlabel},
-                  {"uses": SETUP_PYTHON, "with": {"python-version": "3.11"}},
-                  {"name": "install perfgate (the action's commit)",
-                   "run": f"python -m pip install --quiet \"{action.pip_requirement()}\""},
-                  {"uses": DOWNLOAD_ARTIFACT, "with": {"name": "perfgate-results", "path": "results"}},
-                  {"name": "the comment, rendered here from the results", "run": comment,
-                   "env": {**token, "HEAD_SHA": "${{ github.event.pull_request.head.sha }}"}}],
+        "steps": [
+            {"name": "new commits need a maintainer's label again", "if": "always()", "env": token, "run": unlabel},
+            {"uses": SETUP_PYTHON, "with": {"python-version": "3.11"}},
+            {
+                "name": "install perfgate (the action's commit)",
+                "run": f'python -m pip install --quiet "{action.pip_requirement()}"',
+            },
+            {"uses": DOWNLOAD_ARTIFACT, "with": {"name": "perfgate-results", "path": "results"}},
+            {
+                "name": "the comment, rendered here from the results",
+                "run": comment,
+                "env": {**token, "HEAD_SHA": "${{ github.event.pull_request.head.sha }}"},
+            },
+        ],
     }
 
 
@@ -125,21 +161,21 @@ def starter_workflow(action_ref: str, runner_label: str, pytest_args: str = "tes
     action = parse_action_ref(action_ref)
     return {
         "name": "perfgate",
-        "on": {"push": {"branches": ["main"]}, "workflow_dispatch": {},
-               "pull_request_target": {"types": ["labeled"]}},
+        "on": {"push": {"branches": ["main"]}, "workflow_dispatch": {}, "pull_request_target": {"types": ["labeled"]}},
         "permissions": {},
         # the label in the group: another label's event (a run that does nothing) never cancels a gate
-        "concurrency": {"group": "perfgate-${{ github.event.pull_request.number || github.ref }}-"
-                                 "${{ github.event.label.name || 'push' }}",
-                        "cancel-in-progress": True},
+        "concurrency": {
+            "group": "perfgate-${{ github.event.pull_request.number || github.ref }}-"
+            "${{ github.event.label.name || 'push' }}",
+            "cancel-in-progress": True,
+        },
         "jobs": {"gate": _gate_job(action, runner_label, pytest_args), "report": _report_job(action)},
     }
 
 
 COMMENTS = (
     ("  pull_request_target:\n", "zizmor: ignore[dangerous-triggers] only on a maintainer's label"),
-    ("    runs-on:\n",
-     "zizmor: ignore[self-hosted-runner] the GPU; labelled pull requests only on ephemeral runners"),
+    ("    runs-on:\n", "zizmor: ignore[self-hosted-runner] the GPU; labelled pull requests only on ephemeral runners"),
     ("      contents: read\n", "checkout only: the job that runs pull-request code can write nothing"),
     ("      pull-requests: write\n", "the sticky comment and removing the approval label"),
     (f"uses: {CHECKOUT}\n", "v7.0.1"),

@@ -38,7 +38,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     extra: list[str] | None = None
     if "--" in argv:
         at = argv.index("--")
-        argv, extra = argv[:at], argv[at + 1:]
+        argv, extra = argv[:at], argv[at + 1 :]
     args = parser.parse_args(argv)
     if extra is not None:
         if not hasattr(args, "pytest_args"):
@@ -54,10 +54,16 @@ def _version() -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="perfgate", description="performance gate for GPU kernels",
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog=_examples("perfgate calibrate --runs 6 --reason 'first baseline'",
-                                                 "perfgate compare --summary summary.md", "perfgate ab main"))
+    p = argparse.ArgumentParser(
+        prog="perfgate",
+        description="performance gate for GPU kernels",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_examples(
+            "perfgate calibrate --runs 6 --reason 'first baseline'",
+            "perfgate compare --summary summary.md",
+            "perfgate ab main",
+        ),
+    )
     p.add_argument("--version", action="version", version=_version())
     sub = p.add_subparsers(required=True, metavar="COMMAND")
     _compare_parser(sub)
@@ -77,12 +83,17 @@ def _examples(*lines: str) -> str:
     return "examples:\n" + "\n".join(f"  {line}" for line in lines)
 
 
-def _command(sub: Any, name: str, help_text: str, examples: tuple[str, ...], description: str | None = None
-             ) -> argparse.ArgumentParser:
+def _command(
+    sub: Any, name: str, help_text: str, examples: tuple[str, ...], description: str | None = None
+) -> argparse.ArgumentParser:
     """A subcommand whose --help ends with its examples."""
-    parser: argparse.ArgumentParser = sub.add_parser(name, help=help_text, description=description or help_text,
-                                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                                     epilog=_examples(*examples))
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=help_text,
+        description=description or help_text,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_examples(*examples),
+    )
     return parser
 
 
@@ -91,15 +102,22 @@ def _settings_options(p: argparse.ArgumentParser, *attrs: str) -> None:
     handler reads them back with cli.settings.command_settings."""
     from perfgate.config.options import add_cli_options
 
-    p.add_argument("--rootdir", type=Path, help="project root (default: found from the current directory as "
-                                                "pytest finds its rootdir)")
+    p.add_argument(
+        "--rootdir",
+        type=Path,
+        help="project root (default: found from the current directory as pytest finds its rootdir)",
+    )
     add_cli_options(p, attrs)
     p.set_defaults(settings_attrs=attrs)
 
 
 def _compare_parser(sub: Any) -> None:
-    c = _command(sub, "compare", "gate a stored run against the baselines (no pytest); reads only",
-                 ("perfgate compare", "perfgate compare --run 12 --summary summary.md --json out.json --strict"))
+    c = _command(
+        sub,
+        "compare",
+        "gate a stored run against the baselines (no pytest); reads only",
+        ("perfgate compare", "perfgate compare --run 12 --summary summary.md --json out.json --strict"),
+    )
     from perfgate.config.options import by_attr
     from perfgate.report.outputs import output_options
 
@@ -110,37 +128,56 @@ def _compare_parser(sub: Any) -> None:
 
 
 def _calibrate_parser(sub: Any) -> None:
-    c = _command(sub, "calibrate", "measure in N fresh processes and write a calibrated baseline",
-                 ("perfgate calibrate --runs 6 --reason 'first baseline'",
-                  "perfgate calibrate --runs 10 --reason 'new driver' --replace -- kernels/tests/test_perf.py"),
-                 description="Run `pytest --perfgate PYTEST_ARGS` in N fresh processes and write the baseline for "
-                             "this device from all of them: per case the median of the process medians, the "
-                             "between-process noise and the change it can detect.")
+    c = _command(
+        sub,
+        "calibrate",
+        "measure in N fresh processes and write a calibrated baseline",
+        (
+            "perfgate calibrate --runs 6 --reason 'first baseline'",
+            "perfgate calibrate --runs 10 --reason 'new driver' --replace -- kernels/tests/test_perf.py",
+        ),
+        description="Run `pytest --perfgate PYTEST_ARGS` in N fresh processes and write the baseline for "
+        "this device from all of them: per case the median of the process medians, the "
+        "between-process noise and the change it can detect.",
+    )
     _settings_options(c, "db_path", "baseline_dir", "baseline_file", "store")
     c.add_argument("--runs", type=int, default=10, help="fresh processes (default 10; at least 3)")
     c.add_argument("--reason", required=True, help="why the baseline changes (recorded in its update log)")
-    c.add_argument("--replace", action="store_true",
-                   help="drop the baseline's cases this calibration did not measure (default: keep them)")
+    c.add_argument(
+        "--replace",
+        action="store_true",
+        help="drop the baseline's cases this calibration did not measure (default: keep them)",
+    )
     c.add_argument("pytest_args", nargs="*", help="after --: what pytest runs (default: its testpaths)")
     c.set_defaults(func=_lazy("perfgate.cli.calibrate", "calibrate_command"))
 
 
 def _ab_parsers(sub: Any) -> None:
-    a = _command(sub, "ab", "measure the head against a base commit side by side on one GPU (A/B mode)",
-                 ("perfgate ab main", "perfgate ab origin/main --strict --summary ab.md -- kernels/tests/test_perf.py"),
-                 description="Check out REF in a cached worktree, run the selected perf tests in a worker per tree "
-                             "and alternate base and head in short rounds on the same GPU; each case's verdict is "
-                             "on its head/base ratio (docs/ab.md). Same as `pytest --perfgate --perfgate-base REF`.")
+    a = _command(
+        sub,
+        "ab",
+        "measure the head against a base commit side by side on one GPU (A/B mode)",
+        ("perfgate ab main", "perfgate ab origin/main --strict --summary ab.md -- kernels/tests/test_perf.py"),
+        description="Check out REF in a cached worktree, run the selected perf tests in a worker per tree "
+        "and alternate base and head in short rounds on the same GPU; each case's verdict is "
+        "on its head/base ratio (docs/ab.md). Same as `pytest --perfgate --perfgate-base REF`.",
+    )
     _settings_options(a, "db_path", "store", "summary_path", "json_path", "worktree_dir", "ab_rounds", "strict")
     a.add_argument("ref", metavar="REF", help="the base: a branch, tag or commit git knows")
     a.add_argument("pytest_args", nargs="*", help="after --: what pytest runs (default: its testpaths)")
     a.set_defaults(func=_lazy("perfgate.cli.ab", "ab"))
-    b = _command(sub, "bisect", "find the first commit whose cases are slower than GOOD's (A/B at each step)",
-                 ("perfgate bisect v1.2 main -k softmax",
-                  "perfgate bisect HEAD~16 HEAD -- kernels/tests/test_perf.py::test_matmul"),
-                 description="Binary search over the first-parent commits GOOD..BAD: each step measures a commit "
-                             "against GOOD side by side (as perfgate ab does) and calls it bad when a selected case "
-                             "regressed. Commits that fail to build or test are skipped, like git bisect skip.")
+    b = _command(
+        sub,
+        "bisect",
+        "find the first commit whose cases are slower than GOOD's (A/B at each step)",
+        (
+            "perfgate bisect v1.2 main -k softmax",
+            "perfgate bisect HEAD~16 HEAD -- kernels/tests/test_perf.py::test_matmul",
+        ),
+        description="Binary search over the first-parent commits GOOD..BAD: each step measures a commit "
+        "against GOOD side by side (as perfgate ab does) and calls it bad when a selected case "
+        "regressed. Commits that fail to build or test are skipped, like git bisect skip.",
+    )
     _settings_options(b, "worktree_dir", "ab_rounds")
     b.add_argument("good", metavar="GOOD", help="a commit known to be fast")
     b.add_argument("bad", metavar="BAD", help="a later commit known to be slow")
@@ -150,16 +187,33 @@ def _ab_parsers(sub: Any) -> None:
 
 
 def _baseline_parser(sub: Any) -> None:
-    b = _command(sub, "baseline", "show or diff baseline files",
-                 ("perfgate baseline show", "perfgate baseline diff old.json baselines/nvidia-h100-80gb-hbm3.json"))
+    b = _command(
+        sub,
+        "baseline",
+        "show or diff baseline files",
+        ("perfgate baseline show", "perfgate baseline diff old.json baselines/nvidia-h100-80gb-hbm3.json"),
+    )
     bsub = b.add_subparsers(required=True, metavar="ACTION")
-    show = _command(bsub, "show", "list the cases of a baseline file (or of every file in a directory)",
-                    ("perfgate baseline show", "perfgate baseline show baselines/nvidia-h100-80gb-hbm3.json"))
-    show.add_argument("path", type=Path, nargs="?", default=Path("baselines"),
-                      help="a baseline file or a directory of them (default baselines/)")
+    show = _command(
+        bsub,
+        "show",
+        "list the cases of a baseline file (or of every file in a directory)",
+        ("perfgate baseline show", "perfgate baseline show baselines/nvidia-h100-80gb-hbm3.json"),
+    )
+    show.add_argument(
+        "path",
+        type=Path,
+        nargs="?",
+        default=Path("baselines"),
+        help="a baseline file or a directory of them (default baselines/)",
+    )
     show.set_defaults(func=_lazy("perfgate.cli.gate", "baseline_show"))
-    diff = _command(bsub, "diff", "old vs new per changed case (for a baseline-update PR)",
-                    ("git show main:baselines/x.json > old.json && perfgate baseline diff old.json baselines/x.json",))
+    diff = _command(
+        bsub,
+        "diff",
+        "old vs new per changed case (for a baseline-update PR)",
+        ("git show main:baselines/x.json > old.json && perfgate baseline diff old.json baselines/x.json",),
+    )
     diff.add_argument("old", type=Path, help="the baseline before (a missing file: every case is new)")
     diff.add_argument("new", type=Path, help="the baseline after")
     diff.add_argument("--format", choices=("md", "text"), default="md", help="Markdown (default) or plain text")
@@ -167,9 +221,16 @@ def _baseline_parser(sub: Any) -> None:
 
 
 def _analyze_parser(sub: Any) -> None:
-    a = _command(sub, "analyze", "summarise .nsys-rep/.sqlite/.ncu-rep/ncu CSV/torch JSON files",
-                 ("perfgate analyze profile.nsys-rep", "perfgate analyze a.ncu-rep b.ncu-rep --output-dir report/",
-                  "perfgate analyze trace.json --format json > trace.analysis.json"))
+    a = _command(
+        sub,
+        "analyze",
+        "summarise .nsys-rep/.sqlite/.ncu-rep/ncu CSV/torch JSON files",
+        (
+            "perfgate analyze profile.nsys-rep",
+            "perfgate analyze a.ncu-rep b.ncu-rep --output-dir report/",
+            "perfgate analyze trace.json --format json > trace.analysis.json",
+        ),
+    )
     a.add_argument("files", type=Path, nargs="+", help="profiler outputs (the kind is sniffed from the content)")
     a.add_argument("--format", choices=("json", "md"), default="md", help="what to print on stdout")
     a.add_argument("--output-dir", type=Path, help="write report.md, analysis.json and charts here")
@@ -178,128 +239,238 @@ def _analyze_parser(sub: Any) -> None:
 
 
 def _history_parser(sub: Any) -> None:
-    h = _command(sub, "history", "list stored runs, a case's trend, or the step changes in every case's history "
-                 "(reads only)", ("perfgate history --last 10", "perfgate history --case '*softmax*' --format csv",
-                                  "perfgate history --changes --branch main",
-                                  "perfgate history --changes --case '*softmax*' --accept 'new driver: +2% expected'"))
+    h = _command(
+        sub,
+        "history",
+        "list stored runs, a case's trend, or the step changes in every case's history (reads only)",
+        (
+            "perfgate history --last 10",
+            "perfgate history --case '*softmax*' --format csv",
+            "perfgate history --changes --branch main",
+            "perfgate history --changes --case '*softmax*' --accept 'new driver: +2% expected'",
+        ),
+    )
     _settings_options(h, "db_path")
-    h.add_argument("--case", help="case ids to trend instead of listing runs: '*' and '?' are wildcards, "
-                                  "everything else (brackets too) matches itself, e.g. '*enum[BaseConverter]*'")
-    h.add_argument("--case-regex", help="or a Python regular expression searched in the case ids, e.g. "
-                                        "'softmax\\[(1024|2048)\\]'")
+    h.add_argument(
+        "--case",
+        help="case ids to trend instead of listing runs: '*' and '?' are wildcards, "
+        "everything else (brackets too) matches itself, e.g. '*enum[BaseConverter]*'",
+    )
+    h.add_argument(
+        "--case-regex", help="or a Python regular expression searched in the case ids, e.g. 'softmax\\[(1024|2048)\\]'"
+    )
     h.add_argument("--last", type=int, default=20, help="the last N runs (default 20)")
     h.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
-    h.add_argument("--changes", action="store_true",
-                   help="step changes in each case's time per device model, with commit ranges (whole history)")
+    h.add_argument(
+        "--changes",
+        action="store_true",
+        help="step changes in each case's time per device model, with commit ranges (whole history)",
+    )
     h.add_argument("--branch", help="with --changes: only runs on this git branch (e.g. main)")
-    h.add_argument("--min-change", type=float, default=1.0, metavar="PCT",
-                   help="with --changes: the smallest step reported, in percent (default 1)")
-    h.add_argument("--accept", metavar="REASON",
-                   help="with --changes: accept the steps found (each case's noise window starts after its step; "
-                        "the runs are pinned) and say why")
+    h.add_argument(
+        "--min-change",
+        type=float,
+        default=1.0,
+        metavar="PCT",
+        help="with --changes: the smallest step reported, in percent (default 1)",
+    )
+    h.add_argument(
+        "--accept",
+        metavar="REASON",
+        help="with --changes: accept the steps found (each case's noise window starts after its step; "
+        "the runs are pinned) and say why",
+    )
     h.set_defaults(func=_lazy("perfgate.cli.data", "history"))
 
 
 def _report_parser(sub: Any) -> None:
-    r = _command(sub, "report", "write the history as a static HTML dashboard (reads only)",
-                 ("perfgate report --html site/", "perfgate report --html site/ --db runner.db --summaries 20"))
+    r = _command(
+        sub,
+        "report",
+        "write the history as a static HTML dashboard (reads only)",
+        ("perfgate report --html site/", "perfgate report --html site/ --db runner.db --summaries 20"),
+    )
     _settings_options(r, "db_path", "baseline_dir")
-    r.add_argument("--html", type=Path, required=True, metavar="DIR",
-                   help="the site's directory (new, empty, or a site written before; it is replaced whole)")
-    r.add_argument("--summaries", type=int, default=100, metavar="N",
-                   help="run pages with the gate summary: the latest N runs (default 100)")
+    r.add_argument(
+        "--html",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="the site's directory (new, empty, or a site written before; it is replaced whole)",
+    )
+    r.add_argument(
+        "--summaries",
+        type=int,
+        default=100,
+        metavar="N",
+        help="run pages with the gate summary: the latest N runs (default 100)",
+    )
     r.set_defaults(func=_lazy("perfgate.cli.report", "report"))
 
 
 def _db_parser(sub: Any) -> None:
-    d = _command(sub, "db", "history databases: merge, export, prune, pin, metadata",
-                 ("perfgate db merge all.db runner1.db runner2.db", "perfgate db prune --keep-runs 1000"))
+    d = _command(
+        sub,
+        "db",
+        "history databases: merge, export, prune, pin, metadata",
+        ("perfgate db merge all.db runner1.db runner2.db", "perfgate db prune --keep-runs 1000"),
+    )
     dsub = d.add_subparsers(required=True, metavar="ACTION")
-    merge = _command(dsub, "merge", "merge histories from several runners into OUT (idempotent)",
-                     ("perfgate db merge all.db runner1.db runner2.db",))
+    merge = _command(
+        dsub,
+        "merge",
+        "merge histories from several runners into OUT (idempotent)",
+        ("perfgate db merge all.db runner1.db runner2.db",),
+    )
     merge.add_argument("out", type=Path, help="the history to merge into (created when missing)")
     merge.add_argument("inputs", type=Path, nargs="+", help="histories to read (read only)")
     merge.set_defaults(func=_lazy("perfgate.cli.data", "db_merge"))
-    export = _command(dsub, "export", "copy only the named runs into OUT (what one CI job uploads)",
-                      ("perfgate db export job.db --results results/perfgate.json",))
+    export = _command(
+        dsub,
+        "export",
+        "copy only the named runs into OUT (what one CI job uploads)",
+        ("perfgate db export job.db --results results/perfgate.json",),
+    )
     _settings_options(export, "db_path", "publish_host")
     export.add_argument("out", type=Path, help="the history to write (created, or merged into)")
     export.add_argument("--run-uid", action="append", help="a run's identity (repeatable)")
     export.add_argument("--results", type=Path, help="the run a results file (perfgate.json) describes")
     export.set_defaults(func=_lazy("perfgate.cli.data", "db_export"))
-    prune = _command(dsub, "prune", "remove old runs (never pinned ones or those a baseline refers to), then "
-                                    "compact the file", ("perfgate db prune --keep-runs 1000 --older-than 90",))
+    prune = _command(
+        dsub,
+        "prune",
+        "remove old runs (never pinned ones or those a baseline refers to), then compact the file",
+        ("perfgate db prune --keep-runs 1000 --older-than 90",),
+    )
     _settings_options(prune, "db_path", "baseline_dir")
     prune.add_argument("--keep-runs", type=int, help="always keep the newest N runs")
-    prune.add_argument("--older-than", type=float, metavar="DAYS",
-                       help="only remove runs started more than DAYS days ago")
+    prune.add_argument(
+        "--older-than", type=float, metavar="DAYS", help="only remove runs started more than DAYS days ago"
+    )
     prune.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
     prune.add_argument("--no-vacuum", action="store_true", help="skip the compaction (VACUUM)")
     prune.set_defaults(func=_lazy("perfgate.cli.data", "db_prune"))
-    pin = _command(dsub, "pin", "keep runs whatever prune is asked",
-                   ('perfgate db pin 812 --reason "change point: softmax +12%%"',))
+    pin = _command(
+        dsub,
+        "pin",
+        "keep runs whatever prune is asked",
+        ('perfgate db pin 812 --reason "change point: softmax +12%%"',),
+    )
     _settings_options(pin, "db_path")
     pin.add_argument("runs", type=int, nargs="+", help="run ids")
     pin.add_argument("--reason", required=True, help="why the run must stay")
     pin.set_defaults(func=_lazy("perfgate.cli.data", "db_pin"))
-    meta = _command(dsub, "metadata", "print Datasette metadata describing the history's tables",
-                    ("perfgate db metadata > metadata.json && "
-                     "datasette .perfgate/history.db --metadata metadata.json",))
-    meta.add_argument("--db", type=Path,
-                      help="the history it is for (its file name is Datasette's database name)")
+    meta = _command(
+        dsub,
+        "metadata",
+        "print Datasette metadata describing the history's tables",
+        ("perfgate db metadata > metadata.json && datasette .perfgate/history.db --metadata metadata.json",),
+    )
+    meta.add_argument("--db", type=Path, help="the history it is for (its file name is Datasette's database name)")
     meta.set_defaults(func=_lazy("perfgate.cli.data", "db_metadata"))
 
 
 def _import_parser(sub: Any) -> None:
-    i = _command(sub, "import-benchmark", "store pytest-benchmark JSON files (--benchmark-json) as runs",
-                 ("pytest --benchmark-json=bench.json && perfgate import-benchmark bench.json",))
+    i = _command(
+        sub,
+        "import-benchmark",
+        "store pytest-benchmark JSON files (--benchmark-json) as runs",
+        ("pytest --benchmark-json=bench.json && perfgate import-benchmark bench.json",),
+    )
     _settings_options(i, "db_path")
     i.add_argument("files", type=Path, nargs="+", help="pytest-benchmark JSON files")
     i.set_defaults(func=_lazy("perfgate.cli.data", "import_benchmark"))
 
 
 def _ci_parser(sub: Any) -> None:
-    c = _command(sub, "ci", "GitHub Actions helpers",
-                 ("perfgate ci init --runner-label gpu-h100 --action-ref owner/perfgate@<40-hex sha>",
-                  "perfgate ci annotate perfgate.json"))
+    c = _command(
+        sub,
+        "ci",
+        "GitHub Actions helpers",
+        (
+            "perfgate ci init --runner-label gpu-h100 --action-ref owner/perfgate@<40-hex sha>",
+            "perfgate ci annotate perfgate.json",
+        ),
+    )
     csub = c.add_subparsers(required=True, metavar="ACTION")
-    ann = _command(csub, "annotate", "print ::error/::warning workflow commands for a results JSON",
-                   ("perfgate ci annotate results/perfgate.json",))
+    ann = _command(
+        csub,
+        "annotate",
+        "print ::error/::warning workflow commands for a results JSON",
+        ("perfgate ci annotate results/perfgate.json",),
+    )
     ann.add_argument("results", type=Path, help="perfgate.json written by --perfgate-json")
     ann.set_defaults(func=_lazy("perfgate.cli.ci", "annotate"))
-    com = _command(csub, "comment", "create or update the one perfgate comment on a pull request",
-                   ("GITHUB_TOKEN=... perfgate ci comment --results results/*/perfgate.json --repo owner/name --pr 12",
-                    "perfgate ci comment h100.md a100.md --repo owner/name --pr 12 --marker perfgate-matrix"))
-    com.add_argument("summary", type=Path, nargs="*",
-                     help="Markdown summaries to post as they are (trusted input only); several become one comment")
-    com.add_argument("--results", type=Path, nargs="+", metavar="JSON",
-                     help="render the comment from these results files (perfgate.json), every string from them "
-                          "shown as code: what a job that ran pull-request code wrote")
+    com = _command(
+        csub,
+        "comment",
+        "create or update the one perfgate comment on a pull request",
+        (
+            "GITHUB_TOKEN=... perfgate ci comment --results results/*/perfgate.json --repo owner/name --pr 12",
+            "perfgate ci comment h100.md a100.md --repo owner/name --pr 12 --marker perfgate-matrix",
+        ),
+    )
+    com.add_argument(
+        "summary",
+        type=Path,
+        nargs="*",
+        help="Markdown summaries to post as they are (trusted input only); several become one comment",
+    )
+    com.add_argument(
+        "--results",
+        type=Path,
+        nargs="+",
+        metavar="JSON",
+        help="render the comment from these results files (perfgate.json), every string from them "
+        "shown as code: what a job that ran pull-request code wrote",
+    )
     com.add_argument("--commit", default="", help="the commit that was gated (40 hex), named in the comment")
     com.add_argument("--repo", required=True, help="owner/name")
     com.add_argument("--pr", type=int, required=True, help="pull request number")
     com.add_argument("--token-env", default="GITHUB_TOKEN", help="environment variable holding the token")
     com.add_argument("--api-url", default="https://api.github.com", help="GitHub REST API base URL")
     com.add_argument("--marker", default="perfgate", help="one sticky comment per marker (matrix jobs: one each)")
-    com.add_argument("--author", help="the login the token comments as (default: asked of the API; "
-                                      "github-actions[bot] for GitHub Actions' token): only its comments are edited")
+    com.add_argument(
+        "--author",
+        help="the login the token comments as (default: asked of the API; "
+        "github-actions[bot] for GitHub Actions' token): only its comments are edited",
+    )
     com.set_defaults(func=_lazy("perfgate.cli.ci", "comment"))
-    ver = _command(csub, "verdict", "exit 1 when a results file says the gate failed, 2 when it is missing or "
-                                    "unreadable (the action checks the gate's own verdict, not only pytest's status)",
-                   ("perfgate ci verdict results/perfgate.json",))
+    ver = _command(
+        csub,
+        "verdict",
+        "exit 1 when a results file says the gate failed, 2 when it is missing or "
+        "unreadable (the action checks the gate's own verdict, not only pytest's status)",
+        ("perfgate ci verdict results/perfgate.json",),
+    )
     ver.add_argument("results", type=Path, nargs="+", help="perfgate.json files written by --perfgate-json")
-    ver.add_argument("--not-before", metavar="ISO_TIME",
-                     help="refuse (exit 2) a results file whose run started before this time: a stale file")
-    ver.add_argument("--require-strict", action="store_true",
-                     help="refuse (exit 2) a results file written without --perfgate-strict")
+    ver.add_argument(
+        "--not-before",
+        metavar="ISO_TIME",
+        help="refuse (exit 2) a results file whose run started before this time: a stale file",
+    )
+    ver.add_argument(
+        "--require-strict", action="store_true", help="refuse (exit 2) a results file written without --perfgate-strict"
+    )
     ver.set_defaults(func=_lazy("perfgate.cli.ci", "verdict"))
-    init = _command(csub, "init", "write a starter workflow that runs the perfgate composite action",
-                    ("perfgate ci init --runner-label gpu-h100 --action-ref owner/perfgate@<40-hex commit sha>",))
-    init.add_argument("--output", type=Path, default=Path(".github/workflows/perfgate.yml"),
-                      help="where to write the workflow (default .github/workflows/perfgate.yml)")
-    init.add_argument("--action-ref", required=True,
-                      help="OWNER/REPO@COMMIT_SHA of the perfgate action: pinned by a full 40-hex commit, never by "
-                           "a movable tag (the report job installs perfgate from the same commit)")
+    init = _command(
+        csub,
+        "init",
+        "write a starter workflow that runs the perfgate composite action",
+        ("perfgate ci init --runner-label gpu-h100 --action-ref owner/perfgate@<40-hex commit sha>",),
+    )
+    init.add_argument(
+        "--output",
+        type=Path,
+        default=Path(".github/workflows/perfgate.yml"),
+        help="where to write the workflow (default .github/workflows/perfgate.yml)",
+    )
+    init.add_argument(
+        "--action-ref",
+        required=True,
+        help="OWNER/REPO@COMMIT_SHA of the perfgate action: pinned by a full 40-hex commit, never by "
+        "a movable tag (the report job installs perfgate from the same commit)",
+    )
     init.add_argument("--runner-label", default="gpu", help="the self-hosted GPU runner's label")
     init.add_argument("--pytest-args", default="tests/perf", help="what the gate runs (default tests/perf)")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
@@ -308,6 +479,7 @@ def _ci_parser(sub: Any) -> None:
 
 def _lazy(module: str, name: str) -> Handler:
     """Import a command's module only when it runs: `perfgate --version` stays instant."""
+
     def run(args: argparse.Namespace) -> int:
         import importlib
 

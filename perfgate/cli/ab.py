@@ -13,8 +13,9 @@ def ab(args: argparse.Namespace) -> int:
     from perfgate.ab.run import AbRequest, run_ab
 
     settings = command_settings(args, enabled=True, base=args.ref)
-    outcome = run_ab(AbRequest(ref=args.ref, pytest_args=tuple(args.pytest_args), settings=settings,
-                               invocation_dir=Path.cwd()))
+    outcome = run_ab(
+        AbRequest(ref=args.ref, pytest_args=tuple(args.pytest_args), settings=settings, invocation_dir=Path.cwd())
+    )
     print("\n".join(outcome.messages))
     return outcome.exit_code
 
@@ -25,8 +26,9 @@ def bisect(args: argparse.Namespace) -> int:
 
     settings = command_settings(args, enabled=True, store=False)
     selection = (["-k", args.k] if args.k else []) + list(args.pytest_args)
-    request = AbRequest(ref=args.good, pytest_args=tuple(selection), settings=settings, invocation_dir=Path.cwd(),
-                        publish=False)
+    request = AbRequest(
+        ref=args.good, pytest_args=tuple(selection), settings=settings, invocation_dir=Path.cwd(), publish=False
+    )
     found = search(request, args.good, args.bad, progress=lambda line: print(line, flush=True))
     print(found.summary()[-1])
     return 0 if found.first_bad else 1

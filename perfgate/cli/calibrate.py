@@ -19,8 +19,10 @@ MIN_RUNS = 3
 
 def calibrate_command(args: argparse.Namespace) -> int:
     if args.runs < MIN_RUNS:
-        raise ConfigError(f"perfgate calibrate: --runs must be at least {MIN_RUNS} (between-process noise needs "
-                          f"several processes; 10 is a good default)")
+        raise ConfigError(
+            f"perfgate calibrate: --runs must be at least {MIN_RUNS} (between-process noise needs "
+            f"several processes; 10 is a good default)"
+        )
     if not args.reason.strip():
         raise ConfigError("perfgate calibrate: --reason must say why the baseline changes")
     settings = command_settings(args, enabled=True)
@@ -35,6 +37,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
             for run in runs:
                 store.save_run(run)
         print(f"perfgate: stored the {len(runs)} calibration runs in {settings.db_path}")
+
     def change(old: Baseline | None) -> Baseline:
         if old is not None and args.replace:  # keep the update log, not the cases
             old = replace(old, cases={})
@@ -54,8 +57,16 @@ def _table(b: Baseline, cases: set[str]) -> list[str]:
     from perfgate.report.format import fmt_value
     from perfgate.report.terminal import render_table
 
-    rows = [(cid, fmt_value(c.median_ms, "ms"), f"{c.noise_pct:.2f}%" if c.noise_pct is not None else "-",
-             f">= {c.threshold_pct:.2f}%" if c.threshold_pct is not None else "-", str(len(c.process_medians_ms)),
-             "; ".join(f"{k}: {v}" for k, v in c.autotune) or "-")
-            for cid, c in sorted(b.cases.items()) if cid in cases]
+    rows = [
+        (
+            cid,
+            fmt_value(c.median_ms, "ms"),
+            f"{c.noise_pct:.2f}%" if c.noise_pct is not None else "-",
+            f">= {c.threshold_pct:.2f}%" if c.threshold_pct is not None else "-",
+            str(len(c.process_medians_ms)),
+            "; ".join(f"{k}: {v}" for k, v in c.autotune) or "-",
+        )
+        for cid, c in sorted(b.cases.items())
+        if cid in cases
+    ]
     return render_table(rows, ("case", "median", "noise", "detects", "processes", "autotune"))

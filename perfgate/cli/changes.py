@@ -20,13 +20,21 @@ def history_changes(args: argparse.Namespace) -> int:
         raise ConfigError("perfgate: --accept needs a reason (why these steps are the new normal)")
     settings = command_settings(args)
     with open_store(settings.db_path, readonly=args.accept is None) as store:
-        found = list(history_change_points(store, args.case, args.branch,
-                                           ChangePointSettings(min_change_pct=args.min_change),
-                                           getattr(args, "case_regex", None)))
+        found = list(
+            history_change_points(
+                store,
+                args.case,
+                args.branch,
+                ChangePointSettings(min_change_pct=args.min_change),
+                getattr(args, "case_regex", None),
+            )
+        )
         if args.accept is not None:
             accepted = accept_changes(store, found, args.accept)
-            print(f"perfgate: accepted {accepted} change point(s): each case's noise window now starts after its "
-                  f"step (the runs are pinned)")
+            print(
+                f"perfgate: accepted {accepted} change point(s): each case's noise window now starts after its "
+                f"step (the runs are pinned)"
+            )
             return 0
     print(render_changes(found, args.format), end="")
     return 0
@@ -40,18 +48,29 @@ def accept_changes(store: Store, found: list[CaseChanges], reason: str) -> int:
     count = 0
     for case in found:
         for change in case.changes:
-            store.accept_change(AcceptedChange(change.case_id, change.device_name, change.first_after.run_id,
-                                               change.change_pct, now, reason))
+            store.accept_change(
+                AcceptedChange(
+                    change.case_id, change.device_name, change.first_after.run_id, change.change_pct, now, reason
+                )
+            )
             count += 1
     return count
 
 
 def change_row(c: HistoryChange) -> dict[str, Any]:
-    return {"case_id": c.case_id, "device_name": c.device_name, "change_pct": round(c.change_pct, 3),
-            "before_ms": c.step.before_median, "after_ms": c.step.after_median, "p_value": c.step.p_value,
-            "last_before_run": c.last_before.run_id, "last_before_commit": c.last_before.git_commit,
-            "first_after_run": c.first_after.run_id, "first_after_commit": c.first_after.git_commit,
-            "first_after_at": c.first_after.started_at}
+    return {
+        "case_id": c.case_id,
+        "device_name": c.device_name,
+        "change_pct": round(c.change_pct, 3),
+        "before_ms": c.step.before_median,
+        "after_ms": c.step.after_median,
+        "p_value": c.step.p_value,
+        "last_before_run": c.last_before.run_id,
+        "last_before_commit": c.last_before.git_commit,
+        "first_after_run": c.first_after.run_id,
+        "first_after_commit": c.first_after.git_commit,
+        "first_after_at": c.first_after.started_at,
+    }
 
 
 def render_changes(found: list[CaseChanges], fmt: str) -> str:
@@ -77,13 +96,20 @@ def _table(found: list[CaseChanges]) -> str:
 
     changes = [c for case in found for c in case.changes]
     devices = {case.device_name for case in found}
-    head = (f"perfgate: {len(changes)} change point(s) in {len(found)} case series on {len(devices)} device "
-            f"model(s)")
+    head = f"perfgate: {len(changes)} change point(s) in {len(found)} case series on {len(devices)} device model(s)"
     if not changes:
         return head + "\n"
-    table = [(c.case_id, c.device_name or "-", f"{c.change_pct:+.1f}%",
-              f"{fmt_value(c.step.before_median, 'ms')} -> {fmt_value(c.step.after_median, 'ms')}",
-              f"{c.last_before.git_commit[:12] or '-'}..{c.first_after.git_commit[:12] or '-'}",
-              f"{c.last_before.run_id}..{c.first_after.run_id}", f"{c.step.p_value:.3g}") for c in changes]
+    table = [
+        (
+            c.case_id,
+            c.device_name or "-",
+            f"{c.change_pct:+.1f}%",
+            f"{fmt_value(c.step.before_median, 'ms')} -> {fmt_value(c.step.after_median, 'ms')}",
+            f"{c.last_before.git_commit[:12] or '-'}..{c.first_after.git_commit[:12] or '-'}",
+            f"{c.last_before.run_id}..{c.first_after.run_id}",
+            f"{c.step.p_value:.3g}",
+        )
+        for c in changes
+    ]
     header = ("case", "device", "step", "time", "commits (last before..first after)", "runs", "p")
     return head + "\n" + "\n".join(render_table(table, header)) + "\n"

@@ -33,8 +33,11 @@ def comment(args: argparse.Namespace) -> int:
         raise PerfgateError("perfgate: ci comment takes Markdown summaries or --results files, one of the two")
     if args.commit and not re.fullmatch(r"[0-9a-f]{7,64}", args.commit):
         raise PerfgateError(f"perfgate: --commit must be a commit sha, got {args.commit[:40]!r}")
-    summaries = _rendered(args.results, args.commit) if args.results else \
-        [read_bytes(path, ReportFileError).decode("utf-8", errors="replace") for path in args.summary]
+    summaries = (
+        _rendered(args.results, args.commit)
+        if args.results
+        else [read_bytes(path, ReportFileError).decode("utf-8", errors="replace") for path in args.summary]
+    )
     result = upsert_comment(GitHubApi(args.api_url, args.repo, token), args.pr, summaries, args.marker, args.author)
     extra = f", {result.deleted_duplicates} duplicate(s) removed" if result.deleted_duplicates else ""
     print(f"perfgate: {result.action} comment {result.comment_id} on {args.repo}#{args.pr}{extra}")
@@ -86,15 +89,16 @@ def _time(text: str) -> datetime:
     return when
 
 
-def _not_this_run(started_at: datetime | None, strict: bool, not_before: datetime | None,
-                  require_strict: bool) -> str:
+def _not_this_run(started_at: datetime | None, strict: bool, not_before: datetime | None, require_strict: bool) -> str:
     """Why a well-formed results file is still not this run's gate ('' when nothing says so)."""
     if not_before is not None:
         if started_at is None:
             return "the results file says nothing of its run (no run.started_at): not this run's gate"
         if started_at < not_before.replace(microsecond=0):
-            return (f"the results file is from a run started {started_at.isoformat()}, before this one "
-                    f"({not_before.isoformat()}): a stale file, not this run's gate")
+            return (
+                f"the results file is from a run started {started_at.isoformat()}, before this one "
+                f"({not_before.isoformat()}): a stale file, not this run's gate"
+            )
     if require_strict and not strict:
         return "the gate ran without strict mode (gate.strict is false) where strict mode was required"
     return ""
@@ -104,6 +108,8 @@ def init(args: argparse.Namespace) -> int:
     from perfgate.ci.workflow import write_workflow
 
     write_workflow(args.output, args.action_ref, args.runner_label, args.force, args.pytest_args)
-    print(f"perfgate: wrote {args.output}; review it, then read docs/github-actions.md for the repository "
-          f"settings that keep fork code off the GPU runner")
+    print(
+        f"perfgate: wrote {args.output}; review it, then read docs/github-actions.md for the repository "
+        f"settings that keep fork code off the GPU runner"
+    )
     return 0

@@ -30,8 +30,9 @@ def history(args: argparse.Namespace) -> int:
     settings = command_settings(args)
     with open_store(settings.db_path, readonly=True) as store:
         by_case = args.case is not None or args.case_regex is not None
-        rows = as_dicts(case_trend(store, args.case, args.last, args.case_regex) if by_case
-                        else list_runs(store, args.last))
+        rows = as_dicts(
+            case_trend(store, args.case, args.last, args.case_regex) if by_case else list_runs(store, args.last)
+        )
     print(_render(rows, args.format), end="")
     return 0
 
@@ -84,10 +85,16 @@ def db_export(args: argparse.Namespace) -> int:
 
     # what is uploaded is published: scrubbed like every output (hostname and paths only with publish_host)
     scrubber = export_scrubber(settings.rootdir, settings.publish_host, os.environ)
-    (count,) = merge_histories(args.out, [settings.db_path], run_uids=uids,
-                               transform=lambda run, verdicts: (scrubber.run(run), scrubber.verdicts(verdicts)))
-    print(f"perfgate: exported {count.added} run(s) of {settings.db_path} to {args.out}"
-          + (f" ({count.already_there} already there)" if count.already_there else ""))
+    (count,) = merge_histories(
+        args.out,
+        [settings.db_path],
+        run_uids=uids,
+        transform=lambda run, verdicts: (scrubber.run(run), scrubber.verdicts(verdicts)),
+    )
+    print(
+        f"perfgate: exported {count.added} run(s) of {settings.db_path} to {args.out}"
+        + (f" ({count.already_there} already there)" if count.already_there else "")
+    )
     return 0
 
 
@@ -108,8 +115,11 @@ def db_prune(args: argparse.Namespace) -> int:
     from perfgate.store.prune import BaselineRefs, compact, file_bytes, plan_prune, remove_runs
 
     settings = command_settings(args)
-    baselines = [b for f in sorted(settings.baseline_dir.glob("*.json")) if (b := load_baseline(f)) is not None] \
-        if settings.baseline_dir.is_dir() else []
+    baselines = (
+        [b for f in sorted(settings.baseline_dir.glob("*.json")) if (b := load_baseline(f)) is not None]
+        if settings.baseline_dir.is_dir()
+        else []
+    )
     now = dt.datetime.now(dt.timezone.utc)
     with open_store(settings.db_path) as store:
         plan = plan_prune(store, now, args.keep_runs, args.older_than, BaselineRefs.of(baselines))
@@ -120,9 +130,11 @@ def db_prune(args: argparse.Namespace) -> int:
                 compact(store)
     after = file_bytes(settings.db_path)
     verb = "would remove" if args.dry_run else "removed"
-    print(f"perfgate: {settings.db_path}: {verb} {len(plan.remove)} of {plan.runs_before} run(s); kept "
-          f"{plan.kept_pinned} pinned and {plan.kept_by_baseline} a baseline refers to; "
-          f"{before:,} -> {after:,} bytes")
+    print(
+        f"perfgate: {settings.db_path}: {verb} {len(plan.remove)} of {plan.runs_before} run(s); kept "
+        f"{plan.kept_pinned} pinned and {plan.kept_by_baseline} a baseline refers to; "
+        f"{before:,} -> {after:,} bytes"
+    )
     return 0
 
 

@@ -25,9 +25,19 @@ def compare(args: argparse.Namespace) -> int:
     path, baseline, facts = resolve_baseline(settings, run.environment)
     if baseline is None:
         print(f"perfgate: no baseline at {path}; every case is new", file=sys.stderr)
-    outcome = run_gate(GateRequest(run=run, settings=settings, baseline=baseline, baseline_path=path, facts=facts,
-                                   confirmer=None, resolve_noise=False, store=False,
-                                   may_write_baseline=False))
+    outcome = run_gate(
+        GateRequest(
+            run=run,
+            settings=settings,
+            baseline=baseline,
+            baseline_path=path,
+            facts=facts,
+            confirmer=None,
+            resolve_noise=False,
+            store=False,
+            may_write_baseline=False,
+        )
+    )
     print(f"perfgate: run {run.run_id} ({run.info.started_at}, commit {run.info.git_commit[:12] or '-'}) vs {path}")
     print("\n".join([*outcome.messages, *render_terminal(outcome.gate)]))
     return outcome.exit_code
@@ -56,11 +66,27 @@ def baseline_show(args: argparse.Namespace) -> int:
         for u in b.updates[-3:]:
             runs = f" from {u.calibrated_runs} processes" if u.calibrated_runs else ""
             print(f"  updated {u.at} by {u.by} at {u.commit[:12] or '-'}{runs}: {u.reason}")
-        rows = [(cid, fmt_value(c.median_ms, "ms"), _pct(c.noise_pct), _detects(c.threshold_pct), _speedup(c),
-                 _pct(c.speedup_noise_pct), _detects(c.speedup_threshold_pct), str(len(c.samples_ms)),
-                 str(len(c.metrics))) for cid, c in sorted(b.cases.items())]
-        print("\n".join(render_table(rows, ("case", "median", "noise", "detects", "speedup", "noise", "detects",
-                                             "samples", "metrics"))))
+        rows = [
+            (
+                cid,
+                fmt_value(c.median_ms, "ms"),
+                _pct(c.noise_pct),
+                _detects(c.threshold_pct),
+                _speedup(c),
+                _pct(c.speedup_noise_pct),
+                _detects(c.speedup_threshold_pct),
+                str(len(c.samples_ms)),
+                str(len(c.metrics)),
+            )
+            for cid, c in sorted(b.cases.items())
+        ]
+        print(
+            "\n".join(
+                render_table(
+                    rows, ("case", "median", "noise", "detects", "speedup", "noise", "detects", "samples", "metrics")
+                )
+            )
+        )
     return 0
 
 

@@ -17,7 +17,9 @@ def report(args: argparse.Namespace) -> int:
     settings = command_settings(args)
     with open_store(settings.db_path, readonly=True) as store:
         done = write_site(store, args.html, settings, SiteOptions(summaries=args.summaries))
-    print(f"perfgate: wrote {done.out_dir}/index.html: {done.cases} case series, {done.runs} run(s), "
-          f"{done.change_points} change point(s); {done.files} files, {done.total_bytes / 1e6:.1f} MB in "
-          f"{done.seconds:.1f} s")
+    print(
+        f"perfgate: wrote {done.out_dir}/index.html: {done.cases} case series, {done.runs} run(s), "
+        f"{done.change_points} change point(s); {done.files} files, {done.total_bytes / 1e6:.1f} MB in "
+        f"{done.seconds:.1f} s"
+    )
     return 0

@@ -28,8 +28,10 @@ def render_keys_markdown() -> str:
         if opt.key:
             rows.append(f"| `{opt.key}` | {_default(opt)} | {opt.help} |")
     rows.append("| `[tool.perfgate.metrics]` | catalogue | per-metric thresholds, % in the worse direction |")
-    rows.append("| `[[tool.perfgate.overrides]]` | - | `pattern` (shell pattern on case ids) with `threshold_pct`, "
-                "`metrics`, `min_speedup`; later entries win |")
+    rows.append(
+        "| `[[tool.perfgate.overrides]]` | - | `pattern` (shell pattern on case ids) with `threshold_pct`, "
+        "`metrics`, `min_speedup`; later entries win |"
+    )
     return "\n".join(rows) + "\n"
 
 

@@ -33,7 +33,7 @@ class Arg(enum.Enum):
 
 
 def parse_profile_list(value: object, where: str) -> frozenset[str]:
-    """"nsys", "ncu", "nsys,ncu" or any registered profiler's name (or an already parsed set) -> the profilers
+    """ "nsys", "ncu", "nsys,ncu" or any registered profiler's name (or an already parsed set) -> the profilers
     to run (measure/profiler_registry.py knows which exist)."""
     if isinstance(value, frozenset):
         return value
@@ -74,131 +74,392 @@ class Option:
 _P = v.path
 OPTIONS: tuple[Option, ...] = (
     # --- what a run does ------------------------------------------------------------------------------
-    Option("enabled", "measure perf cases, store the run, gate on baselines", v.boolean, flag="--perfgate",
-           arg=Arg.FLAG),
-    Option("strict", "fail closed: no case measured, a baseline case not measured (skipped, deselected, renamed), "
-           "not comparable, a profiler failure, the host clock against a CUDA baseline, a process beyond ceiling_pct, "
-           "a baseline changed since the base ref each fail the gate", v.boolean, key="strict",
-           flag="--perfgate-strict", cli="--strict", arg=Arg.FLAG),
-    Option("update_baseline", "write the baseline from this run (uncalibrated; prefer perfgate calibrate); only on "
-           "pytest's own command line", v.boolean, flag="--perfgate-update-baseline", arg=Arg.FLAG,
-           command_line_only=True),
-    Option("reason", "why the baseline changes (required with --perfgate-update-baseline)", v.text,
-           flag="--perfgate-reason", metavar="TEXT"),
-    Option("store", "write nothing: no history, no initial baseline (outputs named by an option still are)", v.boolean,
-           flag="--perfgate-no-store", cli="--no-store", arg=Arg.NO_FLAG),
-    Option("baseline_ref", "the git ref a pull request is gated against (default: origin/$GITHUB_BASE_REF): a "
-           "baseline or [tool.perfgate] that differs from it fails strict mode unless the change is stated; only on "
-           "pytest's own command line", v.text, flag="--perfgate-baseline-ref", metavar="REF", command_line_only=True),
-    Option("accept_baseline_change", "the pull request states that its baseline or [tool.perfgate] change is "
-           "intended (the workflow passes it for a labelled PR); only on pytest's own command line", v.boolean,
-           flag="--perfgate-accept-baseline-change", arg=Arg.FLAG, command_line_only=True),
-    Option("allow_missing", "baseline cases a strict gate may miss, each with its reason: [{pattern = \"shell "
-           "pattern on case ids\", reason = \"why\"}]", v.allowed_missing, key="allow_missing"),
-    Option("allow_env_mismatch", "compare even when the baseline was measured on another device model",
-           v.boolean, flag="--perfgate-allow-env-mismatch", cli="--allow-env-mismatch", arg=Arg.FLAG),
+    Option(
+        "enabled", "measure perf cases, store the run, gate on baselines", v.boolean, flag="--perfgate", arg=Arg.FLAG
+    ),
+    Option(
+        "strict",
+        "fail closed: no case measured, a baseline case not measured (skipped, deselected, renamed), "
+        "not comparable, a profiler failure, the host clock against a CUDA baseline, a process beyond ceiling_pct, "
+        "a baseline changed since the base ref each fail the gate",
+        v.boolean,
+        key="strict",
+        flag="--perfgate-strict",
+        cli="--strict",
+        arg=Arg.FLAG,
+    ),
+    Option(
+        "update_baseline",
+        "write the baseline from this run (uncalibrated; prefer perfgate calibrate); only on pytest's own command line",
+        v.boolean,
+        flag="--perfgate-update-baseline",
+        arg=Arg.FLAG,
+        command_line_only=True,
+    ),
+    Option(
+        "reason",
+        "why the baseline changes (required with --perfgate-update-baseline)",
+        v.text,
+        flag="--perfgate-reason",
+        metavar="TEXT",
+    ),
+    Option(
+        "store",
+        "write nothing: no history, no initial baseline (outputs named by an option still are)",
+        v.boolean,
+        flag="--perfgate-no-store",
+        cli="--no-store",
+        arg=Arg.NO_FLAG,
+    ),
+    Option(
+        "baseline_ref",
+        "the git ref a pull request is gated against (default: origin/$GITHUB_BASE_REF): a "
+        "baseline or [tool.perfgate] that differs from it fails strict mode unless the change is stated; only on "
+        "pytest's own command line",
+        v.text,
+        flag="--perfgate-baseline-ref",
+        metavar="REF",
+        command_line_only=True,
+    ),
+    Option(
+        "accept_baseline_change",
+        "the pull request states that its baseline or [tool.perfgate] change is "
+        "intended (the workflow passes it for a labelled PR); only on pytest's own command line",
+        v.boolean,
+        flag="--perfgate-accept-baseline-change",
+        arg=Arg.FLAG,
+        command_line_only=True,
+    ),
+    Option(
+        "allow_missing",
+        'baseline cases a strict gate may miss, each with its reason: [{pattern = "shell '
+        'pattern on case ids", reason = "why"}]',
+        v.allowed_missing,
+        key="allow_missing",
+    ),
+    Option(
+        "allow_env_mismatch",
+        "compare even when the baseline was measured on another device model",
+        v.boolean,
+        flag="--perfgate-allow-env-mismatch",
+        cli="--allow-env-mismatch",
+        arg=Arg.FLAG,
+    ),
     # --- where things are -------------------------------------------------------------------------------
-    Option("db_path", "history database (default .perfgate/history.db, or $PERFGATE_DB)", _P, key="db",
-           flag="--perfgate-db", cli="--db", arg=Arg.PATH, metavar="PATH"),
-    Option("baseline_dir", "directory of committed baselines, one file per GPU model (default baselines/)", _P,
-           key="baseline_dir", flag="--perfgate-baseline-dir", cli="--baseline-dir", arg=Arg.PATH, metavar="DIR"),
-    Option("baseline_file", "use this baseline file instead (it must exist)", _P,
-           flag="--perfgate-baseline-file", cli="--baseline-file", arg=Arg.PATH, metavar="PATH"),
+    Option(
+        "db_path",
+        "history database (default .perfgate/history.db, or $PERFGATE_DB)",
+        _P,
+        key="db",
+        flag="--perfgate-db",
+        cli="--db",
+        arg=Arg.PATH,
+        metavar="PATH",
+    ),
+    Option(
+        "baseline_dir",
+        "directory of committed baselines, one file per GPU model (default baselines/)",
+        _P,
+        key="baseline_dir",
+        flag="--perfgate-baseline-dir",
+        cli="--baseline-dir",
+        arg=Arg.PATH,
+        metavar="DIR",
+    ),
+    Option(
+        "baseline_file",
+        "use this baseline file instead (it must exist)",
+        _P,
+        flag="--perfgate-baseline-file",
+        cli="--baseline-file",
+        arg=Arg.PATH,
+        metavar="PATH",
+    ),
     # --- outputs ----------------------------------------------------------------------------------------
-    Option("summary_path", "write the Markdown summary here (also appended to $GITHUB_STEP_SUMMARY)", _P,
-           flag="--perfgate-summary", cli="--summary", arg=Arg.PATH, metavar="PATH"),
-    Option("json_path", "write the JSON results here (perfgate_json_version 3; samples with "
-           "--perfgate-json-samples)", _P, flag="--perfgate-json", cli="--json", arg=Arg.PATH, metavar="PATH"),
-    Option("report_dir", "write the charts (PNG) here", _P, flag="--perfgate-report-dir", cli="--report-dir",
-           arg=Arg.PATH, metavar="DIR"),
-    Option("benchmark_json_path", "write github-action-benchmark customSmallerIsBetter JSON here", _P,
-           flag="--perfgate-benchmark-json", arg=Arg.PATH, metavar="PATH"),
-    Option("benchmark_speedup_json_path", "write the speedups as github-action-benchmark customBiggerIsBetter "
-           "JSON here", _P, flag="--perfgate-benchmark-speedup-json", arg=Arg.PATH, metavar="PATH"),
-    Option("bencher_json_path", "write Bencher Metric Format (BMF) JSON here", _P, flag="--perfgate-bencher-json",
-           arg=Arg.PATH, metavar="PATH"),
-    Option("junit_xml_path", "write the verdicts as JUnit XML here (one testcase per case: regressed cases fail, "
-           "undecided ones are skipped)", _P, key="junit_xml", flag="--perfgate-junit-xml", cli="--junit-xml",
-           arg=Arg.PATH, metavar="PATH"),
-    Option("json_samples", "include every timed sample in --perfgate-json (large at many cases)", v.boolean,
-           flag="--perfgate-json-samples", arg=Arg.FLAG),
-    Option("full_table", "list every row in the terminal, not only failing and changed rows and the counts",
-           v.boolean, flag="--perfgate-full-table", arg=Arg.FLAG),
-    Option("publish_host", "keep the hostname and absolute paths in published outputs and exported histories",
-           v.boolean, key="publish_host", flag="--perfgate-publish-host", cli="--publish-host", arg=Arg.FLAG),
-    Option("chart_url", "base URL the charts are published at (links in a job summary)", v.text, key="chart_url",
-           flag="--perfgate-chart-url", metavar="URL"),
-    Option("site_url", "base URL of the published dashboard (perfgate report --html): the summary links to the "
-           "changed cases' pages", v.text, key="site_url", flag="--perfgate-site-url", metavar="URL"),
+    Option(
+        "summary_path",
+        "write the Markdown summary here (also appended to $GITHUB_STEP_SUMMARY)",
+        _P,
+        flag="--perfgate-summary",
+        cli="--summary",
+        arg=Arg.PATH,
+        metavar="PATH",
+    ),
+    Option(
+        "json_path",
+        "write the JSON results here (perfgate_json_version 3; samples with --perfgate-json-samples)",
+        _P,
+        flag="--perfgate-json",
+        cli="--json",
+        arg=Arg.PATH,
+        metavar="PATH",
+    ),
+    Option(
+        "report_dir",
+        "write the charts (PNG) here",
+        _P,
+        flag="--perfgate-report-dir",
+        cli="--report-dir",
+        arg=Arg.PATH,
+        metavar="DIR",
+    ),
+    Option(
+        "benchmark_json_path",
+        "write github-action-benchmark customSmallerIsBetter JSON here",
+        _P,
+        flag="--perfgate-benchmark-json",
+        arg=Arg.PATH,
+        metavar="PATH",
+    ),
+    Option(
+        "benchmark_speedup_json_path",
+        "write the speedups as github-action-benchmark customBiggerIsBetter JSON here",
+        _P,
+        flag="--perfgate-benchmark-speedup-json",
+        arg=Arg.PATH,
+        metavar="PATH",
+    ),
+    Option(
+        "bencher_json_path",
+        "write Bencher Metric Format (BMF) JSON here",
+        _P,
+        flag="--perfgate-bencher-json",
+        arg=Arg.PATH,
+        metavar="PATH",
+    ),
+    Option(
+        "junit_xml_path",
+        "write the verdicts as JUnit XML here (one testcase per case: regressed cases fail, "
+        "undecided ones are skipped)",
+        _P,
+        key="junit_xml",
+        flag="--perfgate-junit-xml",
+        cli="--junit-xml",
+        arg=Arg.PATH,
+        metavar="PATH",
+    ),
+    Option(
+        "json_samples",
+        "include every timed sample in --perfgate-json (large at many cases)",
+        v.boolean,
+        flag="--perfgate-json-samples",
+        arg=Arg.FLAG,
+    ),
+    Option(
+        "full_table",
+        "list every row in the terminal, not only failing and changed rows and the counts",
+        v.boolean,
+        flag="--perfgate-full-table",
+        arg=Arg.FLAG,
+    ),
+    Option(
+        "publish_host",
+        "keep the hostname and absolute paths in published outputs and exported histories",
+        v.boolean,
+        key="publish_host",
+        flag="--perfgate-publish-host",
+        cli="--publish-host",
+        arg=Arg.FLAG,
+    ),
+    Option(
+        "chart_url",
+        "base URL the charts are published at (links in a job summary)",
+        v.text,
+        key="chart_url",
+        flag="--perfgate-chart-url",
+        metavar="URL",
+    ),
+    Option(
+        "site_url",
+        "base URL of the published dashboard (perfgate report --html): the summary links to the changed cases' pages",
+        v.text,
+        key="site_url",
+        flag="--perfgate-site-url",
+        metavar="URL",
+    ),
     # --- the decision -----------------------------------------------------------------------------------
-    Option("threshold_pct", "time threshold (%) for cases of an uncalibrated baseline; set per case (marker, "
-           "override) it also floors a calibrated case", v.THRESHOLD, key="threshold_pct", marker=True),
-    Option("min_effect_pct", "a change smaller than this (%) never regresses, however certain", v.MIN_EFFECT,
-           key="min_effect_pct"),
-    Option("false_alarm_pct", "the false-alarm budget of a whole run (%): an unchanged suite fails at most this "
-           "often, whatever its size (divided over its gated tests; baseline and A/B mode alike)", v.FALSE_ALARM,
-           key="false_alarm_pct"),
-    Option("confirm_runs", "fresh processes a suspect case must also fail in before the gate fails (0: decide on "
-           "one process, at a stricter threshold)", v.integer(0, 5), key="confirm_runs",
-           flag="--perfgate-confirm-runs", arg=Arg.INT, metavar="N"),
-    Option("noise_window", "recent passing runs on noise_branch whose process values join the calibration's in "
-           "the noise (0: the calibration alone)", v.integer(0, 1000), key="noise_window"),
-    Option("noise_branch", "the branch whose passing runs feed the noise window (\"*\": any branch)",
-           v.nonempty_text, key="noise_branch"),
-    Option("gate_time_with_reference", "gate a case's time as well as its speedup when it has a reference",
-           v.boolean, key="gate_time_with_reference"),
-    Option("noise_floor_pct", "the smallest between-process noise (%) a case is credited with (default 0.1 for "
-           "CUDA events, 0.5 for the host clock)", v.number(0.0, 50.0), key="noise_floor_pct"),
-    Option("ceiling_pct", "strict mode fails a case when any of its processes is this much slower (%) than the "
-           "baseline, whatever its noise or its other processes say", v.CEILING, key="ceiling_pct"),
-    Option("min_speedup", "fail a case with a reference when its speedup's upper bound is below this",
-           v.SPEEDUP, key="min_speedup", marker=True),
-    Option("pin_autotune", "hold Triton autotuners to the configs the baseline recorded", v.boolean,
-           key="pin_autotune", flag="--perfgate-pin-autotune", arg=Arg.FLAG),
+    Option(
+        "threshold_pct",
+        "time threshold (%) for cases of an uncalibrated baseline; set per case (marker, "
+        "override) it also floors a calibrated case",
+        v.THRESHOLD,
+        key="threshold_pct",
+        marker=True,
+    ),
+    Option(
+        "min_effect_pct",
+        "a change smaller than this (%) never regresses, however certain",
+        v.MIN_EFFECT,
+        key="min_effect_pct",
+    ),
+    Option(
+        "false_alarm_pct",
+        "the false-alarm budget of a whole run (%): an unchanged suite fails at most this "
+        "often, whatever its size (divided over its gated tests; baseline and A/B mode alike)",
+        v.FALSE_ALARM,
+        key="false_alarm_pct",
+    ),
+    Option(
+        "confirm_runs",
+        "fresh processes a suspect case must also fail in before the gate fails (0: decide on "
+        "one process, at a stricter threshold)",
+        v.integer(0, 5),
+        key="confirm_runs",
+        flag="--perfgate-confirm-runs",
+        arg=Arg.INT,
+        metavar="N",
+    ),
+    Option(
+        "noise_window",
+        "recent passing runs on noise_branch whose process values join the calibration's in "
+        "the noise (0: the calibration alone)",
+        v.integer(0, 1000),
+        key="noise_window",
+    ),
+    Option(
+        "noise_branch",
+        'the branch whose passing runs feed the noise window ("*": any branch)',
+        v.nonempty_text,
+        key="noise_branch",
+    ),
+    Option(
+        "gate_time_with_reference",
+        "gate a case's time as well as its speedup when it has a reference",
+        v.boolean,
+        key="gate_time_with_reference",
+    ),
+    Option(
+        "noise_floor_pct",
+        "the smallest between-process noise (%) a case is credited with (default 0.1 for "
+        "CUDA events, 0.5 for the host clock)",
+        v.number(0.0, 50.0),
+        key="noise_floor_pct",
+    ),
+    Option(
+        "ceiling_pct",
+        "strict mode fails a case when any of its processes is this much slower (%) than the "
+        "baseline, whatever its noise or its other processes say",
+        v.CEILING,
+        key="ceiling_pct",
+    ),
+    Option(
+        "min_speedup",
+        "fail a case with a reference when its speedup's upper bound is below this",
+        v.SPEEDUP,
+        key="min_speedup",
+        marker=True,
+    ),
+    Option(
+        "pin_autotune",
+        "hold Triton autotuners to the configs the baseline recorded",
+        v.boolean,
+        key="pin_autotune",
+        flag="--perfgate-pin-autotune",
+        arg=Arg.FLAG,
+    ),
     # --- how a case is timed (MeasureOptions; the marker may change each) ----------------------------------
-    Option("warmup_ms", "warm-up before sampling (ms)", v.number(0.0, 60_000.0), key="warmup_ms", marker=True,
-           measure=True),
-    Option("min_samples", "fewest samples per case", v.integer(2, 1_000_000), key="min_samples", marker=True,
-           measure=True),
-    Option("max_samples", "most samples per case", v.integer(2, 1_000_000), key="max_samples", marker=True,
-           measure=True),
-    Option("budget_ms", "time budget for one case's samples (ms)", v.number(0.0, 3_600_000.0, low_open=True),
-           key="budget_ms", marker=True, measure=True),
-    Option("flush_l2", "flush the L2 cache between samples", v.boolean, key="flush_l2", marker=True,
-           measure=True),
-    Option("cooldown_max_ms", "wait at most this long (ms) for the GPU to leave its power cap before a case",
-           v.number(0.0, 600_000.0), key="cooldown_max_ms", marker=True, measure=True),
-    Option("exclude_throttled", "drop samples taken under a power/thermal cap", v.boolean,
-           key="exclude_throttled", marker=True, measure=True),
+    Option(
+        "warmup_ms", "warm-up before sampling (ms)", v.number(0.0, 60_000.0), key="warmup_ms", marker=True, measure=True
+    ),
+    Option(
+        "min_samples", "fewest samples per case", v.integer(2, 1_000_000), key="min_samples", marker=True, measure=True
+    ),
+    Option(
+        "max_samples", "most samples per case", v.integer(2, 1_000_000), key="max_samples", marker=True, measure=True
+    ),
+    Option(
+        "budget_ms",
+        "time budget for one case's samples (ms)",
+        v.number(0.0, 3_600_000.0, low_open=True),
+        key="budget_ms",
+        marker=True,
+        measure=True,
+    ),
+    Option("flush_l2", "flush the L2 cache between samples", v.boolean, key="flush_l2", marker=True, measure=True),
+    Option(
+        "cooldown_max_ms",
+        "wait at most this long (ms) for the GPU to leave its power cap before a case",
+        v.number(0.0, 600_000.0),
+        key="cooldown_max_ms",
+        marker=True,
+        measure=True,
+    ),
+    Option(
+        "exclude_throttled",
+        "drop samples taken under a power/thermal cap",
+        v.boolean,
+        key="exclude_throttled",
+        marker=True,
+        measure=True,
+    ),
     Option("memory", "measure and gate peak memory per call", v.boolean, key="memory", marker=True, measure=True),
     # --- A/B mode: base and head side by side on one GPU (docs/ab.md) ------------------------------------
-    Option("base", "A/B mode: measure the head against this git ref (branch, tag, commit), checked out in a "
-           "cached worktree and alternated with the head in rounds on the same GPU; no baseline file needed",
-           v.text, flag="--perfgate-base", metavar="REF"),
-    Option("ab_rounds", "A/B mode: rounds per case (each side measured once per round, in random order)",
-           v.integer(3, 1000), key="ab_rounds", flag="--perfgate-ab-rounds", cli="--rounds", arg=Arg.INT,
-           metavar="N"),
-    Option("worktree_dir", "A/B mode: where base checkouts and their build caches are kept (default "
-           "$XDG_CACHE_HOME/perfgate/worktrees)", _P, key="worktree_dir", flag="--perfgate-worktree-dir",
-           cli="--worktree-dir", arg=Arg.PATH, metavar="DIR"),
-    Option("ab_timeout_s", "A/B mode: the longest a worker may take for one step (collecting, a test, compiling "
-           "a case, a round) before it is called hung (s)", v.number(1.0, 86_400.0), key="ab_timeout_s"),
+    Option(
+        "base",
+        "A/B mode: measure the head against this git ref (branch, tag, commit), checked out in a "
+        "cached worktree and alternated with the head in rounds on the same GPU; no baseline file needed",
+        v.text,
+        flag="--perfgate-base",
+        metavar="REF",
+    ),
+    Option(
+        "ab_rounds",
+        "A/B mode: rounds per case (each side measured once per round, in random order)",
+        v.integer(3, 1000),
+        key="ab_rounds",
+        flag="--perfgate-ab-rounds",
+        cli="--rounds",
+        arg=Arg.INT,
+        metavar="N",
+    ),
+    Option(
+        "worktree_dir",
+        "A/B mode: where base checkouts and their build caches are kept (default $XDG_CACHE_HOME/perfgate/worktrees)",
+        _P,
+        key="worktree_dir",
+        flag="--perfgate-worktree-dir",
+        cli="--worktree-dir",
+        arg=Arg.PATH,
+        metavar="DIR",
+    ),
+    Option(
+        "ab_timeout_s",
+        "A/B mode: the longest a worker may take for one step (collecting, a test, compiling "
+        "a case, a round) before it is called hung (s)",
+        v.number(1.0, 86_400.0),
+        key="ab_timeout_s",
+    ),
     # --- profilers ---------------------------------------------------------------------------------------
-    Option("profile", "also run the cases under profilers, comma-separated: nsys, ncu, nsys,ncu, or a profiler "
-           "installed under the perfgate.profilers entry-point group", parse_profile_list,
-           flag="--perfgate-profile", metavar="TOOLS"),
+    Option(
+        "profile",
+        "also run the cases under profilers, comma-separated: nsys, ncu, nsys,ncu, or a profiler "
+        "installed under the perfgate.profilers entry-point group",
+        parse_profile_list,
+        flag="--perfgate-profile",
+        metavar="TOOLS",
+    ),
     Option("fail_on_profile_error", "a profiler failure fails the gate", v.boolean, key="fail_on_profile_error"),
     Option("ncu_sections", "Nsight Compute sections to collect", v.text_list, key="ncu_sections"),
-    Option("ncu_metrics", "extra Nsight Compute metrics to collect (and allow in metric thresholds)", v.text_list,
-           key="ncu_metrics"),
+    Option(
+        "ncu_metrics",
+        "extra Nsight Compute metrics to collect (and allow in metric thresholds)",
+        v.text_list,
+        key="ncu_metrics",
+    ),
     Option("ncu_set", "an Nsight Compute section set (e.g. full) instead of ncu_sections", v.text, key="ncu_set"),
-    Option("profile_timeout_s", "time limit for one profiler run (s)", v.number(1.0, 86_400.0),
-           key="profile_timeout_s"),
+    Option(
+        "profile_timeout_s", "time limit for one profiler run (s)", v.number(1.0, 86_400.0), key="profile_timeout_s"
+    ),
     # --- charts ------------------------------------------------------------------------------------------
-    Option("peak_tflops", "roofline compute ceiling (TFLOP/s; default: the device's spec sheet)", v.POSITIVE,
-           key="peak_tflops"),
-    Option("peak_gbps", "roofline memory ceiling (GB/s; default: the device's spec sheet)", v.POSITIVE,
-           key="peak_gbps"),
+    Option(
+        "peak_tflops",
+        "roofline compute ceiling (TFLOP/s; default: the device's spec sheet)",
+        v.POSITIVE,
+        key="peak_tflops",
+    ),
+    Option(
+        "peak_gbps", "roofline memory ceiling (GB/s; default: the device's spec sheet)", v.POSITIVE, key="peak_gbps"
+    ),
 )
 TABLE_KEYS = ("metrics", "overrides")  # [tool.perfgate] sub-tables, read by settings.py
 MARKER_TABLE_KEYS = ("metrics",)

@@ -101,7 +101,9 @@ def project_settings(rootdir: Path | None = None, overrides: Mapping[str, Any] |
     root = (rootdir or find_root(Path.cwd())).resolve()
     table, pyproject = read_pyproject(root)
     here = Path.cwd()
-    resolved = {k: (here / value if isinstance(value, Path) and not value.is_absolute() else value)
-                for k, value in (overrides or {}).items()}
+    resolved = {
+        k: (here / value if isinstance(value, Path) and not value.is_absolute() else value)
+        for k, value in (overrides or {}).items()
+    }
     settings = settings_from_config(table, where=f"{pyproject} [tool.perfgate]", rootdir=root, overrides=resolved)
     return replace(settings, pyproject=pyproject if pyproject.is_file() else None)

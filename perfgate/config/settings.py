@@ -126,8 +126,12 @@ def metric_known(ncu_metrics: tuple[str, ...]) -> Any:
     return lambda name: name in CATALOGUE or name in ncu_metrics
 
 
-def settings_from_config(table: dict[str, Any], where: str = "[tool.perfgate]", rootdir: Path | None = None,
-                         overrides: Mapping[str, Any] | None = None) -> Settings:
+def settings_from_config(
+    table: dict[str, Any],
+    where: str = "[tool.perfgate]",
+    rootdir: Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
     """Validate the pyproject table, then apply command-line values (by Settings attribute; options.py)."""
     if not isinstance(table, dict):
         raise ConfigError(f"perfgate: {where}: must be a table")
@@ -184,12 +188,16 @@ def _overrides(raw: object, where: str, known: Any) -> tuple[Override, ...]:
         cs.check_keys(ov, {"pattern", "threshold_pct", "metrics", "min_speedup"}, here)
         if "pattern" not in ov:
             raise ConfigError(f"perfgate: {here}: needs a 'pattern'")
-        out.append(Override(
-            pattern=cs.nonempty_text(ov["pattern"], f"{here} pattern"),
-            threshold_pct=cs.THRESHOLD(ov["threshold_pct"], f"{here} threshold_pct") if "threshold_pct" in ov else None,
-            metrics=cs.metric_table(known)(ov["metrics"], f"{here} metrics") if "metrics" in ov else (),
-            min_speedup=cs.SPEEDUP(ov["min_speedup"], f"{here} min_speedup") if "min_speedup" in ov else None,
-        ))
+        out.append(
+            Override(
+                pattern=cs.nonempty_text(ov["pattern"], f"{here} pattern"),
+                threshold_pct=cs.THRESHOLD(ov["threshold_pct"], f"{here} threshold_pct")
+                if "threshold_pct" in ov
+                else None,
+                metrics=cs.metric_table(known)(ov["metrics"], f"{here} metrics") if "metrics" in ov else (),
+                min_speedup=cs.SPEEDUP(ov["min_speedup"], f"{here} min_speedup") if "min_speedup" in ov else None,
+            )
+        )
     return tuple(out)
 
 
@@ -198,18 +206,24 @@ def marker_options(kwargs: dict[str, Any], where: str, ncu_metrics: tuple[str, .
     known_keys = opts.marker_keys()
     unknown = set(kwargs) - known_keys
     if unknown:
-        raise ConfigError(f"perfgate: {where}: unknown perfgate marker argument(s) {sorted(unknown)}; "
-                          f"known: {sorted(known_keys)}")
+        raise ConfigError(
+            f"perfgate: {where}: unknown perfgate marker argument(s) {sorted(unknown)}; known: {sorted(known_keys)}"
+        )
     here = f"{where}: perfgate marker"
     table = opts.by_attr()
     parsed = {k: table[k].parse(value, f"{here} {k}") for k, value in kwargs.items() if k in table}
     measure = {k: value for k, value in parsed.items() if table[k].measure}
     if measure.get("max_samples", 10**9) < measure.get("min_samples", 0):
         raise ConfigError(f"perfgate: {here}: min_samples > max_samples")
-    metrics = cs.metric_table(metric_known(ncu_metrics))(kwargs["metrics"], f"{here} metrics") \
-        if "metrics" in kwargs else ()
-    return MarkerOptions(threshold_pct=parsed.get("threshold_pct"), metrics=metrics,
-                         min_speedup=parsed.get("min_speedup"), measure=tuple(sorted(measure.items())))
+    metrics = (
+        cs.metric_table(metric_known(ncu_metrics))(kwargs["metrics"], f"{here} metrics") if "metrics" in kwargs else ()
+    )
+    return MarkerOptions(
+        threshold_pct=parsed.get("threshold_pct"),
+        metrics=metrics,
+        min_speedup=parsed.get("min_speedup"),
+        measure=tuple(sorted(measure.items())),
+    )
 
 
 def measure_for(settings: Settings, marker: MarkerOptions | None) -> MeasureOptions:
@@ -220,4 +234,3 @@ def measure_for(settings: Settings, marker: MarkerOptions | None) -> MeasureOpti
         return replace(settings.measure, **dict(marker.measure))
     except ConfigError as err:
         raise ConfigError(f"{err} (marker and [tool.perfgate] together)") from err
-

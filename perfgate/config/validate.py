@@ -24,8 +24,9 @@ def _fail(where: str, what: str, value: object) -> ConfigError:
     return ConfigError(f"perfgate: {where}: must be {what}, got {shown}")
 
 
-def number(low: float | None = None, high: float | None = None, low_open: bool = False,
-           high_open: bool = False) -> Parser:
+def number(
+    low: float | None = None, high: float | None = None, low_open: bool = False, high_open: bool = False
+) -> Parser:
     """A finite int/float within [low, high] (open ends where asked); bools and strings are refused."""
     what = "a finite number" + _range_text(low, high, low_open, high_open)
 
@@ -112,14 +113,17 @@ POSITIVE = number(0.0, 1e9, low_open=True)
 
 def metric_table(known: Callable[[str], bool]) -> Parser:
     """{metric name: threshold_pct}; names must be metrics perfgate collects."""
+
     def parse(value: object, where: str) -> tuple[tuple[str, float], ...]:
         if not isinstance(value, dict):
             raise _fail(where, "a table of metric name = threshold_pct", value)
         out = []
         for name, pct in value.items():
             if not isinstance(name, str) or not known(name):
-                raise ConfigError(f"perfgate: {where}: unknown metric {name!r} (see perfgate/metrics.py; "
-                                  f"an ncu metric outside the catalogue must be listed in ncu_metrics)")
+                raise ConfigError(
+                    f"perfgate: {where}: unknown metric {name!r} (see perfgate/metrics.py; "
+                    f"an ncu metric outside the catalogue must be listed in ncu_metrics)"
+                )
             out.append((name, THRESHOLD(pct, f"{where}.{name}")))
         return tuple(sorted(out))
 
@@ -146,6 +150,9 @@ def allowed_missing(value: object, where: str) -> tuple[AllowedMissing, ...]:
         check_keys(entry, {"pattern", "reason"}, here)
         if "reason" not in entry or "pattern" not in entry:
             raise ConfigError(f"perfgate: {here}: needs a 'pattern' and a 'reason' (why these cases may go unmeasured)")
-        out.append(AllowedMissing(nonempty_text(entry["pattern"], f"{here} pattern"),
-                                  nonempty_text(entry["reason"], f"{here} reason")))
+        out.append(
+            AllowedMissing(
+                nonempty_text(entry["pattern"], f"{here} pattern"), nonempty_text(entry["reason"], f"{here} reason")
+            )
+        )
     return tuple(out)

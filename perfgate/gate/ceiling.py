@@ -48,21 +48,33 @@ def beyond_ceiling(run: Run, baseline: Baseline | None, gate: GateResult, ceilin
     for c in gate.comparisons:
         r = results.get(c.case_id)
         base = baseline.cases.get(c.case_id) if baseline is not None else None
-        if r is None or base is None or not c.gated or c.metric not in (TIME_METRIC, SPEEDUP_METRIC) \
-                or c.verdict in FAILING or c.verdict in (Verdict.NOT_COMPARABLE, Verdict.NEW, Verdict.MISSING):
+        if (
+            r is None
+            or base is None
+            or not c.gated
+            or c.metric not in (TIME_METRIC, SPEEDUP_METRIC)
+            or c.verdict in FAILING
+            or c.verdict in (Verdict.NOT_COMPARABLE, Verdict.NEW, Verdict.MISSING)
+        ):
             continue
         what = "time" if c.metric == TIME_METRIC else "speedup's reciprocal"
         changes = process_changes_pct(c, r)
         spread = calibration_spread_pct(base, c.metric)
         if changes and max(changes) > ceiling_pct:
-            yield Finding(FindingKind.BEYOND_CEILING,
-                          f"{c.case_id}: {what} {_list(changes)} against the baseline in its process(es): beyond the "
-                          f"{ceiling_pct:g}% ceiling, which no noise estimate or other process clears", c.case_id)
+            yield Finding(
+                FindingKind.BEYOND_CEILING,
+                f"{c.case_id}: {what} {_list(changes)} against the baseline in its process(es): beyond the "
+                f"{ceiling_pct:g}% ceiling, which no noise estimate or other process clears",
+                c.case_id,
+            )
         elif spread > ceiling_pct:
-            yield Finding(FindingKind.BEYOND_CEILING,
-                          f"{c.case_id}: the baseline's calibration processes differ by {spread:+.0f}% ({what}): "
-                          f"beyond the {ceiling_pct:g}% ceiling, so they are no calibration of one version of the "
-                          f"code and their noise cannot judge a change", c.case_id)
+            yield Finding(
+                FindingKind.BEYOND_CEILING,
+                f"{c.case_id}: the baseline's calibration processes differ by {spread:+.0f}% ({what}): "
+                f"beyond the {ceiling_pct:g}% ceiling, so they are no calibration of one version of the "
+                f"code and their noise cannot judge a change",
+                c.case_id,
+            )
 
 
 def _list(changes: Sequence[float]) -> str:

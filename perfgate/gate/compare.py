@@ -32,8 +32,12 @@ from perfgate.model import (
 from perfgate.stats import median_change_ci_pct, percent_change
 
 # Metrics named in an explanation even when they did not move: "DRAM bytes unchanged" rules causes out.
-EXPLAIN_ALWAYS = ("launch__registers_per_thread", "sm__warps_active.avg.pct_of_peak_sustained_active",
-                  "dram__bytes_read.sum", "nsys.launches_per_call")
+EXPLAIN_ALWAYS = (
+    "launch__registers_per_thread",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "dram__bytes_read.sum",
+    "nsys.launches_per_call",
+)
 # Percent-valued metrics (hit rates, occupancy, speed-of-light) move by a fraction of a point between
 # runs; near zero that is a huge relative change (0.0% -> 0.01% is "+inf%"). Below this many points the
 # change is noise whatever its ratio.
@@ -42,8 +46,11 @@ MEMORY_METRICS = (PEAK_ALLOCATED, PEAK_HOST)  # re-measured by confirmation proc
 
 
 def comparable(baseline: Baseline | None, current_env: Environment, settings: Settings) -> bool:
-    return baseline is None or settings.allow_env_mismatch or \
-        baseline.environment.comparability_key() == current_env.comparability_key()
+    return (
+        baseline is None
+        or settings.allow_env_mismatch
+        or baseline.environment.comparability_key() == current_env.comparability_key()
+    )
 
 
 def gated_tests(results: Sequence[CaseResult], baseline: Baseline | None, settings: Settings) -> int:
@@ -52,12 +59,18 @@ def gated_tests(results: Sequence[CaseResult], baseline: Baseline | None, settin
     if baseline is None:
         return 0
     per_case = 2 if settings.gate_time_with_reference else 1
-    return sum(per_case if _speedup_values(r, baseline.cases[r.case_id]) else 1
-               for r in results if r.case_id in baseline.cases)
+    return sum(
+        per_case if _speedup_values(r, baseline.cases[r.case_id]) else 1 for r in results if r.case_id in baseline.cases
+    )
 
 
-def compare_run(results: Sequence[CaseResult], baseline: Baseline | None, current_env: Environment,
-                settings: Settings, intervals: bool = True) -> GateResult:
+def compare_run(
+    results: Sequence[CaseResult],
+    baseline: Baseline | None,
+    current_env: Environment,
+    settings: Settings,
+    intervals: bool = True,
+) -> GateResult:
     """`intervals=False` skips the within-run change intervals (display only) where only verdicts matter."""
     env_ok = comparable(baseline, current_env, settings)
     rows: list[Comparison] = []
@@ -66,13 +79,25 @@ def compare_run(results: Sequence[CaseResult], baseline: Baseline | None, curren
     for res in sorted(results, key=lambda r: r.case_id):
         base = baseline.cases.get(res.case_id) if baseline else None
         if base is None:
-            rows.append(_unpaired(res.case_id, Verdict.NEW, current=res.timing.median_ms,
-                                  note="no baseline: run perfgate calibrate or --perfgate-update-baseline to accept"))
+            rows.append(
+                _unpaired(
+                    res.case_id,
+                    Verdict.NEW,
+                    current=res.timing.median_ms,
+                    note="no baseline: run perfgate calibrate or --perfgate-update-baseline to accept",
+                )
+            )
         elif not env_ok or base.timer is not res.timing.timer:
             assert baseline is not None
-            rows.append(_unpaired(res.case_id, Verdict.NOT_COMPARABLE, baseline=base.median_ms,
-                                  current=res.timing.median_ms, note=_env_note(baseline.environment, current_env,
-                                                                               base, res)))
+            rows.append(
+                _unpaired(
+                    res.case_id,
+                    Verdict.NOT_COMPARABLE,
+                    baseline=base.median_ms,
+                    current=res.timing.median_ms,
+                    note=_env_note(baseline.environment, current_env, base, res),
+                )
+            )
         else:
             speedup_row = compare_speedup(res, base, settings, alpha)
             time_gated = speedup_row is None or settings.gate_time_with_reference
@@ -90,27 +115,51 @@ def compare_run(results: Sequence[CaseResult], baseline: Baseline | None, curren
         rows += [_unpaired(res.case_id, Verdict.PROFILE_FAILED, note=e, metric="profile") for e in res.profile_errors]
     if baseline is not None:
         seen = {r.case_id for r in results}
-        rows += [_unpaired(cid, Verdict.MISSING, baseline=b.median_ms, note="in the baseline, not run this time")
-                 for cid, b in sorted(baseline.cases.items()) if cid not in seen]
+        rows += [
+            _unpaired(cid, Verdict.MISSING, baseline=b.median_ms, note="in the baseline, not run this time")
+            for cid, b in sorted(baseline.cases.items())
+            if cid not in seen
+        ]
     fail_on = {Verdict.REGRESSED, Verdict.BELOW_TARGET} | (
-        {Verdict.PROFILE_FAILED} if settings.fail_on_profile_error else set())
-    return GateResult(comparisons=tuple(rows), current_env=current_env,
-                      baseline_env=baseline.environment if baseline else None,
-                      explanations=explanations, fail_on=frozenset(fail_on),
-                      calibrated=bool(baseline and baseline.calibrated))
+        {Verdict.PROFILE_FAILED} if settings.fail_on_profile_error else set()
+    )
+    return GateResult(
+        comparisons=tuple(rows),
+        current_env=current_env,
+        baseline_env=baseline.environment if baseline else None,
+        explanations=explanations,
+        fail_on=frozenset(fail_on),
+        calibrated=bool(baseline and baseline.calibrated),
+    )
 
 
-def _unpaired(case_id: str, verdict: Verdict, baseline: float | None = None, current: float | None = None,
-              note: str = "", metric: str = TIME_METRIC) -> Comparison:
-    return Comparison(case_id=case_id, metric=metric, unit="ms", direction=Direction.LOWER, verdict=verdict,
-                      baseline=baseline, current=current, note=note)
+def _unpaired(
+    case_id: str,
+    verdict: Verdict,
+    baseline: float | None = None,
+    current: float | None = None,
+    note: str = "",
+    metric: str = TIME_METRIC,
+) -> Comparison:
+    return Comparison(
+        case_id=case_id,
+        metric=metric,
+        unit="ms",
+        direction=Direction.LOWER,
+        verdict=verdict,
+        baseline=baseline,
+        current=current,
+        note=note,
+    )
 
 
 def _env_note(base_env: Environment, cur: Environment, base: BaselineCase, res: CaseResult) -> str:
     if base.timer is not res.timing.timer and base_env.comparability_key() == cur.comparability_key():
         return f"baseline timed with {base.timer.value}, this run with {res.timing.timer.value}"
-    return (f"baseline measured on {base_env.device_name} ({base_env.device_kind}), this run on {cur.device_name} "
-            f"({cur.device_kind}); pass --perfgate-allow-env-mismatch to compare anyway")
+    return (
+        f"baseline measured on {base_env.device_name} ({base_env.device_kind}), this run on {cur.device_name} "
+        f"({cur.device_kind}); pass --perfgate-allow-env-mismatch to compare anyway"
+    )
 
 
 def _rule(res: CaseResult, settings: Settings, alpha: float, explicit_pct: float | None) -> Rule:
@@ -118,8 +167,9 @@ def _rule(res: CaseResult, settings: Settings, alpha: float, explicit_pct: float
     return Rule(alpha=alpha, stages=1 + settings.confirm_runs, floor_pct=floor)
 
 
-def _noise(resolved: NoiseEstimate | None, calibration: Sequence[float], res: CaseResult,
-           settings: Settings) -> NoiseEstimate | None:
+def _noise(
+    resolved: NoiseEstimate | None, calibration: Sequence[float], res: CaseResult, settings: Settings
+) -> NoiseEstimate | None:
     """The noise resolved when the case was measured (calibration + history window), else the calibration's."""
     if resolved is not None:
         return resolved
@@ -130,13 +180,20 @@ def time_decision(res: CaseResult, base: BaselineCase, settings: Settings, alpha
     t = res.thresholds
     calibration = base.time_values()
     noise = _noise(t.time_noise, calibration if base.calibrated else (), res, settings)
-    return decide(calibration, res.process_medians_ms, noise,
-                  _rule(res, settings, alpha, t.time_pct if t.time_pct_explicit else None),
-                  threshold_pct=t.time_pct, baseline_samples=base.samples_ms, current_samples=res.samples_ms)
+    return decide(
+        calibration,
+        res.process_medians_ms,
+        noise,
+        _rule(res, settings, alpha, t.time_pct if t.time_pct_explicit else None),
+        threshold_pct=t.time_pct,
+        baseline_samples=base.samples_ms,
+        current_samples=res.samples_ms,
+    )
 
 
-def compare_time(res: CaseResult, base: BaselineCase, settings: Settings, alpha: float, intervals: bool = True,
-                 gated: bool = True) -> Comparison:
+def compare_time(
+    res: CaseResult, base: BaselineCase, settings: Settings, alpha: float, intervals: bool = True, gated: bool = True
+) -> Comparison:
     """The time verdict with its interval: between-process when calibrated, else the within-run one."""
     d = time_decision(res, base, settings, alpha)
     lo, hi = d.ci_low_pct, d.ci_high_pct
@@ -144,11 +201,27 @@ def compare_time(res: CaseResult, base: BaselineCase, settings: Settings, alpha:
         lo, hi = median_change_ci_pct(base.samples_ms, res.samples_ms) or (None, None)
     centre = sum(base.time_values()) / len(base.time_values())
     current = sum(res.process_medians_ms) / len(res.process_medians_ms)
-    return Comparison(case_id=res.case_id, metric=TIME_METRIC, unit="ms", direction=Direction.LOWER,
-                      verdict=d.verdict, baseline=centre, current=current, change_pct=d.change_pct, ci_low_pct=lo,
-                      ci_high_pct=hi, p_value=d.p_value, threshold_pct=d.threshold_pct,
-                      noise_pct=d.noise.noise_pct if d.noise else None, score=d.score, processes=d.processes,
-                      note=_note(d, gated), detects_pct=d.detects_pct, gated=gated, suspect=d.suspect and gated)
+    return Comparison(
+        case_id=res.case_id,
+        metric=TIME_METRIC,
+        unit="ms",
+        direction=Direction.LOWER,
+        verdict=d.verdict,
+        baseline=centre,
+        current=current,
+        change_pct=d.change_pct,
+        ci_low_pct=lo,
+        ci_high_pct=hi,
+        p_value=d.p_value,
+        threshold_pct=d.threshold_pct,
+        noise_pct=d.noise.noise_pct if d.noise else None,
+        score=d.score,
+        processes=d.processes,
+        note=_note(d, gated),
+        detects_pct=d.detects_pct,
+        gated=gated,
+        suspect=d.suspect and gated,
+    )
 
 
 def _note(d: Decision, gated: bool) -> str:
@@ -178,9 +251,13 @@ def speedup_decision(res: CaseResult, base: BaselineCase, settings: Settings, al
         return None
     noise = _noise(res.thresholds.speedup_noise, calibration if base.calibrated else (), res, settings)
     explicit = res.thresholds.metric_pct(SPEEDUP_METRIC)
-    return decide(calibration, [1.0 / s for s in res.process_speedups], noise,
-                  _rule(res, settings, alpha, explicit),
-                  threshold_pct=explicit if explicit is not None else res.thresholds.time_pct)
+    return decide(
+        calibration,
+        [1.0 / s for s in res.process_speedups],
+        noise,
+        _rule(res, settings, alpha, explicit),
+        threshold_pct=explicit if explicit is not None else res.thresholds.time_pct,
+    )
 
 
 def compare_speedup(res: CaseResult, base: BaselineCase, settings: Settings, alpha: float) -> Comparison | None:
@@ -193,16 +270,31 @@ def compare_speedup(res: CaseResult, base: BaselineCase, settings: Settings, alp
     current = len(res.process_speedups) / sum(1.0 / s for s in res.process_speedups)
     flip = None if d.ci_low_pct is None or d.ci_high_pct is None else (-d.ci_high_pct, -d.ci_low_pct)
     change = percent_change(centre, current)
-    return Comparison(case_id=res.case_id, metric=SPEEDUP_METRIC, unit="x", direction=Direction.HIGHER,
-                      verdict=d.verdict, kernel=res.speedup.reference, baseline=centre, current=current,
-                      change_pct=change, ci_low_pct=flip[0] if flip else None, ci_high_pct=flip[1] if flip else None,
-                      threshold_pct=d.threshold_pct, noise_pct=d.noise.noise_pct if d.noise else None,
-                      score=d.score, processes=d.processes, note=_note(d, True),
-                      detects_pct=d.detects_pct, suspect=d.suspect)
+    return Comparison(
+        case_id=res.case_id,
+        metric=SPEEDUP_METRIC,
+        unit="x",
+        direction=Direction.HIGHER,
+        verdict=d.verdict,
+        kernel=res.speedup.reference,
+        baseline=centre,
+        current=current,
+        change_pct=change,
+        ci_low_pct=flip[0] if flip else None,
+        ci_high_pct=flip[1] if flip else None,
+        threshold_pct=d.threshold_pct,
+        noise_pct=d.noise.noise_pct if d.noise else None,
+        score=d.score,
+        processes=d.processes,
+        note=_note(d, True),
+        detects_pct=d.detects_pct,
+        suspect=d.suspect,
+    )
 
 
-def compare_metrics(res: CaseResult, base: BaselineCase, skip: tuple[str, ...] = (), stages: int = 1
-                    ) -> list[Comparison]:
+def compare_metrics(
+    res: CaseResult, base: BaselineCase, skip: tuple[str, ...] = (), stages: int = 1
+) -> list[Comparison]:
     """Every catalogued metric of the case, whatever its source, matched by (source, kernel, name); ungated
     (derived) ones are compared for explanations. Memory is re-measured by confirmation processes and
     regresses only when all show it.
@@ -219,29 +311,59 @@ def compare_metrics(res: CaseResult, base: BaselineCase, skip: tuple[str, ...] =
         if old is None or spec is None or spec.kind is MetricKind.TIMED or m.name in skip:
             continue
         again = res.confirmation_memory if m.name in MEMORY_METRICS else ()
-        rows.append(_metric_row(res.case_id, old, m, spec.direction, spec.kind,
-                                metric_threshold_pct(res.thresholds, m.name), again,
-                                stages if m.name in MEMORY_METRICS else 1))
+        rows.append(
+            _metric_row(
+                res.case_id,
+                old,
+                m,
+                spec.direction,
+                spec.kind,
+                metric_threshold_pct(res.thresholds, m.name),
+                again,
+                stages if m.name in MEMORY_METRICS else 1,
+            )
+        )
     return rows
 
 
-def _metric_row(case_id: str, old: Metric, new: Metric, direction: Direction, kind: MetricKind,
-                threshold_pct: float, again: Sequence[float] = (), stages: int = 1) -> Comparison:
+def _metric_row(
+    case_id: str,
+    old: Metric,
+    new: Metric,
+    direction: Direction,
+    kind: MetricKind,
+    threshold_pct: float,
+    again: Sequence[float] = (),
+    stages: int = 1,
+) -> Comparison:
     change = percent_change(old.value, new.value)
-    verdicts = [_tolerance_verdict(old, value, new.unit, direction, kind, threshold_pct)
-                for value in (new.value, *again)]
+    verdicts = [
+        _tolerance_verdict(old, value, new.unit, direction, kind, threshold_pct) for value in (new.value, *again)
+    ]
     first = verdicts[0]
     agreed = all(v is first for v in verdicts)
     verdict = first if agreed and first is not Verdict.UNCHANGED else Verdict.UNCHANGED
     suspect = first is not Verdict.UNCHANGED and agreed and len(verdicts) < stages
-    return Comparison(case_id=case_id, metric=new.name, unit=new.unit, direction=direction, verdict=verdict,
-                      kernel=new.kernel, baseline=old.value, current=new.value, change_pct=change,
-                      threshold_pct=threshold_pct if kind is not MetricKind.DERIVED else None, note=new.source,
-                      processes=len(verdicts), suspect=suspect)
+    return Comparison(
+        case_id=case_id,
+        metric=new.name,
+        unit=new.unit,
+        direction=direction,
+        verdict=verdict,
+        kernel=new.kernel,
+        baseline=old.value,
+        current=new.value,
+        change_pct=change,
+        threshold_pct=threshold_pct if kind is not MetricKind.DERIVED else None,
+        note=new.source,
+        processes=len(verdicts),
+        suspect=suspect,
+    )
 
 
-def _tolerance_verdict(old: Metric, value: float, unit: str, direction: Direction, kind: MetricKind,
-                       threshold_pct: float) -> Verdict:
+def _tolerance_verdict(
+    old: Metric, value: float, unit: str, direction: Direction, kind: MetricKind, threshold_pct: float
+) -> Verdict:
     if kind is MetricKind.DERIVED:
         return Verdict.UNCHANGED
     worse = _worse_by(old.value, value, percent_change(old.value, value), direction)
@@ -277,16 +399,28 @@ def _speedup_target(res: CaseResult, stages: int = 1) -> list[Comparison]:
     below = [s.ci_high < target, *(v < target for v in res.confirmation_speedups)]
     verdict = Verdict.BELOW_TARGET if all(below) else Verdict.UNCHANGED
     suspect = all(below) and len(below) < stages
-    return [Comparison(case_id=res.case_id, metric="min_speedup", unit="x", direction=Direction.HIGHER,
-                       verdict=verdict, kernel=s.reference, baseline=target, current=s.median, processes=len(below),
-                       suspect=suspect, note=f"{s.median:.2f}x vs {s.reference} (CI {s.ci_low:.2f}-{s.ci_high:.2f}), "
-                                             f"needs >= {target:g}x")]
+    return [
+        Comparison(
+            case_id=res.case_id,
+            metric="min_speedup",
+            unit="x",
+            direction=Direction.HIGHER,
+            verdict=verdict,
+            kernel=s.reference,
+            baseline=target,
+            current=s.median,
+            processes=len(below),
+            suspect=suspect,
+            note=f"{s.median:.2f}x vs {s.reference} (CI {s.ci_low:.2f}-{s.ci_high:.2f}), needs >= {target:g}x",
+        )
+    ]
 
 
 def explain(metric_rows: Sequence[Comparison]) -> tuple[Comparison, ...]:
     """What moved with a regression: counters that changed first (registers, spills, theoretical
     occupancy: the usual causes), then measured metrics that regressed, then the always-shown ones
     that held still ("DRAM bytes unchanged" rules a cause out)."""
+
     def rank(c: Comparison) -> tuple[bool, int, float]:
         spec = spec_for(c.metric)
         kind_order = {MetricKind.COUNTER: 0, MetricKind.MEASURED: 1}.get(spec.kind, 2) if spec else 2

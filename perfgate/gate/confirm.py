@@ -25,8 +25,14 @@ def suspects(gate: GateResult) -> list[str]:
     return sorted({c.case_id for c in gate.comparisons if c.suspect})
 
 
-def confirm_suspects(run: Run, baseline: Baseline | None, settings: Settings, confirmer: Confirmer,
-                     messages: list[str], clock: Callable[[], float] = time.monotonic) -> Run:
+def confirm_suspects(
+    run: Run,
+    baseline: Baseline | None,
+    settings: Settings,
+    confirmer: Confirmer,
+    messages: list[str],
+    clock: Callable[[], float] = time.monotonic,
+) -> Run:
     """Re-measure suspect cases in fresh processes, up to `confirm_runs` rounds. Only what every process
     shows becomes a verdict; a failed round keeps the processes measured so far (the decision then charges
     fewer processes at a stricter threshold)."""
@@ -41,10 +47,13 @@ def confirm_suspects(run: Run, baseline: Baseline | None, settings: Settings, co
             messages.append(f"perfgate: confirmation run failed, keeping the unconfirmed verdicts: {err}")
             break
         # the cost of a confirmation is part of the gate's wall time: shown so it can be budgeted
-        messages.append(f"perfgate: confirmed {len(todo)} suspect case(s) in a fresh process "
-                        f"(round {round_no} of {settings.confirm_runs}): {clock() - started:.1f} s")
-        run = replace(run, results=tuple(confirmed(r, fresh[r.case_id]) if r.case_id in fresh else r
-                                         for r in run.results))
+        messages.append(
+            f"perfgate: confirmed {len(todo)} suspect case(s) in a fresh process "
+            f"(round {round_no} of {settings.confirm_runs}): {clock() - started:.1f} s"
+        )
+        run = replace(
+            run, results=tuple(confirmed(r, fresh[r.case_id]) if r.case_id in fresh else r for r in run.results)
+        )
     return run
 
 
@@ -58,5 +67,9 @@ def confirmed(r: CaseResult, again: CaseResult) -> CaseResult:
     value = next((m.value for m in again.metrics if m.name == gated), None)
     if value is not None:
         memory += (value,)
-    return replace(r, confirmation_medians_ms=r.confirmation_medians_ms + (again.timing.median_ms,),
-                   confirmation_speedups=speedups, confirmation_memory=memory)
+    return replace(
+        r,
+        confirmation_medians_ms=r.confirmation_medians_ms + (again.timing.median_ms,),
+        confirmation_speedups=speedups,
+        confirmation_memory=memory,
+    )

@@ -75,9 +75,15 @@ class Decision:
     p_value: float | None = None  # uncalibrated only: the within-run rank test
 
 
-def decide(centre_values: Sequence[float], current: Sequence[float], noise: NoiseEstimate | None, rule: Rule,
-           threshold_pct: float = 3.0, baseline_samples: Sequence[float] = (),
-           current_samples: Sequence[float] = ()) -> Decision:
+def decide(
+    centre_values: Sequence[float],
+    current: Sequence[float],
+    noise: NoiseEstimate | None,
+    rule: Rule,
+    threshold_pct: float = 3.0,
+    baseline_samples: Sequence[float] = (),
+    current_samples: Sequence[float] = (),
+) -> Decision:
     """The verdict for one metric (lower is better): `centre_values` are the baseline's calibration process
     values, `current` this run's process values (the run's first, then its confirmations)."""
     if not current or not centre_values:
@@ -114,12 +120,28 @@ def decide(centre_values: Sequence[float], current: Sequence[float], noise: Nois
     suspect = j < k and (all(d > t_k for d in changes) or all(d < -down_k for d in changes))
     half = t_quantile(0.5 + INTERVAL_CONFIDENCE / 2, noise.df) * se
     detects = t_k + unit * NormalDist().inv_cdf(POWER ** (1.0 / k))
-    return Decision(verdict, mean_change, t_k, detects, j, noise, mean_change - half, mean_change + half,
-                    mean_change / se if se > 0 else None, suspect)
+    return Decision(
+        verdict,
+        mean_change,
+        t_k,
+        detects,
+        j,
+        noise,
+        mean_change - half,
+        mean_change + half,
+        mean_change / se if se > 0 else None,
+        suspect,
+    )
 
 
-def _without_noise(change: float, processes: int, threshold_pct: float, rule: Rule,
-                   baseline_samples: Sequence[float], current_samples: Sequence[float]) -> Decision:
+def _without_noise(
+    change: float,
+    processes: int,
+    threshold_pct: float,
+    rule: Rule,
+    baseline_samples: Sequence[float],
+    current_samples: Sequence[float],
+) -> Decision:
     """No between-process noise to judge by: never a failure on a within-run test alone."""
     p = mann_whitney_p(baseline_samples, current_samples)
     verdict = Verdict.INCONCLUSIVE if abs(change) > threshold_pct and p < rule.alpha else Verdict.UNCHANGED

@@ -48,26 +48,42 @@ class GateFacts:
 SHOWN_MISSING = 5  # case ids named in the one "not measured" finding; the rest are counted
 
 
-def findings_for(run: Run, baseline: Baseline | None, gate: GateResult, facts: GateFacts,
-                 allow_missing: Sequence[AllowedMissing] = (), ceiling_pct: float = 100.0) -> tuple[Finding, ...]:
-    return (*_run_level(run, baseline, facts), *_against_base(facts.base), *_unmeasured(run, baseline, allow_missing),
-            *_not_measured(run, baseline, allow_missing), *_per_case(run, baseline, gate),
-            *beyond_ceiling(run, baseline, gate, ceiling_pct), *_host_drift(run, baseline),
-            *(Finding(FindingKind.CHANGE_POINT, line) for line in facts.change_points))
+def findings_for(
+    run: Run,
+    baseline: Baseline | None,
+    gate: GateResult,
+    facts: GateFacts,
+    allow_missing: Sequence[AllowedMissing] = (),
+    ceiling_pct: float = 100.0,
+) -> tuple[Finding, ...]:
+    return (
+        *_run_level(run, baseline, facts),
+        *_against_base(facts.base),
+        *_unmeasured(run, baseline, allow_missing),
+        *_not_measured(run, baseline, allow_missing),
+        *_per_case(run, baseline, gate),
+        *beyond_ceiling(run, baseline, gate, ceiling_pct),
+        *_host_drift(run, baseline),
+        *(Finding(FindingKind.CHANGE_POINT, line) for line in facts.change_points),
+    )
 
 
 def _against_base(check: BaseCheck | None) -> Iterator[Finding]:
     if check is None:
         return
     if check.unverified:
-        yield Finding(FindingKind.BASELINE_UNVERIFIED, f"cannot compare the baseline with the base ref {check.ref}: "
-                                                       f"{check.unverified}")
+        yield Finding(
+            FindingKind.BASELINE_UNVERIFIED,
+            f"cannot compare the baseline with the base ref {check.ref}: {check.unverified}",
+        )
     elif check.changes and check.stated:
         yield Finding(FindingKind.BASELINE_CHANGE_STATED, "; ".join(check.changes) + ": stated as intended")
     elif check.changes:
-        yield Finding(FindingKind.BASELINE_CHANGED,
-                      "; ".join(check.changes) + ": a pull request that changes what it is gated with must say so "
-                      "(--perfgate-accept-baseline-change, which the workflow passes for a labelled pull request)")
+        yield Finding(
+            FindingKind.BASELINE_CHANGED,
+            "; ".join(check.changes) + ": a pull request that changes what it is gated with must say so "
+            "(--perfgate-accept-baseline-change, which the workflow passes for a labelled pull request)",
+        )
 
 
 def _allowed_by(case_id: str, allow_missing: Sequence[AllowedMissing]) -> AllowedMissing | None:
@@ -93,24 +109,34 @@ def _not_measured(run: Run, baseline: Baseline | None, allow_missing: Sequence[A
         else:
             allowed.setdefault(entry, []).append(cid)
     for entry, ids in allowed.items():
-        yield Finding(FindingKind.ALLOWED_MISSING, f"{len(ids)} baseline case(s) not measured, allowed by "
-                                                   f"allow_missing {entry.pattern!r}: {entry.reason}", ids[0])
+        yield Finding(
+            FindingKind.ALLOWED_MISSING,
+            f"{len(ids)} baseline case(s) not measured, allowed by allow_missing {entry.pattern!r}: {entry.reason}",
+            ids[0],
+        )
     if unexplained:
         more = f" and {len(unexplained) - SHOWN_MISSING} more" if len(unexplained) > SHOWN_MISSING else ""
-        yield Finding(FindingKind.NOT_MEASURED,
-                      f"{len(unexplained)} baseline case(s) not measured (not collected, deselected or renamed): "
-                      f"{', '.join(unexplained[:SHOWN_MISSING])}{more}; run them, or list them in [tool.perfgate] "
-                      f"allow_missing with a reason", unexplained[0])
+        yield Finding(
+            FindingKind.NOT_MEASURED,
+            f"{len(unexplained)} baseline case(s) not measured (not collected, deselected or renamed): "
+            f"{', '.join(unexplained[:SHOWN_MISSING])}{more}; run them, or list them in [tool.perfgate] "
+            f"allow_missing with a reason",
+            unexplained[0],
+        )
 
 
 def _inconclusive(c: Comparison) -> str:
     what = "speedup" if c.metric == SPEEDUP_METRIC else "time"
     change = f"{c.case_id}: {what} {c.change_pct:+.2f}%" if c.change_pct is not None else f"{c.case_id}: {what}"
     if c.noise_pct is None:
-        return (f"{change} is beyond {c.threshold_pct:.1f}%, but with no between-process noise to judge by it "
-                "cannot fail the gate: run perfgate calibrate")
-    return (f"{change} is above the noise but a regression of {c.threshold_pct:.2f}% per process is neither shown "
-            f"nor ruled out after {c.processes} process(es)")
+        return (
+            f"{change} is beyond {c.threshold_pct:.1f}%, but with no between-process noise to judge by it "
+            "cannot fail the gate: run perfgate calibrate"
+        )
+    return (
+        f"{change} is above the noise but a regression of {c.threshold_pct:.2f}% per process is neither shown "
+        f"nor ruled out after {c.processes} process(es)"
+    )
 
 
 def _host_drift(run: Run, baseline: Baseline | None) -> Iterator[Finding]:
@@ -128,8 +154,11 @@ def _host_drift(run: Run, baseline: Baseline | None) -> Iterator[Finding]:
     for kind, items in sorted(drifts.items()):
         items.sort(reverse=True)
         more = f" (and {len(items) - 1} more case(s))" if len(items) > 1 else ""
-        yield Finding(FindingKind.HOST_DRIFT, f"{items[0][1]}{more}: timings on the host clock include the "
-                                              f"machine; a verdict may be the {kind}'s, not the code's")
+        yield Finding(
+            FindingKind.HOST_DRIFT,
+            f"{items[0][1]}{more}: timings on the host clock include the "
+            f"machine; a verdict may be the {kind}'s, not the code's",
+        )
 
 
 def host_changes(before: HostState, now: HostState) -> list[tuple[str, float, str]]:
@@ -137,35 +166,58 @@ def host_changes(before: HostState, now: HostState) -> list[tuple[str, float, st
     out = []
     cpus = max(1, now.cpus)
     if now.load_avg_1m > max(2.0 * before.load_avg_1m, before.load_avg_1m + LOAD_RISE_PER_CPU * cpus):
-        out.append(("load", now.load_avg_1m - before.load_avg_1m,
-                    f"load average {now.load_avg_1m:.1f} now vs {before.load_avg_1m:.1f} at calibration on {cpus} "
-                    "CPU(s)"))
+        out.append(
+            (
+                "load",
+                now.load_avg_1m - before.load_avg_1m,
+                f"load average {now.load_avg_1m:.1f} now vs {before.load_avg_1m:.1f} at calibration on {cpus} CPU(s)",
+            )
+        )
     if now.cpu_mhz and before.cpu_mhz and now.cpu_mhz < (1 - CPU_CLOCK_DROP) * before.cpu_mhz:
-        out.append(("CPU clock", before.cpu_mhz - now.cpu_mhz,
-                    f"CPU clock {now.cpu_mhz:.0f} MHz now vs {before.cpu_mhz:.0f} MHz at calibration"))
+        out.append(
+            (
+                "CPU clock",
+                before.cpu_mhz - now.cpu_mhz,
+                f"CPU clock {now.cpu_mhz:.0f} MHz now vs {before.cpu_mhz:.0f} MHz at calibration",
+            )
+        )
     if now.steal_pct is not None and now.steal_pct > STEAL_PCT + (before.steal_pct or 0.0):
-        out.append(("hypervisor", now.steal_pct, f"{now.steal_pct:.0f}% of CPU time stolen by the hypervisor "
-                                                 f"(calibration: {before.steal_pct or 0.0:.0f}%)"))
+        out.append(
+            (
+                "hypervisor",
+                now.steal_pct,
+                f"{now.steal_pct:.0f}% of CPU time stolen by the hypervisor "
+                f"(calibration: {before.steal_pct or 0.0:.0f}%)",
+            )
+        )
     return out
 
 
 def _run_level(run: Run, baseline: Baseline | None, facts: GateFacts) -> Iterator[Finding]:
     if not run.results:
-        yield Finding(FindingKind.NO_CASES, "no perf case was measured (every perf test skipped, deselected or "
-                                            "failed before measuring)")
+        yield Finding(
+            FindingKind.NO_CASES,
+            "no perf case was measured (every perf test skipped, deselected or failed before measuring)",
+        )
         return
     if baseline is None:
         where = facts.baseline_path or "the baseline directory"
-        yield Finding(FindingKind.NO_BASELINE,
-                      f"no baseline for {run.environment.device_name} at {where}: nothing was compared")
+        yield Finding(
+            FindingKind.NO_BASELINE, f"no baseline for {run.environment.device_name} at {where}: nothing was compared"
+        )
     elif not baseline.calibrated:
-        yield Finding(FindingKind.UNCALIBRATED, f"baseline {baseline.path.name} is uncalibrated: run `perfgate "
-                                                f"calibrate` for per-case thresholds from between-process noise")
+        yield Finding(
+            FindingKind.UNCALIBRATED,
+            f"baseline {baseline.path.name} is uncalibrated: run `perfgate "
+            f"calibrate` for per-case thresholds from between-process noise",
+        )
     host_cases = [r for r in run.results if r.timing.timer is Timer.HOST]
     if host_cases and facts.cuda_baselines:
-        yield Finding(FindingKind.HOST_CLOCK,
-                      f"{len(host_cases)} case(s) timed with the host clock while CUDA baselines exist "
-                      f"({', '.join(facts.cuda_baselines)}): is the GPU visible?")
+        yield Finding(
+            FindingKind.HOST_CLOCK,
+            f"{len(host_cases)} case(s) timed with the host clock while CUDA baselines exist "
+            f"({', '.join(facts.cuda_baselines)}): is the GPU visible?",
+        )
 
 
 def _unmeasured(run: Run, baseline: Baseline | None, allow_missing: Sequence[AllowedMissing]) -> Iterator[Finding]:
@@ -182,13 +234,18 @@ def _unmeasured(run: Run, baseline: Baseline | None, allow_missing: Sequence[All
         kind = FindingKind.TEST_SKIPPED if test.outcome is TestOutcome.SKIPPED else FindingKind.TEST_ERRORED
         why = f": {test.reason}" if test.reason else ""
         entry = _allowed_by(cases[0], allow_missing)
-        if kind is FindingKind.TEST_SKIPPED and entry is not None and \
-                all(_allowed_by(c, allow_missing) for c in cases):
-            yield Finding(FindingKind.ALLOWED_MISSING, f"{test.nodeid} skipped{why}, allowed by allow_missing "
-                                                       f"{entry.pattern!r}: {entry.reason}", case_id=cases[0])
+        if kind is FindingKind.TEST_SKIPPED and entry is not None and all(_allowed_by(c, allow_missing) for c in cases):
+            yield Finding(
+                FindingKind.ALLOWED_MISSING,
+                f"{test.nodeid} skipped{why}, allowed by allow_missing {entry.pattern!r}: {entry.reason}",
+                case_id=cases[0],
+            )
             continue
-        yield Finding(kind, f"{test.nodeid} {test.outcome.value}{why} ({len(cases)} baseline case(s) not measured)",
-                      case_id=cases[0])
+        yield Finding(
+            kind,
+            f"{test.nodeid} {test.outcome.value}{why} ({len(cases)} baseline case(s) not measured)",
+            case_id=cases[0],
+        )
 
 
 def _cases_by_test(case_ids: Iterable[str]) -> dict[str, list[str]]:
@@ -213,18 +270,36 @@ def _per_case(run: Run, baseline: Baseline | None, gate: GateResult) -> Iterator
             yield Finding(FindingKind.PROFILE_FAILED, f"{c.case_id}: {c.note}", c.case_id)
         elif c.gated and c.metric in (TIME_METRIC, SPEEDUP_METRIC) and c.verdict is Verdict.INCONCLUSIVE:
             yield Finding(FindingKind.INCONCLUSIVE, _inconclusive(c), c.case_id)
-        elif c.metric == TIME_METRIC and c.change_pct is not None and c.threshold_pct is not None and \
-                c.change_pct < -max(STALE_IMPROVEMENT_PCT, 3 * c.threshold_pct):
-            yield Finding(FindingKind.STALE_BASELINE, f"{c.case_id}: {c.change_pct:+.1f}% faster than the baseline: "
-                                                      f"was it recorded cold, or before an intended change?", c.case_id)
+        elif (
+            c.metric == TIME_METRIC
+            and c.change_pct is not None
+            and c.threshold_pct is not None
+            and c.change_pct < -max(STALE_IMPROVEMENT_PCT, 3 * c.threshold_pct)
+        ):
+            yield Finding(
+                FindingKind.STALE_BASELINE,
+                f"{c.case_id}: {c.change_pct:+.1f}% faster than the baseline: "
+                f"was it recorded cold, or before an intended change?",
+                c.case_id,
+            )
     for r in run.results:
         if r.gpu_state is not None and r.gpu_state.throttled_fraction >= THROTTLED_FRACTION:
-            yield Finding(FindingKind.THROTTLED, f"{r.case_id}: sampled under a power/thermal cap "
-                                                 f"({100 * r.gpu_state.throttled_fraction:.0f}% of NVML polls, reasons "
-                                                 f"0x{r.gpu_state.throttle_reasons:x})", r.case_id)
+            yield Finding(
+                FindingKind.THROTTLED,
+                f"{r.case_id}: sampled under a power/thermal cap "
+                f"({100 * r.gpu_state.throttled_fraction:.0f}% of NVML polls, reasons "
+                f"0x{r.gpu_state.throttle_reasons:x})",
+                r.case_id,
+            )
         base = baseline.cases.get(r.case_id) if baseline else None
         if base is not None and base.autotune and r.autotune and dict(base.autotune) != dict(r.autotune):
-            changed = [f"{k}: {v} (baseline {dict(base.autotune).get(k, '-')})" for k, v in r.autotune
-                       if dict(base.autotune).get(k) != v]
-            yield Finding(FindingKind.AUTOTUNE_CHANGED, f"{r.case_id}: autotuner chose another config, a likely cause "
-                                                        f"of a change: {'; '.join(changed)}", r.case_id)
+            changed = [
+                f"{k}: {v} (baseline {dict(base.autotune).get(k, '-')})"
+                for k, v in r.autotune
+                if dict(base.autotune).get(k) != v
+            ]
+            yield Finding(
+                FindingKind.AUTOTUNE_CHANGED,
+                f"{r.case_id}: autotuner chose another config, a likely cause of a change: {'; '.join(changed)}",
+                r.case_id,
+            )

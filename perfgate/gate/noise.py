@@ -41,9 +41,14 @@ def estimate_noise(calibration: Sequence[float], window: Sequence[float], floor_
         return None
     sd = math.sqrt(math.fsum((v - mean) ** 2 for v in kept) / (len(kept) - 1))
     deviations = sorted(100.0 * (v - centre) / centre for v in kept)
-    return NoiseEstimate(max(100.0 * sd / mean, floor_pct), len(kept) - 1, len(window), len(values) - len(kept),
-                         upper_pct=tuple(round(d, 6) for d in deviations[::-1][:EXTREMES_KEPT]),
-                         lower_pct=tuple(round(d, 6) for d in deviations[:EXTREMES_KEPT]))
+    return NoiseEstimate(
+        max(100.0 * sd / mean, floor_pct),
+        len(kept) - 1,
+        len(window),
+        len(values) - len(kept),
+        upper_pct=tuple(round(d, 6) for d in deviations[::-1][:EXTREMES_KEPT]),
+        lower_pct=tuple(round(d, 6) for d in deviations[:EXTREMES_KEPT]),
+    )
 
 
 def without_isolated(values: Sequence[float], min_processes: int = EXCLUSION_MIN_PROCESSES) -> list[float]:

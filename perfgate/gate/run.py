@@ -23,19 +23,34 @@ from perfgate.model import CaseResult, Environment, GateResult, Run, RunInfo, Ru
 log = logging.getLogger("perfgate")
 
 
-
-def build_run(results: Iterable[CaseResult], unmeasured: Iterable[UnmeasuredTest], environment: Environment,
-              rootdir: Path, started_at: str, profile_settings: str = "", kind: RunKind = RunKind.GATE) -> Run:
+def build_run(
+    results: Iterable[CaseResult],
+    unmeasured: Iterable[UnmeasuredTest],
+    environment: Environment,
+    rootdir: Path,
+    started_at: str,
+    profile_settings: str = "",
+    kind: RunKind = RunKind.GATE,
+) -> Run:
     """What one process measured, as one Run record: a fresh identity, the git state of `rootdir`, the
     command line, cases and unmeasured tests in a stable order."""
     from perfgate.measure.environment import command_line, utc_now
     from perfgate.measure.git import git_info
 
     commit, branch, dirty = git_info(rootdir)
-    info = RunInfo(started_at=started_at, finished_at=utc_now(), git_commit=commit, git_branch=branch,
-                   git_dirty=dirty, hostname=environment.hostname, argv=command_line(),
-                   profile_settings=profile_settings, run_uid=uuid.uuid4().hex,
-                   unmeasured=tuple(sorted(unmeasured, key=lambda u: u.nodeid)), kind=kind)
+    info = RunInfo(
+        started_at=started_at,
+        finished_at=utc_now(),
+        git_commit=commit,
+        git_branch=branch,
+        git_dirty=dirty,
+        hostname=environment.hostname,
+        argv=command_line(),
+        profile_settings=profile_settings,
+        run_uid=uuid.uuid4().hex,
+        unmeasured=tuple(sorted(unmeasured, key=lambda u: u.nodeid)),
+        kind=kind,
+    )
     return Run(info=info, environment=environment, results=tuple(sorted(results, key=lambda r: r.case_id)))
 
 
@@ -59,8 +74,11 @@ def _cuda_baselines(settings: Settings, env: Environment) -> tuple[str, ...]:
 def evaluate(run: Run, baseline: Baseline | None, settings: Settings, facts: GateFacts) -> GateResult:
     """The verdicts and findings for a run: pure, and the same for the plugin and `perfgate compare`."""
     gate = compare_run(run.results, baseline, run.environment, settings)
-    return replace(gate, findings=findings_for(run, baseline, gate, facts, settings.allow_missing,
-                                               settings.ceiling_pct), strict=settings.strict)
+    return replace(
+        gate,
+        findings=findings_for(run, baseline, gate, facts, settings.allow_missing, settings.ceiling_pct),
+        strict=settings.strict,
+    )
 
 
 @dataclass(frozen=True)
@@ -131,11 +149,13 @@ def noise_windows(run: Run, baseline: Baseline | None, settings: Settings) -> di
     with open_store(settings.db_path, readonly=True) as store:
         # processes measured before the baseline's last update or an accepted change point ran other code
         starts = store.window_starts(run.environment.device_name, ids, after=updated)
-        found = recent_passing_gate_medians(store, run.environment.comparability_key(), branch,
-                                            settings.noise_window, ids, starts)
-    return {cid: WindowValues(tuple(p.median_ms for p in points),
-                              tuple(p.speedup for p in points if p.speedup is not None))
-            for cid, points in found.items()}
+        found = recent_passing_gate_medians(
+            store, run.environment.comparability_key(), branch, settings.noise_window, ids, starts
+        )
+    return {
+        cid: WindowValues(tuple(p.median_ms for p in points), tuple(p.speedup for p in points if p.speedup is not None))
+        for cid, points in found.items()
+    }
 
 
 def change_point_lines(run: Run, settings: Settings) -> tuple[str, ...]:
@@ -149,10 +169,13 @@ def change_point_lines(run: Run, settings: Settings) -> tuple[str, ...]:
     branch = None if settings.noise_branch == "*" else settings.noise_branch
     with open_store(settings.db_path, readonly=True) as store:
         found = recent_changes(store, [r.case_id for r in run.results], run.environment.device_name, branch)
-    return tuple(f"{c.case_id}: a {c.change_pct:+.1f}% step between run {c.last_before.run_id} "
-                 f"({c.last_before.git_commit[:12] or 'no commit'}) and run {c.first_after.run_id} "
-                 f"({c.first_after.git_commit[:12] or 'no commit'}): review with `perfgate history --changes`, "
-                 f"accept with --accept" for c in found)
+    return tuple(
+        f"{c.case_id}: a {c.change_pct:+.1f}% step between run {c.last_before.run_id} "
+        f"({c.last_before.git_commit[:12] or 'no commit'}) and run {c.first_after.run_id} "
+        f"({c.first_after.git_commit[:12] or 'no commit'}): review with `perfgate history --changes`, "
+        f"accept with --accept"
+        for c in found
+    )
 
 
 def _store(run: Run, db_path: Path, gate: GateResult) -> Run:
@@ -178,9 +201,14 @@ def _baseline_step(run: Run, path: Path, s: Settings) -> str:
     if s.strict or not s.store:  # --perfgate-no-store writes nothing it was not asked for by name
         return f"perfgate: {'strict' if s.strict else '--perfgate-no-store'}: no initial baseline written for {path}"
     written = update_baseline_file(
-        path, lambda old: None if old is not None else updated_baseline(None, run, path, who(),
-                                                                        "initial baseline (none existed)"))
+        path,
+        lambda old: (
+            None if old is not None else updated_baseline(None, run, path, who(), "initial baseline (none existed)")
+        ),
+    )
     if written is None:
         return ""
-    return (f"perfgate: no baseline for {run.environment.device_name}; wrote {path} from this run "
-            f"({len(run.results)} case(s)). Review and commit it, or run perfgate calibrate.")
+    return (
+        f"perfgate: no baseline for {run.environment.device_name}; wrote {path} from this run "
+        f"({len(run.results)} case(s)). Review and commit it, or run perfgate calibrate."
+    )

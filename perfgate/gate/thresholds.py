@@ -31,9 +31,14 @@ def resolve_thresholds(settings: Settings, case_id: str, marker: MarkerOptions |
         metrics.update(marker.metrics)
         if marker.min_speedup is not None:
             min_speedup = marker.min_speedup
-    return CaseThresholds(time_pct=time_pct, time_pct_explicit=explicit, min_effect_pct=settings.min_effect_pct,
-                          metrics=tuple(sorted(metrics.items())), min_speedup=min_speedup,
-                          false_alarm_pct=settings.false_alarm_pct)
+    return CaseThresholds(
+        time_pct=time_pct,
+        time_pct_explicit=explicit,
+        min_effect_pct=settings.min_effect_pct,
+        metrics=tuple(sorted(metrics.items())),
+        min_speedup=min_speedup,
+        false_alarm_pct=settings.false_alarm_pct,
+    )
 
 
 def metric_threshold_pct(thresholds: CaseThresholds, metric: str) -> float:

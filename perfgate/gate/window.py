@@ -28,8 +28,9 @@ class WindowValues:
     speedups: tuple[float, ...] = ()
 
 
-def with_noise(results: Sequence[CaseResult], baseline: Baseline | None, settings: Settings,
-               windows: Mapping[str, WindowValues]) -> tuple[CaseResult, ...]:
+def with_noise(
+    results: Sequence[CaseResult], baseline: Baseline | None, settings: Settings, windows: Mapping[str, WindowValues]
+) -> tuple[CaseResult, ...]:
     """`results` with each compared case's noise resolved from its calibration and its window."""
     if baseline is None:
         return tuple(results)
@@ -43,14 +44,15 @@ def with_noise(results: Sequence[CaseResult], baseline: Baseline | None, setting
         floor = noise_floor(res.timing.timer, settings.noise_floor_pct)
         time_noise = estimate_noise(base.time_values(), window.medians_ms, floor)
         speedup_noise = _speedup_noise(res, base, window, floor)
-        out.append(replace(res, thresholds=replace(res.thresholds, time_noise=time_noise,
-                                                   speedup_noise=speedup_noise)))
+        out.append(replace(res, thresholds=replace(res.thresholds, time_noise=time_noise, speedup_noise=speedup_noise)))
     return tuple(out)
 
 
 def _speedup_noise(res: CaseResult, base: BaselineCase, window: WindowValues, floor: float) -> NoiseEstimate | None:
     if res.speedup is None:
         return None
-    calibration = base.speedup_values() or tuple(1.0 / m.value for m in base.metrics
-                                                 if m.name == SPEEDUP_METRIC and m.value > 0)[:1]
+    calibration = (
+        base.speedup_values()
+        or tuple(1.0 / m.value for m in base.metrics if m.name == SPEEDUP_METRIC and m.value > 0)[:1]
+    )
     return estimate_noise(calibration, tuple(1.0 / s for s in window.speedups if s > 0), floor)

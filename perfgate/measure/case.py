@@ -78,13 +78,23 @@ def measure_case(spec: CaseSpec, device: NvmlDevice | None = None) -> CaseResult
             metrics.append(Metric(SPEEDUP_METRIC, median, "x", "speedup", name))
     finally:
         watch.release()
-    return CaseResult(case_id=spec.case_id, timing=summarize(samples, m.timer, spec.bytes_moved, spec.flops),
-                      samples_ms=samples, metrics=tuple(metrics), bytes_moved=spec.bytes_moved, flops=spec.flops,
-                      thresholds=spec.thresholds, gpu_state=m.gpu_state, host_state=host_state,
-                      autotune=watch.choices(), speedup=speedup,
-                      nodeid=spec.nodeid, location=spec.location,
-                      profile_notes=tuple(f"autotune: {p}" for p in watch.problems),
-                      calls_per_sample=m.calls_per_sample[-1] if m.calls_per_sample else 1)
+    return CaseResult(
+        case_id=spec.case_id,
+        timing=summarize(samples, m.timer, spec.bytes_moved, spec.flops),
+        samples_ms=samples,
+        metrics=tuple(metrics),
+        bytes_moved=spec.bytes_moved,
+        flops=spec.flops,
+        thresholds=spec.thresholds,
+        gpu_state=m.gpu_state,
+        host_state=host_state,
+        autotune=watch.choices(),
+        speedup=speedup,
+        nodeid=spec.nodeid,
+        location=spec.location,
+        profile_notes=tuple(f"autotune: {p}" for p in watch.problems),
+        calls_per_sample=m.calls_per_sample[-1] if m.calls_per_sample else 1,
+    )
 
 
 def measure_rounds_case(spec: CaseSpec, plan: FixedRounds) -> tuple[CaseResult, Any]:
@@ -96,16 +106,25 @@ def measure_rounds_case(spec: CaseSpec, plan: FixedRounds) -> tuple[CaseResult, 
         m = run_rounds(plan, timer, spec.options.flush_l2, first_round=watch.first_call())
     finally:
         watch.release()
-    case = CaseResult(case_id=spec.case_id, timing=summarize(m.samples_ms, timer, spec.bytes_moved, spec.flops),
-                      samples_ms=m.samples_ms, bytes_moved=spec.bytes_moved, flops=spec.flops,
-                      thresholds=spec.thresholds, autotune=watch.choices(), nodeid=spec.nodeid,
-                      location=spec.location, profile_notes=tuple(f"autotune: {p}" for p in watch.problems),
-                      calls_per_sample=plan.iterations)
+    case = CaseResult(
+        case_id=spec.case_id,
+        timing=summarize(m.samples_ms, timer, spec.bytes_moved, spec.flops),
+        samples_ms=m.samples_ms,
+        bytes_moved=spec.bytes_moved,
+        flops=spec.flops,
+        thresholds=spec.thresholds,
+        autotune=watch.choices(),
+        nodeid=spec.nodeid,
+        location=spec.location,
+        profile_notes=tuple(f"autotune: {p}" for p in watch.problems),
+        calls_per_sample=plan.iterations,
+    )
     return case, m.result
 
 
-def first_calls(call: Callable[[], Any], ref_call: Callable[[], Any] | None, spec: CaseSpec, timer: Timer,
-                 watch: AutotuneWatch) -> None:
+def first_calls(
+    call: Callable[[], Any], ref_call: Callable[[], Any] | None, spec: CaseSpec, timer: Timer, watch: AutotuneWatch
+) -> None:
     """Compile and autotune outside the measurement; check the output against the reference's."""
     with watch.first_call():
         out = call()

@@ -12,8 +12,9 @@ class OutputMismatch(AssertionError):
     """The candidate disagreed with its reference (an assertion: pytest reports the test as failed)."""
 
 
-def check_outputs(candidate: Any, reference: Any, rtol: float | None, atol: float | None,
-                  where: str = "output") -> None:
+def check_outputs(
+    candidate: Any, reference: Any, rtol: float | None, atol: float | None, where: str = "output"
+) -> None:
     """Raise OutputMismatch naming where the outputs differ; tolerances default per dtype (torch) or to
     numpy's allclose defaults."""
     if _is_tensor(candidate) or _is_tensor(reference):
@@ -22,19 +23,22 @@ def check_outputs(candidate: Any, reference: Any, rtol: float | None, atol: floa
         _check_array(candidate, reference, rtol, atol, where)
     elif isinstance(candidate, Mapping) and isinstance(reference, Mapping):
         if set(candidate) != set(reference):
-            raise OutputMismatch(f"{where}: keys differ: {sorted(map(str, candidate))} "
-                                 f"vs {sorted(map(str, reference))}")
+            raise OutputMismatch(
+                f"{where}: keys differ: {sorted(map(str, candidate))} vs {sorted(map(str, reference))}"
+            )
         for key in candidate:
             check_outputs(candidate[key], reference[key], rtol, atol, f"{where}[{key!r}]")
-    elif isinstance(candidate, Sequence) and isinstance(reference, Sequence) and not isinstance(candidate, (str,
-                                                                                                            bytes)):
+    elif (
+        isinstance(candidate, Sequence) and isinstance(reference, Sequence) and not isinstance(candidate, (str, bytes))
+    ):
         if len(candidate) != len(reference):
             raise OutputMismatch(f"{where}: {len(candidate)} items vs {len(reference)} from the reference")
         for i, (c, r) in enumerate(zip(candidate, reference)):
             check_outputs(c, r, rtol, atol, f"{where}[{i}]")
     elif isinstance(candidate, float) or isinstance(reference, float):
-        if not math.isclose(candidate, reference, rel_tol=1e-5 if rtol is None else rtol,
-                            abs_tol=1e-8 if atol is None else atol):
+        if not math.isclose(
+            candidate, reference, rel_tol=1e-5 if rtol is None else rtol, abs_tol=1e-8 if atol is None else atol
+        ):
             raise OutputMismatch(f"{where}: {candidate!r} vs reference {reference!r}")
     elif candidate != reference:
         raise OutputMismatch(f"{where}: {candidate!r} vs reference {reference!r}")

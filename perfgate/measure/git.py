@@ -11,6 +11,7 @@ GIT_TIMEOUT_S = 10.0
 
 def git_info(cwd: Path) -> tuple[str, str, bool]:
     """(commit, branch, dirty); empty values outside a git checkout or without git."""
+
     def git(*args: str) -> str:
         try:
             out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
@@ -30,8 +31,13 @@ def is_unignored_in_git(path: Path) -> bool:
     """True when `path` lies in a git work tree that does not ignore it. Best effort: no git, not a
     repository, or a slow git all answer False (a hint is never worth failing a run)."""
     try:
-        proc = subprocess.run(["git", "check-ignore", "-q", "--", path.name], cwd=path.parent,
-                              capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
+        proc = subprocess.run(
+            ["git", "check-ignore", "-q", "--", path.name],
+            cwd=path.parent,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return False
     return proc.returncode == 1  # 0: ignored, 1: not ignored, 128: not a repository (or another error)
@@ -42,5 +48,7 @@ def history_hint(db_path: Path) -> str | None:
     if not is_unignored_in_git(db_path):
         return None
     folder = db_path.parent.name
-    return (f"perfgate: created the history {db_path}; it is this machine's record, not source: "
-            f"add `{folder}/` to .gitignore (CI keeps it outside the checkout: PERFGATE_DB)")
+    return (
+        f"perfgate: created the history {db_path}; it is this machine's record, not source: "
+        f"add `{folder}/` to .gitignore (CI keeps it outside the checkout: PERFGATE_DB)"
+    )

@@ -116,8 +116,7 @@ def limited_between(readings: list[Reading], start_s: float, end_s: float) -> bo
     return any(r.limited for r in readings if start_s <= r.t_s <= end_s)
 
 
-def summarize_state(readings: list[Reading], device: NvmlDevice, cooldown_ms: float,
-                    excluded_samples: int) -> GpuState:
+def summarize_state(readings: list[Reading], device: NvmlDevice, cooldown_ms: float, excluded_samples: int) -> GpuState:
     def med(values: list[float | None]) -> float | None:
         present = [v for v in values if v is not None]
         return float(statistics.median(present)) if present else None
@@ -128,10 +127,16 @@ def summarize_state(readings: list[Reading], device: NvmlDevice, cooldown_ms: fl
     sm = [r.sm_mhz for r in readings if r.sm_mhz is not None]
     temps = [r.temperature_c for r in readings if r.temperature_c is not None]
     return GpuState(
-        polls=len(readings), sm_clock_mhz=med([r.sm_mhz for r in readings]), sm_clock_min_mhz=min(sm) if sm else None,
-        mem_clock_mhz=med([r.mem_mhz for r in readings]), temperature_max_c=max(temps) if temps else None,
-        power_median_w=med([r.power_w for r in readings]), power_limit_w=device.power_limit_w,
+        polls=len(readings),
+        sm_clock_mhz=med([r.sm_mhz for r in readings]),
+        sm_clock_min_mhz=min(sm) if sm else None,
+        mem_clock_mhz=med([r.mem_mhz for r in readings]),
+        temperature_max_c=max(temps) if temps else None,
+        power_median_w=med([r.power_w for r in readings]),
+        power_limit_w=device.power_limit_w,
         throttle_reasons=reasons,
         throttled_fraction=sum(r.limited for r in readings) / len(readings) if readings else 0.0,
         clocks_locked=device.clocks_locked_by_setting or bool(reasons & APPLICATIONS_CLOCKS),
-        cooldown_ms=round(cooldown_ms, 1), excluded_samples=excluded_samples)
+        cooldown_ms=round(cooldown_ms, 1),
+        excluded_samples=excluded_samples,
+    )

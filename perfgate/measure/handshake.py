@@ -104,8 +104,12 @@ def _order(raw: bytes) -> ChildOrder:
         doc = json.loads(raw.decode())
     except (UnicodeDecodeError, ValueError) as err:
         raise _refused("the handshake is not a parent's order") from err
-    if not isinstance(doc, dict) or not isinstance(doc.get("output"), str) or not isinstance(doc.get("nonce"), str) \
-            or not re.fullmatch(r"[0-9a-f]{32}", doc["nonce"]):
+    if (
+        not isinstance(doc, dict)
+        or not isinstance(doc.get("output"), str)
+        or not isinstance(doc.get("nonce"), str)
+        or not re.fullmatch(r"[0-9a-f]{32}", doc["nonce"])
+    ):
         raise _refused("the handshake is not a parent's order")
     output = Path(doc["output"])
     folder = output.parent
@@ -119,5 +123,7 @@ def _order(raw: bytes) -> ChildOrder:
 
 
 def _refused(why: str) -> HandshakeRefused:
-    return HandshakeRefused(f"perfgate: {MEASURE_CHILD_ENV} is set, but {why}: only a perfgate parent process can "
-                            f"start a measurement child; unset {MEASURE_CHILD_ENV} to run the gate")
+    return HandshakeRefused(
+        f"perfgate: {MEASURE_CHILD_ENV} is set, but {why}: only a perfgate parent process can "
+        f"start a measurement child; unset {MEASURE_CHILD_ENV} to run the gate"
+    )

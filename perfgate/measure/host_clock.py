@@ -132,8 +132,9 @@ def warm_up(invocations: Sequence[Invocation], warmup_ms: float, read_ns: ClockN
     return rounds, fastest
 
 
-def sample_host(invocations: Sequence[Invocation], n_of: Callable[[float], int], warmup_ms: float,
-                clock: HostClock) -> HostSamples:
+def sample_host(
+    invocations: Sequence[Invocation], n_of: Callable[[float], int], warmup_ms: float, clock: HostClock
+) -> HostSamples:
     """Warm up, size each callable's loop, then `n_of(ms per round)` interleaved samples of per-call ms."""
     warmups, fastest = warm_up(invocations, warmup_ms, clock.read_ns)
     sized = [calibrate_loops(inv, clock, ns) for inv, ns in zip(invocations, fastest)]

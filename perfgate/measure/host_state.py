@@ -34,8 +34,13 @@ class HostSampler:
         if self._start is not None and end is not None and end[0] > self._start[0]:
             steal = 100.0 * (end[1] - self._start[1]) / (end[0] - self._start[0])
         cpus = _cpus()
-        return HostState(load_avg_1m=_load(), cpus=len(cpus), threads=threading.active_count(),
-                         cpu_mhz=_mean_mhz(cpus), steal_pct=steal)
+        return HostState(
+            load_avg_1m=_load(),
+            cpus=len(cpus),
+            threads=threading.active_count(),
+            cpu_mhz=_mean_mhz(cpus),
+            steal_pct=steal,
+        )
 
 
 def _cpus() -> list[int]:

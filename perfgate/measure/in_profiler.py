@@ -19,8 +19,9 @@ class ChildRange:
     profiler_api: bool = False  # cudaProfilerStart/Stop around the range: for a tool started with capture off
 
 
-def run_under_profiler(child: ChildRange, case_id: str, fn: Callable[..., Any], args: tuple[Any, ...],
-                       kwargs: dict[str, Any]) -> float:
+def run_under_profiler(
+    child: ChildRange, case_id: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> float:
     """Warm up outside any range (compilation, autotuning), then one NVTX range per case holding
     `child.calls` calls, between cudaProfilerStart/Stop when `child.profiler_api` (so ncu, started with
     --profile-from-start off, profiles one launch per kernel per case, not every warm-up or sample).

@@ -33,8 +33,10 @@ def _cuda_peak(call: Callable[[], Any]) -> tuple[Metric, ...]:
     peak = torch.cuda.max_memory_allocated() - before
     reserved = torch.cuda.max_memory_reserved()
     del result
-    return (Metric(PEAK_ALLOCATED, float(max(peak, 0)), "byte", "memory"),
-            Metric(PEAK_RESERVED, float(reserved), "byte", "memory"))
+    return (
+        Metric(PEAK_ALLOCATED, float(max(peak, 0)), "byte", "memory"),
+        Metric(PEAK_RESERVED, float(reserved), "byte", "memory"),
+    )
 
 
 HOST_CALLS = 3  # the smallest of a few calls: the first one may fill caches a later one reuses

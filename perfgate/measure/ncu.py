@@ -24,15 +24,30 @@ class NcuSettings:
 
     def describe(self, version: str) -> str:
         what = f"set={self.named_set}" if self.named_set else f"sections={','.join(self.sections)}"
-        return (f"ncu {version}: clock-control={self.clock_control} cache-control={self.cache_control} "
-                f"{what} extra-metrics={','.join(self.metrics) or '-'}")
+        return (
+            f"ncu {version}: clock-control={self.clock_control} cache-control={self.cache_control} "
+            f"{what} extra-metrics={','.join(self.metrics) or '-'}"
+        )
 
 
-def ncu_argv(ncu: str, output: Path, settings: NcuSettings, command: list[str],
-             extra_metrics: bool = True) -> list[str]:
-    argv = [ncu, "--profile-from-start", "off", "--nvtx", "--target-processes", "all",
-            "--clock-control", settings.clock_control, "--cache-control", settings.cache_control,
-            "--force-overwrite", "--export", str(output)]
+def ncu_argv(
+    ncu: str, output: Path, settings: NcuSettings, command: list[str], extra_metrics: bool = True
+) -> list[str]:
+    argv = [
+        ncu,
+        "--profile-from-start",
+        "off",
+        "--nvtx",
+        "--target-processes",
+        "all",
+        "--clock-control",
+        settings.clock_control,
+        "--cache-control",
+        settings.cache_control,
+        "--force-overwrite",
+        "--export",
+        str(output),
+    ]
     if settings.named_set:
         argv += ["--set", settings.named_set]
     else:
@@ -54,8 +69,9 @@ def version() -> str:
 NO_KERNELS = "No kernels were profiled"
 
 
-def profile(command: list[str], output: Path, settings: NcuSettings, timeout_s: float, env: dict[str, str],
-            cwd: Path) -> Path | None:
+def profile(
+    command: list[str], output: Path, settings: NcuSettings, timeout_s: float, env: dict[str, str], cwd: Path
+) -> Path | None:
     """The .ncu-rep written for the command, or None when ncu ran fine and found no kernel to profile
     (the cases only copied memory)."""
     ncu = find_tool("ncu", INSTALL_HINT)
@@ -66,8 +82,9 @@ def profile(command: list[str], output: Path, settings: NcuSettings, timeout_s: 
     if not rep.is_file() and "metric" in (out.stderr + out.stdout).lower() and not settings.metrics:
         # an ncu that rejects one of the catalogue's --metrics names: the sections still collect the
         # metrics that matter, so profile again without the explicit list rather than fail
-        out = run_tool(ncu_argv(ncu, output, settings, command, extra_metrics=False), timeout_s, cwd=cwd,
-                       env=env, check=False)
+        out = run_tool(
+            ncu_argv(ncu, output, settings, command, extra_metrics=False), timeout_s, cwd=cwd, env=env, check=False
+        )
     if not rep.is_file():
         if out.returncode == 0 and NO_KERNELS in out.stdout + out.stderr:
             return None

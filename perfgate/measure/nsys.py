@@ -12,8 +12,16 @@ INSTALL_HINT = "install Nsight Systems (https://developer.nvidia.com/nsight-syst
 
 def nsys_profile_argv(nsys: str, output: Path, command: list[str]) -> list[str]:
     # cuda + nvtx only: CPU sampling and context-switch tracing cost time and tell a kernel gate nothing
-    return [nsys, "profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none", "--force-overwrite=true",
-            f"--output={output}", *command]
+    return [
+        nsys,
+        "profile",
+        "--trace=cuda,nvtx",
+        "--sample=none",
+        "--cpuctxsw=none",
+        "--force-overwrite=true",
+        f"--output={output}",
+        *command,
+    ]
 
 
 def profile(command: list[str], output: Path, timeout_s: float, env: dict[str, str], cwd: Path) -> Path:
@@ -27,9 +35,12 @@ def profile(command: list[str], output: Path, timeout_s: float, env: dict[str, s
     if not rep.is_file():
         qdstrm = output.with_suffix(".qdstrm")
         if qdstrm.is_file():
-            raise ReportFileError(qdstrm, "nsys wrote a raw .qdstrm but no .nsys-rep: its importer "
-                                          "(QdstrmImporter) failed, usually for missing libdw.so.1/libelf.so.1; "
-                                          "stderr: " + tail(out.stderr, 3).replace("\n", " | "))
+            raise ReportFileError(
+                qdstrm,
+                "nsys wrote a raw .qdstrm but no .nsys-rep: its importer "
+                "(QdstrmImporter) failed, usually for missing libdw.so.1/libelf.so.1; "
+                "stderr: " + tail(out.stderr, 3).replace("\n", " | "),
+            )
         raise ToolFailed(list(out.argv), out.returncode, out.stderr or out.stdout)
     return rep
 
@@ -40,8 +51,7 @@ def export_sqlite(report: Path, timeout_s: float = 600.0, target: Path | None = 
     caller's, never over a file of theirs)."""
     nsys = find_tool("nsys", INSTALL_HINT)
     target = target or report.with_suffix(".sqlite")
-    run_tool([nsys, "export", "--type=sqlite", "--force-overwrite=true", f"--output={target}", str(report)],
-             timeout_s)
+    run_tool([nsys, "export", "--type=sqlite", "--force-overwrite=true", f"--output={target}", str(report)], timeout_s)
     if not target.is_file():
         raise ReportFileError(report, "nsys export wrote no SQLite file")
     return target

@@ -38,8 +38,9 @@ class ChildRun:
 
 
 class ChildRunner:
-    def __init__(self, rootdir: Path, settings: Settings, baseline_file: Path | None = None,
-                 timeout_s: float = CHILD_TIMEOUT_S) -> None:
+    def __init__(
+        self, rootdir: Path, settings: Settings, baseline_file: Path | None = None, timeout_s: float = CHILD_TIMEOUT_S
+    ) -> None:
         self.rootdir = rootdir
         self.settings = settings
         self.baseline_file = baseline_file
@@ -95,9 +96,11 @@ def parse_child_output(path: Path, returncode: int, nonce: str | None = None) ->
         doc = parse_json(read_bytes(path, ReportFileError), path, ReportFileError, unique_keys=False)
         if nonce is not None and doc.get("nonce") != nonce:
             raise PerfgateError(f"perfgate: a measurement child's results {path} do not carry this run's nonce")
-        return ChildRun(results=tuple(case_from_dict(d) for d in doc["results"]),
-                        unmeasured=tuple(unmeasured_from_dict(d) for d in doc.get("unmeasured", ())),
-                        environment=environment_from_dict(doc["environment"]) if doc.get("environment") else None,
-                        returncode=returncode)
+        return ChildRun(
+            results=tuple(case_from_dict(d) for d in doc["results"]),
+            unmeasured=tuple(unmeasured_from_dict(d) for d in doc.get("unmeasured", ())),
+            environment=environment_from_dict(doc["environment"]) if doc.get("environment") else None,
+            returncode=returncode,
+        )
     except (OSError, ValueError, KeyError, TypeError, AttributeError, CodecError) as err:
         raise PerfgateError(f"perfgate: a measurement child wrote unreadable results {path}: {err}") from err

@@ -28,15 +28,20 @@ def registered() -> tuple[Profiler, ...]:
         try:
             profiler = ep.load()
         except Exception as err:
-            raise ConfigError(f"perfgate: cannot load profiler {ep.name!r} ({ep.value}): "
-                              f"{type(err).__name__}: {err}") from err
+            raise ConfigError(
+                f"perfgate: cannot load profiler {ep.name!r} ({ep.value}): {type(err).__name__}: {err}"
+            ) from err
         for attr in ("name", "executable", "install_hint", "child", "argv", "record", "read"):
             if not hasattr(profiler, attr):
-                raise ConfigError(f"perfgate: profiler {ep.name!r} ({ep.value}) has no {attr!r}: not a Profiler "
-                                  f"(perfgate.measure.profilers)")
+                raise ConfigError(
+                    f"perfgate: profiler {ep.name!r} ({ep.value}) has no {attr!r}: not a Profiler "
+                    f"(perfgate.measure.profilers)"
+                )
         if profiler.name != ep.name or any(p.name == ep.name for p in found):
-            raise ConfigError(f"perfgate: profiler entry point {ep.name!r} ({ep.value}) clashes: its name is "
-                              f"{profiler.name!r} and the names taken are {[p.name for p in found]}")
+            raise ConfigError(
+                f"perfgate: profiler entry point {ep.name!r} ({ep.value}) clashes: its name is "
+                f"{profiler.name!r} and the names taken are {[p.name for p in found]}"
+            )
         found.append(profiler)
     return tuple(found)
 
@@ -50,8 +55,7 @@ def profilers_named(names: frozenset[str]) -> tuple[Profiler, ...]:
     found = registered()
     unknown = names - {p.name for p in found}
     if unknown:
-        raise ConfigError(f"perfgate: unknown profiler(s) {sorted(unknown)}; known: "
-                          f"{', '.join(p.name for p in found)}")
+        raise ConfigError(f"perfgate: unknown profiler(s) {sorted(unknown)}; known: {', '.join(p.name for p in found)}")
     return tuple(p for p in found if p.name in names)
 
 

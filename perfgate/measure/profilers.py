@@ -71,7 +71,7 @@ def case_of(ranges: tuple[str, ...]) -> str | None:
     """The case a launch belongs to: its innermost perfgate range (user ranges may nest inside)."""
     for text in reversed(ranges):
         if text.startswith(NVTX_PREFIX):
-            return text[len(NVTX_PREFIX):]
+            return text[len(NVTX_PREFIX) :]
     return None
 
 
@@ -98,8 +98,9 @@ class NsysProfiler:
             raise ReportFileError(options.out_dir / "perfgate-nsys", "nsys wrote no report")
         timeline = read_nsys_sqlite(nsys.export_sqlite(report, options.timeout_s))
         # rows the reader left out are said where the profile is described, never folded in silently
-        return CaseFindings(nsys_case_metrics(timeline, self.child.calls), {},
-                            "; ".join((f"nsys: {report}", *timeline.notes)))
+        return CaseFindings(
+            nsys_case_metrics(timeline, self.child.calls), {}, "; ".join((f"nsys: {report}", *timeline.notes))
+        )
 
 
 class NcuProfiler:
@@ -116,8 +117,9 @@ class NcuProfiler:
         return ncu.ncu_argv(executable, report, _ncu_settings(options), command)
 
     def record(self, command: list[str], options: ProfilerOptions, env: dict[str, str], cwd: Path) -> Path | None:
-        return ncu.profile(command, options.out_dir / "perfgate-ncu", _ncu_settings(options), options.timeout_s,
-                           env, cwd)
+        return ncu.profile(
+            command, options.out_dir / "perfgate-ncu", _ncu_settings(options), options.timeout_s, env, cwd
+        )
 
     def read(self, report: Path | None, case_ids: Sequence[str], options: ProfilerOptions) -> CaseFindings:
         from perfgate.parse.ncu_report_file import read_ncu_report
@@ -125,15 +127,22 @@ class NcuProfiler:
         described = _ncu_settings(options).describe(ncu.version())
         found = ncu_case_metrics(read_ncu_report(report) if report is not None else [])
         # ncu profiles every kernel in a case's range: a case with none launched none (memcpy/memset work)
-        notes = {c: "ncu: no kernel to profile (this case launched none: copy-engine work such as memcpy/memset "
-                    "has none; nsys reports its transfers)" for c in case_ids if c not in found}
+        notes = {
+            c: "ncu: no kernel to profile (this case launched none: copy-engine work such as memcpy/memset "
+            "has none; nsys reports its transfers)"
+            for c in case_ids
+            if c not in found
+        }
         where = f"; report {report}" if report else "; no kernels were profiled"
         return CaseFindings(found, notes, described + where)
 
 
 def _ncu_settings(options: ProfilerOptions) -> ncu.NcuSettings:
-    return ncu.NcuSettings(sections=options.ncu_sections or ncu.NcuSettings().sections, metrics=options.ncu_metrics,
-                           named_set=options.ncu_set)
+    return ncu.NcuSettings(
+        sections=options.ncu_sections or ncu.NcuSettings().sections,
+        metrics=options.ncu_metrics,
+        named_set=options.ncu_set,
+    )
 
 
 def nsys_case_metrics(timeline: Timeline, calls: int) -> dict[str, list[Metric]]:
@@ -175,9 +184,12 @@ def _transfer_metrics(timeline: Timeline, calls: int) -> dict[str, list[Metric]]
         metrics = [Metric("nsys.memcpy_bytes_per_call", sum(m.bytes for m in copies) / calls, "byte", "nsys", "")]
         copy_ns = sum(m.duration_ns for m in copies)
         if copies and copy_ns > 0:
-            metrics += [Metric("nsys.memcpy_ns_per_call", copy_ns / calls, "ns", "nsys", ""),
-                        Metric("nsys.memcpy_bytes_per_second", sum(m.bytes for m in copies) / (copy_ns / 1e9),
-                               "byte/s", "nsys", "")]
+            metrics += [
+                Metric("nsys.memcpy_ns_per_call", copy_ns / calls, "ns", "nsys", ""),
+                Metric(
+                    "nsys.memcpy_bytes_per_second", sum(m.bytes for m in copies) / (copy_ns / 1e9), "byte/s", "nsys", ""
+                ),
+            ]
         if sets:
             metrics.append(Metric("nsys.memset_bytes_per_call", sum(m.bytes for m in sets) / calls, "byte", "nsys", ""))
         out[case] = metrics

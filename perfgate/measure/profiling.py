@@ -40,13 +40,18 @@ def profilers_for(settings: Settings) -> tuple[Profiler, ...]:
 
 
 def profiler_options(settings: Settings, rootdir: Path) -> ProfilerOptions:
-    return ProfilerOptions(out_dir=(settings.report_dir or rootdir / ".perfgate") / "profiles",
-                           timeout_s=settings.profile_timeout_s, ncu_sections=settings.ncu_sections,
-                           ncu_metrics=settings.ncu_metrics, ncu_set=settings.ncu_set)
+    return ProfilerOptions(
+        out_dir=(settings.report_dir or rootdir / ".perfgate") / "profiles",
+        timeout_s=settings.profile_timeout_s,
+        ncu_sections=settings.ncu_sections,
+        ncu_metrics=settings.ncu_metrics,
+        ncu_set=settings.ncu_set,
+    )
 
 
-def profile_cases(results: Mapping[str, CaseResult], settings: Settings, rootdir: Path,
-                  extra_env: Mapping[str, str] | None = None) -> Profiled:
+def profile_cases(
+    results: Mapping[str, CaseResult], settings: Settings, rootdir: Path, extra_env: Mapping[str, str] | None = None
+) -> Profiled:
     """Profile the measured cases with each requested tool; attach metrics, notes or "profile failed" to
     every case. `extra_env`: for the children (an A/B base tree's build caches)."""
     options = profiler_options(settings, rootdir)
@@ -60,8 +65,9 @@ def profile_cases(results: Mapping[str, CaseResult], settings: Settings, rootdir
     for profiler in profilers_for(settings):
         started = time.monotonic()
         try:
-            report = profiler.record(child_command(nodeids), options, {**env, PROFILE_CHILD_ENV: profiler.name},
-                                     rootdir)
+            report = profiler.record(
+                child_command(nodeids), options, {**env, PROFILE_CHILD_ENV: profiler.name}, rootdir
+            )
             found = profiler.read(report, case_ids, options)
             described.append(found.settings)
             _attach(profiler.name, found, metrics, errors, notes)
@@ -69,13 +75,20 @@ def profile_cases(results: Mapping[str, CaseResult], settings: Settings, rootdir
             for case_id in case_ids:
                 errors[case_id].append(f"{profiler.name}: {err}")
         messages.append(f"perfgate: {profiler.name} phase took {time.monotonic() - started:.1f} s")
-    profiled = {case_id: res.with_metrics(tuple(metrics[case_id]), tuple(errors[case_id]), tuple(notes[case_id]))
-                for case_id, res in results.items()}
+    profiled = {
+        case_id: res.with_metrics(tuple(metrics[case_id]), tuple(errors[case_id]), tuple(notes[case_id]))
+        for case_id, res in results.items()
+    }
     return Profiled(profiled, "; ".join(described), tuple(messages))
 
 
-def _attach(tool: str, found: CaseFindings, metrics: dict[str, list[Metric]], errors: dict[str, list[str]],
-            notes: dict[str, list[str]]) -> None:
+def _attach(
+    tool: str,
+    found: CaseFindings,
+    metrics: dict[str, list[Metric]],
+    errors: dict[str, list[str]],
+    notes: dict[str, list[str]],
+) -> None:
     for case_id in metrics:
         if case_id in found.metrics:
             metrics[case_id] += found.metrics[case_id]
@@ -83,4 +96,3 @@ def _attach(tool: str, found: CaseFindings, metrics: dict[str, list[Metric]], er
             notes[case_id].append(found.notes[case_id])
         else:
             errors[case_id].append(f"{tool}: no GPU work of this case in the {tool} report")
-

@@ -32,8 +32,11 @@ def cool_down(device: NvmlDevice | None, max_ms: float) -> float:
     start = clk.perf_counter_ns() / 1e9
     deadline = start + max_ms / 1e3
     first = device.read()
-    hot = first.limited or (first.power_w is not None and device.power_limit_w is not None
-                            and first.power_w > HOT_POWER_FRACTION * device.power_limit_w)
+    hot = first.limited or (
+        first.power_w is not None
+        and device.power_limit_w is not None
+        and first.power_w > HOT_POWER_FRACTION * device.power_limit_w
+    )
     reading = first
     while reading.limited and clk.perf_counter_ns() / 1e9 < deadline:
         clk.sleep(POLL_S)

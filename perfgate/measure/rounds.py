@@ -38,9 +38,13 @@ class RoundsMeasurement:
     result: Any  # the last timed call's return value when iterations == 1, else None
 
 
-def run_rounds(plan: FixedRounds, timer: Timer, flush_l2: bool = True,
-               first_round: contextlib.AbstractContextManager[Any] | None = None,
-               read_ns: ClockNs = time.perf_counter_ns) -> RoundsMeasurement:
+def run_rounds(
+    plan: FixedRounds,
+    timer: Timer,
+    flush_l2: bool = True,
+    first_round: contextlib.AbstractContextManager[Any] | None = None,
+    read_ns: ClockNs = time.perf_counter_ns,
+) -> RoundsMeasurement:
     """Run the plan; `first_round` wraps the very first round (the autotune watch)."""
     timed = _cuda_round(flush_l2) if timer is Timer.CUDA_EVENT else _host_round(read_ns)
     samples: list[Elapsed] = []
@@ -63,8 +67,9 @@ Timed = Callable[[Callable[..., Any], tuple[Any, ...], Mapping[str, Any], int], 
 
 
 def _host_round(read_ns: ClockNs) -> Timed:
-    def timed(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any],
-              iterations: int) -> tuple[Elapsed, Any]:
+    def timed(
+        fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any], iterations: int
+    ) -> tuple[Elapsed, Any]:
         result = None
         if iterations > 1:
             loop = range(iterations)
@@ -89,8 +94,9 @@ def _cuda_round(flush_l2: bool) -> Timed:
 
     flush = cuda_timer.flush_buffer() if flush_l2 else None
 
-    def timed(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any],
-              iterations: int) -> tuple[Elapsed, Any]:
+    def timed(
+        fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any], iterations: int
+    ) -> tuple[Elapsed, Any]:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         if flush is not None:
             flush.zero_()

@@ -69,9 +69,14 @@ def sample_count(per_call_ms: float, options: MeasureOptions) -> int:
     return int(max(options.min_samples, min(options.max_samples, options.budget_ms // per_call_ms)))
 
 
-def measure_calls(calls: Sequence[Call], options: MeasureOptions, timer: Timer,
-                  device: gpu_state.NvmlDevice | None = None, per_round_ms: float | None = None,
-                  host_clock: HostClock | None = None) -> Measurement:
+def measure_calls(
+    calls: Sequence[Call],
+    options: MeasureOptions,
+    timer: Timer,
+    device: gpu_state.NvmlDevice | None = None,
+    per_round_ms: float | None = None,
+    host_clock: HostClock | None = None,
+) -> Measurement:
     """Sample already-compiled callables (their first call has been made by the caller). On the host clock
     each sample is a calibrated loop of calls (host_clock.py), read through measure/clock.py (a test's
     clock, or time.perf_counter_ns); `host_clock` replaces it outright. `per_round_ms`: one round's time
@@ -85,8 +90,12 @@ def measure_calls(calls: Sequence[Call], options: MeasureOptions, timer: Timer,
     return Measurement(Timer.HOST, _trim_cold([list(s) for s in m.samples_ms]), calls_per_sample=m.calls_per_sample)
 
 
-def _measure_cuda(calls: Sequence[Call], options: MeasureOptions, device: gpu_state.NvmlDevice | None,
-                  known_round_ms: float | None = None) -> Measurement:
+def _measure_cuda(
+    calls: Sequence[Call],
+    options: MeasureOptions,
+    device: gpu_state.NvmlDevice | None,
+    known_round_ms: float | None = None,
+) -> Measurement:
     flush = flush_buffer() if options.flush_l2 else None
     waited_ms = cool_down(device, options.cooldown_max_ms)
     sampler = gpu_state.Sampler(device) if device is not None else None
@@ -132,8 +141,10 @@ def _event_pairs(n_calls: int, rounds: int) -> list[list[tuple[Any, Any]]]:
     """(start, end) CUDA events per round and call, made before timing starts."""
     import torch
 
-    return [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n_calls)]
-            for _ in range(rounds)]
+    return [
+        [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n_calls)]
+        for _ in range(rounds)
+    ]
 
 
 def _record_rounds(calls: Sequence[Call], rounds: list[list[tuple[Any, Any]]], flush: Any) -> None:
@@ -147,8 +158,9 @@ def _record_rounds(calls: Sequence[Call], rounds: list[list[tuple[Any, Any]]], f
             end.record()
 
 
-def _cuda_chunks(calls: Sequence[Call], flush: Any, n: int,
-                 per_round_ms: float) -> tuple[list[list[float]], list[tuple[int, int, float, float]]]:
+def _cuda_chunks(
+    calls: Sequence[Call], flush: Any, n: int, per_round_ms: float
+) -> tuple[list[list[float]], list[tuple[int, int, float, float]]]:
     """n interleaved rounds, synchronised every ~CHUNK_MS; chunks are (first, end, t_start, t_end)."""
     import torch
 
@@ -171,14 +183,22 @@ def _cuda_chunks(calls: Sequence[Call], flush: Any, n: int,
     return samples, chunks
 
 
-def _drop_throttled(samples: list[list[float]], chunks: list[tuple[int, int, float, float]],
-                    readings: list[gpu_state.Reading], options: MeasureOptions) -> tuple[list[list[float]], int]:
+def _drop_throttled(
+    samples: list[list[float]],
+    chunks: list[tuple[int, int, float, float]],
+    readings: list[gpu_state.Reading],
+    options: MeasureOptions,
+) -> tuple[list[list[float]], int]:
     """Drop the rounds of chunks NVML saw under a power/thermal cap (NVBench drops samples below 75% of
     the default clock), unless fewer than min_samples would remain: then keep all, and the case is
     flagged as throttled instead."""
     margin = gpu_state.POLL_INTERVAL_S  # the poll nearest a short chunk may fall just outside it
-    bad = [i for first, end, t0, t1 in chunks if gpu_state.limited_between(readings, t0 - margin, t1 + margin)
-           for i in range(first, end)]
+    bad = [
+        i
+        for first, end, t0, t1 in chunks
+        if gpu_state.limited_between(readings, t0 - margin, t1 + margin)
+        for i in range(first, end)
+    ]
     if not options.exclude_throttled or not bad or len(samples[0]) - len(bad) < options.min_samples:
         return samples, 0
     drop = set(bad)

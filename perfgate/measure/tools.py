@@ -30,13 +30,27 @@ def find_tool(name: str, install_hint: str = "") -> str:
     return found
 
 
-def run_tool(argv: list[str], timeout_s: float, cwd: Path | None = None, env: dict[str, str] | None = None,
-             check: bool = True, pass_fds: tuple[int, ...] = ()) -> ToolOutput:
+def run_tool(
+    argv: list[str],
+    timeout_s: float,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    check: bool = True,
+    pass_fds: tuple[int, ...] = (),
+) -> ToolOutput:
     """Run argv; ToolFailed on timeout or (with check) a non-zero exit, with stderr's tail kept. `pass_fds`:
     descriptors the child inherits (every other one is closed in it)."""
     try:
-        proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s,
-                              errors="replace", pass_fds=pass_fds)
+        proc = subprocess.run(
+            argv,
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            errors="replace",
+            pass_fds=pass_fds,
+        )
     except subprocess.TimeoutExpired as err:
         stderr = err.stderr.decode(errors="replace") if isinstance(err.stderr, bytes) else (err.stderr or "")
         raise ToolFailed(argv, None, tail(stderr), timed_out=True) from err

@@ -42,8 +42,9 @@ def enclosing(calls: Sequence[Span], ranges: Sequence[Span]) -> list[tuple[int, 
     return out
 
 
-def _sweep(calls: Sequence[Span], call_ids: list[int], ranges: Sequence[Span], range_ids: list[int],
-           out: list[tuple[int, ...]]) -> None:
+def _sweep(
+    calls: Sequence[Span], call_ids: list[int], ranges: Sequence[Span], range_ids: list[int], out: list[tuple[int, ...]]
+) -> None:
     call_ids = sorted(call_ids, key=lambda i: calls[i].start)
     # ties on start: the longer range opened first (it is the outer one), then input order
     range_ids = sorted(range_ids, key=lambda j: (ranges[j].start, -ranges[j].end, j))

@@ -53,8 +53,9 @@ class _Window:
         if self.eof:
             return False
         if len(self.text) > self.max_window:
-            raise JsonTooLarge(f"one value longer than {self.max_value_chars:,} characters "
-                               f"(from about character {self.base:,})")
+            raise JsonTooLarge(
+                f"one value longer than {self.max_value_chars:,} characters (from about character {self.base:,})"
+            )
         raw = self.source.read(CHUNK_CHARS)
         self.read_bytes += len(raw)
         if self.read_bytes > self.max_bytes:
@@ -79,7 +80,7 @@ class _Window:
 
     def char(self, i: int) -> str:
         i = self.skip(i)
-        return self.text[i:i + 1]
+        return self.text[i : i + 1]
 
     def value(self, i: int) -> tuple[Any, int]:
         """The JSON value at i and the position after it, reading more text while it may be cut."""
@@ -98,8 +99,9 @@ class _Window:
         return JsonStreamError(f"expecting {expected} at character {self.base + i:,}")
 
 
-def object_members(source: BinaryIO, max_bytes: int, stream_key: str,
-                   max_value_chars: int | None = None) -> Iterator[tuple[str, Any]]:
+def object_members(
+    source: BinaryIO, max_bytes: int, stream_key: str, max_value_chars: int | None = None
+) -> Iterator[tuple[str, Any]]:
     """(key, value) for each member of the top-level object, in file order; the array under
     `stream_key` comes as an iterator over its elements, to be consumed before the next member.
     JsonStreamError for invalid JSON, a top level that is not an object, or `stream_key` not an array;

@@ -19,9 +19,12 @@ def file_head(path: Path) -> bytes:
     if not path.exists() and not path.is_symlink():
         raise ReportFileError(path, "no such file")
     if path.name.lower().endswith(".qdstrm"):
-        raise ReportFileError(path, "a raw Nsight Systems stream (.qdstrm), not a report: nsys could not run its "
-                                    "importer (QdstrmImporter; on Linux it needs libdw.so.1 / libelf.so.1). Install "
-                                    "them, or convert on a machine with a working nsys")
+        raise ReportFileError(
+            path,
+            "a raw Nsight Systems stream (.qdstrm), not a report: nsys could not run its "
+            "importer (QdstrmImporter; on Linux it needs libdw.so.1 / libelf.so.1). Install "
+            "them, or convert on a machine with a working nsys",
+        )
     check_regular_file(path, ReportFileError)  # a FIFO would block the read below forever
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -29,4 +32,3 @@ def file_head(path: Path) -> bytes:
             return fh.read(HEAD_BYTES)
     except OSError as err:
         raise ReportFileError(path, f"cannot be read ({err.strerror or err})") from err
-

@@ -23,8 +23,19 @@ from perfgate.parse.ncu_values import Budget, check_name, check_unit, check_valu
 from perfgate.parse.records import MetricTable, NcuLaunch
 from perfgate.parse.units import parse_number, unit_scale
 
-_ID_COLUMNS = {"ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
-               "Grid Size", "Device", "CC"}
+_ID_COLUMNS = {
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+}
 _NVTX_ITEM = re.compile(r'"([^"]*)"')
 _NUMERIC = re.compile(r"[-+0-9.,eE]+")
 MAX_CSV_BYTES = 1 << 30
@@ -68,8 +79,11 @@ class _Columns:
         self.width = len(header)
         self.id, self.kernel = header.index("ID"), header.index("Kernel Name")
         self.nvtx = next((j for j, h in enumerate(header) if h.startswith("thread Domain:Push/Pop_Range")), None)
-        self.metrics = [(j, h, units[j], *unit_scale(units[j])) for j, h in enumerate(header)
-                        if h not in _ID_COLUMNS and ":" not in h]
+        self.metrics = [
+            (j, h, units[j], *unit_scale(units[j]))
+            for j, h in enumerate(header)
+            if h not in _ID_COLUMNS and ":" not in h
+        ]
         for _, name, unit, _, _ in self.metrics:
             check_unit(path, name, unit)
 
@@ -81,8 +95,11 @@ def _read(path: Path, fh: TextIO) -> list[NcuLaunch]:
         raise ReportFileError(path, "the file is empty")
     header = first[1]
     if "Kernel Name" not in header or "ID" not in header:
-        raise ReportFileError(path, "not an ncu CSV export (no 'ID' and 'Kernel Name' columns); "
-                                    "export with: ncu --import R.ncu-rep --csv --page raw")
+        raise ReportFileError(
+            path,
+            "not an ncu CSV export (no 'ID' and 'Kernel Name' columns); "
+            "export with: ncu --import R.ncu-rep --csv --page raw",
+        )
     units = next(rows, None)
     if units is None or len(units[1]) != len(header) or units[1][header.index("ID")] != "":
         raise ReportFileError(path, "no units row after the header; export with --page raw (not --page details)")
@@ -92,15 +109,21 @@ def _read(path: Path, fh: TextIO) -> list[NcuLaunch]:
     launches = []
     for line_no, row in rows:
         if len(row) != columns.width:
-            raise ReportFileError(path, f"line {line_no} has {len(row)} fields, the header {columns.width} "
-                                        "(truncated?)")
+            raise ReportFileError(
+                path, f"line {line_no} has {len(row)} fields, the header {columns.width} (truncated?)"
+            )
         budget.take(len(columns.metrics))
         launches.append(_launch(path, line_no, columns, row, shared))
     return launches
 
 
-def _launch(path: Path, line_no: int, columns: _Columns, row: list[str],
-            shared: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...], dict[str, int]]]) -> NcuLaunch:
+def _launch(
+    path: Path,
+    line_no: int,
+    columns: _Columns,
+    row: list[str],
+    shared: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...], dict[str, int]]],
+) -> NcuLaunch:
     launch_id = _launch_id(path, line_no, row[columns.id])
     names: list[str] = []
     values: list[float | str] = []
@@ -131,8 +154,12 @@ def _launch(path: Path, line_no: int, columns: _Columns, row: list[str],
     if found is None or found[1] != tuple(units):
         found = shared[key] = (key, tuple(units), {n: i for i, n in enumerate(key)})
     nvtx = _nvtx_ranges(row[columns.nvtx]) if columns.nvtx is not None else ()
-    return NcuLaunch(launch_id=launch_id, name=check_name(path, launch_id, row[columns.kernel]),
-                     metrics=MetricTable(found[0], tuple(values), found[1], found[2]), nvtx_ranges=nvtx)
+    return NcuLaunch(
+        launch_id=launch_id,
+        name=check_name(path, launch_id, row[columns.kernel]),
+        metrics=MetricTable(found[0], tuple(values), found[1], found[2]),
+        nvtx_ranges=nvtx,
+    )
 
 
 def _launch_id(path: Path, line_no: int, cell: str) -> int:

@@ -39,8 +39,11 @@ def read_ncu_report(path: Path, metric_names: tuple[str, ...] | None = None, iso
         raise ReportFileError(path, f"ncu_report did not finish reading it in {READ_TIMEOUT_S:.0f} s") from err
     if proc.returncode < 0:
         name = signal.Signals(-proc.returncode).name if -proc.returncode in signal.Signals._value2member_map_ else ""
-        raise ReportFileError(path, f"NVIDIA's ncu_report crashed reading it ({name or f'signal {-proc.returncode}'}); "
-                                    "the report is corrupt, truncated or from an incompatible Nsight Compute")
+        raise ReportFileError(
+            path,
+            f"NVIDIA's ncu_report crashed reading it ({name or f'signal {-proc.returncode}'}); "
+            "the report is corrupt, truncated or from an incompatible Nsight Compute",
+        )
     try:
         status, payload = marshal.loads(proc.stdout)  # noqa: S302 - our own child's output: plain data only
     except Exception as err:
@@ -98,8 +101,14 @@ def _build(path: Path, raw: list[RawLaunch]) -> list[NcuLaunch]:
             value = values[j]
             if not isinstance(value, str):
                 check_value(path, i, names[j], value, units[j])
-        out.append(NcuLaunch(launch_id=i, name=check_name(path, i, name),
-                             metrics=MetricTable(names, values, units, index), nvtx_ranges=tuple(nvtx)))
+        out.append(
+            NcuLaunch(
+                launch_id=i,
+                name=check_name(path, i, name),
+                metrics=MetricTable(names, values, units, index),
+                nvtx_ranges=tuple(nvtx),
+            )
+        )
     return out
 
 
@@ -107,8 +116,11 @@ def _raw_launches(path: Path, metric_names: tuple[str, ...] | None) -> list[RawL
     try:
         import ncu_report
     except ImportError as err:
-        raise ReportFileError(path, "reading .ncu-rep needs NVIDIA's ncu_report module (ships with Nsight "
-                                    "Compute: add <ncu>/extras/python to PYTHONPATH)") from err
+        raise ReportFileError(
+            path,
+            "reading .ncu-rep needs NVIDIA's ncu_report module (ships with Nsight "
+            "Compute: add <ncu>/extras/python to PYTHONPATH)",
+        ) from err
     try:
         ctx = ncu_report.load_report(str(path))
     except Exception as err:  # the SWIG loader raises plain Exception/RuntimeError on a bad file
@@ -123,16 +135,27 @@ def _raw_launches(path: Path, metric_names: tuple[str, ...] | None) -> list[RawL
             names, values, units = _metrics(action, metric_names, seen)
             budget.take(len(values))
             # demangled, as nsys and `ncu --csv` print it (name() alone gives the bare function name)
-            launches.append((action.name(ncu_report.IAction.NameBase_DEMANGLED), seen.setdefault(names, names),
-                             values, seen.setdefault(units, units), _nvtx(action)))
+            launches.append(
+                (
+                    action.name(ncu_report.IAction.NameBase_DEMANGLED),
+                    seen.setdefault(names, names),
+                    values,
+                    seen.setdefault(units, units),
+                    _nvtx(action),
+                )
+            )
     if not launches:
-        raise ReportFileError(path, "no profiled kernel launches in it (truncated, not an Nsight Compute report, "
-                                    "or ncu profiled nothing: check --kernel-name / NVTX filters)")
+        raise ReportFileError(
+            path,
+            "no profiled kernel launches in it (truncated, not an Nsight Compute report, "
+            "or ncu profiled nothing: check --kernel-name / NVTX filters)",
+        )
     return launches
 
 
-def _metrics(action: Any, names: tuple[str, ...] | None, seen: dict[Any, Any]
-             ) -> tuple[tuple[str, ...], tuple[float | str, ...], tuple[str, ...]]:
+def _metrics(
+    action: Any, names: tuple[str, ...] | None, seen: dict[Any, Any]
+) -> tuple[tuple[str, ...], tuple[float | str, ...], tuple[str, ...]]:
     """Columns of one launch's metrics; string values (breakdown lists, the device name) through `seen`."""
     found: list[str] = []
     values: list[float | str] = []

@@ -46,8 +46,11 @@ def usable(value: float) -> bool:
 
 def check_value(path: Path, launch: int, name: str, value: float, unit: str) -> None:
     if not 0 <= value <= INT64_MAX and is_count_unit(unit):
-        raise ReportFileError(path, f"launch {launch}: {name} = {value:g} {unit} cannot be "
-                                    f"{'negative' if value < 0 else 'that large'} (the file is damaged)")
+        raise ReportFileError(
+            path,
+            f"launch {launch}: {name} = {value:g} {unit} cannot be "
+            f"{'negative' if value < 0 else 'that large'} (the file is damaged)",
+        )
 
 
 def check_name(path: Path, launch: int, name: object) -> str:
@@ -57,9 +60,13 @@ def check_name(path: Path, launch: int, name: object) -> str:
 
 
 # base unit -> what the metric must be measured in
-_KINDS = {"ns": "a time (ns, us, ms, s)", "byte": "a size (byte, Kbyte, Mbyte, ...)",
-          "byte/block": "a size per block (byte/block, Kbyte/block, ...)",
-          "byte/s": "a rate (byte/s, Gbyte/s, Tbyte/s, ...)", "%": "a percentage (%)"}
+_KINDS = {
+    "ns": "a time (ns, us, ms, s)",
+    "byte": "a size (byte, Kbyte, Mbyte, ...)",
+    "byte/block": "a size per block (byte/block, Kbyte/block, ...)",
+    "byte/s": "a rate (byte/s, Gbyte/s, Tbyte/s, ...)",
+    "%": "a percentage (%)",
+}
 
 
 def expected_unit(name: str) -> str | None:
@@ -74,8 +81,11 @@ def check_unit(path: Path, name: str, unit: str) -> None:
     """Refuse a metric whose unit is not of the kind perfgate reads it as (one line: metric and unit)."""
     expected = expected_unit(name)
     if expected is not None and unit_scale(unit)[1] != expected:
-        raise ReportFileError(path, f"metric {name} is in unit {printable(unit[:40])!r}, not "
-                                    f"{_KINDS[expected]}: perfgate cannot tell what its values mean")
+        raise ReportFileError(
+            path,
+            f"metric {name} is in unit {printable(unit[:40])!r}, not "
+            f"{_KINDS[expected]}: perfgate cannot tell what its values mean",
+        )
 
 
 class Budget:
@@ -88,5 +98,8 @@ class Budget:
     def take(self, count: int) -> None:
         self.used += count
         if self.used > self.limit:
-            raise ReportFileError(self.path, f"more than {self.limit:,} metric values; export fewer launches "
-                                             "or metrics (ncu --kernel-name / --section)")
+            raise ReportFileError(
+                self.path,
+                f"more than {self.limit:,} metric values; export fewer launches "
+                "or metrics (ncu --kernel-name / --section)",
+            )

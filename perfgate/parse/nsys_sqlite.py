@@ -33,9 +33,19 @@ KERNEL_COLUMNS = ("start", "end", "correlationId", "globalPid", "demangledName")
 PUSH_POP, START_END = 59, 60
 PID_MASK = 0xFFFFFFFFFF000000  # globalTid -> globalPid (correlation ids are per process)
 # ENUM_CUDA_MEMCPY_OPER ids, used when the export lacks the enum table
-COPY_KINDS = {0: "Unknown", 1: "Host-to-Device", 2: "Device-to-Host", 3: "Host-to-Array", 4: "Array-to-Host",
-              5: "Array-to-Array", 6: "Array-to-Device", 7: "Device-to-Array", 8: "Device-to-Device",
-              9: "Host-to-Host", 10: "Peer-to-Peer"}
+COPY_KINDS = {
+    0: "Unknown",
+    1: "Host-to-Device",
+    2: "Device-to-Host",
+    3: "Host-to-Array",
+    4: "Array-to-Host",
+    5: "Array-to-Array",
+    6: "Array-to-Device",
+    7: "Device-to-Array",
+    8: "Device-to-Device",
+    9: "Host-to-Host",
+    10: "Peer-to-Peer",
+}
 
 
 def api_name(raw: str) -> str:
@@ -56,8 +66,11 @@ class NsysExport:
             self.tables = {r[0] for r in self.con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             self.version = _schema_version(self.con, self.path, self.tables)
             if KERNEL_TABLE not in self.tables:
-                raise ReportFileError(self.path, f"no {KERNEL_TABLE} table: the capture recorded no CUDA kernels "
-                                                 "(was CUDA tracing on: nsys profile -t cuda,nvtx?)")
+                raise ReportFileError(
+                    self.path,
+                    f"no {KERNEL_TABLE} table: the capture recorded no CUDA kernels "
+                    "(was CUDA tracing on: nsys profile -t cuda,nvtx?)",
+                )
             self.require(KERNEL_TABLE, KERNEL_COLUMNS)
             self.gpu_name = self._gpu_name()
         except (sqlite3.DatabaseError, UnicodeDecodeError) as err:
@@ -91,10 +104,14 @@ class NsysExport:
         wanted = sorted(i for i in ids if type(i) is int)
         if "StringIds" in self.tables:
             for k in range(0, len(wanted), 900):  # SQLite's bound-parameter limit
-                chunk = wanted[k:k + 900]
-                out.update((i, text(v)) for i, v in self.con.execute(
-                    f"SELECT id, value FROM StringIds WHERE id IN ({','.join('?' * len(chunk))})", chunk)
-                    if type(i) is int)
+                chunk = wanted[k : k + 900]
+                out.update(
+                    (i, text(v))
+                    for i, v in self.con.execute(
+                        f"SELECT id, value FROM StringIds WHERE id IN ({','.join('?' * len(chunk))})", chunk
+                    )
+                    if type(i) is int
+                )
         for i in wanted:
             if i not in out:
                 out[i] = self._unknown(i)
@@ -127,20 +144,30 @@ class NsysExport:
         missing = set(self.missing_ids)
         if self.has(NVTX_TABLE) and "textId" in self.columns(NVTX_TABLE):
             where = "n.text IS NULL AND typeof(n.textId) = 'integer'"
-            sql = (f"SELECT DISTINCT n.textId FROM {NVTX_TABLE} n LEFT JOIN StringIds s ON s.id = n.textId "
-                   f"WHERE {where} AND s.id IS NULL" if self.has("StringIds")
-                   else f"SELECT DISTINCT n.textId FROM {NVTX_TABLE} n WHERE {where}")
+            sql = (
+                f"SELECT DISTINCT n.textId FROM {NVTX_TABLE} n LEFT JOIN StringIds s ON s.id = n.textId "
+                f"WHERE {where} AND s.id IS NULL"
+                if self.has("StringIds")
+                else f"SELECT DISTINCT n.textId FROM {NVTX_TABLE} n WHERE {where}"
+            )
             missing.update(i for (i,) in self.con.execute(sql))
         if not missing:
             return ()
-        return (f"{len(missing):,} string id(s) missing from StringIds (a damaged export), first "
-                f"{min(missing)}: their rows are named {unknown_name(min(missing))}",)
+        return (
+            f"{len(missing):,} string id(s) missing from StringIds (a damaged export), first "
+            f"{min(missing)}: their rows are named {unknown_name(min(missing))}",
+        )
 
     def copy_kinds(self) -> dict[int, str]:
         kinds = dict(COPY_KINDS)
         if "ENUM_CUDA_MEMCPY_OPER" in self.tables and "label" in self.columns("ENUM_CUDA_MEMCPY_OPER"):
-            kinds.update({i: text(label) for i, label in self.con.execute(
-                "SELECT id, label FROM ENUM_CUDA_MEMCPY_OPER") if type(i) is int})
+            kinds.update(
+                {
+                    i: text(label)
+                    for i, label in self.con.execute("SELECT id, label FROM ENUM_CUDA_MEMCPY_OPER")
+                    if type(i) is int
+                }
+            )
         return kinds
 
     def row_count(self, table: str) -> int:
@@ -149,8 +176,11 @@ class NsysExport:
     def within_budget(self, table: str, max_rows: int) -> None:
         rows = self.row_count(table)
         if rows > max_rows:
-            raise ReportFileError(self.path, f"{table} has {rows:,} rows, more than the {max_rows:,} a timeline "
-                                             "reads; summarise the capture with perfgate analyze instead")
+            raise ReportFileError(
+                self.path,
+                f"{table} has {rows:,} rows, more than the {max_rows:,} a timeline "
+                "reads; summarise the capture with perfgate analyze instead",
+            )
 
     def _gpu_name(self) -> str:
         if "TARGET_INFO_GPU" not in self.tables or "name" not in self.columns("TARGET_INFO_GPU"):
@@ -207,8 +237,11 @@ def _schema_version(con: sqlite3.Connection, path: Path, tables: set[str]) -> st
     if not version:
         raise ReportFileError(path, "Nsight Systems export without EXPORT_SCHEMA_VERSION")
     if version.split(".")[0] != str(SUPPORTED_MAJOR):
-        raise ReportFileError(path, f"export schema version {version} is not supported (perfgate reads "
-                                    f"{SUPPORTED_MAJOR}.x); re-export with a matching nsys or upgrade perfgate")
+        raise ReportFileError(
+            path,
+            f"export schema version {version} is not supported (perfgate reads "
+            f"{SUPPORTED_MAJOR}.x); re-export with a matching nsys or upgrade perfgate",
+        )
     return version
 
 
@@ -232,11 +265,22 @@ def read_nsys_sqlite(path: Path) -> Timeline:
             dropped = DropCount()
             overlaps = kernel_stream_notes(ex)
             kernels = tuple(_kernels(ex, dropped))
-            memory_ops, api_calls, ranges = tuple(_memory_ops(ex, dropped)), tuple(_api_calls(ex, dropped)), \
-                tuple(_nvtx(ex, dropped))
-            return Timeline(source=path, kind="nsys", kernels=kernels, memory_ops=memory_ops, api_calls=api_calls,
-                            nvtx_ranges=ranges, gpu_name=ex.gpu_name, meta={"export_schema_version": ex.version},
-                            notes=dropped.notes() + overlaps + ex.string_notes())
+            memory_ops, api_calls, ranges = (
+                tuple(_memory_ops(ex, dropped)),
+                tuple(_api_calls(ex, dropped)),
+                tuple(_nvtx(ex, dropped)),
+            )
+            return Timeline(
+                source=path,
+                kind="nsys",
+                kernels=kernels,
+                memory_ops=memory_ops,
+                api_calls=api_calls,
+                nvtx_ranges=ranges,
+                gpu_name=ex.gpu_name,
+                meta={"export_schema_version": ex.version},
+                notes=dropped.notes() + overlaps + ex.string_notes(),
+            )
         except (sqlite3.DatabaseError, UnicodeDecodeError) as err:
             raise ReportFileError(path, f"SQLite error while reading the export ({err})") from err
 
@@ -254,21 +298,29 @@ def kernel_stream_notes(ex: NsysExport) -> tuple[str, ...]:
     kernel time exceed the time it was busy: a note says so instead of passing the sum silently."""
     cols = ex.columns(KERNEL_TABLE)
     dev, stream = (c if c in cols else "NULL" for c in ("deviceId", "streamId"))
-    cursor = ex.con.execute(f"SELECT {dev}, {stream}, start, end, correlationId, globalPid FROM {KERNEL_TABLE} "
-                            f"WHERE {_SPAN_SQL} ORDER BY 1, 2, 3, 4, 5, 6")
+    cursor = ex.con.execute(
+        f"SELECT {dev}, {stream}, start, end, correlationId, globalPid FROM {KERNEL_TABLE} "
+        f"WHERE {_SPAN_SQL} ORDER BY 1, 2, 3, 4, 5, 6"
+    )
     sweep = _StreamSweep()
     while rows := cursor.fetchmany(65_536):
         sweep.add(rows)
     if sweep.duplicates:
         (d, st), first = sweep.first_duplicate
-        raise ReportFileError(ex.path, f"{KERNEL_TABLE} holds {sweep.duplicates:,} row(s) repeating another row "
-                                       f"exactly (start, end, device, stream, correlation id; the first at start "
-                                       f"{first} ns on device {text(d)} stream {text(st)}): a copied table, not a "
-                                       "capture")
-    return tuple(f"kernels on device {text(d)} stream {text(st)} overlap in time: their durations sum to "
-                 f"{summed:,} ns, more than the {busy:,} ns the stream was busy (CUDA graph branches or "
-                 "programmatic dependent launch; per-kernel totals count the overlap)"
-                 for (d, st), (summed, busy) in sweep.streams.items() if summed > busy)
+        raise ReportFileError(
+            ex.path,
+            f"{KERNEL_TABLE} holds {sweep.duplicates:,} row(s) repeating another row "
+            f"exactly (start, end, device, stream, correlation id; the first at start "
+            f"{first} ns on device {text(d)} stream {text(st)}): a copied table, not a "
+            "capture",
+        )
+    return tuple(
+        f"kernels on device {text(d)} stream {text(st)} overlap in time: their durations sum to "
+        f"{summed:,} ns, more than the {busy:,} ns the stream was busy (CUDA graph branches or "
+        "programmatic dependent launch; per-kernel totals count the overlap)"
+        for (d, st), (summed, busy) in sweep.streams.items()
+        if summed > busy
+    )
 
 
 class _StreamSweep:
@@ -319,24 +371,52 @@ def _count(value: Any) -> int | None:
 
 def _kernels(ex: NsysExport, dropped: DropCount) -> list[KernelLaunch]:
     cols = ex.columns(KERNEL_TABLE)
-    opt = [c if c in cols else "NULL" for c in (
-        "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread", "staticSharedMemory",
-        "dynamicSharedMemory", "streamId", "deviceId")]
-    rows = [r for r in ex.con.execute(f"SELECT demangledName, start, end, {', '.join(opt)}, correlationId, globalPid "
-                                      f"FROM {KERNEL_TABLE} ORDER BY start") if is_span(r[1], r[2])]
-    dropped.add(f"{KERNEL_TABLE} rows {BAD_SPAN}",
-                ex.row_count(KERNEL_TABLE) - len(rows))
+    opt = [
+        c if c in cols else "NULL"
+        for c in (
+            "gridX",
+            "gridY",
+            "gridZ",
+            "blockX",
+            "blockY",
+            "blockZ",
+            "registersPerThread",
+            "staticSharedMemory",
+            "dynamicSharedMemory",
+            "streamId",
+            "deviceId",
+        )
+    ]
+    rows = [
+        r
+        for r in ex.con.execute(
+            f"SELECT demangledName, start, end, {', '.join(opt)}, correlationId, globalPid "
+            f"FROM {KERNEL_TABLE} ORDER BY start"
+        )
+        if is_span(r[1], r[2])
+    ]
+    dropped.add(f"{KERNEL_TABLE} rows {BAD_SPAN}", ex.row_count(KERNEL_TABLE) - len(rows))
     names = ex.strings({r[0] for r in rows})
     stacks = _nvtx_stacks(ex, [(r[14], r[15]) for r in rows])
     out = []
     for r, stack in zip(rows, stacks):
         static, dynamic = _count(r[10]), _count(r[11])
         shared = None if static is None and dynamic is None else (static or 0) + (dynamic or 0)
-        out.append(KernelLaunch(name=names.get(r[0], text(r[0])), start_ns=r[1], end_ns=r[2],
-                                grid=(_count(r[3]) or 0, _count(r[4]) or 0, _count(r[5]) or 0),
-                                block=(_count(r[6]) or 0, _count(r[7]) or 0, _count(r[8]) or 0),
-                                registers_per_thread=_count(r[9]), shared_mem_bytes=shared, stream=_count(r[12]),
-                                device=_count(r[13]), nvtx_range=stack[-1] if stack else "", nvtx_stack=stack))
+        out.append(
+            KernelLaunch(
+                name=names.get(r[0], text(r[0])),
+                start_ns=r[1],
+                end_ns=r[2],
+                grid=(_count(r[3]) or 0, _count(r[4]) or 0, _count(r[5]) or 0),
+                block=(_count(r[6]) or 0, _count(r[7]) or 0, _count(r[8]) or 0),
+                registers_per_thread=_count(r[9]),
+                shared_mem_bytes=shared,
+                stream=_count(r[12]),
+                device=_count(r[13]),
+                nvtx_range=stack[-1] if stack else "",
+                nvtx_stack=stack,
+            )
+        )
     return out
 
 
@@ -350,9 +430,13 @@ def _nvtx_stacks(ex: NsysExport, launches: list[tuple[Any, Any]]) -> list[tuple[
         if type(corr) is int and type(tid) is int and is_span(start, end):
             calls[(corr, tid & PID_MASK)] = Span(tid, start, end)
     label, join = ex.nvtx_label()
-    ranges = [(t, tid, start, end) for t, tid, start, end in ex.con.execute(
-        f"SELECT {label}, n.globalTid, n.start, n.end FROM {NVTX_TABLE} n {join} WHERE n.eventType = {PUSH_POP}")
-        if type(tid) is int and is_span(start, end)]
+    ranges = [
+        (t, tid, start, end)
+        for t, tid, start, end in ex.con.execute(
+            f"SELECT {label}, n.globalTid, n.start, n.end FROM {NVTX_TABLE} n {join} WHERE n.eventType = {PUSH_POP}"
+        )
+        if type(tid) is int and is_span(start, end)
+    ]
     spans = [Span(tid, start, end) for _, tid, start, end in ranges]
     texts = [text(t) for t, _, _, _ in ranges]
     wanted = [calls.get((corr, pid)) if type(corr) is int and type(pid) is int else None for corr, pid in launches]
@@ -382,10 +466,12 @@ def _memory_ops(ex: NsysExport, dropped: DropCount) -> Iterator[MemoryOp]:
 def _api_calls(ex: NsysExport, dropped: DropCount) -> list[ApiCall]:
     if not ex.has(RUNTIME_TABLE):
         return []
-    rows = [r for r in ex.con.execute(f"SELECT nameId, start, end FROM {RUNTIME_TABLE} ORDER BY start")
-            if is_span(r[1], r[2])]
-    dropped.add(f"{RUNTIME_TABLE} rows {BAD_SPAN}",
-                ex.row_count(RUNTIME_TABLE) - len(rows))
+    rows = [
+        r
+        for r in ex.con.execute(f"SELECT nameId, start, end FROM {RUNTIME_TABLE} ORDER BY start")
+        if is_span(r[1], r[2])
+    ]
+    dropped.add(f"{RUNTIME_TABLE} rows {BAD_SPAN}", ex.row_count(RUNTIME_TABLE) - len(rows))
     names = ex.strings({r[0] for r in rows})
     return [ApiCall(name=api_name(names.get(n, text(n))), start_ns=s, end_ns=e) for n, s, e in rows]
 
@@ -398,12 +484,16 @@ def _nvtx(ex: NsysExport, dropped: DropCount) -> list[NvtxRange]:
     label, join = ex.nvtx_label()
     out, bad = [], 0
     for t, start, end, event_type in ex.con.execute(
-            f"SELECT {label}, n.start, n.end, n.eventType FROM {NVTX_TABLE} n {join} "
-            f"WHERE n.eventType IN ({PUSH_POP}, {START_END}) AND n.end IS NOT NULL ORDER BY n.start"):
+        f"SELECT {label}, n.start, n.end, n.eventType FROM {NVTX_TABLE} n {join} "
+        f"WHERE n.eventType IN ({PUSH_POP}, {START_END}) AND n.end IS NOT NULL ORDER BY n.start"
+    ):
         if not is_span(start, end):
             bad += 1
             continue
-        out.append(NvtxRange(text=text(t), start_ns=start, end_ns=end,
-                             style="PushPop" if event_type == PUSH_POP else "StartEnd"))
+        out.append(
+            NvtxRange(
+                text=text(t), start_ns=start, end_ns=end, style="PushPop" if event_type == PUSH_POP else "StartEnd"
+            )
+        )
     dropped.add(f"{NVTX_TABLE} ranges {BAD_SPAN}", bad)
     return out

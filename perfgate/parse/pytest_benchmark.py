@@ -42,15 +42,24 @@ def read_pytest_benchmark(path: Path) -> Run:
     if len(set(ids)) != len(ids):
         raise ReportFileError(path, "two benchmarks share a fullname")
     cpu: dict[str, Any] = machine["cpu"] if isinstance(machine.get("cpu"), dict) else {}
-    env = Environment(device_kind="host",
-                      device_name=_text(cpu.get("brand_raw") or machine.get("processor") or "unknown"),
-                      python_version=_text(machine.get("python_version", "")), hostname=_text(machine.get("node", "")),
-                      platform=_text(machine.get("system", "")) + "-" + _text(machine.get("machine", "")))
+    env = Environment(
+        device_kind="host",
+        device_name=_text(cpu.get("brand_raw") or machine.get("processor") or "unknown"),
+        python_version=_text(machine.get("python_version", "")),
+        hostname=_text(machine.get("node", "")),
+        platform=_text(machine.get("system", "")) + "-" + _text(machine.get("machine", "")),
+    )
     when = _started_at(path, doc.get("datetime"))
-    info = RunInfo(started_at=when, finished_at=when, git_commit=_text(commit.get("id", "")),
-                   git_branch=_text(commit.get("branch", "")), git_dirty=bool(commit.get("dirty", False)),
-                   hostname=env.hostname, argv=f"perfgate import-benchmark {path.name}",
-                   run_uid="pytest-benchmark-" + hashlib.sha256(data).hexdigest()[:32])
+    info = RunInfo(
+        started_at=when,
+        finished_at=when,
+        git_commit=_text(commit.get("id", "")),
+        git_branch=_text(commit.get("branch", "")),
+        git_dirty=bool(commit.get("dirty", False)),
+        hostname=env.hostname,
+        argv=f"perfgate import-benchmark {path.name}",
+        run_uid="pytest-benchmark-" + hashlib.sha256(data).hexdigest()[:32],
+    )
     return Run(info=info, environment=env, results=results)
 
 
@@ -73,8 +82,9 @@ def _started_at(path: Path, value: Any) -> str:
             when = when.replace(tzinfo=dt.timezone.utc)
         return when.astimezone(dt.timezone.utc).isoformat(timespec="seconds")
     except (TypeError, ValueError, OverflowError):  # not a string, not a time, or past year 9999 in UTC
-        raise ReportFileError(path, f'"datetime" must be an ISO 8601 time (pytest-benchmark writes one), got '
-                                    f"{_text(value)[:40]!r}") from None
+        raise ReportFileError(
+            path, f'"datetime" must be an ISO 8601 time (pytest-benchmark writes one), got {_text(value)[:40]!r}'
+        ) from None
 
 
 def _case(path: Path, i: int, b: Any) -> CaseResult:
@@ -98,14 +108,27 @@ def _case(path: Path, i: int, b: Any) -> CaseResult:
     samples = tuple(_ms(path, where, f"data[{j}]", v) for j, v in enumerate(data))
     for low, high in pairwise(("min", "q1", "median", "q3", "max")):
         if ms[low] > ms[high]:
-            raise ReportFileError(path, f"{where}: stats.{low} ({ms[low]:g} ms) is above "
-                                        f"stats.{high} ({ms[high]:g} ms)")
+            raise ReportFileError(
+                path, f"{where}: stats.{low} ({ms[low]:g} ms) is above stats.{high} ({ms[high]:g} ms)"
+            )
     outside = [v for v in (ms["mean"], *samples) if not ms["min"] <= v <= ms["max"]]
     if outside:
-        raise ReportFileError(path, f"{where}: {outside[0]:g} ms (the mean or a sample) lies outside "
-                                    f"[min, max] = [{ms['min']:g}, {ms['max']:g}] ms")
-    timing = TimingStats(timer=Timer.PYTEST_BENCHMARK, n_samples=rounds, median_ms=ms["median"], mean_ms=ms["mean"],
-                         stdev_ms=ms["stddev"], min_ms=ms["min"], max_ms=ms["max"], q1_ms=ms["q1"], q3_ms=ms["q3"])
+        raise ReportFileError(
+            path,
+            f"{where}: {outside[0]:g} ms (the mean or a sample) lies outside "
+            f"[min, max] = [{ms['min']:g}, {ms['max']:g}] ms",
+        )
+    timing = TimingStats(
+        timer=Timer.PYTEST_BENCHMARK,
+        n_samples=rounds,
+        median_ms=ms["median"],
+        mean_ms=ms["mean"],
+        stdev_ms=ms["stddev"],
+        min_ms=ms["min"],
+        max_ms=ms["max"],
+        q1_ms=ms["q1"],
+        q3_ms=ms["q3"],
+    )
     case_id = printable(b.get("fullname") or b["name"])
     return CaseResult(case_id=case_id, timing=timing, samples_ms=samples, nodeid=case_id)
 
@@ -114,6 +137,9 @@ def _ms(path: Path, where: str, key: str, value: Any) -> float:
     """Seconds in the file, milliseconds here: 1e306 s is finite, 1e309 ms is not."""
     seconds = as_finite(value)
     if seconds is None or seconds < 0 or not math.isfinite(seconds * 1e3):
-        raise ReportFileError(path, f"{where}: {key} must be a finite number of seconds >= 0 (and finite in "
-                                    f"milliseconds), got {str(value)[:40]}")
+        raise ReportFileError(
+            path,
+            f"{where}: {key} must be a finite number of seconds >= 0 (and finite in "
+            f"milliseconds), got {str(value)[:40]}",
+        )
     return seconds * 1e3

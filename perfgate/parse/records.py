@@ -91,8 +91,13 @@ class MetricTable(Mapping[str, NcuMetric]):
 
     __slots__ = ("_index", "_names", "_units", "_values")
 
-    def __init__(self, names: tuple[str, ...], values: tuple[float | str, ...], units: tuple[str, ...],
-                 index: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        names: tuple[str, ...],
+        values: tuple[float | str, ...],
+        units: tuple[str, ...],
+        index: Mapping[str, int] | None = None,
+    ) -> None:
         self._names, self._values, self._units = names, values, units
         self._index = index if index is not None else {n: i for i, n in enumerate(names)}
 

@@ -70,8 +70,10 @@ class TraceStream:
         except JsonTooLarge as err:
             problem = str(err)
             if packed and problem.startswith("more than"):
-                problem = (f"decompresses to more than {limit:,} bytes (at most {MAX_GZIP_RATIO}x the file's "
-                           f"size, and {MAX_TRACE_BYTES:,})")
+                problem = (
+                    f"decompresses to more than {limit:,} bytes (at most {MAX_GZIP_RATIO}x the file's "
+                    f"size, and {MAX_TRACE_BYTES:,})"
+                )
             raise ReportFileError(self.path, f"{problem}: not a profiler trace") from err
         except JsonStreamError as err:
             problem = str(err)
@@ -101,8 +103,9 @@ class TraceStream:
             for e in value:
                 if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in READ_CATS:
                     if span_ns(e) is None:
-                        self.dropped.add(f"{e['cat']} trace events whose ts/dur is not a number in "
-                                         f"[0, {MAX_US:.0e}) us")
+                        self.dropped.add(
+                            f"{e['cat']} trace events whose ts/dur is not a number in [0, {MAX_US:.0e}) us"
+                        )
                         continue
                     yield e
         if not seen_events:
@@ -195,13 +198,17 @@ def read_torch_trace(path: Path) -> Timeline:
         else:
             ranges.append(e)
     annotations = _annotations(kernels, api, ranges)
-    return Timeline(source=trace.path, kind="torch",
-                    kernels=tuple(sorted((_kernel(e, a) for e, a in zip(kernels, annotations)),
-                                         key=lambda k: k.start_ns)),
-                    memory_ops=tuple(sorted(mem_ops, key=lambda m: m.start_ns)),
-                    api_calls=tuple(sorted((ApiCall(name_of(e), *_span(e)) for e in api), key=lambda a: a.start_ns)),
-                    nvtx_ranges=tuple(NvtxRange(name_of(e), *_span(e), style="PushPop") for e in ranges),
-                    gpu_name=trace.gpu_name, meta={"schemaVersion": trace.schema_version}, notes=trace.notes)
+    return Timeline(
+        source=trace.path,
+        kind="torch",
+        kernels=tuple(sorted((_kernel(e, a) for e, a in zip(kernels, annotations)), key=lambda k: k.start_ns)),
+        memory_ops=tuple(sorted(mem_ops, key=lambda m: m.start_ns)),
+        api_calls=tuple(sorted((ApiCall(name_of(e), *_span(e)) for e in api), key=lambda a: a.start_ns)),
+        nvtx_ranges=tuple(NvtxRange(name_of(e), *_span(e), style="PushPop") for e in ranges),
+        gpu_name=trace.gpu_name,
+        meta={"schemaVersion": trace.schema_version},
+        notes=trace.notes,
+    )
 
 
 def _span(e: dict[str, Any]) -> tuple[int, int]:
@@ -211,8 +218,9 @@ def _span(e: dict[str, Any]) -> tuple[int, int]:
 def _annotations(kernels: list[dict[str, Any]], api: list[dict[str, Any]], ranges: list[dict[str, Any]]) -> list[str]:
     """The innermost annotation on the launching thread around each kernel's launch call."""
     launches = {corr: e for e in api if (corr := as_int64(args_of(e).get("correlation"))) is not None}
-    calls = [launches.get(corr) if (corr := as_int64(args_of(k).get("correlation"))) is not None else None
-             for k in kernels]
+    calls = [
+        launches.get(corr) if (corr := as_int64(args_of(k).get("correlation"))) is not None else None for k in kernels
+    ]
     present = [call for call in calls if call is not None]
     spans = [Span(_thread(r), *_span(r)) for r in ranges]
     found = iter(enclosing([Span(_thread(call), *_span(call)) for call in present], spans))
@@ -238,7 +246,15 @@ def _dims(value: Any) -> tuple[int, int, int]:
 def _kernel(e: dict[str, Any], annotation: str) -> KernelLaunch:
     a = args_of(e)
     start, end = _span(e)
-    return KernelLaunch(name=name_of(e), start_ns=start, end_ns=end, grid=_dims(a.get("grid")),
-                        block=_dims(a.get("block")), registers_per_thread=count(a.get("registers per thread")),
-                        shared_mem_bytes=count(a.get("shared memory")), stream=count(a.get("stream")),
-                        device=count(a.get("device")), nvtx_range=annotation)
+    return KernelLaunch(
+        name=name_of(e),
+        start_ns=start,
+        end_ns=end,
+        grid=_dims(a.get("grid")),
+        block=_dims(a.get("block")),
+        registers_per_thread=count(a.get("registers per thread")),
+        shared_mem_bytes=count(a.get("shared memory")),
+        stream=count(a.get("stream")),
+        device=count(a.get("device")),
+        nvtx_range=annotation,
+    )

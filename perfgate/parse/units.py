@@ -7,8 +7,16 @@ import functools
 
 _SI = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 # numerator: unit -> (base unit, factor)
-_TIME_NUM = {"ns": ("ns", 1.0), "nsecond": ("ns", 1.0), "us": ("ns", 1e3), "usecond": ("ns", 1e3),
-             "ms": ("ns", 1e6), "msecond": ("ns", 1e6), "s": ("ns", 1e9), "second": ("ns", 1e9)}
+_TIME_NUM = {
+    "ns": ("ns", 1.0),
+    "nsecond": ("ns", 1.0),
+    "us": ("ns", 1e3),
+    "usecond": ("ns", 1e3),
+    "ms": ("ns", 1e6),
+    "msecond": ("ns", 1e6),
+    "s": ("ns", 1e9),
+    "second": ("ns", 1e9),
+}
 # denominator: per-time -> per second
 _TIME_DEN = {"ns": 1e9, "nsecond": 1e9, "us": 1e6, "usecond": 1e6, "ms": 1e3, "msecond": 1e3, "s": 1.0, "second": 1.0}
 

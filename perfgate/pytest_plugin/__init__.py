@@ -43,9 +43,12 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "perfgate(**options): perfgate options for this test's cases "
-                            "(threshold_pct, metrics={name: pct}, min_speedup, warmup_ms, min_samples, "
-                            "max_samples, budget_ms, cooldown_max_ms, exclude_throttled, memory)")
+    config.addinivalue_line(
+        "markers",
+        "perfgate(**options): perfgate options for this test's cases "
+        "(threshold_pct, metrics={name: pct}, min_speedup, warmup_ms, min_samples, "
+        "max_samples, budget_ms, cooldown_max_ms, exclude_throttled, memory)",
+    )
     # pytest-benchmark, stepped aside, registers no marker: a --strict-markers suite must still collect
     config.addinivalue_line("markers", "benchmark: mark a test with custom benchmark settings.")
     from perfgate.pytest_plugin.runtime import make_session, register_benchmark_fixture
@@ -116,8 +119,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     from perfgate.pytest_plugin.runtime import finish
 
-    code = finish(session.config, state, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
-                  tests_failed=exitstatus != 0)
+    code = finish(
+        session.config, state, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED, tests_failed=exitstatus != 0
+    )
     state.pytest_session = session
     if code:
         state.exit_code = state.exit_code or code

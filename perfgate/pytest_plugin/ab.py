@@ -39,8 +39,12 @@ def run_parent(config: pytest.Config, state: PerfgateSession) -> None:
     """The A/B comparison, in place of this process's own test loop."""
     from perfgate.ab.run import AbRequest, run_ab
 
-    request = AbRequest(ref=state.settings.base, pytest_args=without_perfgate_flags(config.invocation_params.args),
-                        settings=state.settings, invocation_dir=Path(config.invocation_params.dir))
+    request = AbRequest(
+        ref=state.settings.base,
+        pytest_args=without_perfgate_flags(config.invocation_params.args),
+        settings=state.settings,
+        invocation_dir=Path(config.invocation_params.dir),
+    )
     try:
         outcome = run_ab(request)
     except PerfgateError as err:
@@ -114,8 +118,9 @@ class AbWorker:
         if report.when != "teardown" or report.nodeid not in self.perf_nodeids:
             return
         unmeasured = self.state.unmeasured.get(report.nodeid)
-        self.state.ab_server.announce(TestDone(report.nodeid, unmeasured.outcome if unmeasured else None,
-                                               unmeasured.reason if unmeasured else ""))
+        self.state.ab_server.announce(
+            TestDone(report.nodeid, unmeasured.outcome if unmeasured else None, unmeasured.reason if unmeasured else "")
+        )
 
 
 def is_perf_item(item: pytest.Item) -> bool:

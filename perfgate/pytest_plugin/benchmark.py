@@ -68,9 +68,17 @@ class PerfgateBenchmark:
             self.has_error = True
             raise
 
-    def pedantic(self, target: Callable[..., Any], args: Any = (), kwargs: Mapping[str, Any] | None = None,
-                 setup: Callable[[], Any] | None = None, teardown: Callable[..., Any] | None = None,
-                 rounds: int = 1, warmup_rounds: int = 0, iterations: int = 1) -> Any:
+    def pedantic(
+        self,
+        target: Callable[..., Any],
+        args: Any = (),
+        kwargs: Mapping[str, Any] | None = None,
+        setup: Callable[[], Any] | None = None,
+        teardown: Callable[..., Any] | None = None,
+        rounds: int = 1,
+        warmup_rounds: int = 0,
+        iterations: int = 1,
+    ) -> Any:
         self._use("benchmark.pedantic(...)")
         try:
             return self._raw_pedantic(target, args, kwargs, setup, teardown, rounds, warmup_rounds, iterations)
@@ -114,16 +122,25 @@ class PerfgateBenchmark:
             return self._profiled(lambda: ((tuple(args), kwargs)), fn, loops or iterations, None)
         return fn(*args, **kwargs)
 
-    def _raw_pedantic(self, target: Callable[..., Any], args: Any, kwargs: Mapping[str, Any] | None,
-                      setup: Callable[[], Any] | None, teardown: Callable[..., Any] | None, rounds: int,
-                      warmup_rounds: int, iterations: int) -> Any:
+    def _raw_pedantic(
+        self,
+        target: Callable[..., Any],
+        args: Any,
+        kwargs: Mapping[str, Any] | None,
+        setup: Callable[[], Any] | None,
+        teardown: Callable[..., Any] | None,
+        rounds: int,
+        warmup_rounds: int,
+        iterations: int,
+    ) -> Any:
         _check_pedantic(setup, rounds, warmup_rounds, iterations)
         arguments = _arguments_maker(args, kwargs, setup)
         if self.disabled:
             call_args, call_kwargs = arguments()
             return target(*call_args, **call_kwargs)
-        plan = FixedRounds(target, arguments, teardown, rounds, warmup_rounds, iterations,
-                           bool(self._options.get("disable_gc")))
+        plan = FixedRounds(
+            target, arguments, teardown, rounds, warmup_rounds, iterations, bool(self._options.get("disable_gc"))
+        )
         case, result = self._fixture.measure_rounds(plan, Timer.HOST)
         self._set_stats(case.samples_ms if case is not None else (), iterations)
         if iterations > 1:  # a looped round kept no result: one more call for it
@@ -140,8 +157,13 @@ class PerfgateBenchmark:
         if len(samples_ms):
             self.stats = BenchmarkMetadata(self, [v / 1e3 for v in samples_ms], iterations, self._options)
 
-    def _profiled(self, arguments: Callable[[], Arguments], fn: Callable[..., Any], loops: int,
-                  teardown: Callable[..., Any] | None) -> Any:
+    def _profiled(
+        self,
+        arguments: Callable[[], Arguments],
+        fn: Callable[..., Any],
+        loops: int,
+        teardown: Callable[..., Any] | None,
+    ) -> Any:
         """pytest-benchmark's cProfile pass, after the timing: `loops` calls under the profiler."""
         import pstats
 
@@ -180,8 +202,9 @@ def _check_pedantic(setup: Callable[[], Any] | None, rounds: Any, warmup_rounds:
         raise ValueError("Can't use more than 1 `iterations` with a `setup` function.")
 
 
-def _arguments_maker(args: Any, kwargs: Mapping[str, Any] | None,
-                     setup: Callable[[], Any] | None) -> Callable[[], Arguments]:
+def _arguments_maker(
+    args: Any, kwargs: Mapping[str, Any] | None, setup: Callable[[], Any] | None
+) -> Callable[[], Arguments]:
     """Each round's (args, kwargs): the setup's return value when it returns one, else the given ones."""
     given: Arguments = (tuple(args), dict(kwargs or {}))
     has_args = bool(args or kwargs)
@@ -222,8 +245,7 @@ class BenchmarkPlugin:
         marker = marker_settings(request.node)
         self.marker_keys.update(marker)
         fixture = fixture_for(request, request.config.stash.get(SESSION_KEY, None))
-        bench = PerfgateBenchmark(fixture, request.node, fixture_options(self.options, marker),
-                                  self.options.disabled)
+        bench = PerfgateBenchmark(fixture, request.node, fixture_options(self.options, marker), self.options.disabled)
         yield bench
         bench._cleanup()
 

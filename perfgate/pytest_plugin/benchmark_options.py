@@ -18,11 +18,32 @@ from typing import Any
 
 import pytest
 
-HONOURED_OPTIONS = frozenset({
-    "--benchmark-skip", "--benchmark-only", "--benchmark-disable", "--benchmark-enable", "--benchmark-disable-gc",
-    "--benchmark-cprofile", "--benchmark-cprofile-loops", "--benchmark-cprofile-dump"})
-MARKER_KEYS = ("max_time", "min_rounds", "min_time", "precision", "confidence", "timer", "group", "disable_gc",
-               "warmup", "warmup_iterations", "calibration_precision", "cprofile")
+HONOURED_OPTIONS = frozenset(
+    {
+        "--benchmark-skip",
+        "--benchmark-only",
+        "--benchmark-disable",
+        "--benchmark-enable",
+        "--benchmark-disable-gc",
+        "--benchmark-cprofile",
+        "--benchmark-cprofile-loops",
+        "--benchmark-cprofile-dump",
+    }
+)
+MARKER_KEYS = (
+    "max_time",
+    "min_rounds",
+    "min_time",
+    "precision",
+    "confidence",
+    "timer",
+    "group",
+    "disable_gc",
+    "warmup",
+    "warmup_iterations",
+    "calibration_precision",
+    "cprofile",
+)
 HONOURED_MARKER_KEYS = frozenset({"group", "disable_gc", "cprofile"})
 
 
@@ -47,8 +68,11 @@ def given_options(args: Iterable[str]) -> tuple[str, ...]:
 
 def pytest_arguments(config: pytest.Config) -> list[str]:
     """What pytest parsed: the ini file's addopts, PYTEST_ADDOPTS, then the command line."""
-    return [*config.getini("addopts"), *shlex.split(os.environ.get("PYTEST_ADDOPTS", "")),
-            *config.invocation_params.args]
+    return [
+        *config.getini("addopts"),
+        *shlex.split(os.environ.get("PYTEST_ADDOPTS", "")),
+        *config.invocation_params.args,
+    ]
 
 
 def benchmark_options(config: pytest.Config) -> BenchmarkOptions:
@@ -60,10 +84,15 @@ def benchmark_options(config: pytest.Config) -> BenchmarkOptions:
         raise pytest.UsageError("Can't have both --benchmark-only and --benchmark-disable options.")
     dump = opt("benchmark_cprofile_dump", [])
     return BenchmarkOptions(
-        skip=bool(opt("benchmark_skip", False)) and not only, only=only, disabled=disabled,
-        disable_gc=bool(opt("benchmark_disable_gc", False)), cprofile=bool(opt("benchmark_cprofile", None)),
-        cprofile_loops=opt("benchmark_cprofile_loops", 1), cprofile_dump=str(dump[-1]) if dump else "",
-        ignored=tuple(o for o in given_options(pytest_arguments(config)) if o not in HONOURED_OPTIONS))
+        skip=bool(opt("benchmark_skip", False)) and not only,
+        only=only,
+        disabled=disabled,
+        disable_gc=bool(opt("benchmark_disable_gc", False)),
+        cprofile=bool(opt("benchmark_cprofile", None)),
+        cprofile_loops=opt("benchmark_cprofile_loops", 1),
+        cprofile_dump=str(dump[-1]) if dump else "",
+        ignored=tuple(o for o in given_options(pytest_arguments(config)) if o not in HONOURED_OPTIONS),
+    )
 
 
 def marker_settings(node: pytest.Item) -> dict[str, Any]:
@@ -85,13 +114,19 @@ def ignored_line(options: Sequence[str], marker_keys: Iterable[str]) -> str:
     named = list(options) + ([f"@pytest.mark.benchmark({', '.join(keys)})"] if keys else [])
     if not named:
         return ""
-    return ("perfgate warning: pytest-benchmark settings not used under --perfgate (perfgate's sampling, "
-            f"history, baselines and reports apply instead): {', '.join(named)}")
+    return (
+        "perfgate warning: pytest-benchmark settings not used under --perfgate (perfgate's sampling, "
+        f"history, baselines and reports apply instead): {', '.join(named)}"
+    )
 
 
 def fixture_options(options: BenchmarkOptions, marker: Mapping[str, Any]) -> dict[str, Any]:
     """pytest-benchmark's per-fixture options dict (session options, the marker's on top)."""
-    merged: dict[str, Any] = {"disable_gc": options.disable_gc, "cprofile": options.cprofile,
-                              "cprofile_loops": options.cprofile_loops, "cprofile_dump": options.cprofile_dump}
+    merged: dict[str, Any] = {
+        "disable_gc": options.disable_gc,
+        "cprofile": options.cprofile,
+        "cprofile_loops": options.cprofile_loops,
+        "cprofile_dump": options.cprofile_dump,
+    }
     merged.update(marker)
     return merged

@@ -11,8 +11,24 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-FIELDS = ("min", "max", "mean", "stddev", "rounds", "median", "iqr", "q1", "q3", "iqr_outliers",
-          "stddev_outliers", "outliers", "ld15iqr", "hd15iqr", "ops", "total")
+FIELDS = (
+    "min",
+    "max",
+    "mean",
+    "stddev",
+    "rounds",
+    "median",
+    "iqr",
+    "q1",
+    "q3",
+    "iqr_outliers",
+    "stddev_outliers",
+    "outliers",
+    "ld15iqr",
+    "hd15iqr",
+    "ops",
+    "total",
+)
 
 
 class BenchmarkStats:
@@ -69,7 +85,7 @@ def _quartiles(data: Sequence[float]) -> tuple[float, float]:
     if n == 1:
         return data[0], data[0]
     if n % 2 == 0:  # method 2: medians of the halves
-        return statistics.median(data[: n // 2]), statistics.median(data[n // 2:])
+        return statistics.median(data[: n // 2]), statistics.median(data[n // 2 :])
     k, r = divmod(n, 4)  # method 3
     if r == 1:
         return 0.25 * data[k - 1] + 0.75 * data[k], 0.75 * data[3 * k] + 0.25 * data[3 * k + 1]
@@ -109,9 +125,15 @@ class BenchmarkMetadata:
         return bool(self.fixture.has_error)
 
     def as_dict(self, include_data: bool = True, flat: bool = False, stats: bool = True) -> dict[str, Any]:
-        result: dict[str, Any] = {"group": self.group, "name": self.name, "fullname": self.fullname,
-                                  "params": self.params, "param": self.param, "extra_info": self.extra_info,
-                                  "options": dict(self.options)}
+        result: dict[str, Any] = {
+            "group": self.group,
+            "name": self.name,
+            "fullname": self.fullname,
+            "params": self.params,
+            "param": self.param,
+            "extra_info": self.extra_info,
+            "options": dict(self.options),
+        }
         if stats:
             values = self.stats.as_dict()
             if include_data:

@@ -38,8 +38,10 @@ class ExitGuard:
                 with contextlib.suppress(Exception):  # the exit status is what matters; the line is a courtesy
                     if before_exit is not None:
                         before_exit()
-                    sys.stderr.write("perfgate: the process was ended with os._exit(0) before the gate decided: "
-                                     f"exit status {NOT_DECIDED_EXIT}\n")
+                    sys.stderr.write(
+                        "perfgate: the process was ended with os._exit(0) before the gate decided: "
+                        f"exit status {NOT_DECIDED_EXIT}\n"
+                    )
                     sys.stderr.flush()
             original(status)
 

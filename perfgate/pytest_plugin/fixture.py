@@ -28,8 +28,13 @@ class PerfgateFixture:
     The last case measured is `perfgate.last`.
     """
 
-    def __init__(self, session: PerfgateSession | None, nodeid: str, marker: MarkerOptions | None,
-                 location: tuple[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        session: PerfgateSession | None,
+        nodeid: str,
+        marker: MarkerOptions | None,
+        location: tuple[str, int] | None = None,
+    ) -> None:
         self._session = session
         self._nodeid = nodeid
         self._marker = marker
@@ -48,15 +53,39 @@ class PerfgateFixture:
     def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> TimingStats:
         return self.measure(fn, args, kwargs)
 
-    def measure(self, fn: Callable[..., Any], args: tuple[Any, ...] = (), kwargs: Mapping[str, Any] | None = None,
-                name: str | None = None, timer: Timer | None = None, *, reference: Callable[..., Any] | None = None,
-                reference_name: str = "", min_speedup: float | None = None, check: bool = False,
-                rtol: float | None = None, atol: float | None = None, bytes_moved: int | None = None,
-                flops: int | None = None) -> TimingStats:
+    def measure(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        name: str | None = None,
+        timer: Timer | None = None,
+        *,
+        reference: Callable[..., Any] | None = None,
+        reference_name: str = "",
+        min_speedup: float | None = None,
+        check: bool = False,
+        rtol: float | None = None,
+        atol: float | None = None,
+        bytes_moved: int | None = None,
+        flops: int | None = None,
+    ) -> TimingStats:
         kwargs = dict(kwargs or {})
-        request = _Request(fn=fn, args=args, kwargs=kwargs, name=name, timer=timer, reference=reference,
-                           reference_name=reference_name, min_speedup=min_speedup, check=check, rtol=rtol, atol=atol,
-                           bytes_moved=bytes_moved, flops=flops)
+        request = _Request(
+            fn=fn,
+            args=args,
+            kwargs=kwargs,
+            name=name,
+            timer=timer,
+            reference=reference,
+            reference_name=reference_name,
+            min_speedup=min_speedup,
+            check=check,
+            rtol=rtol,
+            atol=atol,
+            bytes_moved=bytes_moved,
+            flops=flops,
+        )
         return self._dispatch(request)
 
     def measure_rounds(self, plan: FixedRounds, timer: Timer | None = None) -> tuple[CaseResult | None, Any]:
@@ -96,8 +125,11 @@ class PerfgateFixture:
 
     def _dispatch(self, q: _Request) -> TimingStats:
         work, self._work = self._work, (None, None)  # work() applies to one measurement only
-        q = replace(q, bytes_moved=q.bytes_moved if q.bytes_moved is not None else work[0],
-                    flops=q.flops if q.flops is not None else work[1])
+        q = replace(
+            q,
+            bytes_moved=q.bytes_moved if q.bytes_moved is not None else work[0],
+            flops=q.flops if q.flops is not None else work[1],
+        )
         case_id = self._nodeid if q.name is None else f"{self._nodeid}::{q.name}"
         session = self._session
         if session is not None and session.mode is Mode.PROFILE_CHILD:
@@ -139,10 +171,25 @@ class PerfgateFixture:
             thresholds = replace(thresholds, min_speedup=cs.POSITIVE(q.min_speedup, f"{case_id}: min_speedup"))
         options = measure_for(session.settings, self._marker)
         timer = q.timer or session.timer  # decided once per session, not per case
-        return CaseSpec(case_id=case_id, fn=q.fn, args=q.args, kwargs=q.kwargs, options=options, timer=timer,
-                        reference=q.reference, reference_name=q.reference_name, check=q.check, rtol=q.rtol,
-                        atol=q.atol, bytes_moved=q.bytes_moved, flops=q.flops, thresholds=thresholds,
-                        autotune_pins=session.autotune_pins(case_id), nodeid=self._nodeid, location=self._location)
+        return CaseSpec(
+            case_id=case_id,
+            fn=q.fn,
+            args=q.args,
+            kwargs=q.kwargs,
+            options=options,
+            timer=timer,
+            reference=q.reference,
+            reference_name=q.reference_name,
+            check=q.check,
+            rtol=q.rtol,
+            atol=q.atol,
+            bytes_moved=q.bytes_moved,
+            flops=q.flops,
+            thresholds=thresholds,
+            autotune_pins=session.autotune_pins(case_id),
+            nodeid=self._nodeid,
+            location=self._location,
+        )
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,7 @@ class ProjectRoot:
 def project_root(config: Any) -> ProjectRoot:
     """pytest's rootdir, or the one it would have chosen without perfgate's option values (with a warning)."""
     rootpath = Path(config.rootpath).resolve()
-    values = spaced_path_values([*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")),
-                                 *config.invocation_params.args])
+    values = spaced_path_values([*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *config.invocation_params.args])
     if not values:
         return ProjectRoot(rootpath)
     expected = _rootdir_for(config, [str(a) for a in (config.getoption("file_or_dir") or [])])
@@ -47,9 +46,11 @@ def project_root(config: Any) -> ProjectRoot:
     except ValueError:
         return ProjectRoot(rootpath)
     option, value = values[0]
-    warning = (f"perfgate: pytest read `{option} {value}` as a test path and moved its rootdir to {rootpath} "
-               f"(the project is {expected}); perfgate keeps case ids, baselines and history relative to "
-               f"{expected}. Write `{option}={value}` to leave pytest's rootdir alone.")
+    warning = (
+        f"perfgate: pytest read `{option} {value}` as a test path and moved its rootdir to {rootpath} "
+        f"(the project is {expected}); perfgate keeps case ids, baselines and history relative to "
+        f"{expected}. Write `{option}={value}` to leave pytest's rootdir alone."
+    )
     return ProjectRoot(expected, relative + "/", warning)
 
 
@@ -70,10 +71,14 @@ def _rootdir_for(config: Any, args: list[str]) -> Path | None:
         from _pytest.config.findpaths import determine_setup
     except ImportError:
         return None
-    offered = {"inifile": config.getoption("inifilename"), "args": args,
-               "rootdir_cmd_arg": config.getoption("rootdir") or None,
-               "invocation_dir": Path(config.invocation_params.dir), "config": config,
-               "override_ini": config.getoption("override_ini")}
+    offered = {
+        "inifile": config.getoption("inifilename"),
+        "args": args,
+        "rootdir_cmd_arg": config.getoption("rootdir") or None,
+        "invocation_dir": Path(config.invocation_params.dir),
+        "config": config,
+        "override_ini": config.getoption("override_ini"),
+    }
     try:
         wanted = inspect.signature(determine_setup).parameters
         result = determine_setup(**{k: v for k, v in offered.items() if k in wanted})

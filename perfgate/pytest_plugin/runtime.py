@@ -39,12 +39,15 @@ def make_session(config: pytest.Config) -> PerfgateSession:
     profile_tool = os.environ.get(PROFILE_CHILD_ENV, "")
     if profile_tool:
         if on_command_line(config, "--perfgate"):  # a profiler's child never is a gate (profiling.child_command)
-            raise ConfigError(f"perfgate: {PROFILE_CHILD_ENV} is set on a `pytest --perfgate` run: a gate is never "
-                              f"a profiler's child; unset {PROFILE_CHILD_ENV}")
+            raise ConfigError(
+                f"perfgate: {PROFILE_CHILD_ENV} is set on a `pytest --perfgate` run: a gate is never "
+                f"a profiler's child; unset {PROFILE_CHILD_ENV}"
+            )
         from perfgate.measure.profiler_registry import profiler_named
 
-        return PerfgateSession(Settings(), rootdir, started, Mode.PROFILE_CHILD,
-                               profile_child=profiler_named(profile_tool).child)
+        return PerfgateSession(
+            Settings(), rootdir, started, Mode.PROFILE_CHILD, profile_child=profiler_named(profile_tool).child
+        )
     _check_flags_kept(config)
     if not config.getoption("--perfgate") and not config.getoption("--perfgate-base"):
         # plain pytest: read nothing, check nothing
@@ -56,8 +59,14 @@ def make_session(config: pytest.Config) -> PerfgateSession:
 
     root = project_root(config)
     settings = load_settings(config, root.path)
-    state = PerfgateSession(settings, root.path, started, _mode(config, order), started_monotonic=time.monotonic(),
-                            nodeid_prefix=root.nodeid_prefix)
+    state = PerfgateSession(
+        settings,
+        root.path,
+        started,
+        _mode(config, order),
+        started_monotonic=time.monotonic(),
+        nodeid_prefix=root.nodeid_prefix,
+    )
     if root.warning:
         state.messages.append(root.warning)
     if state.mode is Mode.AB:
@@ -80,8 +89,10 @@ def make_session(config: pytest.Config) -> PerfgateSession:
 
 def _ab_session(state: PerfgateSession) -> PerfgateSession:
     if state.settings.update_baseline:
-        raise ConfigError("perfgate: --perfgate-base compares with a base commit; it writes no baseline "
-                          "(drop --perfgate-update-baseline)")
+        raise ConfigError(
+            "perfgate: --perfgate-base compares with a base commit; it writes no baseline "
+            "(drop --perfgate-update-baseline)"
+        )
     if state.settings.store:
         _check_history(state.settings)
     return state
@@ -106,8 +117,10 @@ def _check_flags_kept(config: pytest.Config) -> None:
 
     for opt in OPTIONS:
         if opt.flag and opt.arg is Arg.FLAG and on_command_line(config, opt.flag) and not config.getoption(opt.flag):
-            raise ConfigError(f"perfgate: {opt.flag} was given on the command line but is off by the time perfgate "
-                              f"configures: a conftest or plugin changed it")
+            raise ConfigError(
+                f"perfgate: {opt.flag} was given on the command line but is off by the time perfgate "
+                f"configures: a conftest or plugin changed it"
+            )
 
 
 def on_command_line(config: pytest.Config, flag: str) -> bool:
@@ -126,10 +139,13 @@ def load_settings(config: pytest.Config, rootdir: Path) -> Settings:
 
     table, pyproject = read_pyproject(rootdir)
     here = Path(config.invocation_params.dir)
-    given = {attr: (here / value if isinstance(value, Path) and not value.is_absolute() else value)
-             for attr, value in pytest_values(config.getoption).items()}
-    settings = settings_from_config(table, where=f"{pyproject} [tool.perfgate]", rootdir=rootdir,
-                                    overrides={**given, "enabled": True})
+    given = {
+        attr: (here / value if isinstance(value, Path) and not value.is_absolute() else value)
+        for attr, value in pytest_values(config.getoption).items()
+    }
+    settings = settings_from_config(
+        table, where=f"{pyproject} [tool.perfgate]", rootdir=rootdir, overrides={**given, "enabled": True}
+    )
     return replace(settings, pyproject=pyproject if pyproject.is_file() else None)
 
 
@@ -139,11 +155,13 @@ def _check_gate_options(config: pytest.Config, settings: Settings) -> None:
 
     for flag in command_line_only_flags().values():
         if config.getoption(flag) is not None and not on_command_line(config, flag):
-            raise ConfigError(f"perfgate: {flag} is not on pytest's own command line (addopts, PYTEST_ADDOPTS or a "
-                              f"plugin set it): it is taken only from there, so a project's files cannot switch a "
-                              f"gate's checks")
+            raise ConfigError(
+                f"perfgate: {flag} is not on pytest's own command line (addopts, PYTEST_ADDOPTS or a "
+                f"plugin set it): it is taken only from there, so a project's files cannot switch a "
+                f"gate's checks"
+            )
     if settings.update_baseline and not settings.reason.strip():
-        raise ConfigError("perfgate: --perfgate-update-baseline needs --perfgate-reason \"why the baseline changes\"")
+        raise ConfigError('perfgate: --perfgate-update-baseline needs --perfgate-reason "why the baseline changes"')
     check_controller(config)
     from perfgate.measure.profiler_registry import profilers_named
     from perfgate.measure.tools import find_tool
@@ -208,14 +226,12 @@ def register_benchmark_fixture(config: pytest.Config) -> None:
     from perfgate.pytest_plugin.benchmark import BenchmarkPlugin
     from perfgate.pytest_plugin.benchmark_options import benchmark_options
 
-
     step_aside_pytest_benchmark(config)
     # pytest-benchmark, stepped aside, registers no marker: a --strict-markers suite must still collect
     config.addinivalue_line("markers", "benchmark: mark a test with custom benchmark settings.")
     manager = config.pluginmanager
     if not manager.has_plugin("perfgate-benchmark"):
         manager.register(BenchmarkPlugin(benchmark_options(config)), "perfgate-benchmark")
-
 
 
 def step_aside_pytest_benchmark(config: pytest.Config) -> None:
@@ -242,8 +258,9 @@ def finish(config: pytest.Config, state: PerfgateSession, interrupted: bool, tes
     if interrupted:
         state.messages.append("perfgate: run interrupted before anything was stored; no baseline touched")
         return 0
-    state.messages.append(f"perfgate: timing phase took {time.monotonic() - state.started_monotonic:.1f} s "
-                          f"({len(state.results)} case(s))")
+    state.messages.append(
+        f"perfgate: timing phase took {time.monotonic() - state.started_monotonic:.1f} s ({len(state.results)} case(s))"
+    )
     try:
         return _gate(config, state, tests_failed)
     except PerfgateError as err:
@@ -256,11 +273,25 @@ def _gate(config: pytest.Config, state: PerfgateSession, tests_failed: bool) -> 
 
     assert state.environment is not None and state.baseline_path is not None  # set when the gate is enabled
     profile_settings = _profile(state)
-    run = build_run(state.results.values(), state.unmeasured.values(), state.environment, state.rootdir,
-                    state.started_at, profile_settings)
-    outcome = run_gate(GateRequest(run=run, settings=state.settings, baseline=state.baseline,
-                                   baseline_path=state.baseline_path, facts=state.facts,
-                                   confirmer=_confirmer(state), may_write_baseline=not tests_failed))
+    run = build_run(
+        state.results.values(),
+        state.unmeasured.values(),
+        state.environment,
+        state.rootdir,
+        state.started_at,
+        profile_settings,
+    )
+    outcome = run_gate(
+        GateRequest(
+            run=run,
+            settings=state.settings,
+            baseline=state.baseline,
+            baseline_path=state.baseline_path,
+            facts=state.facts,
+            confirmer=_confirmer(state),
+            may_write_baseline=not tests_failed,
+        )
+    )
     state.gate, state.run_id, state.exit_code = outcome.gate, outcome.run.run_id, outcome.exit_code
     state.messages += outcome.messages
     return outcome.exit_code
@@ -289,9 +320,12 @@ def _write_child_output(state: PerfgateSession) -> None:
     from perfgate.report.publish import write_text
 
     assert state.child_output is not None
-    doc = {"nonce": state.child_nonce, "results": [case_to_dict(r) for r in state.results.values()],
-           "unmeasured": [unmeasured_to_dict(u) for u in state.unmeasured.values()],
-           "environment": state.environment.__dict__ if state.environment else None}
+    doc = {
+        "nonce": state.child_nonce,
+        "results": [case_to_dict(r) for r in state.results.values()],
+        "unmeasured": [unmeasured_to_dict(u) for u in state.unmeasured.values()],
+        "environment": state.environment.__dict__ if state.environment else None,
+    }
     write_text(state.child_output, json.dumps(doc, allow_nan=False))
 
 

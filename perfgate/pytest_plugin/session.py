@@ -57,8 +57,9 @@ class PerfgateSession:
     def timer(self) -> Timer:
         """The clock every case of this session uses unless it names one: decided once, with the environment
         (asking per case spawned gcc/ld/ldconfig through ctypes' find_library, ~17 ms a case)."""
-        return Timer.CUDA_EVENT if self.environment is not None and self.environment.device_kind == "cuda" \
-            else Timer.HOST
+        return (
+            Timer.CUDA_EVENT if self.environment is not None and self.environment.device_kind == "cuda" else Timer.HOST
+        )
 
     @property
     def measuring(self) -> bool:
@@ -66,13 +67,18 @@ class PerfgateSession:
 
     def case_id(self, nodeid: str) -> str:
         """A node id (or a location's path) relative to the project, whatever pytest's rootdir."""
-        return nodeid[len(self.nodeid_prefix):] if self.nodeid_prefix and nodeid.startswith(self.nodeid_prefix) \
+        return (
+            nodeid[len(self.nodeid_prefix) :]
+            if self.nodeid_prefix and nodeid.startswith(self.nodeid_prefix)
             else nodeid
+        )
 
     def record(self, result: CaseResult) -> None:
         if result.case_id in self.results:
-            raise ValueError(f"perfgate: case {result.case_id!r} measured twice; give each measurement "
-                             f"its own name with perfgate.measure(..., name=...)")
+            raise ValueError(
+                f"perfgate: case {result.case_id!r} measured twice; give each measurement "
+                f"its own name with perfgate.measure(..., name=...)"
+            )
         self.results[result.case_id] = result
 
     def autotune_pins(self, case_id: str) -> dict[str, str]:

@@ -39,19 +39,25 @@ def check_controller(config: pytest.Config) -> None:
     from perfgate.measure.timer import cuda_available
 
     if not cuda_available():
-        raise ConfigError("perfgate: -n (pytest-xdist) needs one GPU per worker; without CUDA the cases are timed "
-                          "with the host clock and parallel workers would share CPU cores and skew each other: "
-                          "run the perf suite without -n")
+        raise ConfigError(
+            "perfgate: -n (pytest-xdist) needs one GPU per worker; without CUDA the cases are timed "
+            "with the host clock and parallel workers would share CPU cores and skew each other: "
+            "run the perf suite without -n"
+        )
     import torch
 
     gpus = torch.cuda.device_count()
     if workers > gpus:
-        raise ConfigError(f"perfgate: -n {workers} but {gpus} GPU(s) visible: two workers on one GPU would time "
-                          f"each other; use -n {gpus} or fewer")
+        raise ConfigError(
+            f"perfgate: -n {workers} but {gpus} GPU(s) visible: two workers on one GPU would time "
+            f"each other; use -n {gpus} or fewer"
+        )
     names = {torch.cuda.get_device_name(i) for i in range(workers)}
     if len(names) > 1:
-        raise ConfigError(f"perfgate: -n needs one GPU model (one baseline per model), found {sorted(names)}; "
-                          "narrow CUDA_VISIBLE_DEVICES")
+        raise ConfigError(
+            f"perfgate: -n needs one GPU model (one baseline per model), found {sorted(names)}; "
+            "narrow CUDA_VISIBLE_DEVICES"
+        )
 
 
 def assign_gpu(node: Any) -> None:
@@ -75,10 +81,13 @@ def select_worker_gpu(config: pytest.Config) -> None:
 
 def send_worker_results(config: pytest.Config, state: PerfgateSession) -> None:
     output: dict[str, Any] = getattr(config, "workeroutput", {})
-    output[OUTPUT_KEY] = json.dumps({
-        "results": [case_to_dict(r) for r in state.results.values()],
-        "unmeasured": [unmeasured_to_dict(u) for u in state.unmeasured.values()],
-    }, allow_nan=False)
+    output[OUTPUT_KEY] = json.dumps(
+        {
+            "results": [case_to_dict(r) for r in state.results.values()],
+            "unmeasured": [unmeasured_to_dict(u) for u in state.unmeasured.values()],
+        },
+        allow_nan=False,
+    )
 
 
 def receive_worker_results(state: PerfgateSession, node: Any, error: Any) -> None:

@@ -20,11 +20,28 @@ from perfgate.report.scrub import Scrubber
 from perfgate.report.terminal import headline, render_table
 
 HEADERS = ("case", "metric", "base", "head", "ratio (95% CI)", "detects", "verdict")
-ICON = {Verdict.REGRESSED: "🔴", Verdict.IMPROVED: "🟢", Verdict.UNCHANGED: "⚪", Verdict.INCONCLUSIVE: "🟡",
-        Verdict.BELOW_TARGET: "🔴", Verdict.NEW: "🆕", Verdict.MISSING: "➖", Verdict.NOT_COMPARABLE: "⛔",
-        Verdict.PROFILE_FAILED: "⚠️"}
-ORDER = (Verdict.REGRESSED, Verdict.BELOW_TARGET, Verdict.INCONCLUSIVE, Verdict.NOT_COMPARABLE, Verdict.IMPROVED,
-         Verdict.NEW, Verdict.MISSING, Verdict.UNCHANGED, Verdict.PROFILE_FAILED)
+ICON = {
+    Verdict.REGRESSED: "🔴",
+    Verdict.IMPROVED: "🟢",
+    Verdict.UNCHANGED: "⚪",
+    Verdict.INCONCLUSIVE: "🟡",
+    Verdict.BELOW_TARGET: "🔴",
+    Verdict.NEW: "🆕",
+    Verdict.MISSING: "➖",
+    Verdict.NOT_COMPARABLE: "⛔",
+    Verdict.PROFILE_FAILED: "⚠️",
+}
+ORDER = (
+    Verdict.REGRESSED,
+    Verdict.BELOW_TARGET,
+    Verdict.INCONCLUSIVE,
+    Verdict.NOT_COMPARABLE,
+    Verdict.IMPROVED,
+    Verdict.NEW,
+    Verdict.MISSING,
+    Verdict.UNCHANGED,
+    Verdict.PROFILE_FAILED,
+)
 VERDICT_WORD = {Verdict.MISSING: "removed"}
 
 
@@ -55,15 +72,27 @@ def _verdict(c: Comparison) -> str:
 
 
 def _rows(gate: GateResult) -> list[Comparison]:
-    shown = [c for c in gate.comparisons if c.metric == TIME_METRIC or c.verdict is not Verdict.UNCHANGED
-             or c.metric == "speedup"]
+    shown = [
+        c
+        for c in gate.comparisons
+        if c.metric == TIME_METRIC or c.verdict is not Verdict.UNCHANGED or c.metric == "speedup"
+    ]
     return sorted(shown, key=lambda c: (ORDER.index(c.verdict), c.case_id, c.metric != TIME_METRIC))
 
 
 def render_ab_terminal(gate: GateResult, info: AbInfo) -> list[str]:
-    rows = [(shorten(c.case_id, 56), metric_title(c), fmt_value(c.baseline, c.unit), fmt_value(c.current, c.unit),
-             ratio_text(c), fmt_detects(c), _verdict(c).upper() if c.verdict is Verdict.REGRESSED else _verdict(c))
-            for c in _rows(gate)]
+    rows = [
+        (
+            shorten(c.case_id, 56),
+            metric_title(c),
+            fmt_value(c.baseline, c.unit),
+            fmt_value(c.current, c.unit),
+            ratio_text(c),
+            fmt_detects(c),
+            _verdict(c).upper() if c.verdict is Verdict.REGRESSED else _verdict(c),
+        )
+        for c in _rows(gate)
+    ]
     lines = [f"perfgate: A/B: head {info.head_label} against base {info.base_label}"]
     lines += render_table(rows, HEADERS) if rows else []
     for c in gate.comparisons:  # (a case not compared is a finding below)
@@ -83,10 +112,14 @@ def ab_headline(gate: GateResult) -> str:
 
 def render_ab_markdown(gate: GateResult, info: AbInfo, top_n: int = 60) -> str:
     status = "❌" if gate.failed else "✅"
-    out = [f"## {status} {_md(ab_headline(gate).replace('perfgate: ', 'perfgate ', 1))}", "",
-           f"Head `{_code(info.head_label)}` measured side by side with base `{_code(info.base_label)}` on one GPU: "
-           f"{info.rounds} alternating rounds per case, ratio = head / base (time) or head's speedup / base's. "
-           f"False-alarm budget {info.false_alarm_pct:g}% per run over {info.comparisons} comparison(s).", ""]
+    out = [
+        f"## {status} {_md(ab_headline(gate).replace('perfgate: ', 'perfgate ', 1))}",
+        "",
+        f"Head `{_code(info.head_label)}` measured side by side with base `{_code(info.base_label)}` on one GPU: "
+        f"{info.rounds} alternating rounds per case, ratio = head / base (time) or head's speedup / base's. "
+        f"False-alarm budget {info.false_alarm_pct:g}% per run over {info.comparisons} comparison(s).",
+        "",
+    ]
     if gate.findings:
         out += ["### Needs attention", ""]
         for f in gate.findings:
@@ -94,17 +127,17 @@ def render_ab_markdown(gate: GateResult, info: AbInfo, top_n: int = 60) -> str:
             out.append(f"- {icon} **{f.kind.value}**: {_md(f.message)}")
         out.append("")
     rows = _rows(gate)
-    out += ["| case | metric | base | head | ratio (95% CI) | detects | verdict |",
-            "|---|---|---:|---:|---:|---:|---|"]
+    out += ["| case | metric | base | head | ratio (95% CI) | detects | verdict |", "|---|---|---:|---:|---:|---:|---|"]
     for c in rows[:top_n]:
-        out.append(f"| `{_code(shorten(c.case_id, 70))}` | {_md(metric_title(c))} | {fmt_value(c.baseline, c.unit)} | "
-                   f"{fmt_value(c.current, c.unit)} | {ratio_text(c)} | {fmt_detects(c)} | "
-                   f"{ICON[c.verdict]} {_verdict(c)} |")
+        out.append(
+            f"| `{_code(shorten(c.case_id, 70))}` | {_md(metric_title(c))} | {fmt_value(c.baseline, c.unit)} | "
+            f"{fmt_value(c.current, c.unit)} | {ratio_text(c)} | {fmt_detects(c)} | "
+            f"{ICON[c.verdict]} {_verdict(c)} |"
+        )
     if len(rows) > top_n:
         out.append(f"| … {len(rows) - top_n} others | | | | | | |")
     if info.costs_s:
-        out += ["", "<details><summary>What each phase cost</summary>", "",
-                "| phase | seconds |", "|---|---:|"]
+        out += ["", "<details><summary>What each phase cost</summary>", "", "| phase | seconds |", "|---|---:|"]
         out += [f"| {name} | {seconds:.1f} |" for name, seconds in info.costs_s]
         out += ["", "</details>"]
     return "\n".join(out).rstrip() + "\n"
@@ -112,9 +145,16 @@ def render_ab_markdown(gate: GateResult, info: AbInfo, top_n: int = 60) -> str:
 
 def render_ab_json(gate: GateResult, head: Run, base: Run, info: AbInfo) -> str:
     doc: dict[str, Any] = results_document(gate, head)
-    doc["ab"] = {"base": info.base_label, "head": info.head_label, "base_commit": base.info.git_commit,
-                 "rounds": info.rounds, "false_alarm_pct": info.false_alarm_pct, "comparisons": info.comparisons,
-                 "costs_s": dict(info.costs_s), "base_run_uid": base.info.run_uid}
+    doc["ab"] = {
+        "base": info.base_label,
+        "head": info.head_label,
+        "base_commit": base.info.git_commit,
+        "rounds": info.rounds,
+        "false_alarm_pct": info.false_alarm_pct,
+        "comparisons": info.comparisons,
+        "costs_s": dict(info.costs_s),
+        "base_run_uid": base.info.run_uid,
+    }
     return json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 

@@ -15,8 +15,12 @@ from perfgate.report.format import kernel_label
 TOP_N = 12
 MEMORY_MIN_BYTES = 1 << 20  # below a MiB of transfers, or 1% of kernel time, a transfer chart shows nothing
 MEMORY_MIN_TIME_SHARE = 0.01
-BOTTLENECK_COLOURS = {"memory-bound": "#1f77b4", "compute-bound": "#d62728", "latency-bound": "#ff7f0e",
-                      "unknown": "#7f7f7f"}
+BOTTLENECK_COLOURS = {
+    "memory-bound": "#1f77b4",
+    "compute-bound": "#d62728",
+    "latency-bound": "#ff7f0e",
+    "unknown": "#7f7f7f",
+}
 
 
 def kernel_labels(names: Sequence[str], width: int = 32) -> list[str]:
@@ -121,8 +125,9 @@ def _grouped_bars(diags: Sequence[Diagnosis], series: list[tuple[str, str]], xla
     for i, (key, label) in enumerate(series):
         ys = [y + (i - (len(series) - 1) / 2) * height for y in range(len(rows))]
         values = [getattr(d, key) for d in rows]
-        ax.barh([y for y, v in zip(ys, values) if v is not None], [v for v in values if v is not None], height,
-                label=label)
+        ax.barh(
+            [y for y, v in zip(ys, values) if v is not None], [v for v in values if v is not None], height, label=label
+        )
     ax.set_yticks(range(len(rows)), _diag_labels(rows), fontsize="x-small")
     ax.invert_yaxis()
     ax.set_xlim(0, 105)
@@ -134,20 +139,29 @@ def _grouped_bars(diags: Sequence[Diagnosis], series: list[tuple[str, str]], xla
 
 @plain_text
 def gpu_utilization_figure(diags: Sequence[Diagnosis]) -> Any | None:
-    return _grouped_bars(diags, [("sm_sol_pct", "SM (compute)"), ("memory_sol_pct", "memory")],
-                         "% of peak", "Speed of light per kernel")
+    return _grouped_bars(
+        diags, [("sm_sol_pct", "SM (compute)"), ("memory_sol_pct", "memory")], "% of peak", "Speed of light per kernel"
+    )
 
 
 @plain_text
 def memory_performance_figure(diags: Sequence[Diagnosis]) -> Any | None:
-    return _grouped_bars(diags, [("dram_pct", "DRAM % of peak"), ("l1_hit_pct", "L1 hit rate"),
-                                 ("l2_hit_pct", "L2 hit rate")], "%", "Memory behaviour per kernel")
+    return _grouped_bars(
+        diags,
+        [("dram_pct", "DRAM % of peak"), ("l1_hit_pct", "L1 hit rate"), ("l2_hit_pct", "L2 hit rate")],
+        "%",
+        "Memory behaviour per kernel",
+    )
 
 
 @plain_text
 def occupancy_figure(diags: Sequence[Diagnosis]) -> Any | None:
-    return _grouped_bars(diags, [("achieved_occupancy_pct", "achieved"), ("theoretical_occupancy_pct", "theoretical")],
-                         "occupancy (%)", "Occupancy per kernel")
+    return _grouped_bars(
+        diags,
+        [("achieved_occupancy_pct", "achieved"), ("theoretical_occupancy_pct", "theoretical")],
+        "occupancy (%)",
+        "Occupancy per kernel",
+    )
 
 
 @plain_text
@@ -162,11 +176,21 @@ def bottleneck_figure(diags: Sequence[Diagnosis]) -> Any | None:
     for cls, colour in BOTTLENECK_COLOURS.items():
         members = [(i, d) for i, d in points if d.bottleneck == cls]
         if members:
-            ax.scatter([d.memory_sol_pct for _, d in members], [d.sm_sol_pct for _, d in members], color=colour,
-                       label=cls, s=40)
+            ax.scatter(
+                [d.memory_sol_pct for _, d in members],
+                [d.sm_sol_pct for _, d in members],
+                color=colour,
+                label=cls,
+                s=40,
+            )
     for i, d in points:
-        ax.annotate(str(i), (d.memory_sol_pct or 0, d.sm_sol_pct or 0), fontsize="x-small", xytext=(3, 3),
-                    textcoords="offset points")
+        ax.annotate(
+            str(i),
+            (d.memory_sol_pct or 0, d.sm_sol_pct or 0),
+            fontsize="x-small",
+            xytext=(3, 3),
+            textcoords="offset points",
+        )
     ax.axvline(60, color="grey", linestyle=":")
     ax.axhline(60, color="grey", linestyle=":")
     ax.plot([0, 100], [0, 100], color="grey", linewidth=0.6)
@@ -180,9 +204,14 @@ def bottleneck_figure(diags: Sequence[Diagnosis]) -> Any | None:
     return fig
 
 
-HEATMAP_METRICS = (("sm_sol_pct", "SM SOL"), ("memory_sol_pct", "memory SOL"), ("dram_pct", "DRAM"),
-                   ("achieved_occupancy_pct", "occupancy"), ("l2_hit_pct", "L2 hit"), ("tensor_pipe_pct",
-                                                                                       "tensor pipe"))
+HEATMAP_METRICS = (
+    ("sm_sol_pct", "SM SOL"),
+    ("memory_sol_pct", "memory SOL"),
+    ("dram_pct", "DRAM"),
+    ("achieved_occupancy_pct", "occupancy"),
+    ("l2_hit_pct", "L2 hit"),
+    ("tensor_pipe_pct", "tensor pipe"),
+)
 
 
 @plain_text
@@ -195,16 +224,25 @@ def kernel_comparison_figure(diags: Sequence[Diagnosis]) -> Any | None:
 
     top = sorted(range(len(diags)), key=lambda i: -(diags[i].duration_ns or 0))[:24]
     rows = [diags[i] for i in top]
-    values = np.array([[getattr(d, key) if getattr(d, key) is not None else np.nan for key, _ in HEATMAP_METRICS]
-                       for d in rows], dtype=float)
+    values = np.array(
+        [[getattr(d, key) if getattr(d, key) is not None else np.nan for key, _ in HEATMAP_METRICS] for d in rows],
+        dtype=float,
+    )
     fig = new_figure(8, max(3, 0.4 * len(rows) + 1.5))
     ax = fig.add_subplot()
     image = ax.imshow(values, aspect="auto", cmap="viridis", vmin=0, vmax=100)
     for r in range(values.shape[0]):
         for c in range(values.shape[1]):
             text = "-" if np.isnan(values[r, c]) else f"{values[r, c]:.0f}"
-            ax.text(c, r, text, ha="center", va="center", fontsize="x-small",
-                    color="white" if np.isnan(values[r, c]) or values[r, c] < 60 else "black")
+            ax.text(
+                c,
+                r,
+                text,
+                ha="center",
+                va="center",
+                fontsize="x-small",
+                color="white" if np.isnan(values[r, c]) or values[r, c] < 60 else "black",
+            )
     ax.set_xticks(range(len(HEATMAP_METRICS)), [label for _, label in HEATMAP_METRICS], fontsize="small")
     ax.set_yticks(range(len(rows)), _diag_labels(rows), fontsize="x-small")
     fig.colorbar(image, ax=ax, label="% of peak / rate")
@@ -214,17 +252,23 @@ def kernel_comparison_figure(diags: Sequence[Diagnosis]) -> Any | None:
 
 @plain_text
 def timeline_figures(doc: TimelineSummary) -> list[tuple[Any | None, str]]:
-    return [(kernel_timeline_figure(doc), "kernel_timeline.png"),
-            (duration_distribution_figure(doc), "kernel_duration_distribution.png"),
-            (top_kernels_figure(doc), "top_kernels.png"), (memory_transfers_figure(doc), "memory_transfers.png"),
-            (bandwidth_figure(doc), "bandwidth_analysis.png")]
+    return [
+        (kernel_timeline_figure(doc), "kernel_timeline.png"),
+        (duration_distribution_figure(doc), "kernel_duration_distribution.png"),
+        (top_kernels_figure(doc), "top_kernels.png"),
+        (memory_transfers_figure(doc), "memory_transfers.png"),
+        (bandwidth_figure(doc), "bandwidth_analysis.png"),
+    ]
 
 
 def ncu_figures(diags: Sequence[Diagnosis]) -> list[tuple[Any | None, str]]:
-    return [(gpu_utilization_figure(diags), "gpu_utilization.png"),
-            (memory_performance_figure(diags), "memory_performance.png"),
-            (occupancy_figure(diags), "occupancy_analysis.png"), (bottleneck_figure(diags), "bottleneck_analysis.png"),
-            (kernel_comparison_figure(diags), "kernel_comparison.png")]
+    return [
+        (gpu_utilization_figure(diags), "gpu_utilization.png"),
+        (memory_performance_figure(diags), "memory_performance.png"),
+        (occupancy_figure(diags), "occupancy_analysis.png"),
+        (bottleneck_figure(diags), "bottleneck_analysis.png"),
+        (kernel_comparison_figure(diags), "kernel_comparison.png"),
+    ]
 
 
 def write_analysis_charts(documents: Sequence[Document], out_dir: Path) -> list[str]:

@@ -49,8 +49,11 @@ def check_results(path: Path, doc: Any) -> dict[str, Any]:
     gate = doc.get("gate", {})
     if not isinstance(gate, dict) or not isinstance(gate.get("strict", False), bool):
         raise ReportFileError(path, '"gate" must be an object with a boolean "strict"')
-    for key, fields in (("comparisons", {"case_id": str, "metric": str, "verdict": str}),
-                        ("findings", {"kind": str, "message": str}), ("cases", {"case_id": str})):
+    for key, fields in (
+        ("comparisons", {"case_id": str, "metric": str, "verdict": str}),
+        ("findings", {"kind": str, "message": str}),
+        ("cases", {"case_id": str}),
+    ):
         rows = doc.get(key, [])
         if not isinstance(rows, list):
             raise ReportFileError(path, f'"{key}" must be a list')
@@ -62,12 +65,18 @@ def check_results(path: Path, doc: Any) -> dict[str, Any]:
                     raise ReportFileError(path, f'{key}[{i}]: "{field}" must be a string')
             for number in ("change_pct", "threshold_pct"):
                 value = row.get(number)
-                if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                          or not math.isfinite(value)):
+                if value is not None and (
+                    isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                ):
                     raise ReportFileError(path, f'{key}[{i}]: "{number}" must be a finite number or null')
             loc = row.get("location")
-            if loc is not None and not (isinstance(loc, list) and len(loc) == 2 and isinstance(loc[0], str)
-                                        and isinstance(loc[1], int) and not isinstance(loc[1], bool)):
+            if loc is not None and not (
+                isinstance(loc, list)
+                and len(loc) == 2
+                and isinstance(loc[0], str)
+                and isinstance(loc[1], int)
+                and not isinstance(loc[1], bool)
+            ):
                 raise ReportFileError(path, f'{key}[{i}]: "location" must be [file, line]')
     return doc
 

@@ -15,14 +15,28 @@ def render_baseline_diff(old: Baseline | None, new: Baseline, markdown: bool = T
     for cid in sorted(set(old_cases) | set(new.cases)):
         a, b = old_cases.get(cid), new.cases.get(cid)
         if a is None or b is None:
-            rows.append((cid, fmt_value(a.median_ms if a else None, "ms"), fmt_value(b.median_ms if b else None, "ms"),
-                         "added" if a is None else "removed", _detects(b.threshold_pct if b else None)))
+            rows.append(
+                (
+                    cid,
+                    fmt_value(a.median_ms if a else None, "ms"),
+                    fmt_value(b.median_ms if b else None, "ms"),
+                    "added" if a is None else "removed",
+                    _detects(b.threshold_pct if b else None),
+                )
+            )
             continue
         change = percent_change(a.median_ms, b.median_ms)
         if change is not None and abs(change) < CHANGE_SHOWN_PCT and a.threshold_pct == b.threshold_pct:
             continue
-        rows.append((cid, fmt_value(a.median_ms, "ms"), fmt_value(b.median_ms, "ms"),
-                     f"{change:+.1f}%" if change is not None else "-", _detects(b.threshold_pct)))
+        rows.append(
+            (
+                cid,
+                fmt_value(a.median_ms, "ms"),
+                fmt_value(b.median_ms, "ms"),
+                f"{change:+.1f}%" if change is not None else "-",
+                _detects(b.threshold_pct),
+            )
+        )
     head = f"{len(rows)} of {len(new.cases)} case(s) changed in {new.path.name}"
     reason = new.updates[-1].reason if new.updates else ""
     if not markdown:

@@ -21,8 +21,9 @@ def render_bencher(gate: GateResult, run: Run) -> str:
     doc: dict[str, dict[str, Any]] = {}
     for r in run.results:
         t = r.timing
-        measures: dict[str, Any] = {"latency": _metric(t.median_ms * NS_PER_MS, t.q1_ms * NS_PER_MS,
-                                                       t.q3_ms * NS_PER_MS)}
+        measures: dict[str, Any] = {
+            "latency": _metric(t.median_ms * NS_PER_MS, t.q1_ms * NS_PER_MS, t.q3_ms * NS_PER_MS)
+        }
         if r.speedup is not None:
             measures["speedup"] = _metric(r.speedup.median, r.speedup.ci_low, r.speedup.ci_high)
         kept = {k: v for k, v in measures.items() if v is not None}

@@ -26,8 +26,12 @@ from perfgate.model import FindingKind, Verdict
 MAX_TEXT = 160  # characters of one string from a file
 MAX_ROWS = 50  # rows per table before "… and N more" (markdown_fit caps the whole comment)
 FAILING = (Verdict.REGRESSED.value, Verdict.BELOW_TARGET.value)
-CHANGED = (Verdict.IMPROVED.value, Verdict.INCONCLUSIVE.value, Verdict.NOT_COMPARABLE.value,
-           Verdict.PROFILE_FAILED.value)
+CHANGED = (
+    Verdict.IMPROVED.value,
+    Verdict.INCONCLUSIVE.value,
+    Verdict.NOT_COMPARABLE.value,
+    Verdict.PROFILE_FAILED.value,
+)
 _VERDICTS = {v.value for v in Verdict}
 _KINDS = {k.value for k in FindingKind}
 
@@ -36,7 +40,7 @@ def code(text: str, in_table: bool = False, limit: int = MAX_TEXT) -> str:
     """`text` as one inline code span that nothing in it can end early or turn into markup."""
     text = "".join(ch if ch.isprintable() else " " for ch in str(text)).strip()
     if len(text) > limit:
-        text = text[:limit - 1] + "…"
+        text = text[: limit - 1] + "…"
     if not text:
         return "-"
     if in_table:  # GFM splits table cells at `|` even inside code; `\|` is a literal pipe there
@@ -86,8 +90,13 @@ def read_results(path: Path) -> Results:
     device = env.get("device_name") if isinstance(env, dict) else None
     strict = gate.get("strict") is True
     failing = any(r.verdict in FAILING and r.gated for r in rows) or (strict and any(n.fails_strict for n in notes))
-    return Results(device=device if isinstance(device, str) else "", strict=strict,
-                   failed=gate.get("failed") is not False or failing, rows=rows, findings=notes)
+    return Results(
+        device=device if isinstance(device, str) else "",
+        strict=strict,
+        failed=gate.get("failed") is not False or failing,
+        rows=rows,
+        findings=notes,
+    )
 
 
 def _list(path: Path, doc: dict[str, Any], key: str) -> list[Any]:
@@ -102,16 +111,21 @@ def _row(path: Path, i: int, c: Any) -> Row:
         raise ReportFileError(path, f"comparisons[{i}] must be an object with a case_id and a metric")
     if c.get("verdict") not in _VERDICTS:
         raise ReportFileError(path, f"comparisons[{i}]: verdict {str(c.get('verdict'))[:40]!r} is not perfgate's")
-    return Row(c["case_id"], c["metric"], c["verdict"], _number(path, i, c, "change_pct"),
-               _number(path, i, c, "threshold_pct"), c.get("gated") is not False)
+    return Row(
+        c["case_id"],
+        c["metric"],
+        c["verdict"],
+        _number(path, i, c, "change_pct"),
+        _number(path, i, c, "threshold_pct"),
+        c.get("gated") is not False,
+    )
 
 
 def _number(path: Path, i: int, c: dict[str, Any], key: str) -> float | None:
     value = c.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or abs(value) > 1e9:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or abs(value) > 1e9:
         raise ReportFileError(path, f'comparisons[{i}]: "{key}" must be a finite number or null')
     return float(value)
 
@@ -130,8 +144,11 @@ def render_comment(results: Results, commit: str = "") -> str:
         counts[r.verdict] = counts.get(r.verdict, 0) + 1
     tally = ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
     out = [f"## {icon} perfgate: gate {word}", ""]
-    where = [f"device {code(results.device)}" if results.device else "", f"commit {code(commit)}" if commit else "",
-             "strict" if results.strict else ""]
+    where = [
+        f"device {code(results.device)}" if results.device else "",
+        f"commit {code(commit)}" if commit else "",
+        "strict" if results.strict else "",
+    ]
     out += [" · ".join(w for w in where if w), "", f"{len({r.case_id for r in results.rows})} case(s): {tally or '-'}"]
     failing = [r for r in results.rows if r.verdict in FAILING and r.gated]
     if failing:
@@ -154,8 +171,10 @@ def _table(rows: Sequence[Row]) -> list[str]:
     for r in rows[:MAX_ROWS]:
         change = f"{r.change_pct:+.1f}%" if r.change_pct is not None else "-"
         threshold = f"{r.threshold_pct:.2g}%" if r.threshold_pct is not None else "-"
-        lines.append(f"| {code(r.case_id, in_table=True)} | {code(r.metric, in_table=True)} | {change} | "
-                     f"{threshold} | {r.verdict} |")
+        lines.append(
+            f"| {code(r.case_id, in_table=True)} | {code(r.metric, in_table=True)} | {change} | "
+            f"{threshold} | {r.verdict} |"
+        )
     if len(rows) > MAX_ROWS:
         lines.append(f"| … and {len(rows) - MAX_ROWS} more | | | | |")
     return lines

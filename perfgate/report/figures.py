@@ -12,14 +12,23 @@ from typing import Any, TypeVar
 
 from perfgate.errors import require
 
-VERDICT_COLOURS = {"regressed": "#d62728", "improved": "#2ca02c", "unchanged": "#7f7f7f", "new": "#1f77b4",
-                   "missing": "#bcbd22", "not comparable": "#9467bd", "profile failed": "#ff7f0e",
-                   "inconclusive": "#e3b505", "below target": "#d62728"}
+VERDICT_COLOURS = {
+    "regressed": "#d62728",
+    "improved": "#2ca02c",
+    "unchanged": "#7f7f7f",
+    "new": "#1f77b4",
+    "missing": "#bcbd22",
+    "not comparable": "#9467bd",
+    "profile failed": "#ff7f0e",
+    "inconclusive": "#e3b505",
+    "below target": "#d62728",
+}
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def plain_text(build: F) -> F:
     """Draw every text of the figure literally: no mathtext, no TeX (ids like `test_x[$n]` broke rendering)."""
+
     @functools.wraps(build)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         matplotlib: Any = require("matplotlib", "report", "charts")

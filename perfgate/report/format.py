@@ -81,7 +81,7 @@ def shorten(name: str, width: int = 60) -> str:
         return name
     keep = width - 1
     head = keep // 3
-    return name[:head] + "…" + name[-(keep - head):]
+    return name[:head] + "…" + name[-(keep - head) :]
 
 
 def distinct_short(names: Iterable[str], width: int = 60) -> dict[str, str]:
@@ -113,7 +113,7 @@ def _around(name: str, start: int, width: int) -> str:
     if len(name) - begin <= width - 1:
         return ("…" if begin else "") + name[begin:]
     tail = max(1, width // 2)
-    return f"…{name[begin:begin + max(1, width - tail - 2)]}…{name[-tail:]}"
+    return f"…{name[begin : begin + max(1, width - tail - 2)]}…{name[-tail:]}"
 
 
 def metric_title(c: Comparison) -> str:

@@ -26,9 +26,17 @@ ACHIEVED_OCC = "sm__warps_active.avg.pct_of_peak_sustained_active"
 THEORETICAL_OCC = "sm__maximum_warps_per_active_cycle_pct"
 DRAM_BW = "dram__bytes.sum.per_second"
 # Spec-sheet ceilings (dense bf16 tensor TFLOP/s, DRAM GB/s), used when none are configured.
-DEVICE_SPECS = {"H100 80GB HBM3": (989.0, 3350.0), "H100 SXM": (989.0, 3350.0), "H100 PCIe": (756.0, 2000.0),
-                "H200": (989.0, 4800.0), "A100-SXM4-80GB": (312.0, 2039.0), "A100-SXM4-40GB": (312.0, 1555.0),
-                "A100 80GB PCIe": (312.0, 1935.0), "L40S": (362.0, 864.0), "RTX 4090": (165.0, 1008.0)}
+DEVICE_SPECS = {
+    "H100 80GB HBM3": (989.0, 3350.0),
+    "H100 SXM": (989.0, 3350.0),
+    "H100 PCIe": (756.0, 2000.0),
+    "H200": (989.0, 4800.0),
+    "A100-SXM4-80GB": (312.0, 2039.0),
+    "A100-SXM4-40GB": (312.0, 1555.0),
+    "A100 80GB PCIe": (312.0, 1935.0),
+    "L40S": (362.0, 864.0),
+    "RTX 4090": (165.0, 1008.0),
+}
 
 
 def time_rows(gate: GateResult) -> list[Comparison]:
@@ -87,21 +95,28 @@ def change_per_case_figure(gate: GateResult, top_n: int = TOP_N) -> Any | None:
             band = _clipped(c.threshold_pct, limit)
             ax.barh(y, 2 * band, left=-band, height=0.9, color="#e8e8e8", zorder=0)
     widths = [_clipped(c.change_pct or 0.0, limit) for c in shown]
-    bars = ax.barh(ys, widths, height=0.6, zorder=2,
-                   color=[VERDICT_COLOURS.get(c.verdict.value, "#7f7f7f") for c in shown])
+    bars = ax.barh(
+        ys, widths, height=0.6, zorder=2, color=[VERDICT_COLOURS.get(c.verdict.value, "#7f7f7f") for c in shown]
+    )
     for bar, w, c in zip(bars.patches, widths, shown):
         if w != (c.change_pct or 0.0):
             bar.set_hatch("//")
     for y, c in zip(ys, shown):
         if c.ci_low_pct is not None and c.ci_high_pct is not None:
-            ax.plot([_clipped(c.ci_low_pct, limit), _clipped(c.ci_high_pct, limit)], [y, y], color="black",
-                    linewidth=1.2, zorder=3)
+            ax.plot(
+                [_clipped(c.ci_low_pct, limit), _clipped(c.ci_high_pct, limit)],
+                [y, y],
+                color="black",
+                linewidth=1.2,
+                zorder=3,
+            )
     ticks, names = ys[::-1], labels[::-1]
     if rest:
         import statistics
 
-        ax.barh([0], [_clipped(statistics.median(c.change_pct or 0.0 for c in rest), limit)], height=0.6,
-                color="#bbbbbb")
+        ax.barh(
+            [0], [_clipped(statistics.median(c.change_pct or 0.0 for c in rest), limit)], height=0.6, color="#bbbbbb"
+        )
         ticks, names = [0, *ticks], [f"others ({len(rest)}, median)", *names]
     ax.set_yticks(ticks, names, fontsize="x-small")
     ax.axvline(0, color="black", linewidth=0.8)
@@ -118,16 +133,25 @@ def _clipped(value: float, limit: float | None) -> float:
     return value if limit is None else max(-limit, min(limit, value))
 
 
-def _label_clipped(ax: Any, ys: Sequence[int], widths: Sequence[float], rows: Sequence[Comparison],
-                   limit: float) -> None:
+def _label_clipped(
+    ax: Any, ys: Sequence[int], widths: Sequence[float], rows: Sequence[Comparison], limit: float
+) -> None:
     ax.set_xlim(-1.15 * limit, 1.15 * limit)
     for y, w, c in zip(ys, widths, rows):
         change = c.change_pct or 0.0
         if w != change:
-            ax.annotate(f"{fmt_change(change)} ▸" if change > 0 else f"◂ {fmt_change(change)}", (w, y),
-                        xytext=(-4 if change > 0 else 4, 0), textcoords="offset points", va="center",
-                        ha="right" if change > 0 else "left", fontsize="x-small", fontweight="bold", color="white",
-                        zorder=4)
+            ax.annotate(
+                f"{fmt_change(change)} ▸" if change > 0 else f"◂ {fmt_change(change)}",
+                (w, y),
+                xytext=(-4 if change > 0 else 4, 0),
+                textcoords="offset points",
+                va="center",
+                ha="right" if change > 0 else "left",
+                fontsize="x-small",
+                fontweight="bold",
+                color="white",
+                zorder=4,
+            )
 
 
 def _point_label(p: HistoryPoint) -> str:
@@ -135,8 +159,9 @@ def _point_label(p: HistoryPoint) -> str:
 
 
 @plain_text
-def trend_figure(case_id: str, history: Sequence[HistoryPoint], baseline_ms: float, threshold_pct: float,
-                 current_ms: float) -> Any | None:
+def trend_figure(
+    case_id: str, history: Sequence[HistoryPoint], baseline_ms: float, threshold_pct: float, current_ms: float
+) -> Any | None:
     """Median per stored run, by commit and date, with the baseline and its threshold band."""
     if not history:
         return None
@@ -144,11 +169,17 @@ def trend_figure(case_id: str, history: Sequence[HistoryPoint], baseline_ms: flo
     ax = fig.add_subplot()
     xs = list(range(len(history)))
     ax.plot(xs, [h.median_ms for h in history], marker="o", color="#1f77b4", label="median (history)")
-    ax.fill_between(xs, [h.q1_ms for h in history], [h.q3_ms for h in history], color="#1f77b4", alpha=0.15,
-                    label="q1-q3")
+    ax.fill_between(
+        xs, [h.q1_ms for h in history], [h.q3_ms for h in history], color="#1f77b4", alpha=0.15, label="q1-q3"
+    )
     ax.axhline(baseline_ms, color="black", linestyle="--", label="baseline")
-    ax.axhspan(baseline_ms * (1 - threshold_pct / 100), baseline_ms * (1 + threshold_pct / 100), color="#cccccc",
-               alpha=0.5, label=f"threshold ±{threshold_pct:.2g}%")
+    ax.axhspan(
+        baseline_ms * (1 - threshold_pct / 100),
+        baseline_ms * (1 + threshold_pct / 100),
+        color="#cccccc",
+        alpha=0.5,
+        label=f"threshold ±{threshold_pct:.2g}%",
+    )
     ax.plot([xs[-1]], [current_ms], marker="*", markersize=14, color="#d62728", linestyle="none", label="this run")
     step = max(1, len(xs) // 12)
     ax.set_xticks(xs[::step], [_point_label(h) for h in history][::step], fontsize="xx-small")
@@ -184,8 +215,13 @@ def ceilings(run: Run, peak_tflops: float | None, peak_gbps: float | None) -> tu
 
 
 @plain_text
-def roofline_figure(run: Run, peak_tflops: float | None = None, peak_gbps: float | None = None,
-                    ranked: Sequence[str] = (), top_n: int = ROOFLINE_LABELS) -> Any | None:
+def roofline_figure(
+    run: Run,
+    peak_tflops: float | None = None,
+    peak_gbps: float | None = None,
+    ranked: Sequence[str] = (),
+    top_n: int = ROOFLINE_LABELS,
+) -> Any | None:
     """Cases with FLOPs on the roofline by arithmetic intensity; cases with only bytes as achieved
     bandwidth against the memory roof (they are placed by what they moved, not left out). Every case is a
     point, but only `top_n` are named and only `top_n` get a bar: the first in `ranked` (case ids, most
@@ -212,24 +248,41 @@ def _first(ranked: Sequence[str], cases: list[Any]) -> list[Any]:
     return sorted(cases, key=lambda r: order.get(r.case_id, len(order)))
 
 
-def _roofline(ax: Any, cases: list[Any], tflops: float | None, gbps: float | None, source: str,
-              named: set[str]) -> None:
+def _roofline(
+    ax: Any, cases: list[Any], tflops: float | None, gbps: float | None, source: str, named: set[str]
+) -> None:
     xs = [r.flops / r.bytes_moved for r in cases]
     if tflops and gbps:
         ridge = tflops * 1e3 / gbps  # FLOP/byte where the two roofs meet
         lo, hi = min(xs + [ridge]) / 10, max(xs + [ridge]) * 10
-        ax.plot([lo, ridge, hi], [lo * gbps / 1e3, tflops, tflops], color="black",
-                label=f"roof ({source}): {gbps:,.0f} GB/s, {tflops:,.0f} TFLOP/s")
+        ax.plot(
+            [lo, ridge, hi],
+            [lo * gbps / 1e3, tflops, tflops],
+            color="black",
+            label=f"roof ({source}): {gbps:,.0f} GB/s, {tflops:,.0f} TFLOP/s",
+        )
         ax.set_xlim(lo, hi)
-    ax.scatter(xs, [r.timing.tflops for r in cases], s=30, c=["#d62728" if r.case_id in named else "#1f77b4"
-                                                             for r in cases], zorder=3)
+    ax.scatter(
+        xs,
+        [r.timing.tflops for r in cases],
+        s=30,
+        c=["#d62728" if r.case_id in named else "#1f77b4" for r in cases],
+        zorder=3,
+    )
     shown = [(x, r) for x, r in zip(xs, cases) if r.case_id in named]
     for label, (x, r) in zip(case_labels([r.case_id for _, r in shown], 28), shown):
         ax.annotate(label, (x, r.timing.tflops), fontsize="x-small", xytext=(3, -10), textcoords="offset points")
     others = len(cases) - len(shown)
     if others > 0:
-        ax.text(0.99, 0.01, f"{others:,} other case(s) unnamed", transform=ax.transAxes, ha="right", va="bottom",
-                fontsize="x-small")
+        ax.text(
+            0.99,
+            0.01,
+            f"{others:,} other case(s) unnamed",
+            transform=ax.transAxes,
+            ha="right",
+            va="bottom",
+            fontsize="x-small",
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     plain_log_axis(ax.xaxis)
@@ -267,17 +320,27 @@ def profiler_figure(run: Run, baseline: Baseline | None, ranked: Sequence[str] =
     labels = [f"{c}\n{k}" for c, k in names]
     fig = new_figure(max(7, 0.9 * len(keys) + 2), 6)
     occ_ax, bw_ax = fig.subplots(2, 1, sharex=True)
-    series = [(src, name, tag) for src, name, tag in (
-        (base, ACHIEVED_OCC, "baseline achieved"), (cur, ACHIEVED_OCC, "achieved"),
-        (base, THEORETICAL_OCC, "baseline theoretical"), (cur, THEORETICAL_OCC, "theoretical"))
-        if any(name in src.get(k, {}) for k in keys)]
+    series = [
+        (src, name, tag)
+        for src, name, tag in (
+            (base, ACHIEVED_OCC, "baseline achieved"),
+            (cur, ACHIEVED_OCC, "achieved"),
+            (base, THEORETICAL_OCC, "baseline theoretical"),
+            (cur, THEORETICAL_OCC, "theoretical"),
+        )
+        if any(name in src.get(k, {}) for k in keys)
+    ]
     _grouped(occ_ax, keys, series)
     occ_ax.set_ylabel("occupancy (%)")
-    others = f" ({len(keys)} of {len(cur):,} case/kernel pairs, most severe cases first)" if len(cur) > len(keys) \
-        else ""
+    others = (
+        f" ({len(keys)} of {len(cur):,} case/kernel pairs, most severe cases first)" if len(cur) > len(keys) else ""
+    )
     occ_ax.set_title(f"Occupancy per kernel{others}")
-    bw = [(src, DRAM_BW, tag) for src, tag in ((base, "baseline"), (cur, "this run"))
-          if any(DRAM_BW in src.get(k, {}) for k in keys)]
+    bw = [
+        (src, DRAM_BW, tag)
+        for src, tag in ((base, "baseline"), (cur, "this run"))
+        if any(DRAM_BW in src.get(k, {}) for k in keys)
+    ]
     _grouped(bw_ax, keys, bw, scale=1e-9)
     bw_ax.set_ylabel("DRAM bandwidth (GB/s)")
     bw_ax.set_title("DRAM bandwidth per kernel")
@@ -285,16 +348,20 @@ def profiler_figure(run: Run, baseline: Baseline | None, ranked: Sequence[str] =
     return fig
 
 
-def _grouped(ax: Any, keys: list[tuple[str, str]], series: list[tuple[dict[Any, dict[str, float]], str, str]],
-             scale: float = 1.0) -> None:
+def _grouped(
+    ax: Any, keys: list[tuple[str, str]], series: list[tuple[dict[Any, dict[str, float]], str, str]], scale: float = 1.0
+) -> None:
     width = 0.8 / max(1, len(series))
     for i, (src, name, tag) in enumerate(series):
         offset = (i - (len(series) - 1) / 2) * width
-        ax.bar([x + offset for x in range(len(keys))], [src.get(k, {}).get(name, 0.0) * scale for k in keys],
-               width, label=tag)
+        ax.bar(
+            [x + offset for x in range(len(keys))],
+            [src.get(k, {}).get(name, 0.0) * scale for k in keys],
+            width,
+            label=tag,
+        )
     if series:
-        ax.legend(fontsize="x-small", ncols=len(series), loc="lower center", bbox_to_anchor=(0.5, 1.08),
-                  frameon=False)
+        ax.legend(fontsize="x-small", ncols=len(series), loc="lower center", bbox_to_anchor=(0.5, 1.08), frameon=False)
 
 
 def _kernel_values(pairs: Any) -> dict[tuple[str, str], dict[str, float]]:
@@ -312,21 +379,39 @@ def charted_cases(gate: GateResult) -> list[Comparison]:
     return changed[:TOP_N]
 
 
-def write_gate_charts(gate: GateResult, run: Run, out: Path, baseline: Baseline | None,
-                      history: Mapping[str, Sequence[HistoryPoint]], peak_tflops: float | None = None,
-                      peak_gbps: float | None = None) -> list[Path]:
+def write_gate_charts(
+    gate: GateResult,
+    run: Run,
+    out: Path,
+    baseline: Baseline | None,
+    history: Mapping[str, Sequence[HistoryPoint]],
+    peak_tflops: float | None = None,
+    peak_gbps: float | None = None,
+) -> list[Path]:
     """Write the PNGs worth drawing into `out`; `history` holds the stored points of the charted cases
     (charted_cases) for their trends. Returns the paths for the Markdown links."""
     figures: list[tuple[Any, str]] = [(change_per_case_figure(gate), "change_per_case.png")]
     samples = {r.case_id: r.samples_ms for r in run.results}
     for i, c in enumerate(charted_cases(gate)):
         if baseline and c.case_id in baseline.cases:
-            figures.append((distribution_figure(c.case_id, baseline.cases[c.case_id].samples_ms,
-                                                samples[c.case_id]), f"case{i:02d}_distribution.png"))
+            figures.append(
+                (
+                    distribution_figure(c.case_id, baseline.cases[c.case_id].samples_ms, samples[c.case_id]),
+                    f"case{i:02d}_distribution.png",
+                )
+            )
         if c.case_id in history:
-            figures.append((trend_figure(c.case_id, history[c.case_id], c.baseline or 0.0, c.threshold_pct or 0.0,
-                                         c.current or 0.0), f"case{i:02d}_trend.png"))
+            figures.append(
+                (
+                    trend_figure(
+                        c.case_id, history[c.case_id], c.baseline or 0.0, c.threshold_pct or 0.0, c.current or 0.0
+                    ),
+                    f"case{i:02d}_trend.png",
+                )
+            )
     ranked = ranked_case_ids(gate)
-    figures += [(roofline_figure(run, peak_tflops, peak_gbps, ranked), "roofline.png"),
-                (profiler_figure(run, baseline, ranked), "profiler_metrics.png")]
+    figures += [
+        (roofline_figure(run, peak_tflops, peak_gbps, ranked), "roofline.png"),
+        (profiler_figure(run, baseline, ranked), "profiler_metrics.png"),
+    ]
     return [save(fig, out, name) for fig, name in figures if fig is not None]

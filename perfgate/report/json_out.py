@@ -26,11 +26,18 @@ def results_document(gate: GateResult, run: Run | None, samples: bool = False) -
     doc: dict[str, Any] = {
         "perfgate_json_version": JSON_VERSION,
         "samples_included": samples,
-        "gate": {"failed": gate.failed, "strict": gate.strict, "calibrated": gate.calibrated,
-                 "fail_on": sorted(v.value for v in gate.fail_on), "failure_reasons": list(gate.failure_reasons)},
+        "gate": {
+            "failed": gate.failed,
+            "strict": gate.strict,
+            "calibrated": gate.calibrated,
+            "fail_on": sorted(v.value for v in gate.fail_on),
+            "failure_reasons": list(gate.failure_reasons),
+        },
         "comparisons": [plain(c) for c in gate.comparisons],
-        "findings": [{"kind": f.kind.value, "message": f.message, "case_id": f.case_id,
-                      "fails_strict": f.fails_strict} for f in gate.findings],
+        "findings": [
+            {"kind": f.kind.value, "message": f.message, "case_id": f.case_id, "fails_strict": f.fails_strict}
+            for f in gate.findings
+        ],
         "explanations": {cid: [plain(c) for c in rows] for cid, rows in gate.explanations.items()},
         "baseline_environment": plain(gate.baseline_env),
         "environment": plain(gate.current_env),

@@ -52,10 +52,17 @@ def render_junit(gate: GateResult, run: Run | None = None) -> str:
     """One <testsuite> of the run's cases (every case that has a comparison, in the gate's order)."""
     cases = _cases(gate, run)
     elements = [_testcase(c, gate) for c in cases]
-    suite = ET.Element("testsuite", _attrs(name=SUITE_NAME, tests=len(elements), errors=0,
-                                          failures=sum(e.find("failure") is not None for e in elements),
-                                          skipped=sum(e.find("skipped") is not None for e in elements),
-                                          time=_seconds(sum(c.median_s or 0.0 for c in cases))))
+    suite = ET.Element(
+        "testsuite",
+        _attrs(
+            name=SUITE_NAME,
+            tests=len(elements),
+            errors=0,
+            failures=sum(e.find("failure") is not None for e in elements),
+            skipped=sum(e.find("skipped") is not None for e in elements),
+            time=_seconds(sum(c.median_s or 0.0 for c in cases)),
+        ),
+    )
     if run is not None and run.info.started_at:
         suite.set("timestamp", xml_text(run.info.started_at))
     suite.extend(elements)
@@ -74,8 +81,9 @@ def _cases(gate: GateResult, run: Run | None) -> list[_Case]:
     for f in failing:
         found.setdefault(f.case_id if f.case_id in rows else "", []).append(f)
     medians = {r.case_id: r.timing.median_ms / 1e3 for r in run.results} if run is not None else {}
-    out = [_Case(cid, tuple(rs), tuple(found.get(cid, ())), medians.get(cid, _time_row_s(rs)))
-           for cid, rs in rows.items()]
+    out = [
+        _Case(cid, tuple(rs), tuple(found.get(cid, ())), medians.get(cid, _time_row_s(rs))) for cid, rs in rows.items()
+    ]
     return out + [_Case(f"{SUITE_NAME}::strict::{f.kind.value}", (), (f,), None) for f in found.get("", [])]
 
 
@@ -92,8 +100,9 @@ def _testcase(case: _Case, gate: GateResult) -> ET.Element:
     failed = [c for c in case.rows if c.gated and c.verdict in gate.fail_on]
     if failed or case.findings:
         lines = [_row_line(c) for c in failed] + [f"strict: {f.kind.value}: {f.message}" for f in case.findings]
-        failure = ET.SubElement(el, "failure", _attrs(message=lines[0], type=(failed[0].verdict.value if failed
-                                                                              else "strict")))
+        failure = ET.SubElement(
+            el, "failure", _attrs(message=lines[0], type=(failed[0].verdict.value if failed else "strict"))
+        )
         failure.text = xml_text("\n".join(lines))
     elif all(c.verdict in UNDECIDED for c in case.rows if c.gated) and case.rows:
         first = next((c for c in case.rows if c.gated), case.rows[0])
@@ -121,10 +130,16 @@ def _properties(rows: Sequence[Comparison]) -> ET.Element:
     props = ET.Element("properties")
     for c in rows:
         key = f"{c.metric}[{c.kernel}]" if c.kernel else c.metric
-        values: list[tuple[str, object]] = [("verdict", c.verdict.value), ("baseline", c.baseline),
-                                            ("current", c.current), ("unit", c.unit or None),
-                                            ("change_pct", c.change_pct), ("threshold_pct", c.threshold_pct),
-                                            ("noise_pct", c.noise_pct), ("processes", c.processes)]
+        values: list[tuple[str, object]] = [
+            ("verdict", c.verdict.value),
+            ("baseline", c.baseline),
+            ("current", c.current),
+            ("unit", c.unit or None),
+            ("change_pct", c.change_pct),
+            ("threshold_pct", c.threshold_pct),
+            ("noise_pct", c.noise_pct),
+            ("processes", c.processes),
+        ]
         for field, value in values:
             if value is not None:
                 ET.SubElement(props, "property", _attrs(name=f"{key}.{field}", value=value))

@@ -23,12 +23,28 @@ from perfgate.report.format import (
 )
 from perfgate.report.terminal import headline
 
-ICON = {Verdict.REGRESSED: "🔴", Verdict.IMPROVED: "🟢", Verdict.UNCHANGED: "⚪", Verdict.INCONCLUSIVE: "🟡",
-        Verdict.BELOW_TARGET: "🔴", Verdict.NEW: "🆕", Verdict.MISSING: "❔", Verdict.NOT_COMPARABLE: "⛔",
-        Verdict.PROFILE_FAILED: "⚠️"}
+ICON = {
+    Verdict.REGRESSED: "🔴",
+    Verdict.IMPROVED: "🟢",
+    Verdict.UNCHANGED: "⚪",
+    Verdict.INCONCLUSIVE: "🟡",
+    Verdict.BELOW_TARGET: "🔴",
+    Verdict.NEW: "🆕",
+    Verdict.MISSING: "❔",
+    Verdict.NOT_COMPARABLE: "⛔",
+    Verdict.PROFILE_FAILED: "⚠️",
+}
 CHANGED = (Verdict.REGRESSED, Verdict.BELOW_TARGET, Verdict.INCONCLUSIVE, Verdict.IMPROVED)
-_ENV_FIELDS = ("device_name", "compute_capability", "driver_version", "cuda_version", "torch_version",
-               "triton_version", "python_version", "perfgate_version")
+_ENV_FIELDS = (
+    "device_name",
+    "compute_capability",
+    "driver_version",
+    "cuda_version",
+    "torch_version",
+    "triton_version",
+    "python_version",
+    "perfgate_version",
+)
 
 
 @dataclass(frozen=True)
@@ -44,8 +60,9 @@ def render_markdown(gate: GateResult, charts: Sequence[ChartLink] = (), top_n: i
     size follows what failed, not the suite (markdown_fit.py cuts to a limit at these sections).
     One pass over the comparisons per section: linear in cases."""
     failing = sorted((c for c in gate.comparisons if c.verdict in gate.fail_on), key=_severity)
-    changed = sorted((c for c in gate.comparisons if c.verdict in CHANGED and c.verdict not in gate.fail_on),
-                     key=_severity)
+    changed = sorted(
+        (c for c in gate.comparisons if c.verdict in CHANGED and c.verdict not in gate.fail_on), key=_severity
+    )
     rest = [c for c in gate.comparisons if c.verdict not in CHANGED and c.verdict not in gate.fail_on]
     labels = distinct_short((c.case_id for c in gate.comparisons), 70)
     out = [f"## {'❌' if gate.failed else '✅'} {_escape(headline(gate))}", ""]
@@ -57,8 +74,10 @@ def render_markdown(gate: GateResult, charts: Sequence[ChartLink] = (), top_n: i
         out.append("")
     if gate.explanations:
         out += ["### Why (profiler metrics of the regressed cases)", ""]
-        out += [f"- `{_code(shorten(cid, 80))}`: " + "; ".join(_escape(movement(r)) for r in rows)
-                for cid, rows in gate.explanations.items()] + [""]
+        out += [
+            f"- `{_code(shorten(cid, 80))}`: " + "; ".join(_escape(movement(r)) for r in rows)
+            for cid, rows in gate.explanations.items()
+        ] + [""]
     out += _attention(notes, gate.strict, top_n)
     if changed:
         out += [f"### Changed ({len(changed)})", ""] + _table(changed, top_n, labels) + [""]
@@ -66,16 +85,24 @@ def render_markdown(gate: GateResult, charts: Sequence[ChartLink] = (), top_n: i
     problems = [c for c in rest if c.verdict in (Verdict.NOT_COMPARABLE, Verdict.PROFILE_FAILED) and c.note]
     if problems:
         out += ["### Could not compare", ""]
-        out += [f"- {ICON[c.verdict]} `{_code(shorten(c.case_id, 80))}`: {_escape(c.note.splitlines()[0])}"
-                for c in problems[:top_n]] + _more_item(len(problems) - top_n) + [""]
+        out += (
+            [
+                f"- {ICON[c.verdict]} `{_code(shorten(c.case_id, 80))}`: {_escape(c.note.splitlines()[0])}"
+                for c in problems[:top_n]
+            ]
+            + _more_item(len(problems) - top_n)
+            + [""]
+        )
     if rest:
         out += [f"<details><summary>All other results ({len(rest)})</summary>", ""] + _table(rest, top_n, labels)
         out += ["", "</details>", ""]
     out += _gpu_state(run, top_n) + _environment(gate.baseline_env, gate.current_env)
     if charts:
         out += ["### Charts", ""]
-        out += [f"- [{_escape(c.name)}]({c.href})" if c.href else f"- {_escape(c.name)} (in the results artifact)"
-                for c in charts] + [""]
+        out += [
+            f"- [{_escape(c.name)}]({c.href})" if c.href else f"- {_escape(c.name)} (in the results artifact)"
+            for c in charts
+        ] + [""]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -123,14 +150,18 @@ def _more_row(hidden: int, columns: int) -> list[str]:
 
 
 def _table(rows: Sequence[Comparison], top_n: int, labels: Mapping[str, str]) -> list[str]:
-    lines = ["| case | metric | baseline | current | change (95% CI) | detects | verdict |",
-             "|---|---|---:|---:|---:|---:|---|"]
+    lines = [
+        "| case | metric | baseline | current | change (95% CI) | detects | verdict |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
     for c in rows[:top_n]:
         change = f"{fmt_change(c.change_pct)} {fmt_ci(c)}".strip()
         verdict = f"{ICON[c.verdict]} {fmt_verdict(c)}"
-        lines.append(f"| `{_code(labels.get(c.case_id) or shorten(c.case_id, 70))}` | {_escape(metric_title(c))} | "
-                     f"{fmt_value(c.baseline, c.unit)} | {fmt_value(c.current, c.unit)} | {change} | "
-                     f"{fmt_detects(c)} | {verdict} |")
+        lines.append(
+            f"| `{_code(labels.get(c.case_id) or shorten(c.case_id, 70))}` | {_escape(metric_title(c))} | "
+            f"{fmt_value(c.baseline, c.unit)} | {fmt_value(c.current, c.unit)} | {change} | "
+            f"{fmt_detects(c)} | {verdict} |"
+        )
     return lines + _more_row(len(rows) - top_n, 7)
 
 
@@ -138,14 +169,20 @@ def _speedups(run: Run | None, top_n: int) -> list[str]:
     cases = [r for r in (run.results if run else ()) if r.speedup is not None]
     if not cases:
         return []
-    out = ["### Speedup against the reference (timed alternately, same inputs)", "",
-           "| case | speedup | target |", "|---|---:|---:|"]
+    out = [
+        "### Speedup against the reference (timed alternately, same inputs)",
+        "",
+        "| case | speedup | target |",
+        "|---|---:|---:|",
+    ]
     for r in cases[:top_n]:
         s = r.speedup
         assert s is not None
         target = f"≥ {r.thresholds.min_speedup:g}x" if r.thresholds.min_speedup else "-"
-        out.append(f"| `{_code(shorten(r.case_id, 70))}` | {s.median:.2f}x vs {_escape(s.reference)} "
-                   f"(CI {s.ci_low:.2f}-{s.ci_high:.2f}) | {target} |")
+        out.append(
+            f"| `{_code(shorten(r.case_id, 70))}` | {s.median:.2f}x vs {_escape(s.reference)} "
+            f"(CI {s.ci_low:.2f}-{s.ci_high:.2f}) | {target} |"
+        )
     return out + _more_row(len(cases) - top_n, 3) + [""]
 
 
@@ -179,8 +216,12 @@ def _group_table(run: Run, group: MetricGroup, top_n: int) -> list[str]:
     if not shown:
         return []
     head = ["| case | kernel |" if group.per_kernel else "| case |", "|---|---|" if group.per_kernel else "|---|"]
-    out = [f"### {group.title} ({_escape(', '.join(sorted(sources)))})", "",
-           head[0] + " " + " | ".join(_escape(spec.header) for _, spec in cols) + " |", head[1] + "---:|" * len(cols)]
+    out = [
+        f"### {group.title} ({_escape(', '.join(sorted(sources)))})",
+        "",
+        head[0] + " " + " | ".join(_escape(spec.header) for _, spec in cols) + " |",
+        head[1] + "---:|" * len(cols),
+    ]
     for case_id, kernel in shown[:top_n]:
         cells = [fmt_value(rows[(case_id, kernel)].get(name), spec.unit) for name, spec in cols]
         kernel_cell = f"`{_code(kernel_label(kernel, 40))}` | " if group.per_kernel else ""
@@ -192,19 +233,24 @@ def _gpu_state(run: Run | None, top_n: int) -> list[str]:
     cases = [r for r in (run.results if run else ()) if r.gpu_state is not None]
     if not cases:
         return []
-    out = [f"<details><summary>GPU state while sampling ({len(cases)} case(s))</summary>", "",
-           "| case | SM clock (min) | power | temperature | throttled | waited | dropped samples | autotune |",
-           "|---|---:|---:|---:|---:|---:|---:|---|"]
+    out = [
+        f"<details><summary>GPU state while sampling ({len(cases)} case(s))</summary>",
+        "",
+        "| case | SM clock (min) | power | temperature | throttled | waited | dropped samples | autotune |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for r in cases[:top_n]:
         g = r.gpu_state
         assert g is not None
         clock = f"{fmt_value(g.sm_clock_mhz, '')} ({fmt_value(g.sm_clock_min_mhz, '')}) MHz"
         locked = " 🔒" if g.clocks_locked else ""
         tuned = "; ".join(f"{k}: {v}" for k, v in r.autotune) or "-"
-        out.append(f"| `{_code(shorten(r.case_id, 60))}` | {clock}{locked} | {fmt_value(g.power_median_w, '')} W | "
-                   f"{fmt_value(g.temperature_max_c, '')} °C | {100 * g.throttled_fraction:.0f}% "
-                   f"(0x{g.throttle_reasons:x}) | {g.cooldown_ms:.0f} ms | {g.excluded_samples} | "
-                   f"{_escape(shorten(tuned, 80))} |")
+        out.append(
+            f"| `{_code(shorten(r.case_id, 60))}` | {clock}{locked} | {fmt_value(g.power_median_w, '')} W | "
+            f"{fmt_value(g.temperature_max_c, '')} °C | {100 * g.throttled_fraction:.0f}% "
+            f"(0x{g.throttle_reasons:x}) | {g.cooldown_ms:.0f} ms | {g.excluded_samples} | "
+            f"{_escape(shorten(tuned, 80))} |"
+        )
     return out + _more_row(len(cases) - top_n, 8) + ["", "</details>", ""]
 
 
@@ -224,8 +270,9 @@ def _escape(text: str) -> str:
     """Pipes would split table cells, a line break would end the row; angle brackets would open HTML tags
     on GitHub, `](` a link or an image. (The PR comment is rendered apart, by report/comment.py, with every
     string from the results as code.)"""
-    return " ".join(text.splitlines()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;") \
-        .replace("](", "]\\(")
+    return (
+        " ".join(text.splitlines()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("](", "]\\(")
+    )
 
 
 def _code(text: str) -> str:

@@ -91,8 +91,9 @@ def _fit_sections(sections: list[_Section], room: int, size: Size) -> tuple[list
     return kept, left_out, shortened
 
 
-def fit_each(texts: Sequence[str], limit: int, size: Size = utf16_units, separator: str = "\n\n---\n\n",
-             where: str = "") -> list[str]:
+def fit_each(
+    texts: Sequence[str], limit: int, size: Size = utf16_units, separator: str = "\n\n---\n\n", where: str = ""
+) -> list[str]:
     """Several summaries in one limit (one per GPU in one comment): each gets an equal share, and what a
     short one does not use goes to the others, so every summary keeps its first sections."""
     room = limit - size(separator) * max(0, len(texts) - 1)
@@ -124,8 +125,9 @@ def _fit_section(section: _Section, room: int, size: Size, first: bool) -> tuple
     whole = [line for run in section.runs for line in run.lines]
     if _cost(whole, size) <= room:
         return whole, False
-    fixed = sum(_cost(run.lines, size) if not run.more else size(run.more.format(n="9,999,999")) + 1
-                for run in section.runs)
+    fixed = sum(
+        _cost(run.lines, size) if not run.more else size(run.more.format(n="9,999,999")) + 1 for run in section.runs
+    )
     if fixed > room or not any(run.items for run in section.runs):
         return (_head_lines(whole, room, size), True) if first else None
     budget = room - fixed
@@ -217,20 +219,21 @@ def _runs(lines: list[str]) -> list[_Run]:
             i += 1
             continue
         if _is_table_start(lines, i):
-            fixed += lines[i:i + 2]
+            fixed += lines[i : i + 2]
             j = i + 2
             while j < len(lines) and lines[j].lstrip().startswith("|"):
                 j += 1
             cells = lines[i + 1].count("|") - 1
             more = "| … and {n} more |" + " |" * max(0, cells - 1)
-            runs += [_Run(tuple(fixed)), _items_run([[row] for row in lines[i + 2:j]], more)]
+            runs += [_Run(tuple(fixed)), _items_run([[row] for row in lines[i + 2 : j]], more)]
             fixed, i = [], j
             continue
         m = _LIST_ITEM.match(line)
         if m is not None:
             items: list[list[str]] = []
-            while i < len(lines) and (_LIST_ITEM.match(lines[i]) or (items and lines[i][:1] in (" ", "\t")
-                                                                     and lines[i].strip())):
+            while i < len(lines) and (
+                _LIST_ITEM.match(lines[i]) or (items and lines[i][:1] in (" ", "\t") and lines[i].strip())
+            ):
                 if _LIST_ITEM.match(lines[i]):
                     items.append([lines[i]])
                 else:
@@ -247,8 +250,11 @@ def _runs(lines: list[str]) -> list[_Run]:
 
 
 def _is_table_start(lines: list[str], i: int) -> bool:
-    return (lines[i].lstrip().startswith("|") and i + 1 < len(lines)
-            and re.fullmatch(r"\s*\|?(\s*:?-+:?\s*\|)+\s*:?-*:?\s*", lines[i + 1]) is not None)
+    return (
+        lines[i].lstrip().startswith("|")
+        and i + 1 < len(lines)
+        and re.fullmatch(r"\s*\|?(\s*:?-+:?\s*\|)+\s*:?-*:?\s*", lines[i + 1]) is not None
+    )
 
 
 def _items_run(items: list[list[str]], more: str) -> _Run:

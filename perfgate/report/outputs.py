@@ -81,13 +81,17 @@ def _charts(p: Published, out_dir: Path) -> Written:
     s = p.settings
     try:
         history = _trend_points(s, p.stored_run, [c.case_id for c in charted_cases(p.stored_gate)])
-        return Written(charts=tuple(write_gate_charts(p.stored_gate, p.stored_run, out_dir, p.baseline, history,
-                                                      s.peak_tflops, s.peak_gbps)))
+        return Written(
+            charts=tuple(
+                write_gate_charts(p.stored_gate, p.stored_run, out_dir, p.baseline, history, s.peak_tflops, s.peak_gbps)
+            )
+        )
     except PerfgateError:
         raise
     except Exception as err:  # noqa: BLE001 (a drawing bug must not turn a stored, gated run into a traceback)
-        return Written(messages=(f"perfgate: could not draw the charts ({type(err).__name__}: {err}); "
-                                 f"results are stored",))
+        return Written(
+            messages=(f"perfgate: could not draw the charts ({type(err).__name__}: {err}); results are stored",)
+        )
 
 
 def _trend_points(settings: Settings, run: Run, case_ids: list[str]) -> dict[str, list[HistoryPoint]]:
@@ -106,8 +110,14 @@ def _summary(p: Published, path: Path) -> Written:
 
     base = path.parent.resolve()
     links = [ChartLink(c.name, os.path.relpath(c.resolve(), base)) for c in p.charts]
-    write_text(path, fit_markdown(render_markdown(p.gate, links + _site_links(p), run=p.run), STEP_SUMMARY_LIMIT,
-                                  where="every case is in the JSON results"))
+    write_text(
+        path,
+        fit_markdown(
+            render_markdown(p.gate, links + _site_links(p), run=p.run),
+            STEP_SUMMARY_LIMIT,
+            where="every case is in the JSON results",
+        ),
+    )
     return Written()
 
 
@@ -123,11 +133,19 @@ def _step_summary(p: Published, path: Path) -> Written:
         used = path.stat().st_size
     except OSError:
         used = 0
-    fitted = fit_markdown(render_markdown(p.gate, links + _site_links(p), run=p.run), STEP_SUMMARY_LIMIT - used,
-                          utf8_bytes, where="the full summary is in the results artifact")
+    fitted = fit_markdown(
+        render_markdown(p.gate, links + _site_links(p), run=p.run),
+        STEP_SUMMARY_LIMIT - used,
+        utf8_bytes,
+        where="the full summary is in the results artifact",
+    )
     if not fitted.strip():
-        return Written(messages=(f"perfgate: ${STEP_SUMMARY_ENV} is full ({used:,} of {STEP_SUMMARY_LIMIT:,} bytes); "
-                                 f"no job summary written",))
+        return Written(
+            messages=(
+                f"perfgate: ${STEP_SUMMARY_ENV} is full ({used:,} of {STEP_SUMMARY_LIMIT:,} bytes); "
+                f"no job summary written",
+            )
+        )
     append_step_summary(path, fitted)
     return Written()
 

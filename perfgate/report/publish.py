@@ -18,13 +18,20 @@ from perfgate.report.scrub import export_scrubber
 __all__ = ["STEP_SUMMARY_ENV", "publish", "write_text"]
 
 
-def publish(gate: GateResult, run: Run, settings: Settings, baseline: Baseline | None,
-            environ: Mapping[str, str] | None = None) -> list[str]:
+def publish(
+    gate: GateResult, run: Run, settings: Settings, baseline: Baseline | None, environ: Mapping[str, str] | None = None
+) -> list[str]:
     """Write every requested output, in the registry's order; returns lines for the terminal."""
     env = os.environ if environ is None else environ
     scrubber = export_scrubber(settings.rootdir, settings.publish_host, env)
-    published = Published(gate=scrubber.gate(gate), run=scrubber.run(run), settings=settings, baseline=baseline,
-                          stored_run=run, stored_gate=gate)
+    published = Published(
+        gate=scrubber.gate(gate),
+        run=scrubber.run(run),
+        settings=settings,
+        baseline=baseline,
+        stored_run=run,
+        stored_gate=gate,
+    )
     messages: list[str] = []
     for output in OUTPUTS:
         path = output.destination(settings, env)

@@ -22,8 +22,10 @@ from perfgate.store.verdicts import RunVerdicts
 MASK = "***"
 
 # a pattern for the *names* of secret-bearing variables, not a secret
-_SECRET_NAME = (r"[A-Za-z0-9_.-]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION)"  # noqa: S105
-                r"[A-Za-z0-9_.-]*")
+_SECRET_NAME = (
+    r"[A-Za-z0-9_.-]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION)"  # noqa: S105
+    r"[A-Za-z0-9_.-]*"
+)
 _NAME_WORDS = ("key", "token", "secret", "passw", "passphrase", "credential", "auth", "cookie", "session")
 # environment variables whose values are masked wherever they appear (GitHub masks only `secrets.*` in logs)
 _SECRET_ENV_NAME = re.compile(r"(?i)KEY|TOKEN|SECRET|PASS|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE|DSN")
@@ -43,8 +45,11 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
     # Stripe-style live/test keys (sk_live_..., rk_test_..., sk-live-...) and OpenAI-style sk-... keys
     (re.compile(r"\b[sr]k[-_](?:live|test|proj)[-_][A-Za-z0-9_-]{8,}"), MASK, ("k-", "k_")),
     (re.compile(r"\bsk-[A-Za-z0-9_-]{20,}"), MASK, ("sk-",)),
-    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.S), MASK,
-     ("-----begin",)),
+    (
+        re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.S),
+        MASK,
+        ("-----begin",),
+    ),
     (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@"), rf"\1{MASK}@", ("://",)),  # user:pass@ in URLs
 )
 _HOME = re.compile(r"(?<![\w.])(?:/home|/Users)/[^/\s'\"]+|(?<![\w.])/root(?=/|\b)")
@@ -71,8 +76,6 @@ def scrub_secrets(text: str) -> str:
             text = pattern.sub(replacement, text)
             lowered = text.lower()
     return text
-
-
 
 
 def _root_prefix(root: Path | None) -> str:
@@ -116,18 +119,25 @@ class Scrubber:
         return self._ids[value]
 
     def gate(self, gate: GateResult) -> GateResult:
-        return replace(gate, comparisons=tuple(self._comparison(c) for c in gate.comparisons),
-                       explanations={self.case_id(k): tuple(self._comparison(c) for c in v)
-                                     for k, v in gate.explanations.items()},
-                       findings=tuple(self._finding(f) for f in gate.findings),
-                       current_env=self._env(gate.current_env), baseline_env=self._env(gate.baseline_env))
+        return replace(
+            gate,
+            comparisons=tuple(self._comparison(c) for c in gate.comparisons),
+            explanations={self.case_id(k): tuple(self._comparison(c) for c in v) for k, v in gate.explanations.items()},
+            findings=tuple(self._finding(f) for f in gate.findings),
+            current_env=self._env(gate.current_env),
+            baseline_env=self._env(gate.baseline_env),
+        )
 
     def _finding(self, f: Finding) -> Finding:
         return replace(f, message=self.text(f.message), case_id=self.case_id(f.case_id))
 
     def _comparison(self, c: Comparison) -> Comparison:
-        return replace(c, case_id=self.case_id(c.case_id), note=self.text(c.note) if c.note else c.note,
-                       kernel=self.case_id(c.kernel) if c.kernel else c.kernel)
+        return replace(
+            c,
+            case_id=self.case_id(c.case_id),
+            note=self.text(c.note) if c.note else c.note,
+            kernel=self.case_id(c.kernel) if c.kernel else c.kernel,
+        )
 
     def verdicts(self, verdicts: RunVerdicts | None) -> RunVerdicts | None:
         """Stored verdicts with their case ids scrubbed like the run's (an exported history)."""
@@ -141,9 +151,13 @@ class Scrubber:
         return replace(env, hostname="")
 
     def run(self, run: Run) -> Run:
-        info = replace(run.info, argv=self.text(run.info.argv), profile_settings=self.text(run.info.profile_settings),
-                       hostname=run.info.hostname if self.publish_host else "",
-                       unmeasured=tuple(self._unmeasured(u) for u in run.info.unmeasured))
+        info = replace(
+            run.info,
+            argv=self.text(run.info.argv),
+            profile_settings=self.text(run.info.profile_settings),
+            hostname=run.info.hostname if self.publish_host else "",
+            unmeasured=tuple(self._unmeasured(u) for u in run.info.unmeasured),
+        )
         env = run.environment if self.publish_host else replace(run.environment, hostname="")
         return replace(run, info=info, environment=env, results=tuple(self._case(r) for r in run.results))
 
@@ -152,10 +166,14 @@ class Scrubber:
 
     def _case(self, r: CaseResult) -> CaseResult:
         location = (self.text(r.location[0]), r.location[1]) if r.location else None
-        return replace(r, case_id=self.case_id(r.case_id), nodeid=self.case_id(r.nodeid),
-                       profile_errors=tuple(self.text(e) for e in r.profile_errors),
-                       profile_notes=tuple(self.text(n) for n in r.profile_notes), location=location)
-
+        return replace(
+            r,
+            case_id=self.case_id(r.case_id),
+            nodeid=self.case_id(r.nodeid),
+            profile_errors=tuple(self.text(e) for e in r.profile_errors),
+            profile_notes=tuple(self.text(n) for n in r.profile_notes),
+            location=location,
+        )
 
 
 def export_scrubber(root: Path | None, publish_host: bool, environ: Mapping[str, str]) -> Scrubber:

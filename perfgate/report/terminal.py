@@ -20,12 +20,16 @@ from perfgate.report.format import (
 
 HEADERS = ("case", "metric", "baseline", "current", "change", "detects", "verdict")
 LOUD = (Verdict.REGRESSED, Verdict.BELOW_TARGET)
-CHANGED = (Verdict.REGRESSED, Verdict.BELOW_TARGET, Verdict.INCONCLUSIVE, Verdict.IMPROVED,
-           Verdict.NOT_COMPARABLE, Verdict.PROFILE_FAILED)
+CHANGED = (
+    Verdict.REGRESSED,
+    Verdict.BELOW_TARGET,
+    Verdict.INCONCLUSIVE,
+    Verdict.IMPROVED,
+    Verdict.NOT_COMPARABLE,
+    Verdict.PROFILE_FAILED,
+)
 TOP_N = 30  # listed rows (and notes) beyond the failing ones
 ID_WIDTH = 56
-
-
 
 
 def _shown(gate: GateResult, full: bool, top_n: int) -> tuple[list[Comparison], int]:
@@ -33,8 +37,9 @@ def _shown(gate: GateResult, full: bool, top_n: int) -> tuple[list[Comparison], 
     if full:
         return [c for c in gate.comparisons if c.metric == TIME_METRIC or c.verdict is not Verdict.UNCHANGED], 0
     failing = sorted((c for c in gate.comparisons if c.verdict in gate.fail_on), key=_severity)
-    other = sorted((c for c in gate.comparisons if c.verdict in CHANGED and c.verdict not in gate.fail_on),
-                   key=_severity)
+    other = sorted(
+        (c for c in gate.comparisons if c.verdict in CHANGED and c.verdict not in gate.fail_on), key=_severity
+    )
     return failing + other[:top_n], max(0, len(other) - top_n)
 
 
@@ -47,8 +52,15 @@ def _labels(gate: GateResult) -> dict[str, str]:
 
 
 def _cells(c: Comparison, labels: Mapping[str, str]) -> tuple[str, ...]:
-    return (labels[c.case_id], metric_title(c), fmt_value(c.baseline, c.unit), fmt_value(c.current, c.unit),
-            fmt_change(c.change_pct), fmt_detects(c), _verdict_cell(c))
+    return (
+        labels[c.case_id],
+        metric_title(c),
+        fmt_value(c.baseline, c.unit),
+        fmt_value(c.current, c.unit),
+        fmt_change(c.change_pct),
+        fmt_detects(c),
+        _verdict_cell(c),
+    )
 
 
 def _verdict_cell(c: Comparison) -> str:
@@ -59,8 +71,9 @@ def render_table(rows: Sequence[tuple[str, ...]], headers: tuple[str, ...] = HEA
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
 
     def line(cells: tuple[str, ...]) -> str:
-        return "  ".join(c.ljust(w) if i < 2 or i == len(cells) - 1 else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        return "  ".join(
+            c.ljust(w) if i < 2 or i == len(cells) - 1 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        ).rstrip()
 
     return [line(headers), line(tuple("-" * w for w in widths))] + [line(r) for r in rows]
 
@@ -73,8 +86,11 @@ def render_terminal(gate: GateResult, full: bool = False, top_n: int = TOP_N) ->
         lines += _counts(gate, hidden)
     for case_id, rows in gate.explanations.items():
         lines.append(f"why {labels.get(case_id, case_id)}: " + "; ".join(movement(r) for r in rows))
-    notes = [c for c in gate.comparisons
-             if c.verdict in (Verdict.NOT_COMPARABLE, Verdict.PROFILE_FAILED, Verdict.BELOW_TARGET) and c.note]
+    notes = [
+        c
+        for c in gate.comparisons
+        if c.verdict in (Verdict.NOT_COMPARABLE, Verdict.PROFILE_FAILED, Verdict.BELOW_TARGET) and c.note
+    ]
     notes.sort(key=lambda c: c.verdict not in gate.fail_on)
     limit = len(notes) if full else max(top_n, sum(c.verdict in gate.fail_on for c in notes))
     lines += [f"{c.verdict.value}: {labels.get(c.case_id, c.case_id)}: {c.note.splitlines()[0]}" for c in notes[:limit]]
@@ -87,8 +103,9 @@ def render_terminal(gate: GateResult, full: bool = False, top_n: int = TOP_N) ->
 
 def _counts(gate: GateResult, hidden: int) -> list[str]:
     """One line for what the table leaves out: unchanged, new and missing rows, and changed rows past the cap."""
-    rest = Counter(c.verdict.value for c in gate.comparisons if c.verdict not in CHANGED
-                   and c.verdict not in gate.fail_on)
+    rest = Counter(
+        c.verdict.value for c in gate.comparisons if c.verdict not in CHANGED and c.verdict not in gate.fail_on
+    )
     parts = [f"{hidden:,} more changed"] if hidden else []
     parts += [f"{n:,} {verdict}" for verdict, n in rest.most_common()]
     if not parts:
@@ -99,15 +116,18 @@ def _counts(gate: GateResult, hidden: int) -> list[str]:
 def _findings(gate: GateResult, full: bool, top_n: int) -> list[str]:
     """Strict failures all; warnings and notes up to `top_n`, then counted by kind."""
     failing = [f for f in gate.findings if gate.strict and f.fails_strict]
-    others = sorted((f for f in gate.findings if not (gate.strict and f.fails_strict)),
-                    key=lambda f: not f.fails_strict)
+    others = sorted(
+        (f for f in gate.findings if not (gate.strict and f.fails_strict)), key=lambda f: not f.fails_strict
+    )
     shown = failing + (others if full else others[:top_n])
     lines = [f"perfgate {_tag(f, gate.strict)}: {f.kind.value}: {f.message}" for f in shown]
-    hidden = Counter(f.kind.value for f in others[len(shown) - len(failing):])
+    hidden = Counter(f.kind.value for f in others[len(shown) - len(failing) :])
     if hidden:
         kinds = ", ".join(f"{n:,} {kind}" for kind, n in hidden.most_common())
-        lines.append(f"perfgate: … and {sum(hidden.values()):,} more finding(s): {kinds} "
-                     f"(every one is in --perfgate-json and the summary's counts)")
+        lines.append(
+            f"perfgate: … and {sum(hidden.values()):,} more finding(s): {kinds} "
+            f"(every one is in --perfgate-json and the summary's counts)"
+        )
     return lines
 
 

@@ -125,8 +125,10 @@ class Store:
         if not run.info.run_uid:  # every stored run gets an identity, so merging it twice adds nothing
             run = replace(run, info=replace(run.info, run_uid=uuid.uuid4().hex))
         c = self.con
-        cur = c.execute(rows.insert_sql("runs", (*rows.RUN_COLUMNS, "gate_failed")),
-                        (*rows.run_row(run), None if verdicts is None else int(verdicts.gate_failed)))
+        cur = c.execute(
+            rows.insert_sql("runs", (*rows.RUN_COLUMNS, "gate_failed")),
+            (*rows.run_row(run), None if verdicts is None else int(verdicts.gate_failed)),
+        )
         run_id = int(cur.lastrowid or 0)
         res = run.results
         by_case = verdicts.by_case() if verdicts is not None else {}
@@ -134,19 +136,38 @@ class Store:
         for row in case_rows:  # what is stored must read back: nothing non-finite, nothing out of range
             rows.check_case_row(dict(zip(rows.CASE_COLUMNS, row)))
         c.executemany(rows.insert_sql("cases", rows.CASE_COLUMNS), case_rows)
-        c.executemany(rows.insert_sql("metrics", ("run_id", "case_id", "source", "kernel", "name", "value", "unit")),
-                      rows.metric_rows(run_id, res))
-        c.executemany(rows.insert_sql("gpu_state", ("run_id", "case_id", *rows.GPU_COLUMNS)), rows.gpu_rows(run_id,
-                                                                                                            res))
-        c.executemany("INSERT INTO autotune (run_id, case_id, kernel, config) VALUES (?, ?, ?, ?)",
-                      rows.autotune_rows(run_id, res))
+        c.executemany(
+            rows.insert_sql("metrics", ("run_id", "case_id", "source", "kernel", "name", "value", "unit")),
+            rows.metric_rows(run_id, res),
+        )
+        c.executemany(
+            rows.insert_sql("gpu_state", ("run_id", "case_id", *rows.GPU_COLUMNS)), rows.gpu_rows(run_id, res)
+        )
+        c.executemany(
+            "INSERT INTO autotune (run_id, case_id, kernel, config) VALUES (?, ?, ?, ?)",
+            rows.autotune_rows(run_id, res),
+        )
         c.executemany(rows.insert_sql("speedups", rows.SPEEDUP_COLUMNS), rows.speedup_rows(run_id, res))
-        c.executemany("INSERT INTO unmeasured_tests (run_id, nodeid, outcome, reason) VALUES (?, ?, ?, ?)",
-                      rows.unmeasured_rows(run_id, run.info))
+        c.executemany(
+            "INSERT INTO unmeasured_tests (run_id, nodeid, outcome, reason) VALUES (?, ?, ?, ?)",
+            rows.unmeasured_rows(run_id, run.info),
+        )
         if verdicts is not None:
-            c.executemany(rows.insert_sql("verdicts", rows.VERDICT_COLUMNS),
-                          ((run_id, m.case_id, m.metric, m.kernel, m.verdict.value, _finite(m.change_pct),
-                            _finite(m.threshold_pct)) for m in verdicts.metrics))
+            c.executemany(
+                rows.insert_sql("verdicts", rows.VERDICT_COLUMNS),
+                (
+                    (
+                        run_id,
+                        m.case_id,
+                        m.metric,
+                        m.kernel,
+                        m.verdict.value,
+                        _finite(m.change_pct),
+                        _finite(m.threshold_pct),
+                    )
+                    for m in verdicts.metrics
+                ),
+            )
         return run_id
 
     def pin_run(self, run_id: int, reason: str, pinned_at: str) -> None:
@@ -159,8 +180,10 @@ class Store:
         with self.errors(f"pin run {run_id}"):
             if not self.query("SELECT 1 FROM runs WHERE id = ?", (run_id,)):
                 raise StoreError(f"perfgate: history {self.path} has no run {run_id} to pin")
-            self.con.execute("INSERT OR REPLACE INTO pinned_runs (run_id, reason, pinned_at) VALUES (?, ?, ?)",
-                             (run_id, reason, pinned_at))
+            self.con.execute(
+                "INSERT OR REPLACE INTO pinned_runs (run_id, reason, pinned_at) VALUES (?, ?, ?)",
+                (run_id, reason, pinned_at),
+            )
 
     def accept_change(self, change: AcceptedChange) -> None:
         """Record an accepted change point (and pin its run: prune never removes what a window starts at)."""
@@ -170,20 +193,36 @@ class Store:
             raise StoreError(f"perfgate: history {self.path}: an accepted change point needs a reason")
         self.pin_run(change.run_id, f"change point {change.case_id}: {change.reason}", change.accepted_at)
         with self.errors(f"accept a change point at run {change.run_id}"):
-            self.con.execute("INSERT OR REPLACE INTO change_points (case_id, device_name, run_id, change_pct, "
-                             "accepted_at, reason) VALUES (?, ?, ?, ?, ?, ?)",
-                             (change.case_id, change.device_name, change.run_id, change.change_pct,
-                              change.accepted_at, change.reason))
+            self.con.execute(
+                "INSERT OR REPLACE INTO change_points (case_id, device_name, run_id, change_pct, "
+                "accepted_at, reason) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    change.case_id,
+                    change.device_name,
+                    change.run_id,
+                    change.change_pct,
+                    change.accepted_at,
+                    change.reason,
+                ),
+            )
 
     def accepted_changes(self) -> tuple[AcceptedChange, ...]:
-        rows = self.query("SELECT case_id, device_name, run_id, change_pct, accepted_at, reason FROM change_points "
-                          "ORDER BY case_id, device_name, run_id")
+        rows = self.query(
+            "SELECT case_id, device_name, run_id, change_pct, accepted_at, reason FROM change_points "
+            "ORDER BY case_id, device_name, run_id"
+        )
         with self.errors("read the accepted change points"):
-            return tuple(AcceptedChange(checks.text(r["case_id"], "change_points"),
-                                        checks.text(r["device_name"], "change_points"), int(r["run_id"]),
-                                        checks.number(r["change_pct"], "change_points change_pct", low=-100.0),
-                                        checks.text(r["accepted_at"], "change_points"),
-                                        checks.text(r["reason"], "change_points")) for r in rows)
+            return tuple(
+                AcceptedChange(
+                    checks.text(r["case_id"], "change_points"),
+                    checks.text(r["device_name"], "change_points"),
+                    int(r["run_id"]),
+                    checks.number(r["change_pct"], "change_points change_pct", low=-100.0),
+                    checks.text(r["accepted_at"], "change_points"),
+                    checks.text(r["reason"], "change_points"),
+                )
+                for r in rows
+            )
 
     def window_starts(self, device_name: str, case_ids: Iterable[str], after: str = "") -> dict[str, int]:
         """Per case, the first run its noise window may hold: after its latest accepted change point, and
@@ -199,8 +238,10 @@ class Store:
         return starts
 
     def pinned_runs(self) -> tuple[PinnedRun, ...]:
-        return tuple(PinnedRun(int(r["run_id"]), str(r["reason"]), str(r["pinned_at"]))
-                     for r in self.query("SELECT run_id, reason, pinned_at FROM pinned_runs ORDER BY run_id"))
+        return tuple(
+            PinnedRun(int(r["run_id"]), str(r["reason"]), str(r["pinned_at"]))
+            for r in self.query("SELECT run_id, reason, pinned_at FROM pinned_runs ORDER BY run_id")
+        )
 
     # --- reading ------------------------------------------------------------------------------------
 
@@ -223,25 +264,32 @@ class Store:
             have = f"runs {span['lo']}..{span['hi']}" if span["lo"] is not None else "no runs"
             raise StoreError(f"perfgate: history {self.path} has no run {run_id} ({have})")
         with self.errors(f"read run {run_id}"):
-            unmeasured = tuple(rows.unmeasured_from_row(r) for r in self.query(
-                "SELECT * FROM unmeasured_tests WHERE run_id = ? ORDER BY nodeid", (run_id,)))
+            unmeasured = tuple(
+                rows.unmeasured_from_row(r)
+                for r in self.query("SELECT * FROM unmeasured_tests WHERE run_id = ? ORDER BY nodeid", (run_id,))
+            )
             return rows.run_from_row(found[0], tuple(self._cases(run_id)), unmeasured)
 
     def _cases(self, run_id: int) -> Iterator[CaseResult]:
         metrics: dict[str, list[Metric]] = {}
         for r in self.query("SELECT * FROM metrics WHERE run_id = ? ORDER BY case_id, source, kernel, name", (run_id,)):
             metrics.setdefault(r["case_id"], []).append(rows.metric_from_row(r))
-        gpu = {r["case_id"]: rows.gpu_from_row(r) for r in self.query("SELECT * FROM gpu_state WHERE run_id = ?",
-                                                                      (run_id,))}
+        gpu = {
+            r["case_id"]: rows.gpu_from_row(r)
+            for r in self.query("SELECT * FROM gpu_state WHERE run_id = ?", (run_id,))
+        }
         autotune: dict[str, list[tuple[str, str]]] = {}
         for r in self.query("SELECT * FROM autotune WHERE run_id = ? ORDER BY case_id, kernel", (run_id,)):
             autotune.setdefault(r["case_id"], []).append((str(r["kernel"]), str(r["config"])))
-        speedups = {r["case_id"]: rows.speedup_from_row(r)
-                    for r in self.query("SELECT * FROM speedups WHERE run_id = ?", (run_id,))}
+        speedups = {
+            r["case_id"]: rows.speedup_from_row(r)
+            for r in self.query("SELECT * FROM speedups WHERE run_id = ?", (run_id,))
+        }
         for r in self.query("SELECT * FROM cases WHERE run_id = ? ORDER BY case_id", (run_id,)):
             cid = r["case_id"]
-            yield rows.case_from_row(r, tuple(metrics.get(cid, ())), gpu.get(cid), tuple(autotune.get(cid, ())),
-                                     speedups.get(cid))
+            yield rows.case_from_row(
+                r, tuple(metrics.get(cid, ())), gpu.get(cid), tuple(autotune.get(cid, ())), speedups.get(cid)
+            )
 
     def load_verdicts(self, run_id: int) -> RunVerdicts | None:
         """What the gate said when the run was stored; None for a run that was not gated (a calibration,
@@ -250,16 +298,23 @@ class Store:
         if not found or found[0]["gate_failed"] is None:
             return None
         with self.errors(f"read the verdicts of run {run_id}"):
-            metrics = tuple(rows.verdict_from_row(r) for r in self.query(
-                "SELECT * FROM verdicts WHERE run_id = ? ORDER BY case_id, metric, kernel", (run_id,)))
+            metrics = tuple(
+                rows.verdict_from_row(r)
+                for r in self.query(
+                    "SELECT * FROM verdicts WHERE run_id = ? ORDER BY case_id, metric, kernel", (run_id,)
+                )
+            )
         return RunVerdicts(gate_failed=bool(found[0]["gate_failed"]), metrics=metrics)
 
-    def history(self, case_id: str, device_name: str | None = None, limit: int = 50,
-                up_to_run: int | None = None) -> list[HistoryPoint]:
+    def history(
+        self, case_id: str, device_name: str | None = None, limit: int = 50, up_to_run: int | None = None
+    ) -> list[HistoryPoint]:
         """Median time of one case over the last `limit` runs (up to run `up_to_run`: a re-gated older run
         is charted against its own past, not later runs), oldest first (for trend charts)."""
-        sql = ("SELECT r.id AS run_id, r.started_at, r.git_commit, c.median_ms, c.q1_ms, c.q3_ms "
-               "FROM cases c JOIN runs r ON r.id = c.run_id WHERE c.case_id = ?")
+        sql = (
+            "SELECT r.id AS run_id, r.started_at, r.git_commit, c.median_ms, c.q1_ms, c.q3_ms "
+            "FROM cases c JOIN runs r ON r.id = c.run_id WHERE c.case_id = ?"
+        )
         params: list[Any] = [case_id]
         if device_name:
             sql += " AND r.device_name = ?"
@@ -270,11 +325,18 @@ class Store:
         sql += " ORDER BY r.id DESC LIMIT ?"
         params.append(limit)
         with self.errors(f"read the history of {case_id!r}"):
-            found = [HistoryPoint(int(r["run_id"]), checks.text(r["started_at"], f"run {r['run_id']} started_at"),
-                                  checks.text(r["git_commit"], f"run {r['run_id']} git_commit"),
-                                  *(checks.number(r[c], f"run {r['run_id']} case {case_id!r} {c}")
-                                    for c in ("median_ms", "q1_ms", "q3_ms")))
-                     for r in self.query(sql, params)]
+            found = [
+                HistoryPoint(
+                    int(r["run_id"]),
+                    checks.text(r["started_at"], f"run {r['run_id']} started_at"),
+                    checks.text(r["git_commit"], f"run {r['run_id']} git_commit"),
+                    *(
+                        checks.number(r[c], f"run {r['run_id']} case {case_id!r} {c}")
+                        for c in ("median_ms", "q1_ms", "q3_ms")
+                    ),
+                )
+                for r in self.query(sql, params)
+            ]
         return list(reversed(found))
 
 
@@ -287,8 +349,9 @@ def open_store(path: Path, readonly: bool = False) -> Store:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise StoreError(f"perfgate: cannot create the history's directory {path.parent}: "
-                         f"{err.strerror or err}") from err
+        raise StoreError(
+            f"perfgate: cannot create the history's directory {path.parent}: {err.strerror or err}"
+        ) from err
     if path.exists():
         check_regular_file(path, _store_error)
     con = _connect(path, f"file:{quote(str(path))}?mode=rwc")

@@ -31,8 +31,9 @@ class StoredValueError(ValueError):
     """A stored value that no measurement or configuration could have produced."""
 
 
-def number(value: object, where: str, low: float | None = 0.0, high: float | None = None,
-           low_open: bool = False) -> float:
+def number(
+    value: object, where: str, low: float | None = 0.0, high: float | None = None, low_open: bool = False
+) -> float:
     """A finite number within bounds."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise StoredValueError(f"{where}: {_shown(value)} is not a finite number")
@@ -44,8 +45,9 @@ def number(value: object, where: str, low: float | None = 0.0, high: float | Non
     return v
 
 
-def optional_number(value: object, where: str, low: float | None = 0.0, high: float | None = None,
-                    low_open: bool = False) -> float | None:
+def optional_number(
+    value: object, where: str, low: float | None = 0.0, high: float | None = None, low_open: bool = False
+) -> float | None:
     return None if value is None else number(value, where, low, high, low_open)
 
 
@@ -114,8 +116,9 @@ def thresholds(raw: object, where: str) -> CaseThresholds:
     if "alpha" in doc:  # stored before the run-wide budget: checked, then the run is re-gated under today's rule
         number(doc["alpha"], f"{where}.alpha", low=ALPHA_RANGE[0], high=ALPHA_RANGE[1])
     if "false_alarm_pct" in doc:
-        out["false_alarm_pct"] = number(doc["false_alarm_pct"], f"{where}.false_alarm_pct",
-                                        low=FALSE_ALARM_RANGE[0], high=FALSE_ALARM_RANGE[1])
+        out["false_alarm_pct"] = number(
+            doc["false_alarm_pct"], f"{where}.false_alarm_pct", low=FALSE_ALARM_RANGE[0], high=FALSE_ALARM_RANGE[1]
+        )
     for key in ("time_noise", "speedup_noise"):
         if doc.get(key) is not None:
             out[key] = noise(doc[key], f"{where}.{key}")
@@ -124,11 +127,13 @@ def thresholds(raw: object, where: str) -> CaseThresholds:
             raise StoredValueError(f"{where}.time_pct_explicit: {_shown(doc['time_pct_explicit'])} is not true/false")
         out["time_pct_explicit"] = doc["time_pct_explicit"]
     if "min_speedup" in doc:
-        out["min_speedup"] = optional_number(doc["min_speedup"], f"{where}.min_speedup", low=0.0, high=MAX_SPEEDUP,
-                                             low_open=True)
+        out["min_speedup"] = optional_number(
+            doc["min_speedup"], f"{where}.min_speedup", low=0.0, high=MAX_SPEEDUP, low_open=True
+        )
     metrics = doc.get("metrics", [])
-    if not isinstance(metrics, list) or not all(isinstance(m, list) and len(m) == 2 and isinstance(m[0], str)
-                                                for m in metrics):
+    if not isinstance(metrics, list) or not all(
+        isinstance(m, list) and len(m) == 2 and isinstance(m[0], str) for m in metrics
+    ):
         raise StoredValueError(f"{where}.metrics: not a list of [metric, threshold_pct] pairs")
     out["metrics"] = tuple((m[0], number(m[1], f"{where}.metrics.{m[0]}", high=MAX_THRESHOLD_PCT)) for m in metrics)
     return CaseThresholds(**out)
@@ -147,8 +152,14 @@ def noise(raw: object, where: str) -> NoiseEstimate:
     if counts["df"] < 1:
         raise StoredValueError(f"{where}.df: must be >= 1")
     upper, lower = (_percentages(raw.get(side, []), f"{where}.{side}") for side in ("upper_pct", "lower_pct"))
-    return NoiseEstimate(number(raw["noise_pct"], f"{where}.noise_pct", high=MAX_NOISE_PCT), counts["df"],
-                         counts["window_runs"], counts["excluded"], upper, lower)
+    return NoiseEstimate(
+        number(raw["noise_pct"], f"{where}.noise_pct", high=MAX_NOISE_PCT),
+        counts["df"],
+        counts["window_runs"],
+        counts["excluded"],
+        upper,
+        lower,
+    )
 
 
 def _percentages(values: object, where: str) -> tuple[float, ...]:
@@ -170,9 +181,12 @@ def host_state(raw: object, where: str) -> HostState | None:
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_NOISE_PROCESSES:
             raise StoredValueError(f"{where}.{key}: {_shown(value)} is not a count")
         counts[key] = value
-    return HostState(load_avg_1m=number(doc.get("load_avg_1m"), f"{where}.load_avg_1m", high=1e6),
-                     cpu_mhz=optional_number(doc.get("cpu_mhz"), f"{where}.cpu_mhz", high=1e6),
-                     steal_pct=optional_number(doc.get("steal_pct"), f"{where}.steal_pct", high=100.0), **counts)
+    return HostState(
+        load_avg_1m=number(doc.get("load_avg_1m"), f"{where}.load_avg_1m", high=1e6),
+        cpu_mhz=optional_number(doc.get("cpu_mhz"), f"{where}.cpu_mhz", high=1e6),
+        steal_pct=optional_number(doc.get("steal_pct"), f"{where}.steal_pct", high=100.0),
+        **counts,
+    )
 
 
 def ordered(stats: dict[str, float], where: str) -> None:

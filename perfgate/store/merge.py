@@ -34,8 +34,9 @@ class MergeCount:
 Transform = Callable[[Run, RunVerdicts | None], tuple[Run, RunVerdicts | None]]
 
 
-def merge_histories(out: Path, inputs: Sequence[Path], run_uids: Sequence[str] | None = None,
-                    transform: Transform | None = None) -> list[MergeCount]:
+def merge_histories(
+    out: Path, inputs: Sequence[Path], run_uids: Sequence[str] | None = None, transform: Transform | None = None
+) -> list[MergeCount]:
     """Copy the runs of each input that OUT lacks (only those named in `run_uids` when given), each through
     `transform` when given."""
     counts = []
@@ -50,8 +51,7 @@ def merge_histories(out: Path, inputs: Sequence[Path], run_uids: Sequence[str] |
     return counts
 
 
-def _merge_one(src: Store, dst: Store, run_uids: Sequence[str] | None, transform: Transform | None
-               ) -> MergeCount:
+def _merge_one(src: Store, dst: Store, run_uids: Sequence[str] | None, transform: Transform | None) -> MergeCount:
     added = skipped = 0
     pins = {p.run_id: p for p in src.pinned_runs()}
     seen: set[str] = set()
@@ -80,9 +80,17 @@ def _source_runs(src: Store, run_uids: Sequence[str] | None) -> Iterator[tuple[i
     if run_uids is None:
         rows = src.query("SELECT id, run_uid FROM runs ORDER BY id")
     else:
-        found = {r["run_uid"]: r for r in src.query(
-            f"SELECT id, run_uid FROM runs WHERE run_uid IN ({', '.join('?' * len(run_uids))}) ORDER BY id",
-            list(run_uids))} if run_uids else {}
+        found = (
+            {
+                r["run_uid"]: r
+                for r in src.query(
+                    f"SELECT id, run_uid FROM runs WHERE run_uid IN ({', '.join('?' * len(run_uids))}) ORDER BY id",
+                    list(run_uids),
+                )
+            }
+            if run_uids
+            else {}
+        )
         missing = [u for u in run_uids if u not in found]
         if missing:
             raise StoreError(f"perfgate: history {src.path} has no run with uid {missing[0]!r}")
@@ -95,8 +103,18 @@ def _source_runs(src: Store, run_uids: Sequence[str] | None) -> Iterator[tuple[i
 def _derived_uid(src: Store, run_id: int) -> str:
     """An identity for a run stored without one: the same content always gives the same uid."""
     run = src.load_run(run_id)
-    digest = hashlib.sha256(repr((run.info.started_at, run.info.finished_at, run.info.git_commit, run.info.argv,
-                                  run.environment, [(r.case_id, r.samples_ms) for r in run.results])).encode())
+    digest = hashlib.sha256(
+        repr(
+            (
+                run.info.started_at,
+                run.info.finished_at,
+                run.info.git_commit,
+                run.info.argv,
+                run.environment,
+                [(r.case_id, r.samples_ms) for r in run.results],
+            )
+        ).encode()
+    )
     return "derived-" + digest.hexdigest()[:32]
 
 

@@ -41,8 +41,13 @@ class _PackF64:
 
     def step(self, idx: object, value: object, where: object) -> None:
         self.where = str(where)
-        if isinstance(idx, bool) or not isinstance(idx, int) or isinstance(value, bool) \
-                or not isinstance(value, (int, float)) or idx in self.values:
+        if (
+            isinstance(idx, bool)
+            or not isinstance(idx, int)
+            or isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or idx in self.values
+        ):
             self.bad = self.bad or f"sample {idx!r} = {value!r}"
             return
         self.values[idx] = float(value)
@@ -66,8 +71,10 @@ def schema_version(con: sqlite3.Connection, path: Path) -> int:
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
     if "perfgate_meta" not in tables:
         if tables:
-            raise StoreError(f"perfgate: history {path}: not a perfgate history (it has other tables and no "
-                             f"perfgate_meta); refusing to touch it")
+            raise StoreError(
+                f"perfgate: history {path}: not a perfgate history (it has other tables and no "
+                f"perfgate_meta); refusing to touch it"
+            )
         return 0
     row = con.execute("SELECT value FROM perfgate_meta WHERE key = 'schema_version' LIMIT 1").fetchone()
     try:
@@ -75,8 +82,10 @@ def schema_version(con: sqlite3.Connection, path: Path) -> int:
     except (TypeError, ValueError):
         raise StoreError(f"perfgate: history {path}: unreadable schema version {row[0]!r}") from None
     if version > SCHEMA_VERSION:
-        raise StoreError(f"perfgate: history {path} has schema version {version}, newer than this perfgate "
-                         f"understands ({SCHEMA_VERSION}); upgrade perfgate")
+        raise StoreError(
+            f"perfgate: history {path} has schema version {version}, newer than this perfgate "
+            f"understands ({SCHEMA_VERSION}); upgrade perfgate"
+        )
     if version < 0:
         raise StoreError(f"perfgate: history {path}: invalid schema version {version}")
     return version
@@ -93,8 +102,9 @@ def migrate(con: sqlite3.Connection, path: Path, target: int = SCHEMA_VERSION) -
                 con.execute(statement).fetchall()
                 if refusal.reason:
                     raise StoreError(f"perfgate: history {path}: not migrated (nothing changed): {refusal.reason}")
-            con.execute("INSERT OR REPLACE INTO perfgate_meta (key, value) VALUES ('schema_version', ?)",
-                        (str(number + 1),))
+            con.execute(
+                "INSERT OR REPLACE INTO perfgate_meta (key, value) VALUES ('schema_version', ?)", (str(number + 1),)
+            )
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")

@@ -44,8 +44,9 @@ class PrunePlan:
     runs_before: int
 
 
-def plan_prune(store: Store, now: dt.datetime, keep_runs: int | None, older_than_days: float | None,
-               refs: BaselineRefs) -> PrunePlan:
+def plan_prune(
+    store: Store, now: dt.datetime, keep_runs: int | None, older_than_days: float | None, refs: BaselineRefs
+) -> PrunePlan:
     if keep_runs is None and older_than_days is None:
         raise StoreError("perfgate db prune: say what to keep: --keep-runs N and/or --older-than DAYS")
     if (keep_runs is not None and keep_runs < 0) or (older_than_days is not None and older_than_days < 0):
@@ -91,8 +92,9 @@ def remove_runs(store: Store, run_ids: Sequence[int]) -> None:
             store.con.execute("CREATE TEMP TABLE IF NOT EXISTS prune_ids (id INTEGER PRIMARY KEY)")
             store.con.execute("DELETE FROM temp.prune_ids")
             store.con.executemany("INSERT INTO temp.prune_ids (id) VALUES (?)", ((i,) for i in run_ids))
-            pinned = store.con.execute("SELECT run_id FROM pinned_runs WHERE run_id IN "
-                                       "(SELECT id FROM temp.prune_ids) LIMIT 1").fetchone()
+            pinned = store.con.execute(
+                "SELECT run_id FROM pinned_runs WHERE run_id IN (SELECT id FROM temp.prune_ids) LIMIT 1"
+            ).fetchone()
             if pinned:
                 raise StoreError(f"perfgate: history {store.path}: run {pinned[0]} is pinned; not removed")
             for table in RUN_TABLES:

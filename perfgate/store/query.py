@@ -55,11 +55,25 @@ def list_runs(store: Store, last: int) -> list[RunRow]:
     rows = store.query(
         "SELECT r.id, r.kind, r.started_at, r.git_commit, r.git_branch, r.git_dirty, r.device_name, r.hostname, "
         "r.gate_failed, r.argv, (SELECT count(*) FROM cases c WHERE c.run_id = r.id) AS cases "
-        "FROM runs r ORDER BY r.id DESC LIMIT ?", (max(last, 0),))
-    return [RunRow(int(r["id"]), r["kind"] or "", r["started_at"] or "", r["git_commit"] or "", r["git_branch"] or "",
-                   bool(r["git_dirty"]), r["device_name"] or "", r["hostname"] or "", int(r["cases"]),
-                   _gate(r["gate_failed"]), r["argv"] or "")
-            for r in reversed(rows)]
+        "FROM runs r ORDER BY r.id DESC LIMIT ?",
+        (max(last, 0),),
+    )
+    return [
+        RunRow(
+            int(r["id"]),
+            r["kind"] or "",
+            r["started_at"] or "",
+            r["git_commit"] or "",
+            r["git_branch"] or "",
+            bool(r["git_dirty"]),
+            r["device_name"] or "",
+            r["hostname"] or "",
+            int(r["cases"]),
+            _gate(r["gate_failed"]),
+            r["argv"] or "",
+        )
+        for r in reversed(rows)
+    ]
 
 
 def _gate(failed: object) -> str:
@@ -76,8 +90,7 @@ def case_matcher(pattern: str | None = None, regex: str | None = None) -> Callab
     in the id. Both: a case must match both."""
     tests: list[Callable[[str], object]] = []
     if pattern is not None:
-        glob = re.compile("".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in pattern),
-                          re.S)
+        glob = re.compile("".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in pattern), re.S)
         tests.append(glob.fullmatch)
     if regex is not None:
         try:
@@ -91,8 +104,11 @@ def case_trend(store: Store, pattern: str | None, last: int, regex: str | None =
     """Cases whose id matches the pattern (and/or the regex), over the last `last` runs, oldest first."""
     matches = case_matcher(pattern, regex)
     # the ids first (one pass over the (case_id, run_id) index, no row read), then only their rows
-    ids = [cid for (cid,) in store.con.execute("SELECT DISTINCT case_id FROM cases")
-           if isinstance(cid, str) and matches(cid)]
+    ids = [
+        cid
+        for (cid,) in store.con.execute("SELECT DISTINCT case_id FROM cases")
+        if isinstance(cid, str) and matches(cid)
+    ]
     first = store.query("SELECT min(id) AS id FROM (SELECT id FROM runs ORDER BY id DESC LIMIT ?)", (max(last, 0),))
     if not ids or first[0]["id"] is None:
         return []
@@ -100,7 +116,8 @@ def case_trend(store: Store, pattern: str | None, last: int, regex: str | None =
         "SELECT r.kind, r.started_at, r.git_commit, r.git_dirty, r.device_name, c.* "
         "FROM cases c JOIN runs r ON r.id = c.run_id "
         "WHERE c.case_id IN (SELECT value FROM json_each(?)) AND c.run_id >= ? ORDER BY c.case_id, c.run_id",
-        (json.dumps(ids), first[0]["id"]))
+        (json.dumps(ids), first[0]["id"]),
+    )
     return [_trend_row(store, r) for r in rows]
 
 
@@ -110,10 +127,21 @@ def _trend_row(store: Store, r: dict[str, Any]) -> TrendRow:
         kind = stored_rows.run_kind(r["kind"], f"run {r['run_id']}")
         verdict = stored_rows.case_verdict(r["verdict"], f"run {r['run_id']} case {case.case_id!r}")
     t = case.timing
-    return TrendRow(int(r["run_id"]), kind.value if kind else "", r["started_at"] or "", r["git_commit"] or "",
-                    bool(r["git_dirty"]), r["device_name"] or "", case.case_id, verdict.value if verdict else "",
-                    t.timer.value,
-                    t.median_ms, t.q1_ms, t.q3_ms, t.n_samples)
+    return TrendRow(
+        int(r["run_id"]),
+        kind.value if kind else "",
+        r["started_at"] or "",
+        r["git_commit"] or "",
+        bool(r["git_dirty"]),
+        r["device_name"] or "",
+        case.case_id,
+        verdict.value if verdict else "",
+        t.timer.value,
+        t.median_ms,
+        t.q1_ms,
+        t.q3_ms,
+        t.n_samples,
+    )
 
 
 def as_dicts(rows: list[Any]) -> list[dict[str, Any]]:

@@ -28,22 +28,82 @@ from perfgate.store.checks import StoredValueError
 from perfgate.store.packed import pack_f64, unpack_f64
 from perfgate.store.verdicts import MetricVerdict
 
-ENV_COLUMNS = ("device_kind", "device_name", "device_uuid", "compute_capability", "driver_version", "cuda_version",
-               "torch_version", "triton_version", "python_version", "perfgate_version", "hostname", "platform")
-RUN_COLUMNS = ("run_uid", "started_at", "finished_at", "git_commit", "git_branch", "git_dirty", "argv",
-               "profile_settings", *ENV_COLUMNS, "kind")
-STAT_COLUMNS = ("timer", "n_samples", "median_ms", "mean_ms", "stdev_ms", "min_ms", "max_ms", "q1_ms", "q3_ms",
-                "gbps", "tflops")
-CASE_COLUMNS = ("run_id", "case_id", *STAT_COLUMNS, "bytes_moved", "flops", "profile_errors", "nodeid",
-                "location_file", "location_line", "device_uuid", "thresholds", "confirmation_medians",
-                "confirmation_speedups", "profile_notes", "samples_f64", "verdict", "host_state",
-                "confirmation_memory")
+ENV_COLUMNS = (
+    "device_kind",
+    "device_name",
+    "device_uuid",
+    "compute_capability",
+    "driver_version",
+    "cuda_version",
+    "torch_version",
+    "triton_version",
+    "python_version",
+    "perfgate_version",
+    "hostname",
+    "platform",
+)
+RUN_COLUMNS = (
+    "run_uid",
+    "started_at",
+    "finished_at",
+    "git_commit",
+    "git_branch",
+    "git_dirty",
+    "argv",
+    "profile_settings",
+    *ENV_COLUMNS,
+    "kind",
+)
+STAT_COLUMNS = (
+    "timer",
+    "n_samples",
+    "median_ms",
+    "mean_ms",
+    "stdev_ms",
+    "min_ms",
+    "max_ms",
+    "q1_ms",
+    "q3_ms",
+    "gbps",
+    "tflops",
+)
+CASE_COLUMNS = (
+    "run_id",
+    "case_id",
+    *STAT_COLUMNS,
+    "bytes_moved",
+    "flops",
+    "profile_errors",
+    "nodeid",
+    "location_file",
+    "location_line",
+    "device_uuid",
+    "thresholds",
+    "confirmation_medians",
+    "confirmation_speedups",
+    "profile_notes",
+    "samples_f64",
+    "verdict",
+    "host_state",
+    "confirmation_memory",
+)
 SPEEDUP_COLUMNS = ("run_id", "case_id", "reference", "median", "ci_low", "ci_high", "reference_samples_f64")
 VERDICT_COLUMNS = ("run_id", "case_id", "metric", "kernel", "verdict", "change_pct", "threshold_pct")
 IMPORTED_UID_PREFIX = "pytest-benchmark-"  # parse/pytest_benchmark.py: runs imported from pytest-benchmark JSON
-GPU_COLUMNS = ("polls", "sm_clock_mhz", "sm_clock_min_mhz", "mem_clock_mhz", "temperature_max_c", "power_median_w",
-               "power_limit_w", "throttle_reasons", "throttled_fraction", "clocks_locked", "cooldown_ms",
-               "excluded_samples")
+GPU_COLUMNS = (
+    "polls",
+    "sm_clock_mhz",
+    "sm_clock_min_mhz",
+    "mem_clock_mhz",
+    "temperature_max_c",
+    "power_median_w",
+    "power_limit_w",
+    "throttle_reasons",
+    "throttled_fraction",
+    "clocks_locked",
+    "cooldown_ms",
+    "excluded_samples",
+)
 
 
 def insert_sql(table: str, columns: Sequence[str]) -> str:
@@ -52,9 +112,16 @@ def insert_sql(table: str, columns: Sequence[str]) -> str:
 
 def run_row(run: Run) -> tuple[Any, ...]:
     i, e = run.info, run.environment
-    values: dict[str, Any] = {"run_uid": i.run_uid, "started_at": i.started_at, "finished_at": i.finished_at,
-                              "git_commit": i.git_commit, "git_branch": i.git_branch, "git_dirty": int(i.git_dirty),
-                              "argv": i.argv, "profile_settings": i.profile_settings}
+    values: dict[str, Any] = {
+        "run_uid": i.run_uid,
+        "started_at": i.started_at,
+        "finished_at": i.finished_at,
+        "git_commit": i.git_commit,
+        "git_branch": i.git_branch,
+        "git_dirty": int(i.git_dirty),
+        "argv": i.argv,
+        "profile_settings": i.profile_settings,
+    }
     values.update({c: getattr(e, c) for c in ENV_COLUMNS})
     values["kind"] = i.kind.value if i.kind is not None else None
     return tuple(values[c] for c in RUN_COLUMNS)
@@ -62,13 +129,36 @@ def run_row(run: Run) -> tuple[Any, ...]:
 
 def case_row(run_id: int, r: CaseResult, verdict: str | None = None) -> tuple[Any, ...]:
     t = r.timing
-    return (run_id, r.case_id, t.timer.value, t.n_samples, t.median_ms, t.mean_ms, t.stdev_ms, t.min_ms, t.max_ms,
-            t.q1_ms, t.q3_ms, t.gbps, t.tflops, r.bytes_moved, r.flops, json.dumps(list(r.profile_errors)),
-            r.nodeid, r.location[0] if r.location else None, r.location[1] if r.location else None,
-            r.device_uuid, json.dumps(asdict(r.thresholds)), json.dumps(list(r.confirmation_medians_ms)),
-            json.dumps(list(r.confirmation_speedups)), json.dumps(list(r.profile_notes)), pack_f64(r.samples_ms),
-            verdict, json.dumps(asdict(r.host_state)) if r.host_state else None,
-            json.dumps(list(r.confirmation_memory)))
+    return (
+        run_id,
+        r.case_id,
+        t.timer.value,
+        t.n_samples,
+        t.median_ms,
+        t.mean_ms,
+        t.stdev_ms,
+        t.min_ms,
+        t.max_ms,
+        t.q1_ms,
+        t.q3_ms,
+        t.gbps,
+        t.tflops,
+        r.bytes_moved,
+        r.flops,
+        json.dumps(list(r.profile_errors)),
+        r.nodeid,
+        r.location[0] if r.location else None,
+        r.location[1] if r.location else None,
+        r.device_uuid,
+        json.dumps(asdict(r.thresholds)),
+        json.dumps(list(r.confirmation_medians_ms)),
+        json.dumps(list(r.confirmation_speedups)),
+        json.dumps(list(r.profile_notes)),
+        pack_f64(r.samples_ms),
+        verdict,
+        json.dumps(asdict(r.host_state)) if r.host_state else None,
+        json.dumps(list(r.confirmation_memory)),
+    )
 
 
 def metric_rows(run_id: int, results: Sequence[CaseResult]) -> Iterator[tuple[Any, ...]]:
@@ -105,24 +195,30 @@ def unmeasured_rows(run_id: int, info: RunInfo) -> Iterator[tuple[Any, ...]]:
 
 # --- reading back: every value re-validated (store/checks.py) -------------------------------------------
 
-def run_from_row(row: dict[str, Any], results: tuple[CaseResult, ...],
-                 unmeasured: tuple[UnmeasuredTest, ...]) -> Run:
+
+def run_from_row(row: dict[str, Any], results: tuple[CaseResult, ...], unmeasured: tuple[UnmeasuredTest, ...]) -> Run:
     if (row["run_uid"] or "").startswith(IMPORTED_UID_PREFIX):
         # imported before the pytest_benchmark timer existed, they were stored as "host": never comparable
         # with perfgate's own host clock (a different calibration), whatever the row says
-        results = tuple(replace(r, timing=replace(r.timing, timer=Timer.PYTEST_BENCHMARK))
-                        if r.timing.timer is Timer.HOST else r for r in results)
+        results = tuple(
+            replace(r, timing=replace(r.timing, timer=Timer.PYTEST_BENCHMARK)) if r.timing.timer is Timer.HOST else r
+            for r in results
+        )
     where = f"run {row['id']}"
     env = Environment(**{c: checks.text(row[c], f"{where} {c}") for c in ENV_COLUMNS})
-    info = RunInfo(started_at=checks.text(row["started_at"], f"{where} started_at"),
-                   finished_at=checks.text(row["finished_at"], f"{where} finished_at"),
-                   git_commit=checks.text(row["git_commit"], f"{where} git_commit"),
-                   git_branch=checks.text(row["git_branch"], f"{where} git_branch"),
-                   git_dirty=bool(row["git_dirty"]), hostname=env.hostname,
-                   argv=checks.text(row["argv"], f"{where} argv"),
-                   profile_settings=checks.text(row["profile_settings"], f"{where} profile_settings"),
-                   run_uid=checks.text(row["run_uid"], f"{where} run_uid"), unmeasured=unmeasured,
-                   kind=run_kind(row["kind"], where))
+    info = RunInfo(
+        started_at=checks.text(row["started_at"], f"{where} started_at"),
+        finished_at=checks.text(row["finished_at"], f"{where} finished_at"),
+        git_commit=checks.text(row["git_commit"], f"{where} git_commit"),
+        git_branch=checks.text(row["git_branch"], f"{where} git_branch"),
+        git_dirty=bool(row["git_dirty"]),
+        hostname=env.hostname,
+        argv=checks.text(row["argv"], f"{where} argv"),
+        profile_settings=checks.text(row["profile_settings"], f"{where} profile_settings"),
+        run_uid=checks.text(row["run_uid"], f"{where} run_uid"),
+        unmeasured=unmeasured,
+        kind=run_kind(row["kind"], where),
+    )
     return Run(info=info, environment=env, results=results, run_id=int(row["id"]))
 
 
@@ -153,25 +249,38 @@ def unmeasured_from_row(row: dict[str, Any]) -> UnmeasuredTest:
     return UnmeasuredTest(checks.text(row["nodeid"], where), outcome, checks.text(row["reason"], where))
 
 
-def case_from_row(row: dict[str, Any], metrics: tuple[Metric, ...], gpu: GpuState | None,
-                  autotune: tuple[tuple[str, str], ...], speedup: Speedup | None) -> CaseResult:
+def case_from_row(
+    row: dict[str, Any],
+    metrics: tuple[Metric, ...],
+    gpu: GpuState | None,
+    autotune: tuple[tuple[str, str], ...],
+    speedup: Speedup | None,
+) -> CaseResult:
     where = f"run {row['run_id']} case {row['case_id']!r}"
     samples = checks.samples(unpack_f64(row["samples_f64"]), f"{where} samples_f64")
     return CaseResult(
-        case_id=checks.text(row["case_id"], where), timing=timing_from_row(row, where), samples_ms=samples,
-        metrics=metrics, bytes_moved=checks.count(row["bytes_moved"], f"{where} bytes_moved", optional=True),
+        case_id=checks.text(row["case_id"], where),
+        timing=timing_from_row(row, where),
+        samples_ms=samples,
+        metrics=metrics,
+        bytes_moved=checks.count(row["bytes_moved"], f"{where} bytes_moved", optional=True),
         flops=checks.count(row["flops"], f"{where} flops", optional=True),
         profile_errors=checks.text_list(row["profile_errors"], f"{where} profile_errors"),
         profile_notes=checks.text_list(row["profile_notes"], f"{where} profile_notes"),
         thresholds=checks.thresholds(row["thresholds"], f"{where} thresholds"),
-        gpu_state=gpu, autotune=autotune, speedup=speedup,
+        gpu_state=gpu,
+        autotune=autotune,
+        speedup=speedup,
         confirmation_medians_ms=checks.positive_list(row["confirmation_medians"], f"{where} confirmation_medians"),
-        confirmation_speedups=checks.positive_list(row["confirmation_speedups"], f"{where} confirmation_speedups",
-                                                   high=checks.MAX_SPEEDUP),
+        confirmation_speedups=checks.positive_list(
+            row["confirmation_speedups"], f"{where} confirmation_speedups", high=checks.MAX_SPEEDUP
+        ),
         confirmation_memory=checks.positive_list(row["confirmation_memory"], f"{where} confirmation_memory"),
         host_state=checks.host_state(row["host_state"], f"{where} host_state"),
-        nodeid=checks.text(row["nodeid"], f"{where} nodeid"), location=_location(row, where),
-        device_uuid=checks.text(row["device_uuid"], f"{where} device_uuid"))
+        nodeid=checks.text(row["nodeid"], f"{where} nodeid"),
+        location=_location(row, where),
+        device_uuid=checks.text(row["device_uuid"], f"{where} device_uuid"),
+    )
 
 
 def timing_from_row(row: dict[str, Any], where: str) -> TimingStats:
@@ -181,9 +290,13 @@ def timing_from_row(row: dict[str, Any], where: str) -> TimingStats:
         raise StoredValueError(f"{where} timer: {row['timer']!r} is not a timer") from None
     stats = {c: checks.number(row[c], f"{where} {c}") for c in STAT_COLUMNS[2:-2]}
     checks.ordered(stats, where)
-    return TimingStats(timer=timer, n_samples=checks.count(row["n_samples"], f"{where} n_samples") or 0, **stats,
-                       gbps=checks.optional_number(row["gbps"], f"{where} gbps"),
-                       tflops=checks.optional_number(row["tflops"], f"{where} tflops"))
+    return TimingStats(
+        timer=timer,
+        n_samples=checks.count(row["n_samples"], f"{where} n_samples") or 0,
+        **stats,
+        gbps=checks.optional_number(row["gbps"], f"{where} gbps"),
+        tflops=checks.optional_number(row["tflops"], f"{where} tflops"),
+    )
 
 
 def _location(row: dict[str, Any], where: str) -> tuple[str, int] | None:
@@ -195,15 +308,21 @@ def _location(row: dict[str, Any], where: str) -> tuple[str, int] | None:
 
 def metric_from_row(row: dict[str, Any]) -> Metric:
     where = f"run {row['run_id']} case {row['case_id']!r} metric {row['name']!r}"
-    return Metric(name=checks.text(row["name"], where), value=checks.number(row["value"], where, low=None),
-                  unit=checks.text(row["unit"], where), source=checks.text(row["source"], where),
-                  kernel=checks.text(row["kernel"], where))
+    return Metric(
+        name=checks.text(row["name"], where),
+        value=checks.number(row["value"], where, low=None),
+        unit=checks.text(row["unit"], where),
+        source=checks.text(row["source"], where),
+        kernel=checks.text(row["kernel"], where),
+    )
 
 
 def speedup_from_row(row: dict[str, Any]) -> Speedup:
     where = f"run {row['run_id']} case {row['case_id']!r} speedup"
-    low, median, high = (checks.number(row[c], f"{where} {c}", high=checks.MAX_SPEEDUP, low_open=True)
-                         for c in ("ci_low", "median", "ci_high"))
+    low, median, high = (
+        checks.number(row[c], f"{where} {c}", high=checks.MAX_SPEEDUP, low_open=True)
+        for c in ("ci_low", "median", "ci_high")
+    )
     if low > high:
         raise StoredValueError(f"{where}: ci_low {low!r} above ci_high {high!r}")
     refs = checks.samples(unpack_f64(row["reference_samples_f64"]), f"{where} reference_samples_f64")
@@ -235,7 +354,11 @@ def verdict_from_row(row: dict[str, Any]) -> MetricVerdict:
         verdict = Verdict(row["verdict"])
     except ValueError:
         raise StoredValueError(f"{where}: {row['verdict']!r} is not a verdict") from None
-    return MetricVerdict(checks.text(row["case_id"], where), checks.text(row["metric"], where),
-                         checks.text(row["kernel"], where), verdict,
-                         checks.optional_number(row["change_pct"], f"{where} change_pct", low=None),
-                         checks.optional_number(row["threshold_pct"], f"{where} threshold_pct"))
+    return MetricVerdict(
+        checks.text(row["case_id"], where),
+        checks.text(row["metric"], where),
+        checks.text(row["kernel"], where),
+        verdict,
+        checks.optional_number(row["change_pct"], f"{where} change_pct", low=None),
+        checks.optional_number(row["threshold_pct"], f"{where} threshold_pct"),
+    )

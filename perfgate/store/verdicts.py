@@ -12,9 +12,17 @@ from dataclasses import dataclass
 from perfgate.model import GateResult, Verdict
 
 # most severe first: the verdict a case shows when its metrics disagree
-SEVERITY: tuple[Verdict, ...] = (Verdict.REGRESSED, Verdict.BELOW_TARGET, Verdict.PROFILE_FAILED,
-                                 Verdict.NOT_COMPARABLE, Verdict.INCONCLUSIVE, Verdict.MISSING, Verdict.NEW,
-                                 Verdict.IMPROVED, Verdict.UNCHANGED)
+SEVERITY: tuple[Verdict, ...] = (
+    Verdict.REGRESSED,
+    Verdict.BELOW_TARGET,
+    Verdict.PROFILE_FAILED,
+    Verdict.NOT_COMPARABLE,
+    Verdict.INCONCLUSIVE,
+    Verdict.MISSING,
+    Verdict.NEW,
+    Verdict.IMPROVED,
+    Verdict.UNCHANGED,
+)
 _RANK = {v: i for i, v in enumerate(SEVERITY)}
 # the case verdicts that keep a run out of a case's noise window
 FAILING: frozenset[Verdict] = frozenset({Verdict.REGRESSED, Verdict.BELOW_TARGET})

@@ -47,8 +47,10 @@ def read_schema(con: sqlite3.Connection) -> Schema:
     unique: dict[str, tuple[str, tuple[str, ...]]] = {}
     for kind, name, table, sql in objects.fetchall():
         if kind == "table":
-            tables[name] = tuple((r[1], str(r[2]).upper(), int(r[3]), int(r[5]))
-                                 for r in con.execute(f"PRAGMA table_info({_quoted(name)})"))
+            tables[name] = tuple(
+                (r[1], str(r[2]).upper(), int(r[3]), int(r[5]))
+                for r in con.execute(f"PRAGMA table_info({_quoted(name)})")
+            )
         elif kind == "view":
             views[name] = _normal(sql)
         elif kind == "index" and sql and re.match(r"\s*CREATE\s+UNIQUE", sql, re.I):
@@ -68,8 +70,20 @@ def _normal(sql: str | None) -> str:
 
 # Every table any version of the schema has: none may be a view (a recursive view returns rows without
 # end, and the migrations read these tables before the full check can run).
-TABLE_NAMES = ("runs", "cases", "samples", "metrics", "perfgate_meta", "gpu_state", "autotune", "speedups",
-               "reference_samples", "unmeasured_tests", "verdicts", "pinned_runs")
+TABLE_NAMES = (
+    "runs",
+    "cases",
+    "samples",
+    "metrics",
+    "perfgate_meta",
+    "gpu_state",
+    "autotune",
+    "speedups",
+    "reference_samples",
+    "unmeasured_tests",
+    "verdicts",
+    "pinned_runs",
+)
 
 
 def precheck(con: sqlite3.Connection, path: Path) -> None:
@@ -79,8 +93,9 @@ def precheck(con: sqlite3.Connection, path: Path) -> None:
         if kind == "trigger":
             raise StoreError(f"perfgate: history {path}: trigger {name!r} is not perfgate's; refusing to read it")
         if name in TABLE_NAMES:
-            raise StoreError(f"perfgate: history {path}: {name!r} is a view, not the table perfgate made; refusing "
-                             f"to read it")
+            raise StoreError(
+                f"perfgate: history {path}: {name!r} is a view, not the table perfgate made; refusing to read it"
+            )
 
 
 def verify_schema(con: sqlite3.Connection, path: Path) -> None:
@@ -88,12 +103,12 @@ def verify_schema(con: sqlite3.Connection, path: Path) -> None:
     want, have = expected_schema(), read_schema(con)
     problem = _table_problem(want, have) or _view_problem(want, have)
     if not problem:  # the tables are perfgate's: reading them is bounded
-        duplicate = con.execute("SELECT run_uid FROM runs WHERE run_uid IS NOT NULL GROUP BY run_uid "
-                                "HAVING count(*) > 1 LIMIT 1").fetchone()
+        duplicate = con.execute(
+            "SELECT run_uid FROM runs WHERE run_uid IS NOT NULL GROUP BY run_uid HAVING count(*) > 1 LIMIT 1"
+        ).fetchone()
         problem = f"run uid {duplicate[0]!r} is stored more than once" if duplicate else _index_problem(want, have)
     if problem:
-        raise StoreError(f"perfgate: history {path}: {problem}; not a history this perfgate wrote, refusing to "
-                         f"read it")
+        raise StoreError(f"perfgate: history {path}: {problem}; not a history this perfgate wrote, refusing to read it")
 
 
 def _table_problem(want: Schema, have: Schema) -> str:

@@ -50,9 +50,14 @@ ORDER BY w.case_id, r.id DESC
 """
 
 
-def recent_passing_gate_medians(store: Store, device_key: tuple[str, str, str], branch: str | None, window: int,
-                                case_ids: Iterable[str], from_run_id: int | Mapping[str, int] | None = None
-                                ) -> dict[str, tuple[PassingGateMedian, ...]]:
+def recent_passing_gate_medians(
+    store: Store,
+    device_key: tuple[str, str, str],
+    branch: str | None,
+    window: int,
+    case_ids: Iterable[str],
+    from_run_id: int | Mapping[str, int] | None = None,
+) -> dict[str, tuple[PassingGateMedian, ...]]:
     """Per case id asked for, up to `window` passing gate runs on `branch` (None: any branch) and this device
     model, newest first (a case with none maps to ()). Every value re-validated as it is read."""
     wanted = sorted(set(case_ids))
@@ -68,11 +73,18 @@ def recent_passing_gate_medians(store: Store, device_key: tuple[str, str, str], 
     params = (json.dumps(first), RunKind.GATE.value, branch, branch, kind, name, capability, window)
     with store.errors("read the noise window"):
         for case_id, run_id, commit, started_at, median_ms, speedup in store.con.execute(
-                _SQL.format(failing=failing), params):
+            _SQL.format(failing=failing), params
+        ):
             where = f"run {run_id} case {case_id!r}"
-            out[case_id].append(PassingGateMedian(
-                run_id=int(run_id), git_commit=checks.text(commit, where), started_at=checks.text(started_at, where),
-                median_ms=checks.number(median_ms, f"{where} median_ms", low_open=True),
-                speedup=None if speedup is None else checks.number(speedup, f"{where} speedup",
-                                                                   high=checks.MAX_SPEEDUP, low_open=True)))
+            out[case_id].append(
+                PassingGateMedian(
+                    run_id=int(run_id),
+                    git_commit=checks.text(commit, where),
+                    started_at=checks.text(started_at, where),
+                    median_ms=checks.number(median_ms, f"{where} median_ms", low_open=True),
+                    speedup=None
+                    if speedup is None
+                    else checks.number(speedup, f"{where} speedup", high=checks.MAX_SPEEDUP, low_open=True),
+                )
+            )
     return {cid: tuple(v) for cid, v in out.items()}

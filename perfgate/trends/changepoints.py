@@ -152,7 +152,7 @@ def _split_statistics(rows: FloatArray, min_segment: int) -> FloatArray:
     """Per row, the standardized mean difference at every allowed split tau in [m, n - m]."""
     n = rows.shape[1]
     centred = rows - rows.mean(axis=1, keepdims=True)
-    cusum = np.cumsum(centred, axis=1)[:, min_segment - 1:n - min_segment]
+    cusum = np.cumsum(centred, axis=1)[:, min_segment - 1 : n - min_segment]
     tau = np.arange(min_segment, n - min_segment + 1, dtype=np.float64)
     stats: FloatArray = np.abs(cusum) / np.sqrt(tau * (n - tau) / n)  # |S_tau| / sqrt(tau (n - tau) / n)
     return stats
@@ -201,7 +201,8 @@ def _merge(x: FloatArray, found: dict[int, float], min_change_pct: float) -> tup
 def _step(x: FloatArray, cuts: list[int], k: int, p: float) -> Step:
     lo = cuts[k - 1] if k > 0 else 0
     hi = cuts[k + 1] if k + 1 < len(cuts) else len(x)
-    before = float(np.median(x[lo:cuts[k]]))
-    after = float(np.median(x[cuts[k]:hi]))
-    return Step(index=cuts[k], before_median=before, after_median=after,
-                change_pct=100.0 * (after / before - 1.0), p_value=p)
+    before = float(np.median(x[lo : cuts[k]]))
+    after = float(np.median(x[cuts[k] : hi]))
+    return Step(
+        index=cuts[k], before_median=before, after_median=after, change_pct=100.0 * (after / before - 1.0), p_value=p
+    )

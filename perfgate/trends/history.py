@@ -61,9 +61,11 @@ def case_series(store: Store, case_id: str, device_name: str, branch: str | None
     """One case's run medians on one device model, oldest first. Every row is verified as `perfgate history
     --case` verifies it (store/rows.py: finite statistics >= 0, min <= q1 <= median <= q3 <= max); a
     damaged row is one StoreError line, never skipped. A median of 0 is refused too: a step is a ratio."""
-    sql = (f"SELECT r.id, r.git_commit, r.git_branch, r.started_at, c.run_id, c.case_id, "
-           f"{', '.join('c.' + col for col in STAT_COLUMNS)} FROM cases c "
-           "JOIN runs r ON r.id = c.run_id WHERE c.case_id = ? AND coalesce(r.device_name, '') = ?")
+    sql = (
+        f"SELECT r.id, r.git_commit, r.git_branch, r.started_at, c.run_id, c.case_id, "
+        f"{', '.join('c.' + col for col in STAT_COLUMNS)} FROM cases c "
+        "JOIN runs r ON r.id = c.run_id WHERE c.case_id = ? AND coalesce(r.device_name, '') = ?"
+    )
     params: list[object] = [case_id, device_name]
     if branch is not None:
         sql += " AND r.git_branch = ?"
@@ -75,8 +77,9 @@ def case_series(store: Store, case_id: str, device_name: str, branch: str | None
             median = timing_from_row(r, where).median_ms
             if median <= 0:
                 raise StoredValueError(f"{where}: median_ms {median!r}: a change point needs a positive median")
-        points.append(RunPoint(int(r["id"]), r["git_commit"] or "", r["git_branch"] or "", r["started_at"] or "",
-                               median))
+        points.append(
+            RunPoint(int(r["id"]), r["git_commit"] or "", r["git_branch"] or "", r["started_at"] or "", median)
+        )
     return tuple(points)
 
 
@@ -88,23 +91,30 @@ def series_keys(store: Store, pattern: str | None = None, regex: str | None = No
     """(case id, device model) of every stored series, sorted; `pattern` and `regex` match case ids as
     `perfgate history --case` / `--case-regex` do (store/query.py: brackets in a pattern are themselves)."""
     matches = case_matcher(pattern, regex)
-    rows = store.query("SELECT DISTINCT c.case_id, r.device_name FROM cases c JOIN runs r ON r.id = c.run_id "
-                       "ORDER BY 1, 2")
-    return [(r["case_id"], r["device_name"] or "") for r in rows if isinstance(r["case_id"], str)
-            and matches(r["case_id"])]
+    rows = store.query(
+        "SELECT DISTINCT c.case_id, r.device_name FROM cases c JOIN runs r ON r.id = c.run_id ORDER BY 1, 2"
+    )
+    return [
+        (r["case_id"], r["device_name"] or "") for r in rows if isinstance(r["case_id"], str) and matches(r["case_id"])
+    ]
 
 
-def changes_in(series: tuple[RunPoint, ...], case_id: str, device_name: str,
-               settings: ChangePointSettings | None = None) -> CaseChanges:
+def changes_in(
+    series: tuple[RunPoint, ...], case_id: str, device_name: str, settings: ChangePointSettings | None = None
+) -> CaseChanges:
     """The steps of one series, each with its commit range (the last run before, the first after)."""
     steps = find_steps([p.median_ms for p in series], settings) if series else ()
     changes = tuple(HistoryChange(case_id, device_name, st, series[st.index - 1], series[st.index]) for st in steps)
     return CaseChanges(case_id, device_name, len(series), changes)
 
 
-def history_change_points(store: Store, pattern: str | None = None, branch: str | None = None,
-                          settings: ChangePointSettings | None = None, regex: str | None = None
-                          ) -> Iterator[CaseChanges]:
+def history_change_points(
+    store: Store,
+    pattern: str | None = None,
+    branch: str | None = None,
+    settings: ChangePointSettings | None = None,
+    regex: str | None = None,
+) -> Iterator[CaseChanges]:
     """Per (case, device model), in order: the change points of its history (empty `changes` when none)."""
     for case_id, device in series_keys(store, pattern, regex):
         yield changes_in(case_series(store, case_id, device, branch), case_id, device, settings)
@@ -113,22 +123,36 @@ def history_change_points(store: Store, pattern: str | None = None, branch: str 
 RECENT_RUNS = 100  # the gate looks for steps in this many of a case's latest runs
 
 
-def recent_changes(store: Store, case_ids: Sequence[str], device_name: str, branch: str | None,
-                   settings: ChangePointSettings | None = None, last_runs: int = RECENT_RUNS) -> list[HistoryChange]:
+def recent_changes(
+    store: Store,
+    case_ids: Sequence[str],
+    device_name: str,
+    branch: str | None,
+    settings: ChangePointSettings | None = None,
+    last_runs: int = RECENT_RUNS,
+) -> list[HistoryChange]:
     """The steps in the latest `last_runs` gate runs of each case (on `branch`; None: any) that nobody has
     accepted yet (store.accept_change), read in one query."""
     if not case_ids:
         return []
-    sql = ("SELECT c.case_id, r.id, r.git_commit, r.git_branch, r.started_at, c.median_ms FROM cases c "
-           "JOIN runs r ON r.id = c.run_id WHERE c.case_id IN (SELECT value FROM json_each(?)) "
-           "AND coalesce(r.device_name, '') = ? AND r.kind = 'gate' AND (? IS NULL OR r.git_branch = ?) "
-           "ORDER BY c.case_id, r.id")
+    sql = (
+        "SELECT c.case_id, r.id, r.git_commit, r.git_branch, r.started_at, c.median_ms FROM cases c "
+        "JOIN runs r ON r.id = c.run_id WHERE c.case_id IN (SELECT value FROM json_each(?)) "
+        "AND coalesce(r.device_name, '') = ? AND r.kind = 'gate' AND (? IS NULL OR r.git_branch = ?) "
+        "ORDER BY c.case_id, r.id"
+    )
     series: dict[str, list[RunPoint]] = {}
     for r in store.query(sql, (json.dumps(sorted(set(case_ids))), device_name, branch, branch)):
         if _usable(r["median_ms"]):
-            series.setdefault(r["case_id"], []).append(RunPoint(int(r["id"]), r["git_commit"] or "",
-                                                                r["git_branch"] or "", r["started_at"] or "",
-                                                                float(r["median_ms"])))
+            series.setdefault(r["case_id"], []).append(
+                RunPoint(
+                    int(r["id"]),
+                    r["git_commit"] or "",
+                    r["git_branch"] or "",
+                    r["started_at"] or "",
+                    float(r["median_ms"]),
+                )
+            )
     accepted: dict[str, int] = {}
     for a in store.accepted_changes():
         if a.device_name == device_name:

@@ -51,20 +51,30 @@ def _gpu_cases():
         "copy": lambda: ((lambda s, d: d.copy_(s)), (randn(1 << 26, dtype=f32), randn(1 << 26, dtype=f32)), None),
         "small_add": lambda: (torch.add, (randn(1 << 20, dtype=f32), randn(1 << 20, dtype=f32)), None),
         "softmax": lambda: (kernels.softmax, (randn(8192, 8192),), lambda x: torch.softmax(x, -1)),
-        "layer_norm": lambda: (kernels.layer_norm, (randn(8192, 8192), randn(8192), randn(8192)),
-                               lambda x, w, b: torch.nn.functional.layer_norm(x, (8192,), w, b)),
-        "gelu": lambda: (kernels.fused_add_gelu, (randn(8192, 8192), randn(8192)),
-                         lambda x, b: torch.nn.functional.gelu(x + b)),
+        "layer_norm": lambda: (
+            kernels.layer_norm,
+            (randn(8192, 8192), randn(8192), randn(8192)),
+            lambda x, w, b: torch.nn.functional.layer_norm(x, (8192,), w, b),
+        ),
+        "gelu": lambda: (
+            kernels.fused_add_gelu,
+            (randn(8192, 8192), randn(8192)),
+            lambda x, b: torch.nn.functional.gelu(x + b),
+        ),
         "cublas_matmul": lambda: (torch.matmul, (randn(6144, 4096), randn(4096, 3072)), None),
         "triton_matmul": lambda: (kernels.matmul, (randn(4096, 4096), randn(4096, 4096)), torch.matmul),
         "attention": attention,
         # No natural reference: a probe of the same kind (another GEMM, another small add, on their own
         # inputs) timed side by side. The ratio cancels the process's power state; the spin slows only
         # the case. docs/accuracy.md compares these with the time-only cases above.
-        "cublas_matmul_probe": lambda: _with_probe(torch.matmul, (randn(6144, 4096), randn(4096, 3072)),
-                                                   (randn(4096, 4096), randn(4096, 4096))),
-        "small_add_probe": lambda: _with_probe(torch.add, (randn(1 << 20, dtype=f32), randn(1 << 20, dtype=f32)),
-                                               (randn(1 << 20, dtype=f32), randn(1 << 20, dtype=f32))),
+        "cublas_matmul_probe": lambda: _with_probe(
+            torch.matmul, (randn(6144, 4096), randn(4096, 3072)), (randn(4096, 4096), randn(4096, 4096))
+        ),
+        "small_add_probe": lambda: _with_probe(
+            torch.add,
+            (randn(1 << 20, dtype=f32), randn(1 << 20, dtype=f32)),
+            (randn(1 << 20, dtype=f32), randn(1 << 20, dtype=f32)),
+        ),
     }
 
 
@@ -87,6 +97,7 @@ CASES = _gpu_cases() if CUDA else _host_cases()
 
 def _gpu_spin(fn, args, pct):
     """fn, then a spin of pct% of fn's own time (0 cycles at 0%)."""
+
     def timed(call, reps=20):
         times = []
         for _ in range(reps):

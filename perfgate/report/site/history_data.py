@@ -17,11 +17,14 @@ from perfgate.model import MetricKind
 from perfgate.store import Store
 
 # Profiler metrics gated by default (counters and measured ratios), charted per kernel on the case page.
-GATED_COUNTERS = tuple(sorted(name for name, spec in CATALOGUE.items()
-                              if spec.kind in (MetricKind.COUNTER, MetricKind.MEASURED)
-                              and (name.startswith("nsys.") or "__" in name)))
-ENV_FIELDS = ("driver_version", "cuda_version", "torch_version", "triton_version", "python_version",
-              "perfgate_version")
+GATED_COUNTERS = tuple(
+    sorted(
+        name
+        for name, spec in CATALOGUE.items()
+        if spec.kind in (MetricKind.COUNTER, MetricKind.MEASURED) and (name.startswith("nsys.") or "__" in name)
+    )
+)
+ENV_FIELDS = ("driver_version", "cuda_version", "torch_version", "triton_version", "python_version", "perfgate_version")
 
 
 @dataclass(frozen=True)
@@ -79,18 +82,31 @@ def is_calibration(argv: str) -> bool:
     """A run stored by `perfgate calibrate` (its argv names the command). When the history stores a run
     kind, read it here instead."""
     words = argv.split()
-    return any(w == "calibrate" and i > 0 and ("perfgate" in words[i - 1] or words[i - 1].endswith("cli.py"))
-               for i, w in enumerate(words))
+    return any(
+        w == "calibrate" and i > 0 and ("perfgate" in words[i - 1] or words[i - 1].endswith("cli.py"))
+        for i, w in enumerate(words)
+    )
 
 
 def load_runs(store: Store) -> dict[int, RunMeta]:
     rows = store.query(
-        "SELECT r.*, (SELECT count(*) FROM cases c WHERE c.run_id = r.id) AS n_cases FROM runs r ORDER BY r.id")
-    return {int(r["id"]): RunMeta(
-        run_id=int(r["id"]), started_at=r["started_at"] or "", git_commit=r["git_commit"] or "",
-        git_branch=r["git_branch"] or "", git_dirty=bool(r["git_dirty"]), device_name=r["device_name"] or "",
-        device_kind=r["device_kind"] or "", calibration=is_calibration(r["argv"] or ""), cases=int(r["n_cases"]),
-        versions=tuple((f, str(r[f])) for f in ENV_FIELDS if r.get(f))) for r in rows}
+        "SELECT r.*, (SELECT count(*) FROM cases c WHERE c.run_id = r.id) AS n_cases FROM runs r ORDER BY r.id"
+    )
+    return {
+        int(r["id"]): RunMeta(
+            run_id=int(r["id"]),
+            started_at=r["started_at"] or "",
+            git_commit=r["git_commit"] or "",
+            git_branch=r["git_branch"] or "",
+            git_dirty=bool(r["git_dirty"]),
+            device_name=r["device_name"] or "",
+            device_kind=r["device_kind"] or "",
+            calibration=is_calibration(r["argv"] or ""),
+            cases=int(r["n_cases"]),
+            versions=tuple((f, str(r[f])) for f in ENV_FIELDS if r.get(f)),
+        )
+        for r in rows
+    }
 
 
 def case_ids(store: Store) -> list[str]:
@@ -106,7 +122,8 @@ _POINTS_SQL = (
     "FROM cases c JOIN runs r ON r.id = c.run_id "
     "LEFT JOIN speedups s ON s.run_id = c.run_id AND s.case_id = c.case_id "
     "LEFT JOIN gpu_state g ON g.run_id = c.run_id AND g.case_id = c.case_id "
-    "WHERE c.case_id = ? ORDER BY 2, c.run_id")
+    "WHERE c.case_id = ? ORDER BY 2, c.run_id"
+)
 # on its own: as a subquery above, SQLite picks the (case_id, name) index and reads every run's row per run
 _PEAK_SQL = "SELECT run_id, value FROM metrics WHERE case_id = ? AND name = ? AND kernel = ''"
 
@@ -123,28 +140,48 @@ def case_series(store: Store, case_id: str, runs: dict[int, RunMeta]) -> list[Ca
         if r["reference"]:
             references[r["device_name"]] = r["reference"]
     counters = _counters(store, case_id, runs)
-    return [CaseSeries(case_id, device, references.get(device, ""), tuple(points),
-                       tuple(c for c in counters if runs[c.run_id].device_name == device))
-            for device, points in by_device.items()]
+    return [
+        CaseSeries(
+            case_id,
+            device,
+            references.get(device, ""),
+            tuple(points),
+            tuple(c for c in counters if runs[c.run_id].device_name == device),
+        )
+        for device, points in by_device.items()
+    ]
 
 
 def _point(r: dict[str, Any], peak_bytes: Any) -> CasePoint:
     return CasePoint(
-        run_id=int(r["run_id"]), median_ms=float(r["median_ms"]),
-        q1_ms=_number(r["q1_ms"]), q3_ms=_number(r["q3_ms"]),
-        confirmation_ms=_numbers(r["confirmation_medians"]), speedup=_number(r["speedup"]),
-        confirmation_speedups=_numbers(r["confirmation_speedups"]), peak_bytes=_number(peak_bytes),
-        throttled_fraction=_number(r["throttled_fraction"]), sm_clock_mhz=_number(r["sm_clock_mhz"]),
-        power_w=_number(r["power_median_w"]), temperature_c=_number(r["temperature_max_c"]),
-        autotune=str(r["autotune"] or ""))
+        run_id=int(r["run_id"]),
+        median_ms=float(r["median_ms"]),
+        q1_ms=_number(r["q1_ms"]),
+        q3_ms=_number(r["q3_ms"]),
+        confirmation_ms=_numbers(r["confirmation_medians"]),
+        speedup=_number(r["speedup"]),
+        confirmation_speedups=_numbers(r["confirmation_speedups"]),
+        peak_bytes=_number(peak_bytes),
+        throttled_fraction=_number(r["throttled_fraction"]),
+        sm_clock_mhz=_number(r["sm_clock_mhz"]),
+        power_w=_number(r["power_median_w"]),
+        temperature_c=_number(r["temperature_max_c"]),
+        autotune=str(r["autotune"] or ""),
+    )
 
 
 def _counters(store: Store, case_id: str, runs: dict[int, RunMeta]) -> list[CounterPoint]:
     marks = ", ".join("?" * len(GATED_COUNTERS))
-    rows = store.query(f"SELECT run_id, name, kernel, unit, value FROM metrics WHERE case_id = ? AND name IN ({marks}) "
-                       f"ORDER BY name, kernel, run_id", (case_id, *GATED_COUNTERS))
-    return [CounterPoint(int(r["run_id"]), r["name"], r["kernel"] or "", r["unit"] or "", float(r["value"]))
-            for r in rows if int(r["run_id"]) in runs and _finite(r["value"])]
+    rows = store.query(
+        f"SELECT run_id, name, kernel, unit, value FROM metrics WHERE case_id = ? AND name IN ({marks}) "
+        f"ORDER BY name, kernel, run_id",
+        (case_id, *GATED_COUNTERS),
+    )
+    return [
+        CounterPoint(int(r["run_id"]), r["name"], r["kernel"] or "", r["unit"] or "", float(r["value"]))
+        for r in rows
+        if int(r["run_id"]) in runs and _finite(r["value"])
+    ]
 
 
 def _finite(value: object) -> bool:
@@ -172,7 +209,9 @@ def _numbers(text: object) -> tuple[float, ...]:
 
 def latest_runs_by_device(store: Store) -> Iterator[tuple[str, int]]:
     """(case id, the id of the latest run that measured it) per device model, for the overview's verdicts."""
-    rows = store.query("SELECT c.case_id, max(c.run_id) AS run_id FROM cases c JOIN runs r ON r.id = c.run_id "
-                       "GROUP BY c.case_id, coalesce(r.device_name, '') ORDER BY 1")
+    rows = store.query(
+        "SELECT c.case_id, max(c.run_id) AS run_id FROM cases c JOIN runs r ON r.id = c.run_id "
+        "GROUP BY c.case_id, coalesce(r.device_name, '') ORDER BY 1"
+    )
     for r in rows:
         yield r["case_id"], int(r["run_id"])

@@ -36,5 +36,7 @@ def summary_links(gate: GateResult, site_url: str, limit: int = 20) -> list[Char
 
     changed = sorted({c.case_id for c in gate.comparisons if c.verdict in CHANGED})
     base = site_url.rstrip("/")
-    return [ChartLink("dashboard", f"{base}/index.html"),
-            *(ChartLink(f"{cid}: history", case_url(base, cid)) for cid in changed[:limit])]
+    return [
+        ChartLink("dashboard", f"{base}/index.html"),
+        *(ChartLink(f"{cid}: history", case_url(base, cid)) for cid in changed[:limit]),
+    ]

@@ -59,13 +59,21 @@ class RunPageBuilder:
             g = self._kept.pop(run_id, None) or self.verdicts.gated(run_id)
             summary = summary_html(g.gate, g.run)
         else:
-            note = (f"The gate summary is on the pages of the latest {len(self.summarized)} runs; for this one run "
-                    f"`perfgate compare --run {run_id}`.")
+            note = (
+                f"The gate summary is on the pages of the latest {len(self.summarized)} runs; for this one run "
+                f"`perfgate compare --run {run_id}`."
+            )
         kind = "calibration process" if meta.calibration else "gate run"
-        facts = [("commit", meta.git_commit or "-"), ("branch", meta.git_branch or "-"),
-                 ("uncommitted changes", "yes" if meta.git_dirty else "no"), ("started", meta.started_at or "-"),
-                 ("device", meta.device_name or "-"), ("kind", kind), ("cases", str(meta.cases)),
-                 *((name.replace("_", " "), value) for name, value in meta.versions)]
+        facts = [
+            ("commit", meta.git_commit or "-"),
+            ("branch", meta.git_branch or "-"),
+            ("uncommitted changes", "yes" if meta.git_dirty else "no"),
+            ("started", meta.started_at or "-"),
+            ("device", meta.device_name or "-"),
+            ("kind", kind),
+            ("cases", str(meta.cases)),
+            *((name.replace("_", " "), value) for name, value in meta.versions),
+        ]
         body = pages.run_body(f"Run {run_id}", facts, summary, note)
         (build / run_page(run_id)).write_text(pages.page(f"run {run_id}: perfgate", "../", body), encoding="utf-8")
 
@@ -93,5 +101,8 @@ def markdown_to_html(text: str) -> str:
     markdown_it: Any = require("markdown_it", "report", "perfgate report --html")
     html = str(markdown_it.MarkdownIt("commonmark", {"html": True}).enable("table").render(text))
     # column alignment comes as style attributes, which the Content-Security-Policy refuses: classes instead
-    return html.replace(' style="text-align:right"', ' class="num"').replace(' style="text-align:center"', "") \
+    return (
+        html.replace(' style="text-align:right"', ' class="num"')
+        .replace(' style="text-align:center"', "")
         .replace(' style="text-align:left"', "")
+    )

@@ -18,8 +18,17 @@ from perfgate.model import Comparison, Environment, GateResult, Run, Verdict
 from perfgate.store import Store
 
 # The most telling verdict of a case's rows first: what the overview shows for the case.
-SEVERITY = (Verdict.REGRESSED, Verdict.BELOW_TARGET, Verdict.PROFILE_FAILED, Verdict.NOT_COMPARABLE,
-            Verdict.INCONCLUSIVE, Verdict.IMPROVED, Verdict.UNCHANGED, Verdict.NEW, Verdict.MISSING)
+SEVERITY = (
+    Verdict.REGRESSED,
+    Verdict.BELOW_TARGET,
+    Verdict.PROFILE_FAILED,
+    Verdict.NOT_COMPARABLE,
+    Verdict.INCONCLUSIVE,
+    Verdict.IMPROVED,
+    Verdict.UNCHANGED,
+    Verdict.NEW,
+    Verdict.MISSING,
+)
 
 
 @dataclass(frozen=True)

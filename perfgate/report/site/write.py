@@ -25,8 +25,15 @@ from perfgate.store import Store
 from perfgate.trends.changepoints import ChangePointSettings
 
 MARKER = ".perfgate-site"
-ASSETS = ("site.css", "overview.js", "case.js", "vendor/uPlot.iife.min.js", "vendor/uPlot.min.css",
-          "vendor/LICENSE-uPlot.txt", "vendor/README.txt")
+ASSETS = (
+    "site.css",
+    "overview.js",
+    "case.js",
+    "vendor/uPlot.iife.min.js",
+    "vendor/uPlot.min.css",
+    "vendor/LICENSE-uPlot.txt",
+    "vendor/README.txt",
+)
 
 
 @dataclass(frozen=True)
@@ -47,8 +54,13 @@ class SiteReport:
     seconds: float
 
 
-def write_site(store: Store, out_dir: Path, settings: Settings, options: SiteOptions = SiteOptions(),
-               clock: Callable[[], float] = time.perf_counter) -> SiteReport:
+def write_site(
+    store: Store,
+    out_dir: Path,
+    settings: Settings,
+    options: SiteOptions = SiteOptions(),
+    clock: Callable[[], float] = time.perf_counter,
+) -> SiteReport:
     """Build the whole site from the history; PerfgateError (one line) when DIR cannot be used."""
     started = clock()
     out_dir = Path(out_dir)
@@ -62,16 +74,25 @@ def write_site(store: Store, out_dir: Path, settings: Settings, options: SiteOpt
         shutil.rmtree(build, ignore_errors=True)
         raise
     files = [p for p in out_dir.rglob("*") if p.is_file()]
-    return SiteReport(out_dir, len(digests), runs, len(files), sum(p.stat().st_size for p in files),
-                      sum(d.change_points for d in digests), clock() - started)
+    return SiteReport(
+        out_dir,
+        len(digests),
+        runs,
+        len(files),
+        sum(p.stat().st_size for p in files),
+        sum(d.change_points for d in digests),
+        clock() - started,
+    )
 
 
 def _check_target(out_dir: Path) -> None:
     if out_dir.exists() and not out_dir.is_dir():
         raise PerfgateError(f"perfgate: --html {out_dir}: exists and is not a directory")
     if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / MARKER).is_file():
-        raise PerfgateError(f"perfgate: --html {out_dir}: the directory holds other files and no {MARKER}; "
-                            f"name an empty or new directory (the site replaces the directory's contents)")
+        raise PerfgateError(
+            f"perfgate: --html {out_dir}: the directory holds other files and no {MARKER}; "
+            f"name an empty or new directory (the site replaces the directory's contents)"
+        )
 
 
 def _replace(build: Path, out_dir: Path) -> None:
@@ -88,8 +109,9 @@ def _build(store: Store, build: Path, settings: Settings, options: SiteOptions) 
     runs = load_runs(store)
     (build / "case").mkdir()
     (build / "run").mkdir()
-    (build / MARKER).write_text("written by perfgate report --html; the next build replaces this directory\n",
-                                encoding="utf-8")
+    (build / MARKER).write_text(
+        "written by perfgate report --html; the next build replaces this directory\n", encoding="utf-8"
+    )
     _copy_assets(build / "assets")
     run_pages = RunPageBuilder(store, runs, settings, options.summaries)
     latest = {(cid, runs[rid].device_name): rid for cid, rid in latest_runs_by_device(store)}
@@ -99,12 +121,21 @@ def _build(store: Store, build: Path, settings: Settings, options: SiteOptions) 
         series = case_series(store, cid, runs)
         if not series:
             continue
-        payload, case_digests = case_payload(cid, series, runs, latest_rows, latest, run_pages.baseline_case,
-                                             options.changepoints, options.spark_points)
+        payload, case_digests = case_payload(
+            cid, series, runs, latest_rows, latest, run_pages.baseline_case, options.changepoints, options.spark_points
+        )
         body = pages.case_body(cid, [s.device_name for s in series])
-        _write(build / case_page(cid), pages.page(f"{cid}: perfgate", "../", body, ("vendor/uPlot.iife.min.js",
-                                                                                     "case.js"), payload,
-                                                  ("vendor/uPlot.min.css",)))
+        _write(
+            build / case_page(cid),
+            pages.page(
+                f"{cid}: perfgate",
+                "../",
+                body,
+                ("vendor/uPlot.iife.min.js", "case.js"),
+                payload,
+                ("vendor/uPlot.min.css",),
+            ),
+        )
         digests += case_digests
     for run_id in runs:
         run_pages.write(build, run_id)
@@ -118,8 +149,10 @@ def _overview(digests: list[CaseDigest], runs: Mapping[int, RunMeta]) -> str:
         heading, notes = "No runs in the history yet", ["Run the gate (pytest --perfgate) to store one."]
     else:
         heading = f"{len({d.row['case'] for d in digests})} case(s) on {len(devices)} device model(s)"
-        notes = [f"{len(runs)} run(s) in the history. Regressions and change points first; click a column "
-                 f"to sort. Verdicts are the latest run's, re-gated against the committed baselines."]
+        notes = [
+            f"{len(runs)} run(s) in the history. Regressions and change points first; click a column "
+            f"to sort. Verdicts are the latest run's, re-gated against the committed baselines."
+        ]
     ordered = sorted((d.row for d in digests), key=lambda r: (r["rank"], -abs(r["change"] or 0.0), r["case"]))
     data = {"devices": devices, "cases": ordered}
     return pages.page("perfgate dashboard", "", pages.overview_body(heading, notes), ("overview.js",), data)
