@@ -460,3 +460,17 @@ def test_a_large_ncu_csv_is_summarised_in_bounded_memory(tmp_path, h100_data):
     assert int(rss_mb) < 150, f"peak RSS {rss_mb} MB"
     doc = json.loads((tmp_path / "out" / "analysis.json").read_text())
     assert len(doc["files"][0]["launches"]) == 600
+
+
+def test_an_event_whose_category_is_not_text_is_skipped(tmp_path):
+    """Found by the fuzz campaign in CI (seed 8460075): a list as "cat" raised TypeError (unhashable)."""
+    path = trace(
+        tmp_path,
+        [
+            {"ph": "X", "cat": ["kernel"], "name": "k", "ts": 1, "dur": 1},
+            {"ph": "X", "cat": {"kernel": 1}, "name": "k", "ts": 1, "dur": 1},
+            {"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1},
+        ],
+    )
+    code, out, _ = run_cli("analyze", path, "--format", "json")
+    assert code == 0 and [k["count"] for k in json.loads(out)["kernels"]] == [1]

@@ -45,6 +45,12 @@ MAX_GZIP_RATIO = 400
 GZIP_FLOOR_BYTES = 64 << 20
 
 
+def _category(e: dict[str, Any]) -> str | None:
+    """An event's category when it is text (a damaged trace can hold a list or an object there)."""
+    cat = e.get("cat")
+    return cat if isinstance(cat, str) else None
+
+
 @dataclass
 class TraceStream:
     """One pass over a trace's complete events; `gpu_name`, `schema_version` and `notes` are known once
@@ -101,7 +107,7 @@ class TraceStream:
                 raise ReportFileError(self.path, "two traceEvents lists")  # json.loads would keep the last
             seen_events = True
             for e in value:
-                if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in READ_CATS:
+                if isinstance(e, dict) and e.get("ph") == "X" and _category(e) in READ_CATS:
                     if span_ns(e) is None:
                         self.dropped.add(
                             f"{e['cat']} trace events whose ts/dur is not a number in [0, {MAX_US:.0e}) us"
