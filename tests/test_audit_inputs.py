@@ -270,6 +270,17 @@ def _drop(key):
     return lambda doc: doc.pop(key)
 
 
+def _improved_yet_slower(doc):
+    """Found by the second outside check: a time 80% slower called improved passed `ci verdict`."""
+    row = next(r for r in doc["comparisons"] if r["direction"] == "lower_is_better")
+    row.update(verdict="improved", change_pct=80.0, ci_low_pct=70.0, ci_high_pct=90.0)
+
+
+def _strict_and_empty(doc):
+    doc["gate"]["strict"] = True
+    doc["cases"], doc["comparisons"] = [], []
+
+
 @pytest.mark.parametrize(
     "edit, problem",
     [
@@ -284,6 +295,8 @@ def _drop(key):
         (_set(("gate", "failed"), "no"), 'no "gate" object with booleans'),
         (_set(("findings",), [{"kind": "all good", "message": "m"}]), "kind 'all good' is not perfgate's"),
         (_set(("run", "started_at"), "yesterday"), '"started_at" must be an ISO 8601 time'),
+        (_improved_yet_slower, "verdict 'improved' with a change of +80% on a lower_is_better metric"),
+        (_strict_and_empty, "a strict gate that measured no case says it passed"),
     ],
 )
 @pytest.mark.parametrize("command", ["verdict", "annotate"])
@@ -303,8 +316,17 @@ def test_ci_commands_read_the_recorded_results_file(tmp_path, h100_data):
 
 def test_a_regressed_row_fails_the_verdict_whatever_gate_failed_says(tmp_path, h100_data):
     doc = recorded_results(h100_data)
-    doc["comparisons"][0]["verdict"] = "regressed"
+    row = doc["comparisons"][0]
+    row.update(verdict="regressed", change_pct=50.0 if row["direction"] == "lower_is_better" else -50.0)
     assert run_cli("ci", "verdict", results_file(tmp_path, doc))[0] == 1
+
+
+def test_a_regressed_row_the_gate_does_not_gate_on_is_a_warning_annotation(tmp_path, h100_data):
+    doc = recorded_results(h100_data)
+    row = doc["comparisons"][0]
+    row.update(verdict="regressed", gated=False, change_pct=50.0 if row["direction"] == "lower_is_better" else -50.0)
+    code, out, _ = run_cli("ci", "annotate", results_file(tmp_path, doc))
+    assert code == 0 and "::warning" in out and "::error" not in out
 
 
 # --- 10. a results file that is not this run's gate --------------------------------------------------------

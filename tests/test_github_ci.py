@@ -525,7 +525,7 @@ def test_ci_verdict_reads_the_gates_own_verdict(tmp_path, capsys):
     passed = tmp_path / "passed.json"
     passed.write_text(
         json.dumps(
-            {"perfgate_json_version": 3, "gate": {"failed": False, "strict": True}, "comparisons": [], "findings": []}
+            {"perfgate_json_version": 3, "gate": {"failed": False, "strict": False}, "comparisons": [], "findings": []}
         )
     )
     assert main(["ci", "verdict", str(passed)]) == 0

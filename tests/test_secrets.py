@@ -75,8 +75,12 @@ def project(pytester, monkeypatch):
 
 
 def _perfgate_section(result) -> str:
+    """perfgate's own section, up to pytest's next one (the short test summary is pytest's: with CI=true it
+    quotes failing assertions in full, secrets the test put in its own assert included)."""
     out = result.stdout.str()
-    return out[out.index("= perfgate =") :]
+    start = out.index("= perfgate =")
+    end = out.find("\n=", out.index("\n", start))
+    return out[start : end if end != -1 else len(out)]
 
 
 def test_no_secret_reaches_json_summary_or_the_terminal_section(project):

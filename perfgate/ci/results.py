@@ -4,7 +4,8 @@
 The file comes from a job that ran pull-request code, so it is data to verify, not a verdict to trust.
 Refused, with one line naming the file (ReportFileError): a version this perfgate does not know; a
 missing `gate`, or its `failed`/`strict` not booleans; a verdict or finding kind that is not perfgate's
-(never silently dropped); a number that cannot be (a negative median or current value, a change below
+(never silently dropped); a regressed or improved verdict whose change points the other way; a strict
+gate that measured nothing yet passed; a number that cannot be (a negative median or current value, a change below
 -100 % of a non-negative quantity, a negative threshold or noise, min > median > max); a measured case
 without a verdict (a gate that compared nothing has not passed). The gate counts as failed when the file
 says so or when any gated row's verdict is one it fails on, or a strict finding in strict mode (fail
@@ -34,6 +35,7 @@ MAX_PCT = 1e9  # a change of a billion percent is not a measurement
 _VERDICTS = frozenset(v.value for v in Verdict)
 _KINDS = frozenset(k.value for k in FindingKind)
 _DIRECTIONS = frozenset(d.value for d in Direction)
+_DIRECTED = frozenset({Verdict.REGRESSED.value, Verdict.IMPROVED.value})  # a direction their change must have
 # comparison numbers -> the least they can be (None: any finite value)
 _ROW_NUMBERS: dict[str, float | None] = {
     "current": 0.0,
@@ -94,6 +96,8 @@ def read_checked_results(path: Path) -> CheckedResults:
             f"{len(unjudged)} measured case(s) have no verdict, first {unjudged[0][:120]!r}: "
             "a gate that compared nothing has not passed",
         )
+    if gate["strict"] and not gate["failed"] and not rows and not any(c.get("timing") is not None for c in cases):
+        raise ReportFileError(path, "a strict gate that measured no case says it passed: strict mode fails that run")
     failing = any(r["verdict"] in fail_on and r.get("gated") is not False for r in rows) or (
         gate["strict"] and any(f.get("fails_strict") is True for f in findings)
     )
@@ -157,6 +161,15 @@ def _check_row(path: Path, i: int, row: dict[str, Any]) -> None:
         raise ReportFileError(path, f'{where}: "change_pct" = {change:g} is not a measured change')
     if (values["p_value"] or 0.0) > 1:
         raise ReportFileError(path, f'{where}: "p_value" = {values["p_value"]:g} is not a probability')
+    direction = row.get("direction")
+    if change is not None and direction is not None and row["verdict"] in _DIRECTED and change != 0:
+        worse = change > 0 if direction == Direction.LOWER.value else change < 0
+        if worse != (row["verdict"] == Verdict.REGRESSED.value):
+            raise ReportFileError(
+                path,
+                f"{where}: verdict {row['verdict']!r} with a change of {change:+g}% on a {direction} metric: "
+                "the verdict contradicts its own numbers",
+            )
     low, high = values["ci_low_pct"], values["ci_high_pct"]
     if low is not None and high is not None and low > high:
         raise ReportFileError(path, f"{where}: the change interval [{low:g}, {high:g}] % is reversed")

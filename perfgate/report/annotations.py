@@ -91,8 +91,8 @@ def workflow_commands(doc: dict[str, Any]) -> list[str]:
     lines = []
     for c in doc.get("comparisons", []):
         file, line = where.get(c["case_id"], ("", None))
-        if c["verdict"] in FAILING:
-            lines.append(command("error", _describe(c), file, line))
+        if c["verdict"] in FAILING:  # a row the gate does not gate on warns: it did not fail the job
+            lines.append(command("error" if c.get("gated") is not False else "warning", _describe(c), file, line))
         elif c["verdict"] == "inconclusive":
             lines.append(command("warning", _describe(c) + " inconclusive", file, line))
     strict = bool(doc.get("gate", {}).get("strict"))
