@@ -149,7 +149,12 @@ def render_comment(results: Results, commit: str = "") -> str:
         f"commit {code(commit)}" if commit else "",
         "strict" if results.strict else "",
     ]
-    out += [" · ".join(w for w in where if w), "", f"{len({r.case_id for r in results.rows})} case(s): {tally or '-'}"]
+    cases = len({r.case_id for r in results.rows})  # rows are case x metric: the tally counts rows
+    out += [
+        " · ".join(w for w in where if w),
+        "",
+        f"{cases} case(s), {len(results.rows)} comparison(s): {tally or '-'}",
+    ]
     failing = [r for r in results.rows if r.verdict in FAILING and r.gated]
     if failing:
         out += ["", "### Fails the gate", "", *_table(failing)]
