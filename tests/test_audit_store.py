@@ -53,3 +53,26 @@ def test_a_table_locked_by_the_same_connection_is_not_called_another_process(old
             store.con.execute("DROP TABLE pinned_runs")
     assert "database table is locked" in str(raised.value)
     assert "another process" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["db", "prune", "--older-than", "nan"], "argument --older-than: must be a finite number >= 0 and <= 36500"),
+        (["db", "prune", "--older-than", "inf"], "argument --older-than: must be a finite number"),
+        (["db", "prune", "--older-than", "1e20"], "argument --older-than: must be a finite number"),
+        (["db", "prune", "--keep-runs", "-1"], "argument --keep-runs: must be an integer >= 0"),
+        (["history", "--last", "99999999999999999999999"], "argument --last: must be an integer >= 0 and <= 92"),
+        (["compare", "--run", "99999999999999999999999"], "argument --run: must be an integer >= 1 and <= 92"),
+        (["db", "pin", "99999999999999999999999", "--reason", "x"], "argument RUN: must be an integer >= 1"),
+    ],
+)
+def test_an_out_of_range_number_is_one_parser_error_and_changes_nothing(old_history, capsys, argv, says):
+    before = old_history.read_bytes()
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--db", str(old_history)])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert says in err.splitlines()[-1]
+    assert "Traceback" not in err
+    assert old_history.read_bytes() == before
