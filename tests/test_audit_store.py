@@ -76,3 +76,27 @@ def test_an_out_of_range_number_is_one_parser_error_and_changes_nothing(old_hist
     assert says in err.splitlines()[-1]
     assert "Traceback" not in err
     assert old_history.read_bytes() == before
+
+
+def _clear_uid(path: Path, run_id: int) -> None:
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE runs SET run_uid = NULL WHERE id = ?", (run_id,))
+
+
+def test_a_run_whose_uid_was_cleared_is_matched_by_content_not_added_twice(old_history, capsys):
+    cleared = old_history.with_name("cleared.db")
+    shutil.copy(old_history, cleared)
+    _clear_uid(cleared, 3)
+    assert main(["db", "merge", str(old_history), str(cleared)]) == 0
+    assert "0 run(s) added, 4 already" in capsys.readouterr().out
+    assert _runs(old_history) == OLD_RUNS
+
+
+def test_a_run_merged_under_a_derived_uid_is_not_added_again_under_its_real_one(old_history, capsys):
+    cleared, out = old_history.with_name("cleared.db"), old_history.with_name("out.db")
+    shutil.copy(old_history, cleared)
+    _clear_uid(cleared, 3)
+    assert main(["db", "merge", str(out), str(cleared)]) == 0  # run 3 lands in OUT as "derived-..."
+    assert main(["db", "merge", str(out), str(old_history)]) == 0
+    assert "0 run(s) added, 4 already" in capsys.readouterr().out.splitlines()[-1]
+    assert _runs(out) == OLD_RUNS
