@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from perfgate.cli import arg_types
 from perfgate.errors import PerfgateError
 
 Handler = Callable[[argparse.Namespace], int]
@@ -123,7 +124,7 @@ def _compare_parser(sub: Any) -> None:
 
     outputs = [attr for attr in output_options() if by_attr()[attr].cli]  # every output that has a command flag
     _settings_options(c, "db_path", "baseline_dir", "baseline_file", *outputs, "allow_env_mismatch", "strict")
-    c.add_argument("--run", type=int, help="run id (default: the latest)")
+    c.add_argument("--run", type=arg_types.RUN_ID, metavar="ID", help="run id (default: the latest)")
     c.set_defaults(func=_lazy("perfgate.cli.gate", "compare"))
 
 
@@ -259,7 +260,7 @@ def _history_parser(sub: Any) -> None:
     h.add_argument(
         "--case-regex", help="or a Python regular expression searched in the case ids, e.g. 'softmax\\[(1024|2048)\\]'"
     )
-    h.add_argument("--last", type=int, default=20, help="the last N runs (default 20)")
+    h.add_argument("--last", type=arg_types.COUNT, metavar="N", default=20, help="the last N runs (default 20)")
     h.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
     h.add_argument(
         "--changes",
@@ -343,9 +344,9 @@ def _db_parser(sub: Any) -> None:
         ("perfgate db prune --keep-runs 1000 --older-than 90",),
     )
     _settings_options(prune, "db_path", "baseline_dir")
-    prune.add_argument("--keep-runs", type=int, help="always keep the newest N runs")
+    prune.add_argument("--keep-runs", type=arg_types.COUNT, metavar="N", help="always keep the newest N runs")
     prune.add_argument(
-        "--older-than", type=float, metavar="DAYS", help="only remove runs started more than DAYS days ago"
+        "--older-than", type=arg_types.AGE_DAYS, metavar="DAYS", help="only remove runs started more than DAYS days ago"
     )
     prune.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
     prune.add_argument("--no-vacuum", action="store_true", help="skip the compaction (VACUUM)")
@@ -357,7 +358,7 @@ def _db_parser(sub: Any) -> None:
         ('perfgate db pin 812 --reason "change point: softmax +12%%"',),
     )
     _settings_options(pin, "db_path")
-    pin.add_argument("runs", type=int, nargs="+", help="run ids")
+    pin.add_argument("runs", type=arg_types.RUN_ID, metavar="RUN", nargs="+", help="run ids")
     pin.add_argument("--reason", required=True, help="why the run must stay")
     pin.set_defaults(func=_lazy("perfgate.cli.data", "db_pin"))
     meta = _command(

@@ -88,7 +88,9 @@ class Store:
         try:
             yield
         except sqlite3.OperationalError as err:
-            locked = "locked" in str(err) or "busy" in str(err)
+            # only SQLITE_BUSY is another process; SQLITE_LOCKED ("database table is locked") is this
+            # connection getting in its own way, and says so in its own words
+            locked = str(getattr(err, "sqlite_errorname", "")).startswith("SQLITE_BUSY")
             why = f"locked by another process for more than {BUSY_TIMEOUT_S:.0f} s" if locked else str(err)
             raise StoreError(f"perfgate: history {self.path}: cannot {doing}: {why}") from err
         except (sqlite3.DatabaseError, ValueError, KeyError, TypeError) as err:  # UnicodeDecodeError is a ValueError

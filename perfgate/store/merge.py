@@ -4,8 +4,11 @@ into another.
 Idempotent and linear: runs are matched by their identity (run_uid, looked up through its unique index),
 so merging the same inputs twice adds nothing, and each input costs what its own runs cost, whatever OUT
 holds. A run stored without an identity (a history edited by hand) gets one derived from its content, so
-it too is merged once. Every copied run is read through the store (every value re-validated) and the
-runs of one input land in one transaction, with their verdicts, kind and pins.
+it too is merged once, and is matched by content against OUT's runs of the same start, finish and commit
+(OUT may hold the same run under its real identity; likewise a run OUT holds without one): a look through
+OUT's runs table, paid only by such runs, or by every run while OUT holds any such run. Every copied
+run is read through the store (every value re-validated) and the runs of one input land in one
+transaction, with their verdicts, kind and pins.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from perfgate.store import Store, open_store
 from perfgate.store.verdicts import RunVerdicts
 
 BATCH_RUNS = 200  # runs held in memory and written per transaction
+DERIVED = "derived-"  # the prefix of an identity derived from a run's content
+# a run stored without an identity, or with one a merge derived (a range, so the unique index answers it)
+UIDLESS = f"(run_uid IS NULL OR (run_uid >= '{DERIVED}' AND run_uid < 'derived.'))"
 
 
 @dataclass(frozen=True)
@@ -55,11 +61,18 @@ def _merge_one(src: Store, dst: Store, run_uids: Sequence[str] | None, transform
     added = skipped = 0
     pins = {p.run_id: p for p in src.pinned_runs()}
     seen: set[str] = set()
+    out_has_uidless = bool(dst.query(f"SELECT 1 FROM runs WHERE {UIDLESS} LIMIT 1"))
     for batch in _batches(_source_runs(src, run_uids)):
         todo: list[tuple[Run, RunVerdicts | None]] = []
         pinned: list[int] = []
-        for run_id, uid in batch:
+        for run_id, uid, uid_stored in batch:
             if uid in seen or dst.has_run_uid(uid):
+                skipped += 1
+                continue
+            # a run whose identity one side lacks is matched by its content: IN's copy of a run OUT holds,
+            # with its run_uid cleared by hand, is not a new run
+            if (not uid_stored or out_has_uidless) and _same_content_in(dst, src, run_id, uid, uid_stored):
+                seen.add(uid)
                 skipped += 1
                 continue
             seen.add(uid)
@@ -75,8 +88,25 @@ def _merge_one(src: Store, dst: Store, run_uids: Sequence[str] | None, transform
     return MergeCount(src.path, added, skipped)
 
 
-def _source_runs(src: Store, run_uids: Sequence[str] | None) -> Iterator[tuple[int, str]]:
-    """(run id, identity) of the runs to copy, in storage order."""
+def _same_content_in(dst: Store, src: Store, run_id: int, uid: str, uid_stored: bool) -> bool:
+    """Whether OUT holds a run with the content of IN's run `run_id` (whose identity, stored or derived, is
+    `uid`): the candidates share its start, finish and commit (only those without a stored uid when IN's
+    has one)."""
+    key = src.query("SELECT started_at, finished_at, git_commit FROM runs WHERE id = ?", (run_id,))[0]
+    candidates = dst.query(
+        "SELECT id FROM runs WHERE started_at IS ? AND finished_at IS ? AND git_commit IS ?"
+        + ("" if not uid_stored else f" AND {UIDLESS}"),
+        (key["started_at"], key["finished_at"], key["git_commit"]),
+    )
+    if not candidates:
+        return False
+    mine = uid if not uid_stored else _derived_uid(src, run_id)
+    return any(_derived_uid(dst, int(c["id"])) == mine for c in candidates)
+
+
+def _source_runs(src: Store, run_uids: Sequence[str] | None) -> Iterator[tuple[int, str, bool]]:
+    """(run id, identity, whether the identity is stored rather than derived) of the runs to copy, in storage
+    order."""
     if run_uids is None:
         rows = src.query("SELECT id, run_uid FROM runs ORDER BY id")
     else:
@@ -97,7 +127,7 @@ def _source_runs(src: Store, run_uids: Sequence[str] | None) -> Iterator[tuple[i
         rows = list(found.values())
     for row in rows:
         run_id = int(row["id"])
-        yield run_id, row["run_uid"] or _derived_uid(src, run_id)
+        yield run_id, row["run_uid"] or _derived_uid(src, run_id), bool(row["run_uid"])
 
 
 def _derived_uid(src: Store, run_id: int) -> str:
@@ -115,11 +145,11 @@ def _derived_uid(src: Store, run_id: int) -> str:
             )
         ).encode()
     )
-    return "derived-" + digest.hexdigest()[:32]
+    return DERIVED + digest.hexdigest()[:32]
 
 
-def _batches(items: Iterator[tuple[int, str]]) -> Iterator[list[tuple[int, str]]]:
-    batch: list[tuple[int, str]] = []
+def _batches(items: Iterator[tuple[int, str, bool]]) -> Iterator[list[tuple[int, str, bool]]]:
+    batch: list[tuple[int, str, bool]] = []
     for item in items:
         batch.append(item)
         if len(batch) == BATCH_RUNS:

@@ -118,7 +118,9 @@ def compact(store: Store) -> None:
             store.con.execute("PRAGMA journal_mode=WAL")
         else:
             store.con.execute("VACUUM")
-        store.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        # main only: an unqualified checkpoint also visits the connection's temp database (remove_runs made
+        # one), and after the journal-mode switch above SQLite answers that with "database table is locked"
+        store.con.execute("PRAGMA main.wal_checkpoint(TRUNCATE)")
 
 
 def file_bytes(path: Path) -> int:
