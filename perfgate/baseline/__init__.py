@@ -27,7 +27,7 @@ from typing import Any
 from perfgate.errors import BaselineError
 from perfgate.inputs import load_json_file
 from perfgate.model import Environment, GpuState, HostState, Metric, Timer
-from perfgate.parse.invariants import INT64_MAX
+from perfgate.parse.invariants import INT64_MAX, has_control
 
 FORMAT = "perfgate-baseline"
 VERSION = 2
@@ -182,6 +182,8 @@ def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
     where = f"case {case_id!r}"
     if not case_id.strip():
         raise BaselineError(path, "a case id must not be empty")
+    if has_control(case_id):
+        raise BaselineError(path, f"{where}: the case id holds a control character (a newline, an escape...)")
     if not isinstance(c, dict):
         raise BaselineError(path, f"{where} must be an object")
     timer_raw = c.get("timer", "cuda_event")

@@ -71,6 +71,12 @@ def printable(name: str) -> str:
     return name if name.isprintable() else name.translate(_CONTROL)
 
 
+def has_control(name: str) -> bool:
+    """Whether a name holds a character `printable` would replace: a stored id with one is refused, since a
+    newline in it starts a line of its own in a CI log (`::error::...`) or breaks a Markdown table."""
+    return not name.isprintable() and any(ord(c) in _CONTROL for c in name)
+
+
 def within(value: float, low: float, high: float) -> float:
     """A statistic the arithmetic says lies in [low, high] (a mean, a median of int64 values), kept there:
     float rounding of values above 2**53 can put it a few ulps outside."""

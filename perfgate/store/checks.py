@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 from perfgate.model import CaseThresholds, HostState, NoiseEstimate
+from perfgate.parse.invariants import has_control
 
 # What a stored threshold may be: percentages up to a 10x change, alpha a real significance level.
 MAX_THRESHOLD_PCT = 1000.0
@@ -65,6 +66,14 @@ def text(value: object, where: str) -> str:
     if not isinstance(value, str):
         raise StoredValueError(f"{where}: {_shown(value)} is not text")
     return value
+
+
+def case_id(value: object, where: str) -> str:
+    """A case id: text without control characters (a newline in one would print a line of its own)."""
+    out = text(value, where)
+    if has_control(out):
+        raise StoredValueError(f"{where}: the case id holds a control character (a newline, an escape...)")
+    return out
 
 
 def json_value(raw: object, where: str, kind: type) -> Any:

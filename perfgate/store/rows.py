@@ -259,7 +259,7 @@ def case_from_row(
     where = f"run {row['run_id']} case {row['case_id']!r}"
     samples = checks.samples(unpack_f64(row["samples_f64"]), f"{where} samples_f64")
     return CaseResult(
-        case_id=checks.text(row["case_id"], where),
+        case_id=checks.case_id(row["case_id"], where),
         timing=timing_from_row(row, where),
         samples_ms=samples,
         metrics=metrics,
@@ -343,6 +343,7 @@ def gpu_from_row(row: dict[str, Any]) -> GpuState:
 def check_case_row(row: dict[str, Any]) -> None:
     """The checks a case row meets on read, applied before it is written."""
     where = f"case {row['case_id']!r}"
+    checks.case_id(row["case_id"], where)
     timing_from_row(row, where)
     checks.thresholds(row["thresholds"], f"{where} thresholds")
     checks.samples(unpack_f64(row["samples_f64"]), f"{where} samples")
@@ -355,7 +356,7 @@ def verdict_from_row(row: dict[str, Any]) -> MetricVerdict:
     except ValueError:
         raise StoredValueError(f"{where}: {row['verdict']!r} is not a verdict") from None
     return MetricVerdict(
-        checks.text(row["case_id"], where),
+        checks.case_id(row["case_id"], where),
         checks.text(row["metric"], where),
         checks.text(row["kernel"], where),
         verdict,

@@ -1,0 +1,140 @@
+"""Inputs from the second outside review, each rebuilt from its description: a bad file is one line naming
+the file and the problem (exit 2), never exit 0 with a nonsense result, and no name read from a file can
+start a line of its own in a CI log (`::error::` is a GitHub Actions workflow command)."""
+
+import contextlib
+import io
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from perfgate.cli import main
+
+DATA = Path(__file__).parent / "data"
+INJECTED = "t::x\n::error::x"
+
+
+def run_cli(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def refused(*argv, names):
+    """The command's one-line refusal (exit 2), naming the file, with nothing on stdout."""
+    code, out, err = run_cli(*argv)
+    assert code == 2 and len(err.strip().splitlines()) == 1, (code, err)
+    assert str(names) in err, err
+    assert not any(line.startswith("::") for line in out.splitlines()), out
+    return err.strip()
+
+
+def history_copy(tmp_path, *updates):
+    db = tmp_path / "history.db"
+    shutil.copy(DATA / "compat" / "history.db", db)
+    with contextlib.closing(sqlite3.connect(db)) as con, con:
+        for sql, params in updates:
+            con.execute(sql, params)
+    return db
+
+
+def renamed_case(tmp_path, new_id):
+    where = "WHERE run_id = 4 AND case_id = 'test_host.py::test_sum'"
+    return history_copy(
+        tmp_path,
+        (f"UPDATE cases SET case_id = ? {where}", (new_id,)),
+        (f"UPDATE samples SET case_id = ? {where}", (new_id,)),
+    )
+
+
+def baseline_copy(tmp_path, edit):
+    doc = json.loads((DATA / "compat" / "baselines" / "host-amd-epyc.json").read_text())
+    edit(doc)
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+# --- 1. case ids with control characters ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv"])
+def test_a_stored_case_id_with_a_newline_is_refused_by_history(tmp_path, fmt):
+    db = renamed_case(tmp_path, INJECTED)
+    err = refused("history", "--db", db, "--case", "*", "--format", fmt, names=db)
+    assert "control character" in err and "::error::" not in err.split("'")[0]
+
+
+def test_a_stored_case_id_with_a_newline_is_refused_by_the_gate_reader(tmp_path):
+    from perfgate.store import StoreError, open_store
+
+    db = renamed_case(tmp_path, INJECTED)
+    with open_store(db, readonly=True) as store, pytest.raises(StoreError, match="control character"):
+        store.load_run(4)
+
+
+def test_a_baseline_case_id_with_a_newline_is_refused_by_show_and_diff(tmp_path):
+    def inject(doc):
+        doc["cases"]["a|b\n::error::x<img src=x>"] = doc["cases"].pop("test_host.py::test_sum")
+
+    path = baseline_copy(tmp_path, inject)
+    good = DATA / "compat" / "baselines" / "host-amd-epyc.json"
+    assert "control character" in refused("baseline", "show", path, names=path)
+    for fmt in ("md", "text"):
+        assert "control character" in refused("baseline", "diff", "--format", fmt, good, path, names=path)
+
+
+def test_a_results_file_case_id_with_a_newline_is_refused(tmp_path):
+    doc = json.loads((DATA / "compat" / "results.json").read_text())
+    doc["comparisons"][0]["case_id"] = INJECTED
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    assert "control character" in refused("ci", "verdict", path, names=path)
+
+
+def test_a_measured_case_id_with_a_newline_is_refused_by_the_codec(tmp_path):
+    from perfgate.codec import CodecError, case_from_dict, case_to_dict
+    from perfgate.store import open_store
+
+    with open_store(history_copy(tmp_path), readonly=True) as store:
+        case = store.load_run(4).results[0]
+    raw = {**case_to_dict(case), "case_id": INJECTED}
+    with pytest.raises(CodecError, match="control character"):
+        case_from_dict(raw)
+
+
+def test_an_imported_fullname_with_a_newline_is_made_printable(tmp_path):
+    from perfgate.parse.pytest_benchmark import read_pytest_benchmark
+
+    path = benchmark_file(tmp_path, fullname=INJECTED)
+    (case,) = read_pytest_benchmark(path).results
+    assert "\n" not in case.case_id and case.case_id == "t::x\ufffd::error::x"
+
+
+def benchmark_file(tmp_path, fullname="bench.py::test_a", **stats):
+    data = [0.001 + i * 1e-6 for i in range(30)]
+    bench = {
+        "name": "test_a",
+        "fullname": fullname,
+        "stats": {
+            "min": min(data),
+            "max": max(data),
+            "mean": sum(data) / 30,
+            "median": data[15],
+            "stddev": 1e-5,
+            "q1": data[7],
+            "q3": data[22],
+            "rounds": 30,
+            "iterations": 1,
+            "data": data,
+            **stats,
+        },
+    }
+    path = tmp_path / "bench.json"
+    doc = {"machine_info": {"node": "h"}, "datetime": "2026-11-24T06:00:00", "benchmarks": [bench]}
+    path.write_text(json.dumps(doc))
+    return path
