@@ -138,3 +138,53 @@ def benchmark_file(tmp_path, fullname="bench.py::test_a", **stats):
     doc = {"machine_info": {"node": "h"}, "datetime": "2026-11-24T06:00:00", "benchmarks": [bench]}
     path.write_text(json.dumps(doc))
     return path
+
+
+# --- 2. times too large to be measurements ----------------------------------------------------------------
+
+HUGE = "UPDATE cases SET median_ms = 1e308, max_ms = 1e308, q3_ms = 1e308, mean_ms = 1e308 WHERE run_id = 4"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("history", "--db", "{db}", "--case", "*"),
+        ("report", "--db", "{db}", "--html", "{tmp}/site"),
+        ("compare", "--db", "{db}", "--baseline-dir", str(DATA / "compat" / "baselines"), "--json", "{tmp}/r.json"),
+    ],
+    ids=["history", "report-html", "compare"],
+)
+def test_a_stored_median_of_1e308_is_refused_in_one_line(tmp_path, argv):
+    db = history_copy(tmp_path, (HUGE, ()))
+    err = refused(*(a.format(db=db, tmp=tmp_path) for a in argv), names=db)
+    assert "median_ms: 1e+308 is above 1e+12" in err
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_a_stored_median_of_1e308_is_refused_by_the_merge_check():
+    from perfgate.store import rows
+    from perfgate.store.checks import StoredValueError
+
+    row = {"case_id": "a", "timer": "host", "n_samples": 3, "gbps": None, "tflops": None, "thresholds": None}
+    row |= {c: 1.0 for c in ("median_ms", "mean_ms", "stdev_ms", "min_ms", "max_ms", "q1_ms", "q3_ms")}
+    row |= {"median_ms": 1e308, "mean_ms": 1e308, "max_ms": 1e308, "q3_ms": 1e308, "samples_f64": b""}
+    with pytest.raises(StoredValueError, match="is above 1e\\+12"):
+        rows.check_case_row(row)
+
+
+@pytest.mark.parametrize("key", ["median_ms", "samples_ms", "process_medians_ms"])
+def test_a_baseline_time_of_1e308_is_refused(tmp_path, key):
+    def inflate(doc):
+        case = doc["cases"]["test_host.py::test_sum"]
+        case[key] = [1e308] * len(case[key]) if isinstance(case[key], list) else 1e308
+
+    path = baseline_copy(tmp_path, inflate)
+    assert "is above 1e+12: not a measured time" in refused("baseline", "show", path, names=path)
+
+
+def test_the_site_embeds_a_non_finite_number_as_null():
+    from perfgate.report.site.pages import embed_json
+
+    assert embed_json({"a": [1.5, float("inf"), (float("nan"), 2)], "b": "<x>"}) == (
+        '{"a":[1.5,null,[null,2]],"b":"\\u003cx\\u003e"}'
+    )

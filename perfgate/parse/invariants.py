@@ -19,6 +19,9 @@ if TYPE_CHECKING:  # numpy loads only where arrays are summed: importing perfgat
 
 
 INT64_MAX = 2**63 - 1
+# No time perfgate stores is longer than this (1e12 ms is 31 years): a stored 1e308 ms is not a measurement,
+# and scaled to microseconds or turned into a change percentage it overflows to inf.
+MAX_TIME_MS = 1e12
 INT64_MIN = -(2**63)
 _EXACT_SUM_BELOW = 2.0**62  # a float sum under this leaves room for its rounding: numpy's int64 sum cannot wrap
 

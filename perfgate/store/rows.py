@@ -275,7 +275,7 @@ def case_from_row(
         confirmation_speedups=checks.positive_list(
             row["confirmation_speedups"], f"{where} confirmation_speedups", high=checks.MAX_SPEEDUP
         ),
-        confirmation_memory=checks.positive_list(row["confirmation_memory"], f"{where} confirmation_memory"),
+        confirmation_memory=checks.positive_list(row["confirmation_memory"], f"{where} confirmation_memory", high=None),
         host_state=checks.host_state(row["host_state"], f"{where} host_state"),
         nodeid=checks.text(row["nodeid"], f"{where} nodeid"),
         location=_location(row, where),
@@ -288,7 +288,7 @@ def timing_from_row(row: dict[str, Any], where: str) -> TimingStats:
         timer = Timer(row["timer"])
     except ValueError:
         raise StoredValueError(f"{where} timer: {row['timer']!r} is not a timer") from None
-    stats = {c: checks.number(row[c], f"{where} {c}") for c in STAT_COLUMNS[2:-2]}
+    stats = {c: checks.time_ms(row[c], f"{where} {c}") for c in STAT_COLUMNS[2:-2]}
     checks.ordered(stats, where)
     return TimingStats(
         timer=timer,
