@@ -188,3 +188,33 @@ def test_the_site_embeds_a_non_finite_number_as_null():
     assert embed_json({"a": [1.5, float("inf"), (float("nan"), 2)], "b": "<x>"}) == (
         '{"a":[1.5,null,[null,2]],"b":"\\u003cx\\u003e"}'
     )
+
+
+# --- 3. nsys rows 292 years long ----------------------------------------------------------------------------
+
+FAR = "start = 4611686018427387904, end = 9223372036854775807"
+
+
+@pytest.mark.parametrize(
+    "table", ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_RUNTIME"]
+)
+def test_an_nsys_row_past_31_years_is_dropped_and_counted(tmp_path, table):
+    from perfgate.parse.nsys_sqlite import read_nsys_sqlite
+
+    path = tmp_path / "x.sqlite"
+    shutil.copy(DATA / "h100" / "perfgate-nsys.sqlite", path)
+    with contextlib.closing(sqlite3.connect(path)) as con, con:
+        con.execute(f"INSERT INTO {table} SELECT * FROM {table} LIMIT 1")
+        con.execute(f"UPDATE {table} SET {FAR} WHERE rowid = (SELECT max(rowid) FROM {table})")
+
+    def counted(notes):
+        return any(n.startswith(f"1 {table} rows ") and n.endswith("past 1e18 ns (31 years) ignored") for n in notes)
+
+    code, out, err = run_cli("analyze", path, "--format", "json")
+    doc = json.loads(out)
+    assert code == 0, err
+    assert counted(doc["notes"]), doc["notes"]
+    assert doc["gpu_idle"]["busy_ns"] < 10**10  # the recorded capture's 0.5 s, not 4.6e9 s
+    timeline = read_nsys_sqlite(path)
+    assert counted(timeline.notes), timeline.notes
+    assert all(k.end_ns < 10**18 for k in timeline.kernels)
