@@ -3,8 +3,10 @@ the file and the problem (exit 2), never exit 0 with a nonsense result, and no n
 start a line of its own in a CI log (`::error::` is a GitHub Actions workflow command)."""
 
 import contextlib
+import csv
 import io
 import json
+import math
 import shutil
 import sqlite3
 from pathlib import Path
@@ -218,3 +220,33 @@ def test_an_nsys_row_past_31_years_is_dropped_and_counted(tmp_path, table):
     timeline = read_nsys_sqlite(path)
     assert counted(timeline.notes), timeline.notes
     assert all(k.end_ns < 10**18 for k in timeline.kernels)
+
+
+# --- 4. ncu CSV values past float range once scaled, and -0 % -----------------------------------------------
+
+
+def ncu_csv(tmp_path, column, value):
+    rows = list(csv.reader((DATA / "h100" / "perfgate-ncu_raw.csv").open(newline="")))
+    j = rows[0].index(column)
+    rows[2][j] = value
+    path = tmp_path / "ncu.csv"
+    with path.open("w", newline="") as f:
+        csv.writer(f, quoting=csv.QUOTE_ALL).writerows(rows)
+    return path
+
+
+def test_an_ncu_duration_overflowing_when_scaled_is_refused_as_too_large(tmp_path):
+    path = ncu_csv(tmp_path, "gpu__time_duration.sum", "1e308")
+    err = refused("analyze", path, names=path)
+    assert "gpu__time_duration.sum = 1e+308 us cannot be that large" in err
+
+
+def test_a_negative_zero_percentage_reads_as_zero(tmp_path):
+    from perfgate.parse.ncu_csv import read_ncu_csv
+
+    column = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+    launch = read_ncu_csv(ncu_csv(tmp_path, column, "-0"))[0]
+    value = launch.metrics[column].value
+    assert value == 0.0 and math.copysign(1.0, value) == 1.0
+    code, out, err = run_cli("analyze", ncu_csv(tmp_path, column, "-0"))
+    assert code == 0 and "-0%" not in out and "-0 %" not in out, err
