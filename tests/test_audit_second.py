@@ -250,3 +250,29 @@ def test_a_negative_zero_percentage_reads_as_zero(tmp_path):
     assert value == 0.0 and math.copysign(1.0, value) == 1.0
     code, out, err = run_cli("analyze", ncu_csv(tmp_path, column, "-0"))
     assert code == 0 and "-0%" not in out and "-0 %" not in out, err
+
+
+# --- 5. pytest-benchmark rounds and iterations --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stats", "problem"),
+    [
+        ({"rounds": 10**9}, "stats.rounds is 1,000,000,000 but stats.data holds 30 times"),
+        ({"iterations": -10}, "stats.iterations must be an integer from 1 to 2**31 - 1"),
+        ({"iterations": 2**63}, "stats.iterations must be an integer from 1 to 2**31 - 1"),
+        ({"iterations": 0}, "stats.iterations must be an integer from 1 to 2**31 - 1"),
+    ],
+)
+def test_an_impossible_round_or_iteration_count_is_refused_on_import(tmp_path, stats, problem):
+    path = benchmark_file(tmp_path, **stats)
+    err = refused("import-benchmark", path, "--db", tmp_path / "h.db", names=path)
+    assert problem in err
+    assert "benchmarks[0]" in err
+
+
+def test_a_benchmark_with_as_many_rounds_as_times_is_imported(tmp_path):
+    code, _, err = run_cli(
+        "import-benchmark", benchmark_file(tmp_path, iterations=2**31 - 1), "--db", tmp_path / "h.db"
+    )
+    assert code == 0, err
