@@ -26,7 +26,7 @@ from perfgate.model import (
     TimingStats,
     UnmeasuredTest,
 )
-from perfgate.parse.invariants import INT64_MAX
+from perfgate.parse.invariants import INT64_MAX, has_control
 
 
 class CodecError(ValueError):
@@ -110,6 +110,8 @@ def case_problem(r: CaseResult) -> str | None:
     """What makes a case result impossible (None if nothing): times and samples finite and >= 0, the
     order statistics in order, a speedup inside its interval. A measurement child or an xdist worker
     wrote it; anything else wrote something perfgate must not gate."""
+    if has_control(r.case_id):
+        return "the case id holds a control character (a newline, an escape...)"
     return _timing_problem(r.timing) or _values_problem(r) or _speedup_problem(r.speedup)
 
 

@@ -400,14 +400,18 @@ HOSTILE = (
 )
 
 
-def hostile_results(tmp_path, strict=True):
+# what a results file the CLI reads may hold: a control character in a case id is refused there (one line)
+HOSTILE_PRINTABLE = HOSTILE.replace("\n", " ")
+
+
+def hostile_results(tmp_path, strict=True, case_id=HOSTILE):
     doc = {
         "perfgate_json_version": 3,
         "gate": {"failed": False, "strict": strict},
         "environment": {"device_name": "<b>GPU</b> @admin"},
         "comparisons": [
             {
-                "case_id": HOSTILE,
+                "case_id": case_id,
                 "metric": "median_ms [x](y)",
                 "verdict": "regressed",
                 "change_pct": 900.0,
@@ -500,7 +504,7 @@ def test_the_comment_command_renders_results_and_names_a_missing_one(tmp_path, m
             "ci",
             "comment",
             "--results",
-            str(hostile_results(tmp_path)),
+            str(hostile_results(tmp_path, case_id=HOSTILE_PRINTABLE)),
             str(tmp_path / "a100.json"),
             "--commit",
             "a" * 40,
@@ -529,6 +533,6 @@ def test_ci_verdict_reads_the_gates_own_verdict(tmp_path, capsys):
         )
     )
     assert main(["ci", "verdict", str(passed)]) == 0
-    assert main(["ci", "verdict", str(hostile_results(tmp_path))]) == 1
+    assert main(["ci", "verdict", str(hostile_results(tmp_path, case_id=HOSTILE_PRINTABLE))]) == 1
     assert main(["ci", "verdict", str(passed), str(tmp_path / "missing.json")]) == 2
     assert "the gate never decided" in capsys.readouterr().err

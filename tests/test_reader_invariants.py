@@ -87,8 +87,8 @@ def test_kernels_ending_before_they_start_are_dropped_and_counted_never_negative
     assert sum(k["time_pct"] for k in doc["kernels"]) == pytest.approx(100)
     assert 0 <= doc["gpu_idle"]["utilization_pct"] <= 100
     assert (
-        f"{swapped:,} {KERNEL} rows with a missing, negative or non-integer start or end, or ending before "
-        "they start ignored" in doc["notes"]
+        f"{swapped:,} {KERNEL} rows with a missing, negative or non-integer start or end, ending before "
+        "they start, or past 1e18 ns (31 years) ignored" in doc["notes"]
     )
 
 
@@ -107,7 +107,8 @@ def test_memsets_and_nvtx_ranges_ending_before_they_start_never_give_negative_ti
 
 
 def test_kernel_durations_summing_past_int64_refuse_the_export_instead_of_wrapping(export):
-    path = export(f"UPDATE {KERNEL} SET end = start + 4000000000000000000 WHERE rowid % 50 = 0")
+    # each duration under the 1e18 ns bound (a longer one is dropped), their sum past int64
+    path = export(f"UPDATE {KERNEL} SET end = start + 900000000000000000 WHERE rowid % 50 = 0")
     assert "past the int64 range" in refused("analyze", path, "--format", "json")
 
 

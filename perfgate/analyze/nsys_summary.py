@@ -41,6 +41,7 @@ from perfgate.parse.nsys_sqlite import (
     BAD_SIZE,
     BAD_SPAN,
     KERNEL_TABLE,
+    MAX_NS,
     MEMCPY_TABLE,
     MEMSET_TABLE,
     NVTX_TABLE,
@@ -55,9 +56,9 @@ from perfgate.parse.nsys_sqlite import (
 
 SPAN_CHART_TOP = 12
 SPANS_PER_KERNEL = 20_000  # a chart cannot show more bars than this per row anyway
-# a row is a span when both times are integers with 0 <= start <= end: then every difference of two
-# timestamps (durations, gaps, the capture's span) fits int64 (nsys timestamps count from 0)
-OK = "typeof(start) = 'integer' AND typeof(end) = 'integer' AND start >= 0 AND end >= start"
+# a row is a span when both times are integers with 0 <= start <= end < MAX_NS (31 years): then every
+# difference of two timestamps (durations, gaps, the capture's span) fits int64 (timestamps count from 0)
+OK = f"typeof(start) = 'integer' AND typeof(end) = 'integer' AND start >= 0 AND end >= start AND end < {MAX_NS}"
 _SIZE_OK = "(bytes IS NULL OR (typeof(bytes) = 'integer' AND bytes >= 0))"
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from perfgate.errors import BaselineError
 from perfgate.inputs import load_json_file
 from perfgate.model import Environment, GpuState, HostState, Metric, Timer
-from perfgate.parse.invariants import INT64_MAX
+from perfgate.parse.invariants import INT64_MAX, MAX_TIME_MS, has_control
 
 FORMAT = "perfgate-baseline"
 VERSION = 2
@@ -164,24 +164,30 @@ def _environment(path: Path, raw: dict[str, Any]) -> Environment:
     return Environment(**values)
 
 
-def _finite(path: Path, where: str, key: str, value: Any, positive: bool) -> float:
+def _finite(path: Path, where: str, key: str, value: Any, positive: bool, high: float | None = None) -> float:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or (positive and value <= 0) or (not positive and value < 0):
         need = "a finite number > 0" if positive else "a finite number >= 0"
         raise BaselineError(path, f'{where}: "{key}" must be {need}, got {value!r}')
+    if high is not None and value > high:
+        raise BaselineError(path, f'{where}: "{key}" = {value:g} is above {high:g}: not a measured time')
     return float(value)
 
 
-def _numbers(path: Path, where: str, key: str, raw: Any, min_len: int, positive: bool) -> tuple[float, ...]:
+def _numbers(
+    path: Path, where: str, key: str, raw: Any, min_len: int, positive: bool, high: float | None = None
+) -> tuple[float, ...]:
     if not isinstance(raw, list) or len(raw) < min_len:
         raise BaselineError(path, f'{where}: "{key}" must be a list of at least {min_len} numbers')
-    return tuple(_finite(path, where, f"{key}[{i}]", v, positive) for i, v in enumerate(raw))
+    return tuple(_finite(path, where, f"{key}[{i}]", v, positive, high) for i, v in enumerate(raw))
 
 
 def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
     where = f"case {case_id!r}"
     if not case_id.strip():
         raise BaselineError(path, "a case id must not be empty")
+    if has_control(case_id):
+        raise BaselineError(path, f"{where}: the case id holds a control character (a newline, an escape...)")
     if not isinstance(c, dict):
         raise BaselineError(path, f"{where} must be an object")
     timer_raw = c.get("timer", "cuda_event")
@@ -189,14 +195,17 @@ def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
         raise BaselineError(path, f"{where}: unknown timer {timer_raw!r}")
     if "median_ms" not in c:
         raise BaselineError(path, f'{where}: missing "median_ms"')
-    median = _finite(path, where, "median_ms", c["median_ms"], positive=True)
-    samples = _numbers(path, where, "samples_ms", _field(path, c, "samples_ms", list, where), 2, positive=False)
+    median = _finite(path, where, "median_ms", c["median_ms"], positive=True, high=MAX_TIME_MS)
+    raw_samples = _field(path, c, "samples_ms", list, where)
+    samples = _numbers(path, where, "samples_ms", raw_samples, 2, positive=False, high=MAX_TIME_MS)
     points: tuple[float, ...] = ()
     if c.get("sample_count") is not None:
         points, samples = samples, _expanded(path, where, samples, c["sample_count"])
     procs: tuple[float, ...] = ()
     if c.get("process_medians_ms") not in (None, []):
-        procs = _numbers(path, where, "process_medians_ms", c["process_medians_ms"], MIN_CALIBRATION_PROCESSES, True)
+        procs = _numbers(
+            path, where, "process_medians_ms", c["process_medians_ms"], MIN_CALIBRATION_PROCESSES, True, MAX_TIME_MS
+        )
     speedups: tuple[float, ...] = ()
     if c.get("process_speedups") not in (None, []):
         speedups = _numbers(path, where, "process_speedups", c["process_speedups"], MIN_CALIBRATION_PROCESSES, True)
@@ -215,7 +224,7 @@ def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
         if c.get(k) is not None
     }
     autotuned = {
-        k: _finite(path, where, k, c[k], positive=True)
+        k: _finite(path, where, k, c[k], positive=True, high=MAX_TIME_MS if k.endswith("_ms") else None)
         for k in ("autotune_process_median_ms", "autotune_process_speedup")
         if c.get(k) is not None
     }

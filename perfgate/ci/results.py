@@ -27,6 +27,7 @@ from typing import Any
 from perfgate.errors import ReportFileError
 from perfgate.inputs import load_json_file
 from perfgate.model import Direction, FindingKind, Verdict
+from perfgate.parse.invariants import has_control
 from perfgate.report.json_out import JSON_VERSION
 
 OLDEST_VERSION = 2  # version 2 differs from 3 only in writing samples always
@@ -149,6 +150,7 @@ def _check_row(path: Path, i: int, row: dict[str, Any]) -> None:
     where = f"comparisons[{i}]"
     if not isinstance(row.get("case_id"), str) or not isinstance(row.get("metric"), str):
         raise ReportFileError(path, f"{where} must have a string case_id and metric")
+    _check_id(path, where, row["case_id"])
     if not _one_of(row.get("verdict"), _VERDICTS):
         raise ReportFileError(path, f"{where}: verdict {str(row.get('verdict'))[:40]!r} is not perfgate's")
     if row.get("direction") is not None and not _one_of(row["direction"], _DIRECTIONS):
@@ -175,6 +177,11 @@ def _check_row(path: Path, i: int, row: dict[str, Any]) -> None:
         raise ReportFileError(path, f"{where}: the change interval [{low:g}, {high:g}] % is reversed")
 
 
+def _check_id(path: Path, where: str, case_id: str) -> None:
+    if has_control(case_id):
+        raise ReportFileError(path, f"{where}: case id {case_id[:80]!r} holds a control character")
+
+
 def _check_finding(path: Path, i: int, f: dict[str, Any]) -> None:
     if not _one_of(f.get("kind"), _KINDS) or not isinstance(f.get("message"), str):
         raise ReportFileError(
@@ -188,6 +195,7 @@ def _check_case(path: Path, i: int, case: dict[str, Any]) -> None:
     where = f"cases[{i}]"
     if not isinstance(case.get("case_id"), str):
         raise ReportFileError(path, f"{where} must have a string case_id")
+    _check_id(path, where, case["case_id"])
     timing = case.get("timing")
     if timing is None:
         return

@@ -19,6 +19,9 @@ if TYPE_CHECKING:  # numpy loads only where arrays are summed: importing perfgat
 
 
 INT64_MAX = 2**63 - 1
+# No time perfgate stores is longer than this (1e12 ms is 31 years): a stored 1e308 ms is not a measurement,
+# and scaled to microseconds or turned into a change percentage it overflows to inf.
+MAX_TIME_MS = 1e12
 INT64_MIN = -(2**63)
 _EXACT_SUM_BELOW = 2.0**62  # a float sum under this leaves room for its rounding: numpy's int64 sum cannot wrap
 
@@ -69,6 +72,12 @@ def printable(name: str) -> str:
     """A name from a file with its control characters (NUL, ESC, newlines...) replaced by U+FFFD: no
     kernel or range name has them, and they would reach terminals, Markdown and charts."""
     return name if name.isprintable() else name.translate(_CONTROL)
+
+
+def has_control(name: str) -> bool:
+    """Whether a name holds a character `printable` would replace: a stored id with one is refused, since a
+    newline in it starts a line of its own in a CI log (`::error::...`) or breaks a Markdown table."""
+    return not name.isprintable() and any(ord(c) in _CONTROL for c in name)
 
 
 def within(value: float, low: float, high: float) -> float:

@@ -140,14 +140,17 @@ def _launch(
                 values.append(cell.strip())
                 units.append(unit)
             continue  # empty cell: the metric is absent for this launch
+        written = number
         for factor in factors:  # as to_base_unit does, one multiplication at a time
             number *= factor
         if number - number != 0:
-            continue  # NaN/inf (or overflowing when scaled): ncu could not compute it; absent, never a number
+            if written - written == 0:  # finite as written, past float range once scaled: refused as too large
+                check_value(path, launch_id, name, written, unit)
+            continue  # NaN/inf as written: ncu could not compute it; absent, never a number
         if not 0 <= number <= INT64_MAX:
             check_value(path, launch_id, name, number, base_unit)
         names.append(name)
-        values.append(number)
+        values.append(number + 0.0)  # -0.0 + 0.0 is 0.0: a "-0" cell is never shown as -0 %
         units.append(base_unit)
     key = tuple(names)
     found = shared.get(key)

@@ -173,7 +173,7 @@ def _metrics(
             number = m.as_double()
             if not isinstance(number, float) or not usable(number):
                 continue  # NaN/inf: ncu could not compute it; absent, never a number
-            values.append(number)
+            values.append(number + 0.0)  # -0.0 + 0.0 is 0.0: never shown as -0 %
         found.append(name)
         unit = m.unit()
         units.append(unit if isinstance(unit, str) else "")

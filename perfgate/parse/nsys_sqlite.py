@@ -245,7 +245,10 @@ def _schema_version(con: sqlite3.Connection, path: Path, tables: set[str]) -> st
     return version
 
 
-BAD_SPAN = "with a missing, negative or non-integer start or end, or ending before they start"
+# No timestamp or duration of a capture reaches 1e18 ns (31 years; the torch reader's bound, 1e15 us): a
+# row past it is damaged, and summing such rows would report a GPU busy for centuries.
+MAX_NS = 10**18
+BAD_SPAN = "with a missing, negative or non-integer start or end, ending before they start, or past 1e18 ns (31 years)"
 BAD_SIZE = "with a negative or non-integer size"
 MAX_TIMELINE_ROWS = 1_000_000  # per table: a record per row (~0.5 kB); analyze aggregates larger captures
 
@@ -285,7 +288,7 @@ def read_nsys_sqlite(path: Path) -> Timeline:
             raise ReportFileError(path, f"SQLite error while reading the export ({err})") from err
 
 
-_SPAN_SQL = "typeof(start) = 'integer' AND typeof(end) = 'integer' AND start >= 0 AND end >= start"
+_SPAN_SQL = f"typeof(start) = 'integer' AND typeof(end) = 'integer' AND start >= 0 AND end >= start AND end < {MAX_NS}"
 
 
 def kernel_stream_notes(ex: NsysExport) -> tuple[str, ...]:
@@ -359,9 +362,9 @@ class _StreamSweep:
 
 
 def is_span(start: Any, end: Any) -> bool:
-    """SQLite hands back int, float, str, bytes or None: a span is two integers with 0 <= start <= end
-    (nsys timestamps count from 0; then every difference of two timestamps fits int64)."""
-    return type(start) is int and type(end) is int and 0 <= start <= end
+    """SQLite hands back int, float, str, bytes or None: a span is two integers with 0 <= start <= end <
+    MAX_NS (nsys timestamps count from 0; then every difference of two timestamps fits int64)."""
+    return type(start) is int and type(end) is int and 0 <= start <= end < MAX_NS
 
 
 def _count(value: Any) -> int | None:

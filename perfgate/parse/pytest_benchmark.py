@@ -27,6 +27,9 @@ from perfgate.parse.invariants import INT64_MAX, as_finite, printable
 _STATS = ("min", "max", "mean", "stddev", "median", "q1", "q3")
 
 
+MAX_ITERATIONS = 2**31  # calls per round; pytest-benchmark calibrates a few thousand at most
+
+
 def read_pytest_benchmark(path: Path) -> Run:
     path = Path(path)
     data = read_bytes(path, ReportFileError)
@@ -105,6 +108,11 @@ def _case(path: Path, i: int, b: Any) -> CaseResult:
     data = stats.get("data", [])
     if not isinstance(data, list):
         raise ReportFileError(path, f"{where}: stats.data must be a list")
+    if data and len(data) != rounds:  # pytest-benchmark keeps one time per round
+        raise ReportFileError(path, f"{where}: stats.rounds is {rounds:,} but stats.data holds {len(data):,} times")
+    iterations = stats.get("iterations", 1)
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or not 1 <= iterations < MAX_ITERATIONS:
+        raise ReportFileError(path, f"{where}: stats.iterations must be an integer from 1 to 2**31 - 1")
     samples = tuple(_ms(path, where, f"data[{j}]", v) for j, v in enumerate(data))
     for low, high in pairwise(("min", "q1", "median", "q3", "max")):
         if ms[low] > ms[high]:

@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 from perfgate.model import CaseThresholds, HostState, NoiseEstimate
+from perfgate.parse.invariants import MAX_TIME_MS, has_control
 
 # What a stored threshold may be: percentages up to a 10x change, alpha a real significance level.
 MAX_THRESHOLD_PCT = 1000.0
@@ -67,6 +68,14 @@ def text(value: object, where: str) -> str:
     return value
 
 
+def case_id(value: object, where: str) -> str:
+    """A case id: text without control characters (a newline in one would print a line of its own)."""
+    out = text(value, where)
+    if has_control(out):
+        raise StoredValueError(f"{where}: the case id holds a control character (a newline, an escape...)")
+    return out
+
+
 def json_value(raw: object, where: str, kind: type) -> Any:
     """A JSON column: NULL or empty is the kind's empty value; anything but the kind is refused."""
     if raw is None or raw == "":
@@ -89,14 +98,19 @@ def text_list(raw: object, where: str) -> tuple[str, ...]:
     return tuple(values)
 
 
-def positive_list(raw: object, where: str, high: float | None = None) -> tuple[float, ...]:
+def positive_list(raw: object, where: str, high: float | None = MAX_TIME_MS) -> tuple[float, ...]:
     return tuple(number(v, where, low=0.0, high=high, low_open=True) for v in json_value(raw, where, list))
 
 
+def time_ms(value: object, where: str) -> float:
+    """A stored time: finite, >= 0 and at most MAX_TIME_MS."""
+    return number(value, where, high=MAX_TIME_MS)
+
+
 def samples(values: tuple[float, ...], where: str) -> tuple[float, ...]:
-    if not all(math.isfinite(v) and v >= 0 for v in values):
-        bad = next(v for v in values if not (math.isfinite(v) and v >= 0))
-        raise StoredValueError(f"{where}: sample {bad!r} is not a finite time >= 0")
+    if not all(math.isfinite(v) and 0 <= v <= MAX_TIME_MS for v in values):
+        bad = next(v for v in values if not (math.isfinite(v) and 0 <= v <= MAX_TIME_MS))
+        raise StoredValueError(f"{where}: sample {bad!r} is not a finite time in [0, {MAX_TIME_MS:g}] ms")
     return values
 
 

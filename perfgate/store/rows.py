@@ -259,7 +259,7 @@ def case_from_row(
     where = f"run {row['run_id']} case {row['case_id']!r}"
     samples = checks.samples(unpack_f64(row["samples_f64"]), f"{where} samples_f64")
     return CaseResult(
-        case_id=checks.text(row["case_id"], where),
+        case_id=checks.case_id(row["case_id"], where),
         timing=timing_from_row(row, where),
         samples_ms=samples,
         metrics=metrics,
@@ -275,7 +275,7 @@ def case_from_row(
         confirmation_speedups=checks.positive_list(
             row["confirmation_speedups"], f"{where} confirmation_speedups", high=checks.MAX_SPEEDUP
         ),
-        confirmation_memory=checks.positive_list(row["confirmation_memory"], f"{where} confirmation_memory"),
+        confirmation_memory=checks.positive_list(row["confirmation_memory"], f"{where} confirmation_memory", high=None),
         host_state=checks.host_state(row["host_state"], f"{where} host_state"),
         nodeid=checks.text(row["nodeid"], f"{where} nodeid"),
         location=_location(row, where),
@@ -288,7 +288,7 @@ def timing_from_row(row: dict[str, Any], where: str) -> TimingStats:
         timer = Timer(row["timer"])
     except ValueError:
         raise StoredValueError(f"{where} timer: {row['timer']!r} is not a timer") from None
-    stats = {c: checks.number(row[c], f"{where} {c}") for c in STAT_COLUMNS[2:-2]}
+    stats = {c: checks.time_ms(row[c], f"{where} {c}") for c in STAT_COLUMNS[2:-2]}
     checks.ordered(stats, where)
     return TimingStats(
         timer=timer,
@@ -343,6 +343,7 @@ def gpu_from_row(row: dict[str, Any]) -> GpuState:
 def check_case_row(row: dict[str, Any]) -> None:
     """The checks a case row meets on read, applied before it is written."""
     where = f"case {row['case_id']!r}"
+    checks.case_id(row["case_id"], where)
     timing_from_row(row, where)
     checks.thresholds(row["thresholds"], f"{where} thresholds")
     checks.samples(unpack_f64(row["samples_f64"]), f"{where} samples")
@@ -355,7 +356,7 @@ def verdict_from_row(row: dict[str, Any]) -> MetricVerdict:
     except ValueError:
         raise StoredValueError(f"{where}: {row['verdict']!r} is not a verdict") from None
     return MetricVerdict(
-        checks.text(row["case_id"], where),
+        checks.case_id(row["case_id"], where),
         checks.text(row["metric"], where),
         checks.text(row["kernel"], where),
         verdict,

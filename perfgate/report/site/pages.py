@@ -7,6 +7,7 @@ even markup that slipped through could not run.
 from __future__ import annotations
 
 import json
+import math
 from html import escape
 from typing import Any
 
@@ -16,8 +17,9 @@ CSP = (
 
 
 def embed_json(value: object) -> str:
-    """JSON that cannot end its <script> element or open a comment: <, > and & as \\u escapes."""
-    text = json.dumps(value, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    """JSON that cannot end its <script> element or open a comment: <, > and & as \\u escapes. A non-finite
+    number (readers refuse stored ones; arithmetic on huge ones can still overflow) is null: a gap in a chart."""
+    text = json.dumps(_finite_only(value), separators=(",", ":"), allow_nan=False, ensure_ascii=False)
     return (
         text.replace("&", "\\u0026")
         .replace("<", "\\u003c")
@@ -25,6 +27,16 @@ def embed_json(value: object) -> str:
         .replace("\u2028", "\\u2028")
         .replace("\u2029", "\\u2029")
     )
+
+
+def _finite_only(value: object) -> object:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite_only(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_only(v) for v in value]
+    return value
 
 
 def page(
