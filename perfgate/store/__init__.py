@@ -216,7 +216,7 @@ class Store:
         with self.errors("read the accepted change points"):
             return tuple(
                 AcceptedChange(
-                    checks.text(r["case_id"], "change_points"),
+                    checks.case_id(r["case_id"], "change_points"),
                     checks.text(r["device_name"], "change_points"),
                     int(r["run_id"]),
                     checks.number(r["change_pct"], "change_points change_pct", low=-100.0),
@@ -333,7 +333,7 @@ class Store:
                     checks.text(r["started_at"], f"run {r['run_id']} started_at"),
                     checks.text(r["git_commit"], f"run {r['run_id']} git_commit"),
                     *(
-                        checks.number(r[c], f"run {r['run_id']} case {case_id!r} {c}")
+                        checks.time_ms(r[c], f"run {r['run_id']} case {case_id!r} {c}")
                         for c in ("median_ms", "q1_ms", "q3_ms")
                     ),
                 )
