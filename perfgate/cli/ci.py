@@ -47,11 +47,11 @@ def comment(args: argparse.Namespace) -> int:
 def _rendered(paths: list[Path], commit: str) -> list[str]:
     """One section per results file, rendered by this (trusted) code; a missing file is a failed section."""
     from perfgate.ci.results import read_checked_results
-    from perfgate.report.comment import missing_results, read_results, render_comment
+    from perfgate.report.comment import missing_results, render_comment, results_from_doc
 
     def one(p: Path) -> str:
-        read_checked_results(p)  # the same checks as `ci verdict`: a comment never shows what it would refuse
-        return render_comment(read_results(p), commit)
+        # the same checks as `ci verdict` (a comment never shows what it would refuse), one read of the file
+        return render_comment(results_from_doc(p, read_checked_results(p).doc), commit)
 
     return [one(p) if p.is_file() else missing_results(str(p)) for p in paths]
 

@@ -80,7 +80,11 @@ class Results:
 
 def read_results(path: Path) -> Results:
     """One results file, every field the comment uses checked (ReportFileError naming the file otherwise)."""
-    doc = load_json_file(path, ReportFileError)
+    return results_from_doc(path, load_json_file(path, ReportFileError))
+
+
+def results_from_doc(path: Path, doc: Any) -> Results:
+    """The comment's view of a results document already loaded from `path` (named in errors)."""
     if not isinstance(doc, dict) or not isinstance(doc.get("gate"), dict):
         raise ReportFileError(path, 'not a perfgate results file (--perfgate-json): no "gate" object')
     gate = doc["gate"]
