@@ -102,9 +102,9 @@ def positive_list(raw: object, where: str, high: float | None = MAX_TIME_MS) -> 
     return tuple(number(v, where, low=0.0, high=high, low_open=True) for v in json_value(raw, where, list))
 
 
-def time_ms(value: object, where: str) -> float:
-    """A stored time: finite, >= 0 and at most MAX_TIME_MS."""
-    return number(value, where, high=MAX_TIME_MS)
+def time_ms(value: object, where: str, positive: bool = False) -> float:
+    """A stored time: finite, >= 0 (> 0 when `positive`) and at most MAX_TIME_MS."""
+    return number(value, where, high=MAX_TIME_MS, low_open=positive)
 
 
 def samples(values: tuple[float, ...], where: str) -> tuple[float, ...]:

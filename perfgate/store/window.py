@@ -19,7 +19,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from perfgate.model import RunKind
-from perfgate.parse.invariants import MAX_TIME_MS
 from perfgate.store import Store, checks
 from perfgate.store.verdicts import FAILING
 
@@ -82,7 +81,7 @@ def recent_passing_gate_medians(
                     run_id=int(run_id),
                     git_commit=checks.text(commit, where),
                     started_at=checks.text(started_at, where),
-                    median_ms=checks.number(median_ms, f"{where} median_ms", high=MAX_TIME_MS, low_open=True),
+                    median_ms=checks.time_ms(median_ms, f"{where} median_ms", positive=True),
                     speedup=None
                     if speedup is None
                     else checks.number(speedup, f"{where} speedup", high=checks.MAX_SPEEDUP, low_open=True),
