@@ -65,11 +65,11 @@ def test_an_unchanged_head_passes_and_the_second_run_reuses_worktree_and_aa(repo
 
 def test_an_aa_head_process_faster_in_its_first_stage_is_not_called_improved(repo, tmp_path):
     # HEAD against HEAD's code, the head's worker 4% faster in its first 6 rounds of every case (a process
-    # state, not the code): the first stage looks like an improvement, the confirmation stage does not.
+    # state, not the code): the first stage looks like an improvement, the confirmation stages do not.
     commit(repo, cases(TIMES, offset_pct={"HEAD": -4.0}, offset_rounds=6), "head: same code")
     outcome = run_ab(request(repo, "HEAD~1", tmp_path))
     assert Verdict.IMPROVED not in _verdicts(outcome).values()
-    assert all("2 stages" in c.note for c in outcome.gate.comparisons if c.metric == "median_ms")
+    assert all(re.search(r"in [23] stages", c.note) for c in outcome.gate.comparisons if c.metric == "median_ms")
 
 
 def test_a_real_five_percent_improvement_is_called_after_confirmation(repo, tmp_path):
@@ -80,25 +80,21 @@ def test_a_real_five_percent_improvement_is_called_after_confirmation(repo, tmp_
     assert a.change_pct == pytest.approx(-5.0, abs=0.5) and "3 stages" in a.note and outcome.exit_code == 0
 
 
-def test_an_unconfirmed_slowdown_is_inconclusive_and_its_finding_shows_what_each_stage_was_tested_against(
-    repo, tmp_path
-):
-    # The head's worker 2.5% slower in its first stage only: the pooled change (about 1.25%) is above the
-    # 1% floor but the confirmation stage is not, so the verdict is inconclusive, and its finding must say
-    # that in the numbers it tested (each stage against its own threshold), not "pooled above, below T".
-    commit(repo, cases(TIMES, offset_pct={"HEAD": 2.5}, offset_rounds=6), "head: same code")
+def test_a_slowdown_below_what_a_case_can_call_is_inconclusive_and_its_finding_shows_what_was_tested(repo, tmp_path):
+    # Every case 0.98% slower: beyond the screen, so measured over three stages, above its noise band and
+    # within a band of the 1% minimum effect: inconclusive, and the finding says so in the numbers it tested.
+    commit(repo, cases({k: v * 1.0098 for k, v in TIMES.items()}, noise_pct=0.2), "head: 0.98% slower")
     outcome = run_ab(request(repo, "HEAD~1", tmp_path))
     assert set(_verdicts(outcome).values()) == {Verdict.INCONCLUSIVE}
     texts = [f.message for f in outcome.gate.findings if f.kind is FindingKind.INCONCLUSIVE]
     assert len(texts) == len(TIMES)
     for text in texts:
-        pooled = re.search(
-            r"median_ms head/base ([+-][\d.]+)% over 2 stages is above its noise band \(([\d.]+)%\)", text
+        found = re.search(
+            r"median_ms head/base ([+-][\d.]+)% over 3 stages is above its noise band \(([\d.]+)%\) but not "
+            r"beyond what it can call \(([\d.]+)%\)",
+            text,
         )
-        assert pooled and float(pooled[1]) > float(pooled[2]) and float(pooled[1]) > 1.0, text
-        stages = re.findall(r"stage (\d) ([+-][\d.]+)% (>|<=) ([\d.]+)%", text)
-        assert [(i, op) for i, _, op, _ in stages] == [("1", ">"), ("2", "<=")], text
-        assert all((float(c) > float(t)) == (op == ">") for _, c, op, t in stages), text
+        assert found and float(found[2]) < float(found[1]) <= float(found[3]), text
 
 
 def test_the_history_stores_both_sides_with_the_base_commit(repo, tmp_path):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from perfgate.ab.aa import AaCases
@@ -31,6 +31,7 @@ from perfgate.model import (
     TestOutcome,
     Verdict,
 )
+from perfgate.report.ab import RoundTrace
 from perfgate.stats import ratio_ci, summarize
 
 RATIO_METRICS = (TIME_METRIC, SPEEDUP_METRIC)
@@ -180,6 +181,8 @@ def _ratio_row(case: CaseRounds, metric: str, d: RatioDecision, with_aa: bool) -
     base, head = _pooled(case, Side.BASE, metric), _pooled(case, Side.HEAD, metric)
     stages = f" in {d.stages} stages" if d.stages > 1 else ""
     note = f"A/B: {d.rounds} rounds{stages}" + ("" if with_aa else ", no A/A")
+    if d.wild_rounds:
+        note += f"; {d.wild_rounds} wild round(s) set aside"
     if d.process_pct is not None:
         note += f"; the base's two processes differ by {d.process_pct:.2f}% (process noise, in the threshold)"
     if metric == TIME_METRIC:
@@ -341,26 +344,18 @@ def _speedup_target(res: CaseResult) -> list[Comparison]:
 
 
 def inconclusive_text(metric: str, d: RatioDecision) -> str:
-    """Why a ratio comparison is inconclusive, in the numbers that were tested: each stage's mean change
-    against its own threshold, or the pooled change against the pooled threshold (a process offset)."""
+    """Why a ratio comparison is inconclusive, in the numbers that were tested: the pooled change against
+    the pooled threshold, or against the screen when the rounds ended before the confirmation stages."""
     ratio = "head/base" if metric == TIME_METRIC else "speedup base/head"
     pooled = f"{ratio} {d.change_pct:+.2f}%" + (f" over {d.stages} stages" if d.stages > 1 else "")
-    noise = f"above its noise band ({d.band_pct:.2f}%)"
-    stages = list(zip(d.stage_change_pct, d.stage_threshold_pct))
-    if d.suspect and stages:
-        return (
-            f"{ratio} {stages[-1][0]:+.2f}% in stage {d.stages} is beyond what it can call there "
-            f"({stages[-1][1]:.2f}%), but the rounds ended before the next confirmation stage"
-        )
     if d.suspect:
         return (
-            f"{pooled} is over half of what it can call ({d.threshold_pct:.2f}%), but the rounds ended "
-            "before the next confirmation stage"
+            f"{pooled} is beyond its screen ({d.screen_pct:.2f}%), but the rounds ended before the "
+            "confirmation stages that would decide it"
         )
-    if len(stages) > 1:
-        each = ", ".join(f"stage {i} {c:+.2f}% {'>' if c > t else '<='} {t:.2f}%" for i, (c, t) in enumerate(stages, 1))
-        return f"{pooled} is {noise}, but not every stage is beyond what it can call ({each})"
-    return f"{pooled} is {noise} but not beyond what it can call ({d.threshold_pct:.2f}%)"
+    return (
+        f"{pooled} is above its noise band ({d.band_pct:.2f}%) but not beyond what it can call ({d.threshold_pct:.2f}%)"
+    )
 
 
 def _findings(
@@ -399,3 +394,23 @@ def aa_for_cache(cached: AaCases, measured: Mapping[str, Mapping[str, AaNoise]])
     for cid, metrics in measured.items():
         out.setdefault(cid, {}).update(metrics)
     return out
+
+
+def round_trace(case: CaseRounds) -> RoundTrace:
+    """The case's rounds as measured: orders, stage ends, each side's round medians."""
+
+    def medians(pick: Callable[[RoundSamples], tuple[float, ...]]) -> tuple[tuple[str, tuple[float, ...]], ...]:
+        out = []
+        for side, rounds in case.sides.items():
+            values = [pick(r) for r in rounds.rounds]
+            if values and all(values):
+                out.append((side.value, tuple(float(statistics.median(v)) for v in values)))
+        return tuple(out)
+
+    return RoundTrace(
+        case.case_id,
+        tuple(tuple(s.value for s in order) for order in case.orders),
+        tuple(case.stage_ends),
+        medians(lambda r: r.samples_ms),
+        medians(lambda r: r.reference_samples_ms),
+    )

@@ -39,7 +39,7 @@ ONE_SIDED_ROUNDS = 3  # a case only one tree has: measured for the report, never
 
 @dataclass(frozen=True)
 class RoundPlan:
-    rounds: int = 10  # per stage
+    rounds: int = 20  # per stage
     stages: int = 3  # at most: 1 + confirmation stages
     round_ms: float = 40.0  # one side's share of a round (samples = round_ms / one call, clamped)
     min_samples: int = 5

@@ -29,6 +29,7 @@ from perfgate.ab.compare import (
     decide_case,
     gated_count,
     has_metric,
+    round_trace,
     side_results,
 )
 from perfgate.ab.coordinator import CaseRounds, Coordinator, Measurement, NeedsStage, RoundPlan
@@ -100,7 +101,12 @@ def run_ab(req: AbRequest) -> AbOutcome:
         _update_aa(setup, cmp, measurement, messages)
     messages += measurement.notes
     info = AbInfo(
-        setup.base.label, setup.head.label, setup.plan.rounds, s.false_alarm_pct, gated_count(measurement.cases)
+        setup.base.label,
+        setup.head.label,
+        setup.plan.rounds,
+        s.false_alarm_pct,
+        gated_count(measurement.cases),
+        rounds_trace=tuple(round_trace(c) for c in measurement.cases),
     )
     if req.publish:
         messages += publish_ab(cmp.gate, head_run, base_run, replace(info, costs_s=_costs(costs, 0.0)), s)

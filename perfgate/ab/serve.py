@@ -10,11 +10,13 @@ case both trees are measured in alternation, so what the power state does, it do
 
 from __future__ import annotations
 
+import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from perfgate.ab.placement import free_cuda_bytes, moved, why_not_movable
 from perfgate.ab.protocol import (
     CaseReady,
     Collected,
@@ -106,9 +108,18 @@ class _Case:
         self.call: Callable[[], Any] = Invocation(spec.fn, spec.args, kwargs)
         reference = spec.reference
         self.ref_call: Callable[[], Any] | None = Invocation(reference, spec.args, kwargs) if reference else None
+        self.move = False  # CUDA inputs moved to a fresh place every round (placement.py)
+        self.rng = random.Random()  # noqa: S311 (where buffers go, not a secret)
 
-    def calls(self) -> list[Callable[[], Any]]:
-        return [self.ref_call, self.call] if self.ref_call is not None else [self.call]
+    def calls(
+        self, args: tuple[Any, ...] | None = None, kwargs: Mapping[str, Any] | None = None
+    ) -> list[Callable[[], Any]]:
+        """The reference (if any) and the case; on `args`/`kwargs` instead of the test's own when given."""
+        if args is None or kwargs is None:
+            return [self.ref_call, self.call] if self.ref_call is not None else [self.call]
+        call = Invocation(self.spec.fn, args, kwargs)
+        ref = self.spec.reference
+        return [Invocation(ref, args, kwargs), call] if ref is not None else [call]
 
     def prepare(self, pins: dict[str, str], settle: bool = True) -> Prepared:
         if self.spec.check and self.spec.reference is None:
@@ -117,25 +128,33 @@ class _Case:
         first_calls(self.call, self.ref_call, self.spec, self.timer, self.watch)
         if self.spec.options.memory:
             self.metrics = tuple(peak_memory(self.call, self.timer))
+        notes: tuple[str, ...] = ()
+        if self.timer is Timer.CUDA_EVENT:
+            why_not = why_not_movable(self.spec.args, self.spec.kwargs, free_cuda_bytes())
+            self.move = why_not is None
+            if why_not is not None:
+                notes += (f"inputs keep their place in memory every round: {why_not}",)
         waited = cool_down(self.device, self.spec.options.cooldown_max_ms) if settle else 0.0
         estimate = self._measure(ESTIMATE_SAMPLES)
         per_call = sum(float(sorted(s)[len(s) // 2]) for s in estimate.samples_ms)
         self.per_call_ms = per_call if per_call > 0 else None
         skeleton = self._result(list(estimate.samples_ms[-1]), list(estimate.samples_ms[0]) if self.ref_call else [])
-        notes = tuple(f"autotune: {p}" for p in self.watch.problems)
+        notes += tuple(f"autotune: {p}" for p in self.watch.problems)
         if waited:
             notes += (f"waited {waited:.0f} ms for the GPU's power state before the rounds",)
         return Prepared(replace(skeleton, profile_notes=notes), max(per_call, 1e-6), tuple(self.watch.problems))
 
     def round(self, n_samples: int) -> RoundSamples:
-        m = self._measure(n_samples)
+        placement = moved(self.spec.args, self.spec.kwargs, self.rng) if self.move else None  # alive for the round
+        calls = self.calls(placement.args, placement.kwargs) if placement else self.calls()
+        m = self._measure(n_samples, calls)
         samples = tuple(m.samples_ms[-1])
         refs = tuple(m.samples_ms[0]) if self.ref_call is not None else ()
         self.samples += samples
         self.reference_samples += refs
         return RoundSamples(samples, refs)
 
-    def _measure(self, n_samples: int) -> Any:
+    def _measure(self, n_samples: int, calls: list[Callable[[], Any]] | None = None) -> Any:
         options = replace(
             self.spec.options,
             warmup_ms=ROUND_WARMUP_MS,
@@ -144,7 +163,7 @@ class _Case:
             cooldown_max_ms=0.0,
             exclude_throttled=False,
         )
-        return measure_calls(self.calls(), options, self.timer, None, per_round_ms=self.per_call_ms)
+        return measure_calls(calls or self.calls(), options, self.timer, None, per_round_ms=self.per_call_ms)
 
     def result(self) -> CaseResult:
         if not self.samples:  # done before any round (the other tree could not measure it)

@@ -6,32 +6,37 @@ and little else. For a lower-is-better time x_r is taken as is; for a higher-is-
 the reference timed inside each worker) it is ln(base_r / head_r), so positive is always worse.
 
 The rule, for one case and metric, with rounds grouped in stages (stage 1, then confirmation stages of
-fresh rounds for a suspect case, at most K = 1 + confirm_runs):
+fresh rounds while the case is suspect, at most K = 1 + confirm_runs):
 
-    s      the per-round noise: pooled standard deviation of x within each stage and of the A/A's
-           rounds (base against a second base process, ln(base'_r / base_r)); dof = the sum of
-           (rounds - 1)
-    se_j   s / sqrt(R_j): the noise of stage j's mean ratio
-    T_j    max(ln(1 + min_effect), c * se_j): what stage j can detect
-    c      the critical value of the *joint* event: under unchanged code, the chance that every one of
-           K stages exceeds its T_j is alpha (stages are independent rounds; they share s)
+    wild   a round more than WILD_SDS robust standard deviations (1.4826 MAD) from the median of all its
+           rounds is set aside, at most a quarter of them: a 40 ms window a neighbour or a clock event
+           hit (on the H100, 1-10 rounds in 30-90 were 5-150% off while the rest agreed to 0.1-2%)
+    s      the per-round noise: pooled standard deviation of the kept x about their mean (all stages: a
+           stage that differs from the others is noise the pooled mean carries) and of the A/A's kept
+           rounds about theirs (base against a second base process, ln(base'_r / base_r)); dof = the
+           sum of (kept rounds - 1)
+    se     sqrt(s^2 / n + p^2) for the n kept rounds so far; p is the A/A's process offset (below), or 0
+    T      max(ln(1 + min_effect), c * se), c = Student's t quantile at 1 - alpha: what is called
+    screen after a stage before the K-th: suspect when the pooled mean is beyond max(floor / 2, 1.28 se)
+           either way (another stage of rounds will decide), otherwise unchanged
 
-    REGRESSED     all K stages exceed T_j
-    IMPROVED      all K stages fall below -T_j: the same confirmation and the same charge as a regression
-                  (one stage below -T_1 is suspect and gets the next stage, as a stage above T_1 does), so
-                  a process offset toward "faster" is no likelier to be called than one toward "slower"
+    REGRESSED     K stages measured and the pooled mean of all their kept rounds exceeds T
+    IMPROVED      the mirror image: below -T, with the same screen and confirmation
     INCONCLUSIVE  not regressed, but the pooled change is above its 95% noise band and within a band of T
     UNCHANGED     otherwise
 
-alpha is the case's share of the run's false-alarm budget: false_alarm_pct / m over the run's m gated
-comparisons (Bonferroni), so an unchanged A/B gate fails with probability under false_alarm_pct however
-many cases it has.
+A verdict is only ever reached on the pooled rounds of all K stages, so the screens in between can only
+make it rarer: P(regressed | unchanged code) <= P(pooled K-stage mean > T) = alpha, with one critical value
+and no split over looks, and all K stages' rounds count toward the power (a 2% slowdown under 1.5% round
+noise is caught on 30 rounds where three separate 10-round tests each had to pass). alpha is the case's
+share of the run's false-alarm budget: false_alarm_pct / m over the run's m gated comparisons
+(Bonferroni), so an unchanged A/B gate fails with probability under false_alarm_pct however many cases it
+has.
 
-Rounds cancel what changes in time, not what differs between two processes (a cuBLAS algorithm chosen
-per process, allocation placement). The A/A tests for that: when the two base processes' mean ratio is
-beyond their rounds' noise (two-sided 1%), that offset is a process effect, its square joins se^2, and
-stages (same processes) are no longer independent: the pooled mean over all rounds is tested against a
-single-stage critical value, Bonferroni-split over the K looks. docs/ab.md has the derivation.
+Rounds cancel what changes in time, not what differs between two processes. Where the inputs sit in memory
+is moved every round (placement.py); what remains (a library choosing an algorithm per process, ...) the
+A/A tests: when the two base processes' mean ratio is beyond their rounds' noise (two-sided 1%), that
+offset is a process effect and its square joins se^2. docs/ab.md has the derivation and the H100 numbers.
 """
 
 from __future__ import annotations
@@ -48,6 +53,10 @@ from perfgate.stats import FloatArray
 from perfgate.stats import t_quantile as _t_quantile
 
 PROCESS_TEST_ALPHA = 0.01  # two-sided: does the A/A show a process offset beyond its rounds' noise?
+WILD_SDS = 5.0  # a round this many robust standard deviations from the median is wild
+WILD_SHARE = 0.25  # at most this share of a case's rounds is ever set aside
+SCALE_FLOOR = 1e-4  # a robust scale under 0.01% (rounds with identical medians) is taken as 0.01%
+SCREEN_Z = 1.2816  # a stage is suspect beyond 1.28 se (one-sided 10%): another stage decides
 BAND_CONFIDENCE = 0.95
 CI_CONFIDENCE = 0.95
 MIN_ROUNDS = 3
@@ -63,7 +72,9 @@ class AaNoise:
 
     @classmethod
     def of(cls, log_ratios: Sequence[float]) -> AaNoise:
+        """From the A/A's per-round log ratios, its wild rounds set aside as in the verdict."""
         x = np.asarray(log_ratios, dtype=np.float64)
+        x = x[tame(x)] if x.size else x
         mean = float(x.mean()) if x.size else 0.0
         return cls(int(x.size), mean, float(((x - mean) ** 2).sum()))
 
@@ -87,11 +98,10 @@ class RatioDecision:
     stages: int
     process_pct: float | None = None  # the A/A's process offset, when it showed one
     suspect: bool = False  # another stage of rounds would decide: ask for one
-    # what was tested: each stage's mean change and threshold (%); with a process offset (process_pct) the
-    # pooled change against threshold_pct instead, and these are empty
-    stage_change_pct: tuple[float, ...] = ()
-    stage_threshold_pct: tuple[float, ...] = ()
+    stage_change_pct: tuple[float, ...] = ()  # each stage's mean change over its kept rounds (%)
     band_pct: float = 0.0  # the pooled change's 95% noise band (the inconclusive test's "above the noise")
+    wild_rounds: int = 0  # rounds set aside as wild
+    screen_pct: float = 0.0  # a stage before the K-th is suspect beyond this (%)
 
     @property
     def ratio(self) -> float:
@@ -109,44 +119,61 @@ def pct(log_ratio: float) -> float:
     return 100.0 * math.expm1(log_ratio)
 
 
+def tame(x: FloatArray) -> np.ndarray[tuple[int], np.dtype[np.bool_]]:
+    """Which rounds to keep: all but those more than WILD_SDS robust sds from the median (the farthest
+    WILD_SHARE of the rounds at most)."""
+    keep = np.ones(x.size, dtype=bool)
+    if x.size < MIN_ROUNDS:
+        return keep
+    median = float(np.median(x))
+    distance = np.abs(x - median)
+    scale = max(1.4826 * float(np.median(distance)), SCALE_FLOOR)
+    wild = np.flatnonzero(distance > WILD_SDS * scale)
+    most = int(WILD_SHARE * x.size)
+    if wild.size > most:
+        wild = wild[np.argsort(-distance[wild], kind="stable")[:most]]
+    keep[wild] = False
+    return keep
+
+
 def decide_ratio(stages: Sequence[Sequence[float]], aa: AaNoise | None, rule: RatioRule) -> RatioDecision:
     """The verdict for one case and metric from its stages of per-round log ratios (+ = worse)."""
     if not stages or any(len(s) < MIN_ROUNDS for s in stages):
         raise ValueError(f"every stage needs at least {MIN_ROUNDS} rounds")
     arrays = [np.asarray(s, dtype=np.float64) for s in stages]
-    ss = sum(float(((a - a.mean()) ** 2).sum()) for a in arrays)
-    dof = sum(a.size - 1 for a in arrays)
+    keep = tame(np.concatenate(arrays))
+    bounds = np.cumsum([0] + [a.size for a in arrays])
+    kept = [a[keep[lo:hi]] for a, lo, hi in zip(arrays, bounds[:-1], bounds[1:])]
+    everything = np.concatenate(kept)
+    n, mean = everything.size, float(everything.mean())
+    # about the pooled mean, not each stage's: a stage that differs from the others (a neighbour busy for
+    # a whole stage) is noise the pooled mean carries, so it widens s instead of hiding in a stage mean
+    ss, dof = float(((everything - mean) ** 2).sum()), n - 1
     if aa is not None and aa.rounds >= 2:
         ss, dof = ss + aa.ss_log, dof + aa.rounds - 1
+    dof = max(dof, 1)
     s = math.sqrt(ss / dof)
     process2 = _process_offset2(aa, s, dof)
-    everything = np.concatenate(arrays)
-    n, mean = everything.size, float(everything.mean())
     floor = math.log1p(rule.min_effect_pct / 100.0)
-    se_all = math.sqrt(s * s / n + process2)
-    if process2 == 0.0:
-        c = joint_critical_value(rule.stages, rule.alpha, dof)
-        thresholds = [max(floor, c * s / math.sqrt(a.size)) for a in arrays]
-        means = [float(a.mean()) for a in arrays]
-        worse = _staged_call([m > t for m, t in zip(means, thresholds)], rule.stages)
-        better = _staged_call([m < -t for m, t in zip(means, thresholds)], rule.stages)
-        threshold = thresholds[0]
-        tested = (tuple(pct(m) for m in means), tuple(pct(t) for t in thresholds))
-    else:  # the stages share the processes' offset: the pooled mean, one test per look
-        threshold = max(floor, t_quantile(1.0 - rule.alpha / rule.stages, dof) * se_all)
-        worse = _pooled_call(mean, threshold, len(arrays), rule.stages)
-        better = _pooled_call(-mean, threshold, len(arrays), rule.stages)
-        tested = ((), ())
-    suspect = worse.suspect or better.suspect
-    band = t_quantile(BAND_CONFIDENCE, dof) * se_all
+    c = t_quantile(1.0 - rule.alpha, dof)
+    se = math.sqrt(s * s / n + process2)
+    complete = len(arrays) >= rule.stages
+    if complete:
+        threshold = max(floor, c * se)
+    else:  # what K stages of rounds like these would call: the case's "detects"
+        planned = n * rule.stages / len(arrays)
+        threshold = max(floor, c * math.sqrt(s * s / planned + process2))
+    screen = max(floor / 2.0, SCREEN_Z * se)
+    suspect = not complete and abs(mean) > screen
+    band = t_quantile(BAND_CONFIDENCE, dof) * se
     verdict = Verdict.UNCHANGED
-    if worse.called:
+    if complete and mean > threshold:
         verdict = Verdict.REGRESSED
-    elif better.called:
+    elif complete and -mean > threshold:
         verdict = Verdict.IMPROVED
     elif not suspect and mean > band and mean + band > threshold:
         verdict = Verdict.INCONCLUSIVE
-    half = t_quantile(0.5 + CI_CONFIDENCE / 2, dof) * se_all
+    half = t_quantile(0.5 + CI_CONFIDENCE / 2, dof) * se
     return RatioDecision(
         verdict=verdict,
         change_pct=pct(mean),
@@ -158,30 +185,11 @@ def decide_ratio(stages: Sequence[Sequence[float]], aa: AaNoise | None, rule: Ra
         stages=len(arrays),
         process_pct=pct(math.sqrt(process2)) if process2 else None,
         suspect=suspect,
-        stage_change_pct=tested[0],
-        stage_threshold_pct=tested[1],
+        stage_change_pct=tuple(pct(float(k.mean())) for k in kept if k.size),
         band_pct=pct(band),
+        wild_rounds=int(keep.size - keep.sum()),
+        screen_pct=pct(screen),
     )
-
-
-@dataclass(frozen=True)
-class _Call:
-    """One direction's test: called (every look it needs passed) or suspect (another stage would decide)."""
-
-    called: bool
-    suspect: bool
-
-
-def _staged_call(beyond: Sequence[bool], stages: int) -> _Call:
-    """Every one of the K stages beyond its threshold; suspect while all so far are and stages remain."""
-    called = len(beyond) >= stages and all(beyond[:stages])
-    return _Call(called, not called and all(beyond) and len(beyond) < stages)
-
-
-def _pooled_call(change: float, threshold: float, measured: int, stages: int) -> _Call:
-    """The pooled change (+ = this direction) beyond the threshold of one of K looks."""
-    called = change > threshold
-    return _Call(called, not called and change > threshold / 2 and measured < stages)
 
 
 def _process_offset2(aa: AaNoise | None, s: float, dof: int) -> float:
@@ -194,70 +202,3 @@ def _process_offset2(aa: AaNoise | None, s: float, dof: int) -> float:
     if abs(aa.mean_log) / se > t_quantile(1.0 - PROCESS_TEST_ALPHA / 2, dof):
         return aa.mean_log**2
     return 0.0
-
-
-@functools.lru_cache(maxsize=256)
-def joint_critical_value(stages: int, alpha: float, dof: int) -> float:
-    """c with P(T_1 > c, ..., T_K > c) = alpha for T_j = Z_j / S: K independent standard normal stage means
-    sharing one variance estimate S^2 ~ chi^2_dof / dof. One stage: Student's t quantile."""
-    if stages < 1 or not 0.0 < alpha < 1.0 or dof < 1:
-        raise ValueError("need stages >= 1, 0 < alpha < 1, dof >= 1")
-    if stages == 1:
-        return t_quantile(1.0 - alpha, dof)
-    grid, weights = _chi_grid(dof)
-
-    def joint(c: float) -> float:
-        tail = 0.5 * _erfc(c * grid / math.sqrt(2.0))
-        return float((weights * tail**stages).sum())
-
-    lo, hi = 0.0, t_quantile(1.0 - alpha, dof)  # joint(0) = 2^-K > alpha for any alpha we allow; joint(hi) < alpha
-    if joint(lo) <= alpha:
-        return 0.0
-    for _ in range(60):
-        mid = (lo + hi) / 2.0
-        if joint(mid) > alpha:
-            lo = mid
-        else:
-            hi = mid
-    return hi
-
-
-def _erfc(x: FloatArray) -> FloatArray:
-    """erfc for x >= 0, vectorised (Numerical Recipes' Chebyshev fit: relative error under 1.2e-7)."""
-    t = 1.0 / (1.0 + 0.5 * x)
-    poly = (
-        -x * x
-        - 1.26551223
-        + t
-        * (
-            1.00002368
-            + t
-            * (
-                0.37409196
-                + t
-                * (
-                    0.09678418
-                    + t
-                    * (
-                        -0.18628806
-                        + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))
-                    )
-                )
-            )
-        )
-    )
-    result: FloatArray = t * np.exp(poly)
-    return result
-
-
-@functools.lru_cache(maxsize=64)
-def _chi_grid(dof: int) -> tuple[FloatArray, FloatArray]:
-    """Points and quadrature weights of S = sqrt(chi^2_dof / dof) (integrates to 1)."""
-    width = 12.0 / math.sqrt(2.0 * dof)
-    s = np.linspace(max(1e-6, 1.0 - width), 1.0 + width, 801) if dof > 50 else np.linspace(1e-6, 8.0, 2001)
-    log_density = (
-        math.log(2.0) + (dof / 2) * math.log(dof / 2) - math.lgamma(dof / 2) + (dof - 1) * np.log(s) - dof * s * s / 2
-    )
-    density = np.exp(log_density)
-    weights = density * np.gradient(s)
-    return s, weights / weights.sum()

@@ -115,7 +115,7 @@ class Settings:
     chart_url: str = ""  # where the charts are published (links in a job summary need absolute URLs)
     site_url: str = ""  # where `perfgate report --html` is published: the summary links to the case pages
     base: str = ""  # A/B mode: the git ref measured side by side with the head ("" = baseline mode)
-    ab_rounds: int = 10  # A/B mode: rounds per case and stage
+    ab_rounds: int = 20  # A/B mode: rounds per case and stage (budget_ms / ab_rounds per side and round)
     worktree_dir: Path | None = None  # A/B mode: cached base worktrees (None: $XDG_CACHE_HOME/perfgate/worktrees)
     ab_timeout_s: float = 900.0  # A/B mode: the longest one worker step may take before it is called hung
     rootdir: Path = Path(".")

@@ -46,6 +46,27 @@ VERDICT_WORD = {Verdict.MISSING: "removed"}
 
 
 @dataclass(frozen=True)
+class RoundTrace:
+    """The rounds behind one case's ratios, for whoever wants to check a verdict or study the noise: each
+    round's order of sides and every side's round medians (and its reference's, where it times one)."""
+
+    case_id: str
+    orders: tuple[tuple[str, ...], ...]  # per round, the sides in the order they measured
+    stage_ends: tuple[int, ...]  # the round count at the end of each stage
+    median_ms: tuple[tuple[str, tuple[float, ...]], ...]  # side -> its rounds' medians, in time order
+    reference_median_ms: tuple[tuple[str, tuple[float, ...]], ...] = ()
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "case_id": self.case_id,
+            "orders": [list(o) for o in self.orders],
+            "stage_ends": list(self.stage_ends),
+            "median_ms": {side: list(v) for side, v in self.median_ms},
+            "reference_median_ms": {side: list(v) for side, v in self.reference_median_ms},
+        }
+
+
+@dataclass(frozen=True)
 class AbInfo:
     """What the summary says about the comparison itself."""
 
@@ -55,6 +76,7 @@ class AbInfo:
     false_alarm_pct: float
     comparisons: int  # m: the budget's share per comparison is false_alarm_pct / m
     costs_s: tuple[tuple[str, float], ...] = ()
+    rounds_trace: tuple[RoundTrace, ...] = ()  # the JSON's ab.cases
 
 
 def ratio_text(c: Comparison) -> str:
@@ -154,6 +176,7 @@ def render_ab_json(gate: GateResult, head: Run, base: Run, info: AbInfo) -> str:
         "comparisons": info.comparisons,
         "costs_s": dict(info.costs_s),
         "base_run_uid": base.info.run_uid,
+        "cases": [t.as_json() for t in info.rounds_trace],
     }
     return json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
