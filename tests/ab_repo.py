@@ -19,9 +19,12 @@ STANDIN = Path(__file__).with_name("ab_standin.py")
 class StandinLauncher:
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
+        self.launched: dict[str, int] = {}  # side -> workers started so far (a fresh pair is the second)
 
     def argv(self, spec: WorkerSpec) -> list[str]:
-        return [sys.executable, str(STANDIN), str(spec.tree), spec.side.name, str(self.seed), "--", *spec.pytest_args]
+        n = self.launched[spec.side.name] = self.launched.get(spec.side.name, -1) + 1
+        seed = f"{self.seed}" if n == 0 else f"{self.seed}.{n}"
+        return [sys.executable, str(STANDIN), str(spec.tree), spec.side.name, seed, "--", *spec.pytest_args]
 
 
 def git(repo: Path, *args: str) -> str:

@@ -8,6 +8,8 @@ what goes wrong where: {"tests": {"test_x.py::test_a": {"test_x.py::test_a": 1.0
 "hang": "round:CASE", "check_fails": [CASE], "test_fails": [NODEID], "collect_errors": {FILE: ERROR},
 "offset_pct": {SIDE: pct}, "offset_rounds": N} (a process offset of one side's worker, in its first N
 rounds of every case, or all of them without N: what alternation cannot cancel);
+"first_process_offset_pct": {SIDE: pct} (the same, in the first worker of that side only: a fresh pair
+of processes does not have it);
 "AA@round:CASE" crashes only the
 worker of that side (BASE, HEAD or AA). A round's samples are the declared
 time times a seeded log-normal noise (the seed differs per side, so the A/A twin is an independent
@@ -44,7 +46,7 @@ ENV = Environment(device_kind="host", device_name="stand-in GPU", hostname="stan
 
 
 def main() -> None:
-    tree, side, seed = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    tree, side, seed = Path(sys.argv[1]), sys.argv[2], sys.argv[3]  # SEED[.N]: the N-th fresh worker of SIDE
     args = sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else []
     keyword = args[args.index("-k") + 1] if "-k" in args else ""
     spec = json.loads((tree / "standin.json").read_text())
@@ -55,6 +57,8 @@ def main() -> None:
         crash_side, crash = crash.split("@", 1)
         spec["crash"] = crash if crash_side == side else ""
     spec["offset"] = 1 + spec.get("offset_pct", {}).get(side, 0.0) / 100
+    if "." not in seed:  # the first worker of its side: a process offset of that process alone
+        spec["offset"] *= 1 + spec.get("first_process_offset_pct", {}).get(side, 0.0) / 100
     if spec.get("crash") == "collect":
         print("ImportError: cannot import name 'kernel' from 'kernels' (stand-in)", flush=True)
         raise SystemExit(1)

@@ -250,3 +250,33 @@ def test_profiler_counters_are_compared_head_against_base(repo, tmp_path, monkey
     rows = [c for c in outcome.gate.comparisons if c.metric == "launch__registers_per_thread"]
     assert len(rows) == 3 and all(r.verdict is Verdict.REGRESSED and (r.baseline, r.current) == (64, 128) for r in rows)
     assert outcome.exit_code == 1 and any("ncu phase took" in line and "(base)" in line for line in outcome.messages)
+
+
+def test_a_process_offset_of_the_first_head_process_is_not_repeated_by_a_fresh_pair(repo, tmp_path):
+    # The head's first worker 6% slower on every case (a process state: placement, a library's choice), the
+    # code the same. Its rounds call a regression; the fresh pair of processes does not repeat it: not a
+    # failure, and every row says what the fresh pair measured.
+    commit(repo, cases(TIMES, first_process_offset_pct={"HEAD": 6.0}), "head: same code")
+    outcome = run_ab(request(repo, "HEAD~1", tmp_path))
+    assert set(_verdicts(outcome).values()) == {Verdict.INCONCLUSIVE} and outcome.exit_code == 0
+    rows = [c for c in outcome.gate.comparisons if c.metric == "median_ms"]
+    assert all(re.search(r"not repeated by a fresh pair of processes \([+-]0\.\d\d%\)", c.note) for c in rows)
+    assert any("3 case(s) called: measured again by a fresh pair" in line for line in outcome.messages)
+    assert "fresh pair" in dict(outcome.costs_s)
+
+
+def test_a_real_slowdown_is_confirmed_by_the_fresh_pair_and_only_called_cases_are_measured_again(repo, tmp_path):
+    commit(repo, cases({**TIMES, "a": 1.03}), "head: a 3% slower")
+    outcome = run_ab(request(repo, "HEAD~1", tmp_path))
+    assert _verdicts(outcome) == {"a": Verdict.REGRESSED, "b": Verdict.UNCHANGED, "c": Verdict.UNCHANGED}
+    a = next(c for c in outcome.gate.comparisons if c.case_id.endswith("::a") and c.metric == "median_ms")
+    assert re.search(r"confirmed by a fresh pair of processes \(\+[23]\.\d\d%\)", a.note) and outcome.exit_code == 1
+    assert any("1 case(s) called: measured again" in line for line in outcome.messages)
+
+
+def test_without_the_fresh_pair_a_process_offset_fails_the_gate(repo, tmp_path):
+    # what ab_fresh_pair = false gives up: the first pair's offset is taken for the code
+    commit(repo, cases(TIMES, first_process_offset_pct={"HEAD": 6.0}), "head: same code")
+    outcome = run_ab(request(repo, "HEAD~1", tmp_path, ab_fresh_pair=False))
+    assert set(_verdicts(outcome).values()) == {Verdict.REGRESSED} and outcome.exit_code == 1
+    assert "fresh pair" not in dict(outcome.costs_s)

@@ -33,9 +33,11 @@ def main() -> None:
     p.add_argument("--variants", default="40:30,10:40", help="round_ms:rounds, comma-separated")
     p.add_argument("--budget-s", type=float, default=300.0, help="start no new run after this many seconds")
     p.add_argument("--host", action="store_true", help="host-clock cases: try the plumbing without a GPU")
+    p.add_argument("--names", default=",".join(NAMES), help="cases, comma-separated")
+    p.add_argument("--no-flush", action="store_true", help="both trees without the L2 flush (flush_l2 = false)")
     args = p.parse_args()
     check_tools(gpu=not args.host)
-    names = ("json_encode", "sort") if args.host else NAMES
+    names = ("json_encode", "sort") if args.host else tuple(args.names.split(","))
     started = time.monotonic()
     here = Path(__file__).parent / "ab_cases"
     repo = new_project(
@@ -48,6 +50,9 @@ def main() -> None:
             "ab_cases/inject.json": "{}",
         },
     )
+    if args.no_flush:
+        text = (repo / "pyproject.toml").read_text().replace("flush_l2 = true", "flush_l2 = false")
+        commit(repo, "no L2 flush", {"pyproject.toml": text})
     base = head(repo)
     env = env_with(TRITON_CACHE_DIR=str(SCRATCH / "triton-head"), PERFGATE_KERNEL_CACHE=str(SCRATCH / "kernels"))
     worktrees = SCRATCH / "worktrees"

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from perfgate.ab.aa import AaCases
 from perfgate.ab.coordinator import CaseRounds, Measurement
 from perfgate.ab.protocol import RoundSamples, Side
-from perfgate.ab.verdict import MIN_ROUNDS, AaNoise, RatioDecision, RatioRule, decide_ratio
+from perfgate.ab.verdict import MIN_ROUNDS, AaNoise, RatioDecision, RatioRule, decide_ratio, with_fresh_pair
 from perfgate.baseline.write import case_from_result
 from perfgate.gate.compare import compare_metrics
 from perfgate.metrics import SPEEDUP_METRIC, TIME_METRIC
@@ -35,6 +35,7 @@ from perfgate.report.ab import RoundTrace
 from perfgate.stats import ratio_ci, summarize
 
 RATIO_METRICS = (TIME_METRIC, SPEEDUP_METRIC)
+CALLS = (Verdict.REGRESSED, Verdict.IMPROVED)  # the verdicts a fresh pair of processes must repeat
 
 
 @dataclass(frozen=True)
@@ -137,10 +138,16 @@ def side_results(m: Measurement) -> dict[tuple[Side, str], CaseResult]:
 
 
 def compare_ab(
-    m: Measurement, cached: AaCases, rule: AbRule, results: Results | None = None, fail_on_profile_error: bool = False
+    m: Measurement,
+    cached: AaCases,
+    rule: AbRule,
+    results: Results | None = None,
+    fail_on_profile_error: bool = False,
+    fresh: Mapping[str, CaseRounds] | None = None,
 ) -> AbComparison:
     """`results`: the sides' cases when something was added to them (profiler metrics); default
-    side_results(m)."""
+    side_results(m). `fresh`: called cases measured again by a fresh pair of processes (case id -> its
+    rounds there): a call stands only where that pair makes it too (verdict.with_fresh_pair)."""
     results = results if results is not None else side_results(m)
     gated = gated_count(m.cases)
     ratio_rule = rule.for_comparisons(gated)
@@ -156,6 +163,10 @@ def compare_ab(
                 continue
             aa = here or cached.get(case.case_id, {}).get(metric)
             decision = decide_case(case, metric, aa, ratio_rule)
+            again = (fresh or {}).get(case.case_id)
+            if decision is not None and again is not None and decision.verdict in CALLS and has_metric(again, metric):
+                second = decide_case(again, metric, aa, ratio_rule)
+                decision = with_fresh_pair(decision, second) if second is not None else decision
             if decision is not None:
                 decisions[(case.case_id, metric)] = decision
                 rows.append(_ratio_row(case, metric, decision, aa is not None))
@@ -183,6 +194,9 @@ def _ratio_row(case: CaseRounds, metric: str, d: RatioDecision, with_aa: bool) -
     note = f"A/B: {d.rounds} rounds{stages}" + ("" if with_aa else ", no A/A")
     if d.wild_rounds:
         note += f"; {d.wild_rounds} wild round(s) set aside"
+    if d.fresh is not None:
+        again = "confirmed" if d.fresh.verdict is d.verdict else "not repeated"
+        note += f"; {again} by a fresh pair of processes ({_worse_word(metric, d.fresh.change_pct)})"
     if d.process_pct is not None:
         note += f"; the base's two processes differ by {d.process_pct:.2f}% (process noise, in the threshold)"
     if metric == TIME_METRIC:
@@ -219,6 +233,12 @@ def _ratio_row(case: CaseRounds, metric: str, d: RatioDecision, with_aa: bool) -
         noise_pct=d.noise_pct,
         note=note,
     )
+
+
+def _worse_word(metric: str, worse_pct: float) -> str:
+    """The fresh pair's change in the metric's own terms (time +: slower; speedup -: lower)."""
+    change = worse_pct if metric == TIME_METRIC else _speedup_change(worse_pct)
+    return f"{change:+.2f}%"
 
 
 def _speedup_change(worse_pct: float) -> float:

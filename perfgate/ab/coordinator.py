@@ -105,8 +105,10 @@ class Coordinator:
         needs_stage: NeedsStage,
         wants_aa: WantsAa,
         base_cases: Mapping[str, tuple[str, ...]] | None = None,
+        wanted: frozenset[str] | None = None,
     ) -> None:
         self.workers = dict(workers)
+        self.wanted = wanted  # measure only these case ids (a fresh pair re-measuring called cases); None: all
         self.plan = plan
         self.needs_stage = needs_stage
         self.wants_aa = wants_aa
@@ -217,7 +219,10 @@ class Coordinator:
 
     def _take(self, step: Step) -> None:
         base, head = self.waiting[Side.BASE], self.waiting[Side.HEAD]
-        if step is Step.PAIR:
+        at = head if step in (Step.PAIR, Step.HEAD_ONLY) else base if step is Step.BASE_ONLY else None
+        if isinstance(at, CaseReady) and self.wanted is not None and at.case_id not in self.wanted:
+            self._finish(CaseRounds(at.case_id, at.nodeid))  # every worker at it skips it: nothing measured
+        elif step is Step.PAIR:
             assert isinstance(head, CaseReady)
             self._pair(head)
         elif step is Step.HEAD_ONLY:

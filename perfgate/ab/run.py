@@ -21,6 +21,7 @@ from pathlib import Path
 
 from perfgate.ab import aa as aa_cache
 from perfgate.ab.compare import (
+    CALLS,
     RATIO_METRICS,
     AbComparison,
     AbRule,
@@ -42,7 +43,7 @@ from perfgate.model import CaseResult, Environment, GateResult, Run, RunInfo
 from perfgate.report.ab import AbInfo, cost_line, publish_ab, render_ab_terminal
 
 XDIST_FLAGS = ("-n", "--numprocesses", "--dist", "--tx", "-d")
-PHASES = ("worktree", "start", "tests", "prepare", "A/A", "rounds", "confirmation", "finish")
+PHASES = ("worktree", "start", "tests", "prepare", "A/A", "rounds", "confirmation", "fresh pair", "finish")
 
 
 @dataclass(frozen=True)
@@ -84,16 +85,23 @@ def run_ab(req: AbRequest) -> AbOutcome:
         setup.rule,
         setup.covered,
     )
-    if measurement.failure is None:
-        shutil.rmtree(log_dir, ignore_errors=True)  # kept (and named in the message) when a worker failed
     results = side_results(measurement)
     if s.profile and measurement.failure is None:
         trees = {Side.BASE: (setup.base, setup.base.path), Side.HEAD: (setup.head, setup.head.path)}
         results = _profiled(results, trees, s, messages)
-    cmp = compare_ab(
-        measurement, setup.covered.cases if setup.covered else {}, setup.rule, results, s.fail_on_profile_error
+    cached = setup.covered.cases if setup.covered else {}
+    cmp = compare_ab(measurement, cached, setup.rule, results, s.fail_on_profile_error)
+    fresh, fresh_s, fresh_failed = (
+        _fresh_pair(req, setup, cmp, log_dir, messages) if measurement.failure is None else (None, 0.0, False)
     )
+    if fresh is not None:
+        again = {c.case_id: c for c in fresh.cases if c.paired}
+        cmp = compare_ab(measurement, cached, setup.rule, results, s.fail_on_profile_error, again)
     costs = dict(measurement.costs_s, worktree=setup.base.seconds + setup.head.seconds)
+    if fresh_s:
+        costs["fresh pair"] = fresh_s
+    if measurement.failure is None and not fresh_failed:
+        shutil.rmtree(log_dir, ignore_errors=True)  # kept (and named in the message) when a worker failed
     head_run, base_run = _runs(cmp, measurement, setup, req, started)
     finish_started = time.monotonic()
     if req.publish and measurement.failure is None:
@@ -252,22 +260,46 @@ def _measure(
     plan: RoundPlan,
     rule: AbRule,
     covered: aa_cache.AaEntry | None,
+    wanted: frozenset[str] | None = None,
+    cached: aa_cache.AaCases | None = None,
 ) -> Measurement:
+    """The workers' rounds. `wanted`: only these cases (a fresh pair); `cached`: A/A known beyond `covered`."""
     workers: dict[Side, Worker] = {}
     try:
         for spec in specs:
             workers[spec.side] = Worker.start(spec, launcher, log_dir)
-        cached = covered.cases if covered is not None else {}
+        known = {**(covered.cases if covered is not None else {}), **(cached or {})}
         coordinator = Coordinator(
             workers,
             plan,
-            _screen(rule, cached),
-            wants_aa=lambda case_id: case_id not in cached,
+            _screen(rule, known),
+            wants_aa=lambda case_id: case_id not in known,
             base_cases=covered.base_cases if covered is not None else None,
+            wanted=wanted,
         )
         return coordinator.run()
     finally:
         stop_all(list(workers.values()))
+
+
+def _fresh_pair(
+    req: AbRequest, setup: _Setup, cmp: AbComparison, log_dir: Path, messages: list[str]
+) -> tuple[Measurement | None, float, bool]:
+    """The cases called regressed or improved, measured again by a fresh base and head worker (no A/A: the
+    first pair's is used); None when nothing was called or that pair failed (said in `messages`); the
+    seconds it took; whether a worker of it failed (its log is kept)."""
+    called = frozenset(case_id for (case_id, _), d in cmp.decisions.items() if d.verdict in CALLS)
+    if not called or not req.settings.ab_fresh_pair:
+        return None, 0.0, False
+    started = time.monotonic()
+    messages.append(f"perfgate: A/B: {len(called)} case(s) called: measured again by a fresh pair of processes")
+    specs = [spec for spec in _worker_specs(req, setup, []) if spec.side is not Side.AA]
+    plan = replace(setup.plan, seed=setup.plan.seed + 1)
+    again = _measure(specs, req.launcher or PytestLauncher(), log_dir, plan, setup.rule, None, called, cmp.aa_measured)
+    if again.failure is not None:
+        messages.append(f"{again.failure}; the calls stand on the first pair alone")
+        return None, time.monotonic() - started, True
+    return again, time.monotonic() - started, False
 
 
 def _screen(rule: AbRule, cached: aa_cache.AaCases) -> NeedsStage:

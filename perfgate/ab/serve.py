@@ -129,7 +129,7 @@ class _Case:
         if self.spec.options.memory:
             self.metrics = tuple(peak_memory(self.call, self.timer))
         notes: tuple[str, ...] = ()
-        if self.timer is Timer.CUDA_EVENT:
+        if self.timer is Timer.CUDA_EVENT and self.spec.options.move_inputs:
             why_not = why_not_movable(self.spec.args, self.spec.kwargs, free_cuda_bytes())
             self.move = why_not is None
             if why_not is not None:

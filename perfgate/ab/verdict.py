@@ -44,7 +44,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -52,7 +52,7 @@ from perfgate.model import Verdict
 from perfgate.stats import FloatArray
 from perfgate.stats import t_quantile as _t_quantile
 
-PROCESS_TEST_ALPHA = 0.01  # two-sided: does the A/A show a process offset beyond its rounds' noise?
+PROCESS_TEST_ALPHA = 0.001  # two-sided: does the A/A show a process offset beyond its rounds' noise?
 WILD_SDS = 5.0  # a round this many robust standard deviations from the median is wild
 WILD_SHARE = 0.25  # at most this share of a case's rounds is ever set aside
 SCALE_FLOOR = 1e-4  # a robust scale under 0.01% (rounds with identical medians) is taken as 0.01%
@@ -102,11 +102,23 @@ class RatioDecision:
     band_pct: float = 0.0  # the pooled change's 95% noise band (the inconclusive test's "above the noise")
     wild_rounds: int = 0  # rounds set aside as wild
     screen_pct: float = 0.0  # a stage before the K-th is suspect beyond this (%)
+    fresh: RatioDecision | None = None  # the same case measured again by a fresh pair of processes
 
     @property
     def ratio(self) -> float:
         """Head over base in the worse direction (1.02: 2% worse)."""
         return 1.0 + self.change_pct / 100.0
+
+
+def with_fresh_pair(first: RatioDecision, fresh: RatioDecision) -> RatioDecision:
+    """A call (regressed / improved) stands only when a fresh pair of processes makes it too: an offset
+    between two processes of the same code (what rounds cannot cancel, and one A/A draw cannot bound) is
+    as likely either way in the next pair, a change in the code is not. Not repeated: a regression is
+    inconclusive (not a pass: something moved, twice the evidence is not there), an improvement unchanged."""
+    verdict = first.verdict
+    if fresh.verdict is not first.verdict:
+        verdict = Verdict.INCONCLUSIVE if first.verdict is Verdict.REGRESSED else Verdict.UNCHANGED
+    return replace(first, verdict=verdict, fresh=fresh)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -193,12 +205,13 @@ def decide_ratio(stages: Sequence[Sequence[float]], aa: AaNoise | None, rule: Ra
 
 
 def _process_offset2(aa: AaNoise | None, s: float, dof: int) -> float:
-    """The A/A's mean ratio squared, when it is beyond what its rounds' noise explains (else 0)."""
+    """The A/A's mean ratio squared less what its rounds' noise alone gives it, when the offset is beyond
+    that noise (two-sided 0.1%: at 1% one case in a hundred widened on noise alone); else 0."""
     if aa is None or aa.rounds < 2:
         return 0.0
-    se = s / math.sqrt(aa.rounds)
-    if se == 0.0:
+    se2 = s * s / aa.rounds
+    if se2 == 0.0:
         return aa.mean_log**2
-    if abs(aa.mean_log) / se > t_quantile(1.0 - PROCESS_TEST_ALPHA / 2, dof):
-        return aa.mean_log**2
+    if abs(aa.mean_log) / math.sqrt(se2) > t_quantile(1.0 - PROCESS_TEST_ALPHA / 2, dof):
+        return aa.mean_log**2 - se2
     return 0.0

@@ -413,6 +413,22 @@ OPTIONS: tuple[Option, ...] = (
         metavar="N",
     ),
     Option(
+        "ab_fresh_pair",
+        "A/B mode: a case called regressed or improved is measured again by a fresh base and head "
+        "process, and the call stands only if they make it too (a process offset is not the code)",
+        v.boolean,
+        key="ab_fresh_pair",
+    ),
+    Option(
+        "move_inputs",
+        "A/B mode: copy the case's CUDA tensor arguments to a fresh place in memory every round, so "
+        "where they sit averages out instead of being a fixed offset of one process",
+        v.boolean,
+        key="move_inputs",
+        marker=True,
+        measure=True,
+    ),
+    Option(
         "worktree_dir",
         "A/B mode: where base checkouts and their build caches are kept (default $XDG_CACHE_HOME/perfgate/worktrees)",
         _P,

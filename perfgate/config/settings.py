@@ -40,6 +40,7 @@ class MeasureOptions:
     cooldown_max_ms: float = 3000.0  # the bounded wait for the GPU's power state to settle (0: never wait)
     exclude_throttled: bool = True  # drop samples NVML saw under a power/thermal cap, when enough remain
     memory: bool = True  # measure peak memory per call
+    move_inputs: bool = True  # A/B mode: the case's CUDA inputs copied to a fresh place every round
 
     def __post_init__(self) -> None:
         if self.max_samples < self.min_samples:
@@ -115,6 +116,7 @@ class Settings:
     chart_url: str = ""  # where the charts are published (links in a job summary need absolute URLs)
     site_url: str = ""  # where `perfgate report --html` is published: the summary links to the case pages
     base: str = ""  # A/B mode: the git ref measured side by side with the head ("" = baseline mode)
+    ab_fresh_pair: bool = True  # A/B mode: a call must be repeated by a fresh pair of processes
     ab_rounds: int = 20  # A/B mode: rounds per case and stage (budget_ms / ab_rounds per side and round)
     worktree_dir: Path | None = None  # A/B mode: cached base worktrees (None: $XDG_CACHE_HOME/perfgate/worktrees)
     ab_timeout_s: float = 900.0  # A/B mode: the longest one worker step may take before it is called hung
