@@ -35,6 +35,7 @@ def main() -> None:
     p.add_argument("--host", action="store_true", help="host-clock cases: try the plumbing without a GPU")
     p.add_argument("--names", default=",".join(NAMES), help="cases, comma-separated")
     p.add_argument("--no-flush", action="store_true", help="both trees without the L2 flush (flush_l2 = false)")
+    p.add_argument("--seeds", default="", help="perfgate ab --seed per run, comma-separated (odd: base starts first)")
     args = p.parse_args()
     check_tools(gpu=not args.host)
     names = ("json_encode", "sort") if args.host else tuple(args.names.split(","))
@@ -58,6 +59,7 @@ def main() -> None:
     worktrees = SCRATCH / "worktrees"
     shutil.rmtree(worktrees, ignore_errors=True)
     pyproject = (repo / "pyproject.toml").read_text()
+    seeds = args.seeds.split(",") if args.seeds else []
     for i, variant in enumerate(args.variants.split(",")):
         if time.monotonic() - started > args.budget_s:
             log(f"ab-noise: budget spent after {i} run(s)")
@@ -69,7 +71,16 @@ def main() -> None:
         for stale in worktrees.rglob("aa.json"):
             stale.unlink()  # every run measures its own A/A twin
         code, wall, doc = perfgate_ab(
-            f"ab_noise_{i:02d}_{round_ms}ms", repo, base, [TEST], worktrees, env, 580, "--rounds", str(rounds)
+            f"ab_noise_{i:02d}_{round_ms}ms",
+            repo,
+            base,
+            [TEST],
+            worktrees,
+            env,
+            580,
+            "--rounds",
+            str(rounds),
+            *(["--seed", seeds[i]] if i < len(seeds) else []),
         )
         cases = (doc.get("ab") or {}).get("cases") or []
         log(f"ab-noise: {variant}: exit {code}, {wall:.0f} s, {len(cases)} traced case(s)")

@@ -166,6 +166,11 @@ def _ab_parsers(sub: Any) -> None:
     _settings_options(a, "db_path", "store", "summary_path", "json_path", "worktree_dir", "ab_rounds", "strict")
     a.add_argument("ref", metavar="REF", help="the base: a branch, tag or commit git knows")
     a.add_argument("pytest_args", nargs="*", help="after --: what pytest runs (default: its testpaths)")
+    a.add_argument(
+        "--seed",
+        type=arg_types.integer(0, 2**32 - 1),
+        help="the rounds' order and which worker starts first (default: a fresh one, shown in the settings line)",
+    )
     a.set_defaults(func=_lazy("perfgate.cli.ab", "ab"))
     b = _command(
         sub,

@@ -14,7 +14,13 @@ def ab(args: argparse.Namespace) -> int:
 
     settings = command_settings(args, enabled=True, base=args.ref)
     outcome = run_ab(
-        AbRequest(ref=args.ref, pytest_args=tuple(args.pytest_args), settings=settings, invocation_dir=Path.cwd())
+        AbRequest(
+            ref=args.ref,
+            pytest_args=tuple(args.pytest_args),
+            settings=settings,
+            invocation_dir=Path.cwd(),
+            seed=args.seed,
+        )
     )
     print("\n".join(outcome.messages))
     return outcome.exit_code
