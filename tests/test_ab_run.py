@@ -260,7 +260,10 @@ def test_a_process_offset_of_the_first_head_process_is_not_repeated_by_a_fresh_p
     outcome = run_ab(request(repo, "HEAD~1", tmp_path))
     assert set(_verdicts(outcome).values()) == {Verdict.INCONCLUSIVE} and outcome.exit_code == 0
     rows = [c for c in outcome.gate.comparisons if c.metric == "median_ms"]
-    assert all(re.search(r"not repeated by a fresh pair of processes \([+-]0\.\d\d%\)", c.note) for c in rows)
+    assert all(
+        re.search(r"not confirmed by a fresh pair of processes \([+-]0\.\d\d%; first pair \+[5-7]\.\d\d%", c.note)
+        for c in rows
+    )
     assert any("3 case(s) called: measured again by a fresh pair" in line for line in outcome.messages)
     assert "fresh pair" in dict(outcome.costs_s)
 
@@ -270,7 +273,9 @@ def test_a_real_slowdown_is_confirmed_by_the_fresh_pair_and_only_called_cases_ar
     outcome = run_ab(request(repo, "HEAD~1", tmp_path))
     assert _verdicts(outcome) == {"a": Verdict.REGRESSED, "b": Verdict.UNCHANGED, "c": Verdict.UNCHANGED}
     a = next(c for c in outcome.gate.comparisons if c.case_id.endswith("::a") and c.metric == "median_ms")
-    assert re.search(r"confirmed by a fresh pair of processes \(\+[23]\.\d\d%\)", a.note) and outcome.exit_code == 1
+    found = re.search(r"confirmed by a fresh pair of processes \(\+([\d.]+)%; first pair \+([\d.]+)%", a.note)
+    assert found and all(2.5 < float(x) < 3.5 for x in found.groups()) and outcome.exit_code == 1
+    assert a.change_pct == pytest.approx(3.0, abs=0.5)  # both pairs' mean
     assert any("1 case(s) called: measured again" in line for line in outcome.messages)
 
 

@@ -194,9 +194,12 @@ def _ratio_row(case: CaseRounds, metric: str, d: RatioDecision, with_aa: bool) -
     note = f"A/B: {d.rounds} rounds{stages}" + ("" if with_aa else ", no A/A")
     if d.wild_rounds:
         note += f"; {d.wild_rounds} wild round(s) set aside"
-    if d.fresh is not None:
-        again = "confirmed" if d.fresh.verdict is d.verdict else "not repeated"
-        note += f"; {again} by a fresh pair of processes ({_worse_word(metric, d.fresh.change_pct)})"
+    if d.fresh is not None and d.first_pct is not None:
+        again = "confirmed" if d.verdict in CALLS else "not confirmed"
+        note += (
+            f"; {again} by a fresh pair of processes ({_worse_word(metric, d.fresh.change_pct)}; first pair "
+            f"{_worse_word(metric, d.first_pct)}; the ratio is both pairs')"
+        )
     if d.process_pct is not None:
         note += f"; the base's two processes differ by {d.process_pct:.2f}% (process noise, in the threshold)"
     if metric == TIME_METRIC:
