@@ -165,7 +165,7 @@ def compare_ab(
             decision = decide_case(case, metric, aa, ratio_rule)
             again = (fresh or {}).get(case.case_id)
             if decision is not None and again is not None and decision.verdict in CALLS and has_metric(again, metric):
-                second = decide_case(again, metric, aa, ratio_rule)
+                second = decide_case(again, metric, aa_noise(again, metric) or aa, ratio_rule)
                 decision = with_fresh_pair(decision, second) if second is not None else decision
             if decision is not None:
                 decisions[(case.case_id, metric)] = decision

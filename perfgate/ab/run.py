@@ -296,9 +296,9 @@ def _measure(
 def _fresh_pair(
     req: AbRequest, setup: _Setup, cmp: AbComparison, log_dir: Path, messages: list[str]
 ) -> tuple[Measurement | None, float, bool]:
-    """The cases called regressed or improved, measured again by a fresh base and head worker (no A/A: the
-    first pair's is used); None when nothing was called or that pair failed (said in `messages`); the
-    seconds it took; whether a worker of it failed (its log is kept)."""
+    """The cases called regressed or improved, measured again by a fresh base and head worker and a fresh
+    A/A twin (another draw of the process offset); None when nothing was called or that pair failed (said
+    in `messages`); the seconds it took; whether a worker of it failed (its log is kept)."""
     called = frozenset(case_id for (case_id, _), d in cmp.decisions.items() if d.verdict in CALLS)
     if not called or not req.settings.ab_fresh_pair:
         return None, 0.0, False
@@ -309,8 +309,19 @@ def _fresh_pair(
         f"(the {first} worker started first this time)"
     )
     specs = [spec for spec in _worker_specs(req, setup, []) if spec.side is not Side.AA]
+    specs += [replace(spec, side=Side.AA) for spec in specs if spec.side is Side.BASE]  # a fresh A/A draw too
     plan = replace(setup.plan, seed=setup.plan.seed + 1)
-    again = _measure(specs, req.launcher or PytestLauncher(), log_dir, plan, setup.rule, None, called, cmp.aa_measured)
+    again = _measure(
+        specs,
+        req.launcher or PytestLauncher(),
+        log_dir,
+        plan,
+        setup.rule,
+        None,
+        called,
+        None,  # every called case gets the fresh twin's A/A
+        base_first=not setup.base_first,
+    )
     if again.failure is not None:
         messages.append(f"{again.failure}; the calls stand on the first pair alone")
         return None, time.monotonic() - started, True

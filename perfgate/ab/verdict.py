@@ -126,7 +126,8 @@ def with_fresh_pair(first: RatioDecision, fresh: RatioDecision) -> RatioDecision
     draws it anew, a change in the code it does not.
 
     When the pairs differ beyond their rounds' noise (two-sided 0.1%), the difference is a draw of the
-    process offset: p^2 = max(what the A/A showed, ((m1 - m2)^2 - se1^2 - se2^2) / 2) joins the noise of the
+    process offset: p^2 = max(what either pair's A/A showed (the fresh pair has its own twin), ((m1 - m2)^2 -
+    se1^2 - se2^2) / 2) joins the noise of the
     pairs' mean m = (m1 + m2) / 2, whose se^2 is (se1^2 + se2^2) / 4 + p^2 / 2, against the first pair's c
     (a t at the one draw's dof would make a 1 GB copy, whose processes differ by 0.1-0.5%, blind). The call
     stands when the fresh pair points the same way and m is beyond max(floor, c se); otherwise a regression
@@ -139,7 +140,7 @@ def with_fresh_pair(first: RatioDecision, fresh: RatioDecision) -> RatioDecision
     """
     apart = first.mean_log - fresh.mean_log
     noise2 = first.rounds_se_log**2 + fresh.rounds_se_log**2
-    process2 = first.process_log2
+    process2 = max(first.process_log2, fresh.process_log2)  # each pair's own A/A, when it showed an offset
     apart_beyond = apart * apart > noise2 * t_quantile(1.0 - PROCESS_TEST_ALPHA / 2, first.dof) ** 2
     if apart_beyond:  # the pairs differ beyond their rounds' noise: a draw of the process offset
         process2 = max(process2, (apart * apart - noise2) / 2)
