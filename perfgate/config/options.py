@@ -414,8 +414,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "ab_fresh_pair",
-        "A/B mode: a case called regressed or improved is measured again by a fresh base and head "
-        "process, and the call stands only if they make it too (a process offset is not the code)",
+        "A/B mode: a case called regressed or improved is measured again by a fresh base, head and "
+        "A/A process, and judged on both pairs (an offset between two processes is not the code)",
         v.boolean,
         key="ab_fresh_pair",
     ),
