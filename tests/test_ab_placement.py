@@ -26,13 +26,15 @@ def test_every_tensor_argument_is_copied_anew_with_its_values_and_strides():
     assert torch.equal(new_b, b) and new_b.stride() == b.stride() and new_b.data_ptr() != b.data_ptr()
     assert (three, x, p.kwargs["eps"]) == (3, "x", 1e-5)
     assert torch.equal(p.kwargs["w"], weight) and p.kwargs["w"].requires_grad
-    assert len(p.keep) == 4  # the spacer and three copies stay alive for the round
+    assert len(p.keep) == 5  # the two spacers and three copies stay alive for the round
 
 
 def test_the_spacer_varies_from_round_to_round():
     rng, x = random.Random(1), torch.randn(16)
-    sizes = {moved((x,), {}, rng, ANY).keep[0].numel() for _ in range(20)}
-    assert len(sizes) > 10 and all(s % 512 == 0 for s in sizes)
+    spacers = [moved((x,), {}, rng, ANY).keep[:2] for _ in range(20)]
+    for sizes in ({large.numel() for large, _ in spacers}, {small.numel() for _, small in spacers}):
+        assert len(sizes) > 10 and all(s % 512 == 0 for s in sizes)
+    assert all(small.numel() < 1 << 20 for _, small in spacers)  # inside the small pool
 
 
 @pytest.mark.parametrize(

@@ -279,3 +279,33 @@ def test_a_fresh_pair_that_points_the_other_way_undoes_a_call():
     assert with_fresh_pair(faster, slower).verdict is Verdict.UNCHANGED
     confirmed = with_fresh_pair(slower, decide_ratio([quiet + 0.031] * STAGES, None, rule))
     assert confirmed.verdict is Verdict.REGRESSED and confirmed.change_pct == pytest.approx(3.1, abs=0.1)
+
+
+def test_rounds_that_tie_are_not_taken_for_wild_ones():
+    # a coarse timer: 12 rounds read exactly the same, 8 one step above; none of them is wild
+    x = np.concatenate([np.zeros(12), np.full(8, 0.002)])
+    assert tame(x).all()
+    assert decide_ratio([x], None, RatioRule(alpha=0.001, stages=1)).wild_rounds == 0
+
+
+def test_a_round_without_a_finite_ratio_is_set_aside_not_averaged():
+    quiet = list(np.linspace(-1e-3, 1e-3, ROUNDS))
+    d = decide_ratio([[*quiet[:-2], math.nan, math.inf]], None, RatioRule(alpha=0.001, stages=1))
+    assert d.wild_rounds == 2 and math.isfinite(d.change_pct) and d.verdict is Verdict.UNCHANGED
+    assert AaNoise.of([*quiet, math.nan]).rounds == ROUNDS
+    with pytest.raises(ValueError, match="finite"):
+        decide_ratio([[math.nan] * 5], None, RatioRule(alpha=0.001, stages=1))
+
+
+def test_a_regression_the_fresh_pair_contradicts_says_so_in_its_finding():
+    rule = RatioRule(alpha=0.001, stages=STAGES)
+    quiet = np.linspace(-0.002, 0.002, ROUNDS)
+    d = with_fresh_pair(
+        decide_ratio([quiet + 0.03] * STAGES, None, rule), decide_ratio([quiet - 0.023] * STAGES, None, rule)
+    )
+    assert d.verdict is Verdict.INCONCLUSIVE
+    assert inconclusive_text("median_ms", d) == (
+        f"head/base: the first pair of processes +3.05%, a fresh pair -2.27%; together {d.change_pct:+.2f}%, not "
+        f"beyond what both pairs can call ({d.threshold_pct:.2f}%): a difference between processes, not "
+        "confirmed as the code's"
+    )

@@ -90,7 +90,9 @@ def test_a_benchmark_suite_is_measured_and_gated_by_perfgate(suite, monkeypatch)
     assert slowed.ret == 1
     doc = json.loads((suite.path / "out.json").read_text())
     regressed = {c["case_id"] for c in doc["comparisons"] if c["verdict"] == "regressed"}
-    assert regressed == {"test_bench.py::test_add"}  # sort and sum declare no time: unchanged
+    # the slowed case regresses; sort and sum are timed on the real clock (~1 us), so on a busy machine they
+    # may move past a 10% threshold on their own (seen once in CI): what they do is not this test's claim
+    assert "test_bench.py::test_add" in regressed
     pedantic = next(c for c in doc["cases"] if c["case_id"] == "test_bench.py::test_pedantic")
     assert pedantic["timing"]["n_samples"] == 7  # rounds=7 is the sample count the suite asked for
 

@@ -74,8 +74,10 @@ def _aligned(case: CaseRounds, a: Side, b: Side) -> Iterator[tuple[int, RoundSam
 
 def _worse_log(metric: str, base_value: float, other_value: float) -> float:
     """ln(other / base) for time (lower is better), ln(base / other) for speedup: + is always worse."""
-    ratio = other_value / base_value if metric == TIME_METRIC else base_value / other_value
-    return math.log(ratio)
+    numerator, denominator = (other_value, base_value) if metric == TIME_METRIC else (base_value, other_value)
+    if not (numerator > 0 and denominator > 0 and math.isfinite(numerator) and math.isfinite(denominator)):
+        return math.nan  # a round with no usable median: the verdict sets it aside as wild
+    return math.log(numerator / denominator)
 
 
 def ratio_stages(case: CaseRounds, metric: str) -> list[list[float]]:
@@ -164,9 +166,13 @@ def compare_ab(
             aa = here or cached.get(case.case_id, {}).get(metric)
             decision = decide_case(case, metric, aa, ratio_rule)
             again = (fresh or {}).get(case.case_id)
-            if decision is not None and again is not None and decision.verdict in CALLS and has_metric(again, metric):
-                second = decide_case(again, metric, aa_noise(again, metric) or aa, ratio_rule)
-                decision = with_fresh_pair(decision, second) if second is not None else decision
+            if fresh is not None and decision is not None and decision.verdict in CALLS:
+                second = None
+                if again is not None and has_metric(again, metric):
+                    second = decide_case(again, metric, aa_noise(again, metric) or aa, ratio_rule)
+                decision = (
+                    with_fresh_pair(decision, second) if second is not None else replace(decision, unrepeated=True)
+                )
             if decision is not None:
                 decisions[(case.case_id, metric)] = decision
                 rows.append(_ratio_row(case, metric, decision, aa is not None))
@@ -194,6 +200,8 @@ def _ratio_row(case: CaseRounds, metric: str, d: RatioDecision, with_aa: bool) -
     note = f"A/B: {d.rounds} rounds{stages}" + ("" if with_aa else ", no A/A")
     if d.wild_rounds:
         note += f"; {d.wild_rounds} wild round(s) set aside"
+    if d.unrepeated:
+        note += "; the fresh pair of processes could not measure it: the call stands on the first pair"
     if d.fresh is not None and d.first_pct is not None:
         again = "confirmed" if d.verdict in CALLS else "not confirmed"
         note += (
@@ -371,6 +379,12 @@ def inconclusive_text(metric: str, d: RatioDecision) -> str:
     the pooled threshold, or against the screen when the rounds ended before the confirmation stages."""
     ratio = "head/base" if metric == TIME_METRIC else "speedup base/head"
     pooled = f"{ratio} {d.change_pct:+.2f}%" + (f" over {d.stages} stages" if d.stages > 1 else "")
+    if d.fresh is not None and d.first_pct is not None:
+        return (
+            f"{ratio}: the first pair of processes {d.first_pct:+.2f}%, a fresh pair {d.fresh.change_pct:+.2f}%; "
+            f"together {d.change_pct:+.2f}%, not beyond what both pairs can call ({d.threshold_pct:.2f}%): "
+            "a difference between processes, not confirmed as the code's"
+        )
     if d.suspect:
         return (
             f"{pooled} is beyond its screen ({d.screen_pct:.2f}%), but the rounds ended before the "

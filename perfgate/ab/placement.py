@@ -26,6 +26,7 @@ SPACER_STEP_BYTES = 2 * 1024 * 1024  # the caching allocator's large-segment uni
 SPACER_STEPS = 32
 SPACER_FINE_BYTES = 512  # the allocator's block granularity (keeps Triton's 16-byte pointer alignment)
 SPACER_FINE_STEPS = 4096
+SMALL_SPACER_STEPS = 2048  # up to 1 MiB in 512-byte steps: inside the allocator's small pool
 FREE_MEMORY_SHARE = 0.25  # the copies (and spacer) may take at most this share of the free GPU memory
 
 
@@ -92,6 +93,9 @@ def moved(
     first = next(_tensors(args, kwargs, on_device))
     size = rng.randrange(SPACER_STEPS) * SPACER_STEP_BYTES + rng.randrange(SPACER_FINE_STEPS) * SPACER_FINE_BYTES
     spacer = torch.empty(size, dtype=torch.uint8, device=first.device)
+    # the caching allocator serves requests up to 1 MiB from a pool of its own (2 MiB blocks): a second,
+    # small spacer shifts small inputs' copies inside it, as the first shifts large ones
+    small = torch.empty(rng.randrange(SMALL_SPACER_STEPS) * SPACER_FINE_BYTES, dtype=torch.uint8, device=first.device)
     copies: list[Any] = []
 
     def tensor(value: Any) -> Any:
@@ -108,4 +112,4 @@ def moved(
 
     new_args = tuple(copy(a) for a in args)
     new_kwargs = {k: copy(v) for k, v in kwargs.items()}
-    return Placement(new_args, new_kwargs, (spacer, *copies))
+    return Placement(new_args, new_kwargs, (spacer, small, *copies))

@@ -314,7 +314,7 @@ def _fresh_pair(
     again = _measure(
         specs,
         req.launcher or PytestLauncher(),
-        log_dir,
+        log_dir / "fresh-pair",  # the first pair's logs stay as they were
         plan,
         setup.rule,
         None,

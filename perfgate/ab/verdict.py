@@ -35,7 +35,7 @@ has.
 
 Rounds cancel what changes in time, not what differs between two processes. Where the inputs sit in memory
 is moved every round (placement.py); what remains (a library choosing an algorithm per process, ...) the
-A/A tests: when the two base processes' mean ratio is beyond their rounds' noise (two-sided 1%), that
+A/A tests: when the two base processes' mean ratio is beyond their rounds' noise (two-sided 0.1%), that
 offset is a process effect and its square joins se^2. docs/ab.md has the derivation and the H100 numbers.
 """
 
@@ -75,6 +75,7 @@ class AaNoise:
     def of(cls, log_ratios: Sequence[float]) -> AaNoise:
         """From the A/A's per-round log ratios, its wild rounds set aside as in the verdict."""
         x = np.asarray(log_ratios, dtype=np.float64)
+        x = x[np.isfinite(x)]
         x = x[tame(x)] if x.size else x
         mean = float(x.mean()) if x.size else 0.0
         return cls(int(x.size), mean, float(((x - mean) ** 2).sum()))
@@ -105,6 +106,7 @@ class RatioDecision:
     screen_pct: float = 0.0  # a stage before the K-th is suspect beyond this (%)
     fresh: RatioDecision | None = None  # the same case measured again by a fresh pair of processes
     first_pct: float | None = None  # with a fresh pair: the first pair's change (change_pct is both pairs')
+    unrepeated: bool = False  # called, but the fresh pair could not measure it (it failed there, or vanished)
     # the test's own numbers, in log units, for combining with a fresh pair (with_fresh_pair)
     mean_log: float = 0.0
     rounds_se_log: float = 0.0  # s / sqrt(n): the rounds' part of se
@@ -187,7 +189,9 @@ def tame(x: FloatArray) -> np.ndarray[tuple[int], np.dtype[np.bool_]]:
         return keep
     median = float(np.median(x))
     distance = np.abs(x - median)
-    scale = max(1.4826 * float(np.median(distance)), SCALE_FLOOR)
+    # MAD as an sd; where half the rounds tie (MAD 0: a coarse timer) the mean absolute deviation instead
+    mad = float(np.median(distance))
+    scale = max(1.4826 * mad if mad > 0 else 1.2533 * float(distance.mean()), SCALE_FLOOR)
     wild = np.flatnonzero(distance > WILD_SDS * scale)
     most = int(WILD_SHARE * x.size)
     if wild.size > most:
@@ -201,6 +205,11 @@ def decide_ratio(stages: Sequence[Sequence[float]], aa: AaNoise | None, rule: Ra
     if not stages or any(len(s) < MIN_ROUNDS for s in stages):
         raise ValueError(f"every stage needs at least {MIN_ROUNDS} rounds")
     arrays = [np.asarray(s, dtype=np.float64) for s in stages]
+    finite = [a[np.isfinite(a)] for a in arrays]  # a round with no usable median (0 or inf) is wild
+    unusable = sum(a.size - f.size for a, f in zip(arrays, finite))
+    arrays = [f for f in finite if f.size]
+    if not arrays:
+        raise ValueError("no round has a finite ratio")
     keep = tame(np.concatenate(arrays))
     bounds = np.cumsum([0] + [a.size for a in arrays])
     kept = [a[keep[lo:hi]] for a, lo, hi in zip(arrays, bounds[:-1], bounds[1:])]
@@ -247,7 +256,7 @@ def decide_ratio(stages: Sequence[Sequence[float]], aa: AaNoise | None, rule: Ra
         suspect=suspect,
         stage_change_pct=tuple(pct(float(k.mean())) for k in kept if k.size),
         band_pct=pct(band),
-        wild_rounds=int(keep.size - keep.sum()),
+        wild_rounds=int(keep.size - keep.sum()) + unusable,
         screen_pct=pct(screen),
         mean_log=mean,
         rounds_se_log=s / math.sqrt(n),
