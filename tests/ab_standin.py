@@ -9,7 +9,8 @@ what goes wrong where: {"tests": {"test_x.py::test_a": {"test_x.py::test_a": 1.0
 "offset_pct": {SIDE: pct}, "offset_rounds": N} (a process offset of one side's worker, in its first N
 rounds of every case, or all of them without N: what alternation cannot cancel);
 "first_process_offset_pct": {SIDE: pct} (the same, in the first worker of that side only: a fresh pair
-of processes does not have it);
+of processes does not have it); "fresh_check_fails": [CASE] (the output check fails in a fresh pair's
+workers only);
 "AA@round:CASE" crashes only the
 worker of that side (BASE, HEAD or AA). A round's samples are the declared
 time times a seeded log-normal noise (the seed differs per side, so the A/A twin is an independent
@@ -57,6 +58,7 @@ def main() -> None:
         crash_side, crash = crash.split("@", 1)
         spec["crash"] = crash if crash_side == side else ""
     spec["offset"] = 1 + spec.get("offset_pct", {}).get(side, 0.0) / 100
+    spec["fresh"] = "." in seed  # a worker started after the first of its side: a fresh pair's
     if "." not in seed:  # the first worker of its side: a process offset of that process alone
         spec["offset"] *= 1 + spec.get("first_process_offset_pct", {}).get(side, 0.0) / 100
     if spec.get("crash") == "collect":
@@ -97,7 +99,8 @@ def serve(end: WorkerEnd, spec: dict, case_id: str, nodeid: str, ms: float, rng:
         if cmd["cmd"] in ("done", "skip"):
             return ""
         if cmd["cmd"] == "prepare":
-            if case_id in spec.get("check_fails", ()):
+            fresh_fails = spec.get("fresh_check_fails", ()) if spec.get("fresh") else ()
+            if case_id in spec.get("check_fails", ()) or case_id in fresh_fails:
                 end.send(reply_message(Failed("AssertionError: output differs from the reference (stand-in)")))
                 return "AssertionError: output differs from the reference (stand-in)"
             end.send(reply_message(Prepared(skeleton(case_id, nodeid, ms, reference), ms + (reference or 0.0))))

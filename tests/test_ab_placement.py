@@ -61,3 +61,10 @@ def test_a_tensor_subclass_is_not_copied_apart():
 
     x = torch.randn(4).as_subclass(Tagged)
     assert "subclass" in why_not_movable((x,), {}, PLENTY, ANY)
+
+
+def test_tensors_in_a_dict_argument_are_moved_and_checked_too():
+    w = torch.randn(8)
+    p = moved((), {"params": {"w": w, "eps": 1e-5}}, random.Random(2), ANY)
+    assert torch.equal(p.kwargs["params"]["w"], w) and p.kwargs["params"]["w"].data_ptr() != w.data_ptr()
+    assert "share storage" in why_not_movable((w,), {"params": {"w": w[2:]}}, PLENTY, ANY)

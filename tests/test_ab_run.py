@@ -285,3 +285,11 @@ def test_without_the_fresh_pair_a_process_offset_fails_the_gate(repo, tmp_path):
     outcome = run_ab(request(repo, "HEAD~1", tmp_path, ab_fresh_pair=False))
     assert set(_verdicts(outcome).values()) == {Verdict.REGRESSED} and outcome.exit_code == 1
     assert "fresh pair" not in dict(outcome.costs_s)
+
+
+def test_a_call_the_fresh_pair_could_not_measure_stands_and_says_so(repo, tmp_path):
+    commit(repo, cases({**TIMES, "a": 1.3}, fresh_check_fails=["test_perf.py::a"]), "head: a slower")
+    outcome = run_ab(request(repo, "HEAD~1", tmp_path))
+    a = next(c for c in outcome.gate.comparisons if c.case_id.endswith("::a") and c.metric == "median_ms")
+    assert a.verdict is Verdict.REGRESSED and outcome.exit_code == 1
+    assert "the fresh pair of processes could not measure it: the call stands on the first pair" in a.note

@@ -9,8 +9,8 @@ round, behind a spacer of random size and as fresh copies, turns that offset int
 rounds average out on both sides alike: the principle of Curtsinger & Berger's Stabilizer (randomised code
 and heap layout for sound CPU comparisons), applied to the GPU buffers a case is handed.
 
-Moved: CUDA tensors among the call's positional and keyword arguments, and inside a list or tuple one level
-down. A case keeps its placement, and says why, when moving would change what the kernel sees: two
+Moved: CUDA tensors among the call's positional and keyword arguments, and inside a list, tuple or dict one
+level down. A case keeps its placement, and says why, when moving would change what the kernel sees: two
 arguments sharing storage (an in-place output, a view of another argument), a copy that would not keep the
 strides (a strided view), a tensor subclass, or copies that would not fit in a quarter of the free memory.
 """
@@ -50,7 +50,7 @@ def _tensors(args: tuple[Any, ...], kwargs: Mapping[str, Any], on_device: OnDevi
     import torch
 
     for value in (*args, *kwargs.values()):
-        inner = value if type(value) in (list, tuple) else (value,)
+        inner = value.values() if type(value) is dict else value if type(value) in (list, tuple) else (value,)
         for item in inner:
             if isinstance(item, torch.Tensor) and on_device(item):
                 yield item
@@ -106,6 +106,8 @@ def moved(
         return value
 
     def copy(value: Any) -> Any:  # one level down, as _tensors looks
+        if type(value) is dict:
+            return {k: tensor(v) for k, v in value.items()}
         if type(value) in (list, tuple):
             return type(value)(tensor(v) for v in value)
         return tensor(value)
