@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from perfgate.ab.aa import AaCases
@@ -31,7 +31,6 @@ from perfgate.model import (
     TestOutcome,
     Verdict,
 )
-from perfgate.report.ab import RoundTrace
 from perfgate.stats import ratio_ci, summarize
 
 RATIO_METRICS = (TIME_METRIC, SPEEDUP_METRIC)
@@ -431,23 +430,3 @@ def aa_for_cache(cached: AaCases, measured: Mapping[str, Mapping[str, AaNoise]])
     for cid, metrics in measured.items():
         out.setdefault(cid, {}).update(metrics)
     return out
-
-
-def round_trace(case: CaseRounds) -> RoundTrace:
-    """The case's rounds as measured: orders, stage ends, each side's round medians."""
-
-    def medians(pick: Callable[[RoundSamples], tuple[float, ...]]) -> tuple[tuple[str, tuple[float, ...]], ...]:
-        out = []
-        for side, rounds in case.sides.items():
-            values = [pick(r) for r in rounds.rounds]
-            if values and all(values):
-                out.append((side.value, tuple(float(statistics.median(v)) for v in values)))
-        return tuple(out)
-
-    return RoundTrace(
-        case.case_id,
-        tuple(tuple(s.value for s in order) for order in case.orders),
-        tuple(case.stage_ends),
-        medians(lambda r: r.samples_ms),
-        medians(lambda r: r.reference_samples_ms),
-    )

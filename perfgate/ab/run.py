@@ -22,21 +22,18 @@ from pathlib import Path
 from perfgate.ab import aa as aa_cache
 from perfgate.ab.compare import (
     CALLS,
-    RATIO_METRICS,
     AbComparison,
     AbRule,
-    aa_noise,
     compare_ab,
-    decide_case,
     gated_count,
-    has_metric,
-    round_trace,
     side_results,
 )
-from perfgate.ab.coordinator import CaseRounds, Coordinator, Measurement, NeedsStage, RoundPlan
+from perfgate.ab.coordinator import Measurement, RoundPlan
+from perfgate.ab.pairs import measure_pair
 from perfgate.ab.protocol import AbError, Side
+from perfgate.ab.trace import round_trace
 from perfgate.ab.verdict import RatioDecision
-from perfgate.ab.workers import Launcher, PytestLauncher, Worker, WorkerSpec, stop_all
+from perfgate.ab.workers import Launcher, PytestLauncher, WorkerSpec
 from perfgate.ab.worktree import Tree, checkout, git, is_dirty, repository_root
 from perfgate.config.settings import Settings
 from perfgate.model import CaseResult, Environment, GateResult, Run, RunInfo
@@ -77,7 +74,7 @@ def run_ab(req: AbRequest) -> AbOutcome:
     messages: list[str] = []
     setup = _setup(req, messages)
     log_dir = Path(tempfile.mkdtemp(prefix="perfgate-ab-"))
-    measurement = _measure(
+    measurement = measure_pair(
         _worker_specs(req, setup, messages),
         req.launcher or PytestLauncher(),
         log_dir,
@@ -261,38 +258,6 @@ def _has_commits(repo: Path) -> bool:
     )
 
 
-def _measure(
-    specs: Sequence[WorkerSpec],
-    launcher: Launcher,
-    log_dir: Path,
-    plan: RoundPlan,
-    rule: AbRule,
-    covered: aa_cache.AaEntry | None,
-    wanted: frozenset[str] | None = None,
-    cached: aa_cache.AaCases | None = None,
-    base_first: bool = False,
-) -> Measurement:
-    """The workers' rounds. `wanted`: only these cases (a fresh pair); `cached`: A/A known beyond `covered`;
-    `base_first`: the base worker starts before the head's (the A/A twin always last)."""
-    workers: dict[Side, Worker] = {}
-    order = (Side.BASE, Side.HEAD, Side.AA) if base_first else (Side.HEAD, Side.BASE, Side.AA)
-    try:
-        for spec in sorted(specs, key=lambda spec: order.index(spec.side)):
-            workers[spec.side] = Worker.start(spec, launcher, log_dir)
-        known = {**(covered.cases if covered is not None else {}), **(cached or {})}
-        coordinator = Coordinator(
-            workers,
-            plan,
-            _screen(rule, known),
-            wants_aa=lambda case_id: case_id not in known,
-            base_cases=covered.base_cases if covered is not None else None,
-            wanted=wanted,
-        )
-        return coordinator.run()
-    finally:
-        stop_all(list(workers.values()))
-
-
 def _fresh_pair(
     req: AbRequest, setup: _Setup, cmp: AbComparison, log_dir: Path, messages: list[str]
 ) -> tuple[Measurement | None, float, bool]:
@@ -311,7 +276,7 @@ def _fresh_pair(
     specs = [spec for spec in _worker_specs(req, setup, []) if spec.side is not Side.AA]
     specs += [replace(spec, side=Side.AA) for spec in specs if spec.side is Side.BASE]  # a fresh A/A draw too
     plan = replace(setup.plan, seed=setup.plan.seed + 1)
-    again = _measure(
+    again = measure_pair(
         specs,
         req.launcher or PytestLauncher(),
         log_dir / "fresh-pair",  # the first pair's logs stay as they were
@@ -326,24 +291,6 @@ def _fresh_pair(
         messages.append(f"{again.failure}; the calls stand on the first pair alone")
         return None, time.monotonic() - started, True
     return again, time.monotonic() - started, False
-
-
-def _screen(rule: AbRule, cached: aa_cache.AaCases) -> NeedsStage:
-    """Does a case need another stage of rounds? Judged with the run's m not yet known: the head's perf tests
-    so far, a count never above the final m, so the screen is never stricter than the verdict."""
-
-    def needs_stage(case: CaseRounds, m: Measurement) -> bool:
-        tests = max(1, len(m.collected.get(Side.HEAD, ())))
-        ratio_rule = rule.for_comparisons(tests)
-        for metric in RATIO_METRICS:
-            if has_metric(case, metric):
-                aa = aa_noise(case, metric) or cached.get(case.case_id, {}).get(metric)
-                decision = decide_case(case, metric, aa, ratio_rule)
-                if decision is not None and decision.suspect:
-                    return True
-        return False
-
-    return needs_stage
 
 
 def _profiled(

@@ -1,0 +1,63 @@
+"""One pair of worker processes (and an A/A twin) measuring: started, walked through their tests by the
+coordinator, stopped; and the screen that asks a suspect case for another stage of rounds."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from perfgate.ab import aa as aa_cache
+from perfgate.ab.compare import RATIO_METRICS, AbRule, aa_noise, decide_case, has_metric
+from perfgate.ab.coordinator import CaseRounds, Coordinator, Measurement, NeedsStage, RoundPlan
+from perfgate.ab.protocol import Side
+from perfgate.ab.workers import Launcher, Worker, WorkerSpec, stop_all
+
+
+def measure_pair(
+    specs: Sequence[WorkerSpec],
+    launcher: Launcher,
+    log_dir: Path,
+    plan: RoundPlan,
+    rule: AbRule,
+    covered: aa_cache.AaEntry | None,
+    wanted: frozenset[str] | None = None,
+    cached: aa_cache.AaCases | None = None,
+    base_first: bool = False,
+) -> Measurement:
+    """The workers' rounds. `wanted`: only these cases (a fresh pair); `cached`: A/A known beyond `covered`;
+    `base_first`: the base worker starts before the head's (the A/A twin always last)."""
+    workers: dict[Side, Worker] = {}
+    order = (Side.BASE, Side.HEAD, Side.AA) if base_first else (Side.HEAD, Side.BASE, Side.AA)
+    try:
+        for spec in sorted(specs, key=lambda spec: order.index(spec.side)):
+            workers[spec.side] = Worker.start(spec, launcher, log_dir)
+        known = {**(covered.cases if covered is not None else {}), **(cached or {})}
+        coordinator = Coordinator(
+            workers,
+            plan,
+            screen(rule, known),
+            wants_aa=lambda case_id: case_id not in known,
+            base_cases=covered.base_cases if covered is not None else None,
+            wanted=wanted,
+        )
+        return coordinator.run()
+    finally:
+        stop_all(list(workers.values()))
+
+
+def screen(rule: AbRule, cached: aa_cache.AaCases) -> NeedsStage:
+    """Does a case need another stage of rounds? Judged with the run's m not yet known: the head's perf tests
+    so far, a count never above the final m, so the screen is never stricter than the verdict."""
+
+    def needs_stage(case: CaseRounds, m: Measurement) -> bool:
+        tests = max(1, len(m.collected.get(Side.HEAD, ())))
+        ratio_rule = rule.for_comparisons(tests)
+        for metric in RATIO_METRICS:
+            if has_metric(case, metric):
+                aa = aa_noise(case, metric) or cached.get(case.case_id, {}).get(metric)
+                decision = decide_case(case, metric, aa, ratio_rule)
+                if decision is not None and decision.suspect:
+                    return True
+        return False
+
+    return needs_stage
