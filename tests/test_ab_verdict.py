@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from perfgate.ab.compare import inconclusive_text
-from perfgate.ab.verdict import WILD_SHARE, AaNoise, RatioRule, decide_ratio, tame, with_fresh_pair
+from perfgate.ab.verdict import WILD_SHARE, AaNoise, RatioDecision, RatioRule, decide_ratio, tame, with_fresh_pair
 from perfgate.model import Verdict
 
 ROUNDS = 20
@@ -26,6 +26,26 @@ def _rounds(rng: np.random.Generator, mean: float, sd: float, wild: float) -> np
     return x
 
 
+def _pair(
+    rng: np.random.Generator,
+    shift: float,
+    sd: float,
+    pair_sd: float,
+    aa: AaNoise | None,
+    rule: RatioRule,
+    wild: float = 0.0,
+) -> RatioDecision:
+    """One pair of processes as the coordinator measures it: its own offset (sd pair_sd) shared by every
+    stage, stage 1, then a stage more while it is suspect."""
+    offset = rng.normal(0.0, pair_sd)
+    stages = [_rounds(rng, shift + offset, sd, wild)]
+    decision = decide_ratio(stages, aa, rule)
+    while decision.suspect:
+        stages.append(_rounds(rng, shift + offset, sd, wild))
+        decision = decide_ratio(stages, aa, rule)
+    return decision
+
+
 def _case(
     rng: np.random.Generator,
     shift: float,
@@ -34,15 +54,9 @@ def _case(
     process_sd: float = 0.0,
     wild: float = 0.0,
 ) -> Verdict:
-    """One case of one run as the coordinator measures it: stage 1, then a stage more while it is suspect."""
-    offset = rng.normal(0.0, process_sd)  # the two processes' difference: shared by every stage
+    """One case of one run: the A/A twin's rounds, then one pair of processes."""
     aa = AaNoise.of(_rounds(rng, rng.normal(0.0, process_sd), sd, wild))
-    stages = [_rounds(rng, shift + offset, sd, wild)]
-    decision = decide_ratio(stages, aa, rule)
-    while decision.suspect:
-        stages.append(_rounds(rng, shift + offset, sd, wild))
-        decision = decide_ratio(stages, aa, rule)
-    return decision.verdict
+    return _pair(rng, shift, sd, process_sd, aa, rule, wild).verdict
 
 
 def _failed_runs(runs: int, cases: int, budget_pct: float, seed: int, wild: float = 0.0) -> float:
@@ -218,17 +232,6 @@ def test_a_suspect_case_whose_rounds_ended_says_its_screen():
         f"head/base +2.02% is beyond its screen ({d.screen_pct:.2f}%), but the rounds ended before the "
         "confirmation stages that would decide it"
     )
-
-
-def _pair(rng: np.random.Generator, shift: float, sd: float, pair_sd: float, aa: AaNoise, rule: RatioRule):
-    """One pair of processes: its own offset (sd pair_sd), stages while suspect."""
-    offset = rng.normal(0.0, pair_sd)
-    stages = [rng.normal(shift + offset, sd, ROUNDS)]
-    decision = decide_ratio(stages, aa, rule)
-    while decision.suspect:
-        stages.append(rng.normal(shift + offset, sd, ROUNDS))
-        decision = decide_ratio(stages, aa, rule)
-    return decision
 
 
 def _with_fresh(rng: np.random.Generator, shift: float, pair_sd: float) -> tuple[Verdict, Verdict]:

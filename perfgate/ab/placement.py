@@ -18,7 +18,7 @@ strides (a strided view), a tensor subclass, or copies that would not fit in a q
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,14 +46,28 @@ def on_cuda(tensor: Any) -> bool:
     return bool(tensor.is_cuda)
 
 
-def _tensors(args: tuple[Any, ...], kwargs: Mapping[str, Any], on_device: OnDevice) -> Iterator[Any]:
+def _one_level(value: Any, fn: Callable[[Any], Any]) -> Any:
+    """fn over value, or over each item of a plain dict, list or tuple: how far down inputs are looked for."""
+    if type(value) is dict:
+        return {k: fn(v) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(fn(v) for v in value)
+    return fn(value)
+
+
+def _tensors(args: tuple[Any, ...], kwargs: Mapping[str, Any], on_device: OnDevice) -> list[Any]:
     import torch
 
+    found: list[Any] = []
+
+    def visit(item: Any) -> Any:
+        if isinstance(item, torch.Tensor) and on_device(item):
+            found.append(item)
+        return item
+
     for value in (*args, *kwargs.values()):
-        inner = value.values() if type(value) is dict else value if type(value) in (list, tuple) else (value,)
-        for item in inner:
-            if isinstance(item, torch.Tensor) and on_device(item):
-                yield item
+        _one_level(value, visit)
+    return found
 
 
 def free_cuda_bytes() -> int:
@@ -68,7 +82,7 @@ def why_not_movable(
     """None when the case's CUDA inputs can be moved every round; otherwise why not (one phrase)."""
     import torch
 
-    tensors = list(_tensors(args, kwargs, on_device))
+    tensors = _tensors(args, kwargs, on_device)
     if not tensors:
         return "it takes no CUDA tensor arguments"
     if any(type(t) not in (torch.Tensor, torch.nn.Parameter) for t in tensors):
@@ -90,7 +104,7 @@ def moved(
     """The arguments with every CUDA tensor copied anew behind a spacer of random size."""
     import torch
 
-    first = next(_tensors(args, kwargs, on_device))
+    first = _tensors(args, kwargs, on_device)[0]
     size = rng.randrange(SPACER_STEPS) * SPACER_STEP_BYTES + rng.randrange(SPACER_FINE_STEPS) * SPACER_FINE_BYTES
     spacer = torch.empty(size, dtype=torch.uint8, device=first.device)
     # the caching allocator serves requests up to 1 MiB from a pool of its own (2 MiB blocks): a second,
@@ -105,13 +119,6 @@ def moved(
             return c
         return value
 
-    def copy(value: Any) -> Any:  # one level down, as _tensors looks
-        if type(value) is dict:
-            return {k: tensor(v) for k, v in value.items()}
-        if type(value) in (list, tuple):
-            return type(value)(tensor(v) for v in value)
-        return tensor(value)
-
-    new_args = tuple(copy(a) for a in args)
-    new_kwargs = {k: copy(v) for k, v in kwargs.items()}
+    new_args = tuple(_one_level(a, tensor) for a in args)
+    new_kwargs = {k: _one_level(v, tensor) for k, v in kwargs.items()}
     return Placement(new_args, new_kwargs, (spacer, small, *copies))

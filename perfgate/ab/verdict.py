@@ -147,8 +147,7 @@ def with_fresh_pair(first: RatioDecision, fresh: RatioDecision) -> RatioDecision
     if apart_beyond:  # the pairs differ beyond their rounds' noise: a draw of the process offset
         process2 = max(process2, (apart * apart - noise2) / 2)
     mean = (first.mean_log + fresh.mean_log) / 2.0
-    rounds2, offsets2 = (first.rounds_se_log**2 + fresh.rounds_se_log**2) / 4.0, max(process2, 0.0) / 2.0
-    se = math.sqrt(rounds2 + offsets2)
+    se = math.sqrt(noise2 / 4.0 + max(process2, 0.0) / 2.0)  # the pairs' mean: half of each pair
     threshold = max(first.floor_log, first.critical * se)
     same_way = (fresh.mean_log > 0) == (first.mean_log > 0)
     verdict = first.verdict
