@@ -53,6 +53,14 @@ class Timer(str, enum.Enum):
     PYTEST_BENCHMARK = "pytest_benchmark"  # imported from pytest-benchmark's JSON: its own calibration and rounds
 
 
+class AbProcess(str, enum.Enum):
+    """A/B mode: where the base and head sides run (perfgate/ab/shared.py)."""
+
+    AUTO = "auto"  # shared unless a tree holds native code
+    SHARED = "shared"  # one process, each tree's modules imported side by side
+    SEPARATE = "separate"  # a process per tree: any code (CUDA extensions, C++)
+
+
 class TestOutcome(str, enum.Enum):
     """How a collected perf test ended when it measured nothing (strict mode reads these)."""
 

@@ -12,6 +12,7 @@ from typing import Any
 from perfgate.ab.run import AbRequest
 from perfgate.ab.workers import WorkerSpec
 from perfgate.config.settings import Settings
+from perfgate.model import AbProcess
 
 STANDIN = Path(__file__).with_name("ab_standin.py")
 
@@ -64,7 +65,9 @@ def request(repo: Path, ref: str, tmp: Path, seed: int = 1, **settings: Any) -> 
         worktree_dir=tmp / "worktrees",
         db_path=tmp / "history.db",
         rootdir=repo,
-        **{"ab_rounds": 6, "ab_timeout_s": 60.0, **settings},
+        # stand-ins are a process per worker (tests/ab_standin.py); the shared host is tested with real
+        # pytest workers (tests/test_ab_shared.py)
+        **{"ab_rounds": 6, "ab_timeout_s": 60.0, "ab_process": AbProcess.SEPARATE, **settings},
     )
     return AbRequest(
         ref=ref, pytest_args=(), settings=s, invocation_dir=repo, launcher=StandinLauncher(seed), seed=seed

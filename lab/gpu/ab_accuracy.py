@@ -81,10 +81,15 @@ def main() -> None:
     p.add_argument("--inject-runs", type=int, default=2)
     p.add_argument("--budget-s", type=float, default=420.0, help="start no new run after this many seconds")
     p.add_argument("--host", action="store_true", help="host-clock cases: try the plumbing without a GPU")
+    p.add_argument("--names", default="", help="comma-separated cases (default: all five)")
+    p.add_argument("--process", default="", help="perfgate ab --process: auto, shared or separate (default: its own)")
     args = p.parse_args()
     check_tools(gpu=not args.host)
     started = time.monotonic()
     names = HOST_NAMES if args.host else GPU_NAMES
+    if args.names:
+        names = tuple(n for n in args.names.split(",") if n)
+    extra = ("--process", args.process) if args.process else ()
     repo, base, aa, injected = project(names)
     env = env_with(TRITON_CACHE_DIR=str(SCRATCH / "triton-head"), PERFGATE_KERNEL_CACHE=str(SCRATCH / "kernels"))
     shutil.rmtree(SCRATCH / "worktrees", ignore_errors=True)
@@ -99,7 +104,9 @@ def main() -> None:
             log(f"ab-accuracy: budget spent after {i} run(s)")
             break
         git(repo, "checkout", "-q", "--detach", sha)
-        code, _, doc = perfgate_ab(f"ab_accuracy_{i:02d}_{kind}", repo, base, [TEST], SCRATCH / "worktrees", env, 580)
+        code, _, doc = perfgate_ab(
+            f"ab_accuracy_{i:02d}_{kind}", repo, base, [TEST], SCRATCH / "worktrees", env, 580, *extra
+        )
         if not doc:
             log(f"ab-accuracy: run {i} ({kind}) wrote no results (exit {code}); see its log")
             continue

@@ -23,13 +23,18 @@ def measure_pair(
     wanted: frozenset[str] | None = None,
     cached: aa_cache.AaCases | None = None,
     base_first: bool = False,
+    shared: bool = False,
 ) -> Measurement:
     """The workers' rounds. `wanted`: only these cases (a fresh pair); `cached`: A/A known beyond `covered`;
-    `base_first`: the base worker starts before the head's (the A/A twin always last)."""
+    `base_first`: the base worker starts before the head's (the A/A twin always last); `shared`: every side
+    in one process (perfgate/ab/shared.py)."""
     workers: dict[Side, Worker] = {}
     order = (Side.BASE, Side.HEAD, Side.AA) if base_first else (Side.HEAD, Side.BASE, Side.AA)
+    ordered = sorted(specs, key=lambda spec: order.index(spec.side))
     try:
-        for spec in sorted(specs, key=lambda spec: order.index(spec.side)):
+        if shared:
+            workers = {w.side: w for w in Worker.start_shared(ordered, launcher, log_dir)}
+        for spec in [] if shared else ordered:
             workers[spec.side] = Worker.start(spec, launcher, log_dir)
         known = {**(covered.cases if covered is not None else {}), **(cached or {})}
         coordinator = Coordinator(

@@ -269,33 +269,56 @@ class Pipe:
                 os.close(fd)
 
 
+def _nobody_listening() -> None:
+    os._exit(3)  # the coordinator is gone: no result can reach anyone
+
+
 class WorkerEnd:
     """The worker's end: blocking reads (the coordinator decides when), whole-line writes."""
 
-    def __init__(self, read_fd: int, write_fd: int) -> None:
+    def __init__(
+        self,
+        read_fd: int,
+        write_fd: int,
+        waiting: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext,
+        gone: Callable[[], None] = _nobody_listening,
+    ) -> None:
         self.read_fd = read_fd
         self.write_fd = write_fd
+        self.waiting = waiting  # around every blocking read and write (a shared host hands its baton over)
+        self.gone = gone  # the coordinator closed its end
         self._buffer = b""
 
     @classmethod
-    def from_env(cls, value: str) -> WorkerEnd:
+    def from_env(
+        cls,
+        value: str,
+        waiting: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext,
+        gone: Callable[[], None] = _nobody_listening,
+    ) -> WorkerEnd:
         try:
             read_fd, write_fd = (int(v) for v in value.split(","))
         except ValueError as err:
             raise AbError(f"perfgate: {WORKER_ENV} must be '<read fd>,<write fd>', got {value!r}") from err
-        return cls(read_fd, write_fd)
+        return cls(read_fd, write_fd, waiting, gone)
 
     def send(self, message: dict[str, Any]) -> None:
         data = encode(message)
-        while data:
-            data = data[os.write(self.write_fd, data) :]
+        try:
+            with self.waiting():
+                while data:
+                    data = data[os.write(self.write_fd, data) :]
+        except BrokenPipeError:
+            self.gone()
 
     def receive(self) -> dict[str, Any]:
-        """The next command; the coordinator closing its end (it is gone) ends this process."""
+        """The next command; the coordinator closing its end (it is gone) ends this worker."""
         while b"\n" not in self._buffer:
-            chunk = os.read(self.read_fd, 1 << 16)
+            with self.waiting():
+                chunk = os.read(self.read_fd, 1 << 16)
             if not chunk:
-                os._exit(3)  # nobody is listening: no result can reach anyone
+                self.gone()
+                raise AbError("perfgate: A/B worker: the coordinator is gone")  # not reached: gone() ends it
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         message = json.loads(line)

@@ -31,6 +31,7 @@ from perfgate.ab.compare import (
 from perfgate.ab.coordinator import Measurement, RoundPlan
 from perfgate.ab.pairs import measure_pair
 from perfgate.ab.protocol import AbError, Side
+from perfgate.ab.shared import decide as decide_sharing
 from perfgate.ab.trace import round_trace
 from perfgate.ab.verdict import RatioDecision
 from perfgate.ab.workers import Launcher, PytestLauncher, WorkerSpec
@@ -82,6 +83,7 @@ def run_ab(req: AbRequest) -> AbOutcome:
         setup.rule,
         setup.covered,
         base_first=setup.base_first,
+        shared=setup.shared,
     )
     results = side_results(measurement)
     if s.profile and measurement.failure is None:
@@ -144,6 +146,7 @@ class _Setup:
     covered: aa_cache.AaEntry | None  # the cached A/A for this selection, when there is one
     plan: RoundPlan
     rule: AbRule
+    shared: bool  # every side in one process (perfgate/ab/shared.py)
 
     @property
     def base_first(self) -> bool:
@@ -180,7 +183,9 @@ def _setup(req: AbRequest, messages: list[str]) -> _Setup:
     )
     rule = AbRule(s.false_alarm_pct, s.min_effect_pct, plan.stages, s.strict)
     covered = cache.covering(base_args) if base_args is not None else None
-    return _Setup(head, base, here, base_args, cache, covered, plan, rule)
+    sharing = decide_sharing(s.ab_process, (("base", base.path), ("head", head.path)))
+    messages.append(f"perfgate: A/B: {sharing.why}")
+    return _Setup(head, base, here, base_args, cache, covered, plan, rule, sharing.shared)
 
 
 def _worker_specs(req: AbRequest, setup: _Setup, messages: list[str]) -> list[WorkerSpec]:
@@ -286,6 +291,7 @@ def _fresh_pair(
         called,
         None,  # every called case gets the fresh twin's A/A
         base_first=not setup.base_first,
+        shared=setup.shared,
     )
     if again.failure is not None:
         messages.append(f"{again.failure}; the calls stand on the first pair alone")
@@ -324,7 +330,8 @@ def _runs(cmp: AbComparison, m: Measurement, setup: _Setup, req: AbRequest, star
     head_env = m.environments.get(Side.HEAD) or m.environments.get(Side.BASE) or Environment("host", "unknown")
     base_env = m.environments.get(Side.BASE) or head_env
     how = f"ab: {plan.rounds} rounds x up to {plan.stages} stages, seed {plan.seed}"
-    how += f" ({'base' if setup.base_first else 'head'} worker started first)"
+    how += f" ({'base' if setup.base_first else 'head'} worker started first"
+    how += ", one shared process)" if setup.shared else ", a process per tree)"
     head_info = RunInfo(
         started,
         finished,

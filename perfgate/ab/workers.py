@@ -67,8 +67,22 @@ class WorkerSpec:
     env: dict[str, str] = field(default_factory=dict)  # build caches of its tree
 
 
+# `python -c SHARED_BOOT TOOL SIDES_JSON`: every side in one process (perfgate/ab/shared.py)
+SHARED_BOOT = """\
+import sys
+tool, sides = sys.argv[1:3]
+del sys.argv[1:3]
+sys.path.insert(0, tool)
+import perfgate.pytest_plugin, perfgate.ab.serve, perfgate.pytest_plugin.shared_host
+sys.path.remove(tool)
+sys.exit(perfgate.pytest_plugin.shared_host.main(sides))
+"""
+
+
 class Launcher(Protocol):
     def argv(self, spec: WorkerSpec) -> list[str]: ...
+
+    def shared_argv(self, sides_json: str) -> list[str]: ...
 
 
 class PytestLauncher:
@@ -89,16 +103,29 @@ class PytestLauncher:
             *spec.pytest_args,
         ]
 
+    def shared_argv(self, sides_json: str) -> list[str]:
+        import perfgate
+
+        return [sys.executable, "-c", SHARED_BOOT, str(Path(perfgate.__file__).resolve().parents[1]), sides_json]
+
 
 class Worker:
     """One running worker: its process, its pipes, its log."""
 
-    def __init__(self, spec: WorkerSpec, process: subprocess.Popen[bytes], pipe: Pipe, log_path: Path) -> None:
+    def __init__(
+        self,
+        spec: WorkerSpec,
+        process: subprocess.Popen[bytes],
+        pipe: Pipe,
+        log_path: Path,
+        host: SharedHost | None = None,
+    ) -> None:
         self.spec = spec
         self.side = spec.side
         self.process = process
         self.pipe = pipe
         self.log_path = log_path
+        self.host = host  # the process this side shares with the others (None: its own)
 
     @classmethod
     def start(cls, spec: WorkerSpec, launcher: Launcher, log_dir: Path) -> Worker:
@@ -132,6 +159,56 @@ class Worker:
         os.close(from_worker_w)
         return cls(spec, process, Pipe(from_worker_r, to_worker_w, spec.side), log_path)
 
+    @classmethod
+    def start_shared(cls, specs: Sequence[WorkerSpec], launcher: Launcher, log_dir: Path) -> list[Worker]:
+        """Every side in one host process (perfgate/ab/shared.py), in the order given; a log per side."""
+        from perfgate.ab.shared import SHARED_PYTEST_ARGS, SideBoot
+
+        log_dir.mkdir(parents=True, exist_ok=True)
+        pipes = [(*os.pipe(), *os.pipe()) for _ in specs]  # to_r, to_w, from_r, from_w
+        boots = [
+            SideBoot(
+                side=spec.side.value,
+                tree=str(spec.tree),
+                cwd=str(spec.cwd),
+                env={**spec.env, WORKER_ENV: f"{to_r},{from_w}"},
+                log=str(log_dir / f"{spec.side.name.lower()}.log"),
+                args=[*WORKER_PYTEST_ARGS, *SHARED_PYTEST_ARGS, *spec.pytest_args],
+                read_fd=to_r,
+                write_fd=from_w,
+            )
+            for spec, (to_r, _, _, from_w) in zip(specs, pipes)
+        ]
+        env = {k: v for k, v in os.environ.items() if k not in (MEASURE_CHILD_ENV, PROFILE_CHILD_ENV, WORKER_ENV)}
+        host_log = log_dir / "shared.log"
+        worker_fds = [fd for to_r, _, _, from_w in pipes for fd in (to_r, from_w)]
+        try:
+            with open(host_log, "wb") as log:
+                process = subprocess.Popen(
+                    launcher.shared_argv(SideBoot.encode(boots, log_dir / "running")),
+                    cwd=specs[0].cwd,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    pass_fds=worker_fds,
+                    start_new_session=True,
+                )
+        except OSError as err:
+            for fds in pipes:
+                for fd in fds:
+                    os.close(fd)
+            raise AbError(
+                f"perfgate: A/B: cannot start the shared worker process in {specs[0].cwd}: {err.strerror or err}"
+            ) from err
+        for fd in worker_fds:
+            os.close(fd)
+        host = SharedHost(process, host_log, log_dir / "running", len(specs))
+        return [
+            cls(spec, process, Pipe(from_r, to_w, spec.side), Path(boot.log), host)
+            for spec, boot, (_, to_w, from_r, _) in zip(specs, boots, pipes)
+        ]
+
     def send(self, command: dict[str, Any], doing: str) -> None:
         try:
             self.pipe.send(command)
@@ -151,8 +228,10 @@ class Worker:
     def _explained(self, doing: str, err: WorkerFailed) -> WorkerFailed:
         """The cause with what the process said last: its exit status and the tail of its log."""
         if err.cause.startswith("hung"):
-            self.stop()
+            self.stop(whole_process=True)  # a hung side holds the shared host's baton: nothing else can run
             return WorkerFailed(self.side, f"{err.cause} (stopped it; log {self.log_path})")
+        if self.host is not None:
+            return WorkerFailed(self.side, self.host.explained(self.log_path, doing))
         try:
             code = self.process.wait(timeout=STOP_GRACE_S)
         except subprocess.TimeoutExpired:
@@ -162,23 +241,70 @@ class Worker:
         return WorkerFailed(self.side, f"{why} while {doing}: {self.log_tail() or '(no output)'}")
 
     def log_tail(self, lines: int = 3) -> str:
-        try:
-            text = self.log_path.read_bytes()[-8000:].decode(errors="replace")
-        except OSError:
-            return ""
-        kept = [line.strip() for line in text.splitlines() if line.strip() and not set(line.strip()) <= set("=-_")]
-        return one_line(" | ".join(kept[-lines:]), 300)
+        return _log_tail(self.log_path, lines)
 
-    def stop(self) -> None:
-        """End the worker and anything it started (its own process group), then close the pipes."""
-        if self.process.poll() is None:
-            _signal_group(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                _signal_group(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=STOP_GRACE_S)
+    def stop(self, whole_process: bool = False) -> None:
+        """End the worker and anything it started (its own process group), then close the pipes. A side of a
+        shared host: its pipes closed (its session ends), the process ended with its last side."""
+        if self.host is None or whole_process:
+            _end_process(self.process)
         self.pipe.close()
+        if self.host is not None and self.host.side_stopped():
+            _end_process(self.process, self.host.grace_s)
+
+
+@dataclass
+class SharedHost:
+    """The one process of a shared run, and how many of its sides are still open."""
+
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    holder_path: Path  # names the side that ran last (shared.running_side)
+    open_sides: int
+    grace_s: float = STOP_GRACE_S  # the sides' sessions end on their own once their pipes close
+
+    def side_stopped(self) -> bool:
+        self.open_sides -= 1
+        return self.open_sides <= 0
+
+    def explained(self, side_log: Path, doing: str) -> str:
+        """Why a side's pipe ended: its session alone (the process goes on), or the whole process, named with
+        the side that was running then and that side's last lines."""
+        from perfgate.ab.shared import running_side
+
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=1.0)  # a process that is going down: its status
+        code = self.process.poll()
+        if code is None:
+            return f"ended its session while {doing}: {_log_tail(side_log, 3) or '(no output)'}"
+        running = running_side(self.holder_path) or "unknown"
+        logs = {s.value: self.log_path.with_name(f"{s.name.lower()}.log") for s in Side}
+        tail = _log_tail(logs.get(running, side_log), 3) or _log_tail(self.log_path, 3)
+        how = f"crashed (exit status {code})" if code else "exited"
+        return f"ended while {doing}: the shared process {how} while the {running} side ran: {tail or '(no output)'}"
+
+
+def _log_tail(path: Path, lines: int) -> str:
+    try:
+        text = path.read_bytes()[-8000:].decode(errors="replace")
+    except OSError:
+        return ""
+    kept = [line.strip() for line in text.splitlines() if line.strip() and not set(line.strip()) <= set("=-_")]
+    return one_line(" | ".join(kept[-lines:]), 300)
+
+
+def _end_process(process: subprocess.Popen[bytes], grace_s: float = 0.0) -> None:
+    """Wait `grace_s` for it to end by itself, then SIGTERM its group, then SIGKILL."""
+    if grace_s:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=grace_s)
+    if process.poll() is None:
+        _signal_group(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            _signal_group(process.pid, signal.SIGKILL)
+            process.wait(timeout=STOP_GRACE_S)
 
 
 def _signal_group(pid: int, sig: int) -> None:

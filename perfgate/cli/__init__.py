@@ -163,7 +163,9 @@ def _ab_parsers(sub: Any) -> None:
         "and alternate base and head in short rounds on the same GPU; each case's verdict is "
         "on its head/base ratio (docs/ab.md). Same as `pytest --perfgate --perfgate-base REF`.",
     )
-    _settings_options(a, "db_path", "store", "summary_path", "json_path", "worktree_dir", "ab_rounds", "strict")
+    _settings_options(
+        a, "db_path", "store", "summary_path", "json_path", "worktree_dir", "ab_rounds", "ab_process", "strict"
+    )
     a.add_argument("ref", metavar="REF", help="the base: a branch, tag or commit git knows")
     a.add_argument("pytest_args", nargs="*", help="after --: what pytest runs (default: its testpaths)")
     a.add_argument(
@@ -184,7 +186,7 @@ def _ab_parsers(sub: Any) -> None:
         "against GOOD side by side (as perfgate ab does) and calls it bad when a selected case "
         "regressed. Commits that fail to build or test are skipped, like git bisect skip.",
     )
-    _settings_options(b, "worktree_dir", "ab_rounds")
+    _settings_options(b, "worktree_dir", "ab_rounds", "ab_process")
     b.add_argument("good", metavar="GOOD", help="a commit known to be fast")
     b.add_argument("bad", metavar="BAD", help="a later commit known to be slow")
     b.add_argument("-k", metavar="CASE", help="pytest -k expression selecting the case(s) to follow")

@@ -19,6 +19,7 @@ from typing import Any
 
 from perfgate.config import validate as v
 from perfgate.errors import ConfigError
+from perfgate.model import AbProcess
 
 
 class Arg(enum.Enum):
@@ -418,6 +419,17 @@ OPTIONS: tuple[Option, ...] = (
         "A/A process, and judged on both pairs (an offset between two processes is not the code)",
         v.boolean,
         key="ab_fresh_pair",
+    ),
+    Option(
+        "ab_process",
+        "A/B mode: 'shared' runs base and head in one process, each tree's modules imported side by side "
+        "(what differs between two processes cancels); 'separate' a process per tree (any code: CUDA "
+        "extensions, C++); 'auto' shares unless a tree holds native code (.so, .cu, .cpp, ...)",
+        v.choice(AbProcess),
+        key="ab_process",
+        flag="--perfgate-ab-process",
+        cli="--process",
+        metavar="auto|shared|separate",
     ),
     Option(
         "move_inputs",

@@ -18,7 +18,7 @@ from perfgate.config import options as opts
 from perfgate.config import validate as cs
 from perfgate.errors import ConfigError
 from perfgate.metrics import CATALOGUE
-from perfgate.model import AllowedMissing
+from perfgate.model import AbProcess, AllowedMissing
 
 DB_ENV = "PERFGATE_DB"
 # keys of earlier versions whose meaning changed: one line naming the replacement, not a silent reinterpretation
@@ -117,6 +117,7 @@ class Settings:
     site_url: str = ""  # where `perfgate report --html` is published: the summary links to the case pages
     base: str = ""  # A/B mode: the git ref measured side by side with the head ("" = baseline mode)
     ab_fresh_pair: bool = True  # A/B mode: a call must be repeated by a fresh pair of processes
+    ab_process: AbProcess = AbProcess.AUTO  # A/B mode: both trees in one process, or one each
     ab_rounds: int = 20  # A/B mode: rounds per case and stage (budget_ms / ab_rounds per side and round)
     worktree_dir: Path | None = None  # A/B mode: cached base worktrees (None: $XDG_CACHE_HOME/perfgate/worktrees)
     ab_timeout_s: float = 900.0  # A/B mode: the longest one worker step may take before it is called hung

@@ -6,15 +6,17 @@ number is checked for type, finiteness and range before it reaches Settings.
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from perfgate.errors import ConfigError
 from perfgate.model import AllowedMissing
 
 Parser = Callable[[object, str], Any]
+E = TypeVar("E", bound=enum.Enum)
 
 
 def _fail(where: str, what: str, value: object) -> ConfigError:
@@ -93,6 +95,21 @@ def path(value: object, where: str) -> Path:
     if isinstance(value, Path):
         return value
     return Path(nonempty_text(value, where))
+
+
+def choice(kind: type[E]) -> Callable[[object, str], E]:
+    """One of an enum's values, by its text (or the member itself)."""
+    what = "one of " + ", ".join(repr(m.value) for m in kind)
+
+    def parse(value: object, where: str) -> E:
+        if isinstance(value, kind):
+            return value
+        for member in kind:
+            if value == member.value:
+                return member
+        raise _fail(where, what, value)
+
+    return parse
 
 
 def text_list(value: object, where: str) -> tuple[str, ...]:

@@ -84,13 +84,14 @@ class AbWorker:
     def __init__(self, state: PerfgateSession) -> None:
         import os
 
-        from perfgate.ab.protocol import WORKER_ENV, WorkerEnd
+        from perfgate.ab.protocol import WORKER_ENV
         from perfgate.ab.serve import CaseServer
+        from perfgate.pytest_plugin.shared_host import this_worker_end
 
         self.state = state
         self.errors: list[tuple[str, str]] = []
         self.perf_nodeids: set[str] = set()
-        state.ab_server = CaseServer(WorkerEnd.from_env(os.environ[WORKER_ENV]))
+        state.ab_server = CaseServer(this_worker_end(os.environ[WORKER_ENV]))
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:  # the last line of pytest's report, without its "E   " margin

@@ -1,0 +1,200 @@
+"""A/B mode with every side in one process (perfgate/ab/shared.py): each tree's modules, working
+directory, sys.path and environment its own while the process is shared; the choice between shared and
+separate; a side that takes the process down. Real pytest workers on the host clock (a 10x slower head:
+no tight timing)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from perfgate.ab import shared
+from perfgate.model import AbProcess
+from tests.ab_repo import git, make_repo
+
+PERF_TESTS = textwrap.dedent("""
+    import os
+    import random
+    from pathlib import Path
+
+    import mylib
+
+    def test_sort(perfgate):
+        with open(os.environ["SIDES_SEEN"], "a") as out:  # who ran where: scale, cwd's marker, process
+            print(mylib.scale(), Path("marker.txt").read_text().strip(), os.getpid(), file=out)
+        data = [random.random() for _ in range(300)]
+        perfgate(mylib.work, data)
+""")
+
+# the scale is imported lazily, inside the call: it must still be the calling side's own module
+MYLIB = textwrap.dedent("""
+    def scale():
+        from mylib.factor import N
+        return N
+
+    def work(data):
+        return sorted(data * scale())
+""")
+
+
+def _commit(repo: Path, n: int, marker: str, message: str, extra: dict[str, str] | None = None) -> None:
+    files = {"mylib/__init__.py": MYLIB, "mylib/factor.py": f"N = {n}\n", "marker.txt": marker, **(extra or {})}
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+
+
+def _project(root: Path, conftest: str = "") -> Path:
+    """Base: scale 1, marker "base"; head (HEAD): scale 10, marker "head"."""
+    repo = make_repo(root)
+    (repo / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\n\n[tool.perfgate]\nab_rounds = 4\nbudget_ms = 40.0\nab_process = "shared"\n'
+    )
+    (repo / "test_perf.py").write_text(PERF_TESTS)
+    (repo / ".gitignore").write_text(".perfgate/\n")
+    if conftest:
+        (repo / "conftest.py").write_text(conftest)
+    _commit(repo, 1, "base", "base")
+    _commit(repo, 10, "head", "head: 10x the work")
+    return repo
+
+
+@pytest.fixture
+def project(tmp_path):
+    return _project(tmp_path / "proj")
+
+
+def _ab(repo: Path, tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], list[tuple[int, str, int]]]:
+    seen = tmp_path / "seen.txt"
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--perfgate", "--perfgate-base", "HEAD~1"]
+    argv += [f"--perfgate-worktree-dir={tmp_path / 'wt'}", "--perfgate-json", "out.json", *extra]
+    env = {k: v for k, v in os.environ.items() if k not in ("PERFGATE_DB", "GITHUB_STEP_SUMMARY")}
+    proc = subprocess.run(
+        argv, cwd=repo, capture_output=True, text=True, timeout=300, env={**env, "SIDES_SEEN": str(seen)}
+    )
+    rows = [line.split() for line in seen.read_text().splitlines()] if seen.exists() else []
+    return proc, [(int(n), marker, int(pid)) for n, marker, pid in rows]
+
+
+def test_a_shared_run_measures_each_trees_own_code_in_one_process(project, tmp_path):
+    proc, seen = _ab(project, tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "base and head in one process" in out
+    doc = json.loads((project / "out.json").read_text())
+    verdicts = {(c["case_id"], c["metric"]): c["verdict"] for c in doc["comparisons"]}
+    assert verdicts[("test_perf.py::test_sort", "median_ms")] == "regressed"
+    # base, head, the A/A twin; then the fresh pair (base, head, twin) for the call: two processes of three
+    by_pid: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    for n, marker, pid in seen:
+        by_pid[pid].append((n, marker))
+    assert len(by_pid) == 2, seen
+    for sides in by_pid.values():
+        assert sorted(sides) == [(1, "base"), (1, "base"), (10, "head")]  # each its own module and cwd
+
+
+def test_separate_processes_when_asked(project, tmp_path):
+    proc, seen = _ab(project, tmp_path, "--perfgate-ab-process", "separate")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert 'a process per tree (ab_process = "separate")' in out
+    assert len({pid for _, _, pid in seen}) == len(seen) == 6
+
+
+def test_a_side_that_takes_the_shared_process_down_is_one_line_naming_it_and_strict_fails_closed(tmp_path):
+    exits_in_base = (
+        "import os\nfrom pathlib import Path\n\nif Path('marker.txt').read_text() == 'base':\n    os._exit(7)\n"
+    )
+    repo = _project(tmp_path / "proj", conftest=exits_in_base)
+    proc, seen = _ab(repo, tmp_path, "--perfgate-strict")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and not seen, out  # strict mode fails closed
+    lines = [line for line in out.splitlines() if "the shared process crashed (exit status 7)" in line]
+    assert len(lines) == 1 and "while the base side ran" in lines[0], out
+
+
+def test_auto_shares_only_trees_without_native_code(tmp_path):
+    pure = make_repo(tmp_path / "pure")
+    (pure / "lib.py").write_text("X = 1\n")
+    native = make_repo(tmp_path / "native")
+    (native / "kernels" / "csrc").mkdir(parents=True)
+    (native / "kernels" / "csrc" / "add.cu").write_text("__global__ void add() {}\n")
+    (native / ".gitignore").write_text("build/\n")
+    (native / "build").mkdir()
+    (native / "build" / "ignored.so").write_text("")  # ignored build output: not the tree's code
+    assert shared.decide(AbProcess.AUTO, [("base", pure), ("head", pure)]).shared
+    mixed = shared.decide(AbProcess.AUTO, [("base", pure), ("head", native)])
+    assert not mixed.shared and "the head holds native code (kernels/csrc/add.cu)" in mixed.why
+    assert shared.decide(AbProcess.SHARED, [("head", native)]).shared
+    assert not shared.decide(AbProcess.SEPARATE, [("head", pure)]).shared
+
+
+def test_ab_process_refuses_an_unknown_choice(tmp_path):
+    from perfgate.config.validate import choice
+    from perfgate.errors import ConfigError
+
+    parse = choice(AbProcess)
+    assert parse("shared", "ab_process") is AbProcess.SHARED
+    with pytest.raises(ConfigError, match="ab_process: must be one of 'auto', 'shared', 'separate', got 'both'"):
+        parse("both", "ab_process")
+
+
+@pytest.fixture
+def process_state(monkeypatch):
+    """sys.modules, sys.path, the working directory and the environment put back after the test."""
+    modules, path, cwd, env = dict(sys.modules), list(sys.path), os.getcwd(), dict(os.environ)
+    yield
+    for name in [n for n in sys.modules if n not in modules]:
+        del sys.modules[name]
+    sys.modules.update(modules)
+    sys.path[:] = path
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+
+
+def _tree(root: Path, value: str) -> Path:
+    (root / "samename").mkdir(parents=True)
+    (root / "samename" / "__init__.py").write_text(f"VALUE = {value!r}\n")
+    (root / "venv" / "lib" / "site-packages").mkdir(parents=True)
+    (root / "venv" / "lib" / "site-packages" / "installed_here.py").write_text(f"VALUE = {value!r}\n")
+    return root
+
+
+def _side(baton: shared.Baton, tree: Path, name: str, tmp_path: Path) -> shared.SideState:
+    boot = shared.SideBoot(name, str(tree), str(tree), {"SIDE": name}, str(tmp_path / f"{name}.log"), [], -1, -1)
+    return shared.SideState(boot, baton, [str(tree / "venv" / "lib" / "site-packages"), *sys.path], dict(os.environ))
+
+
+def test_the_baton_carries_each_sides_modules_path_cwd_and_environment(tmp_path, process_state):
+    import importlib
+
+    base, head = _tree(tmp_path / "base", "base"), _tree(tmp_path / "head", "head")
+    baton = shared.Baton(frozenset(n.partition(".")[0] for n in sys.modules))
+    sides = _side(baton, base, "base", tmp_path), _side(baton, head, "head", tmp_path)
+    baton.sides = sides
+    odd = type(sys)("odd_module")  # torch.classes has a `__path__` that is not a list: shared, not a failure
+    odd.__path__ = object()  # type: ignore[attr-defined]
+    sys.modules["odd_module"] = odd
+    seen = {}
+    for state in (*sides, *sides):  # each side twice: the second time finds what it had
+        with baton.holding(state):
+            mod = importlib.import_module("samename")
+            installed = importlib.import_module("installed_here")
+            seen.setdefault(state.boot.side, []).append((mod, mod.VALUE, os.getcwd(), os.environ["SIDE"], installed))
+        assert "samename" not in sys.modules  # nothing of a side's tree left behind
+    assert [v for _, v, *_ in seen["base"]] == ["base", "base"] and [v for _, v, *_ in seen["head"]] == ["head"] * 2
+    assert seen["base"][0][0] is seen["base"][1][0]  # the same module object when the side comes back
+    assert seen["base"][0][2] == str(base) and seen["head"][0][3] == "head"
+    # under a site-packages directory: installed, shared by every side even inside a tree
+    assert seen["head"][0][4] is seen["base"][0][4] and "installed_here" in sys.modules
+    assert sys.modules["odd_module"] is odd
