@@ -10,5 +10,5 @@ nvidia-smi --query-gpu=name,driver_version,utilization.gpu,memory.used --format=
 case "$1" in
   accuracy) phase accuracy 590 python3 lab/gpu/ab_accuracy.py $2; cat "$OUT/ab_accuracy.md" ;;
 esac
-grep -h "one process\|a process per tree" /tmp/perfgate-ab-lab/logs/*.log 2>/dev/null | sort | uniq -c | head -3
+grep -rh "one process\|a process per tree" /tmp/perfgate-ab-lab/logs 2>/dev/null | sort | uniq -c | head -3
 tail -3 "$R/steps.log"
