@@ -25,6 +25,7 @@ import argparse
 import json
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -55,7 +56,56 @@ SCRATCH = SCRATCH_ROOT / "accuracy"
 TEST = "ab_cases/test_ab_accuracy.py"
 
 
-def project(names: tuple[str, ...]) -> tuple[Path, str, str, str]:
+CALIBRATE = """
+import json, statistics, sys, torch
+sys.path.insert(0, "ab_cases")
+from accuracy_cases import CASES
+names, levels = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+
+def flushed_ms(call, reps):
+    times = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        flush.zero_()
+        s.record()
+        call()
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+cycles_per_ms = 10_000_000 / flushed_ms(lambda: torch.cuda._sleep(10_000_000), 21)
+out = {}
+for name in names:
+    fn, args, _ = CASES[name]()
+    for _ in range(5):
+        fn(*args)
+    ms = flushed_ms(lambda: fn(*args), 201)
+    for key, pct in levels.items():
+        if key.startswith(name + "-"):
+            out[key] = {"cycles": int(pct / 100 * ms * cycles_per_ms), "case_ms": ms}
+print(json.dumps(out))
+"""
+
+
+def fixed_spins(repo: Path, inject: dict[str, float], names: tuple[str, ...]) -> dict[str, dict]:
+    """Each injected slot's spin in cycles, from the case's L2-flushed time measured once here (the same
+    spin in every process of every run)."""
+    out = subprocess.run(
+        [sys.executable, "-c", CALIBRATE, json.dumps(names), json.dumps(inject)],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    spins = json.loads(out.stdout.strip().splitlines()[-1])
+    log("ab-accuracy: fixed spins " + ", ".join(f"{k} {v['cycles']} cycles" for k, v in sorted(spins.items())))
+    return spins
+
+
+def project(names: tuple[str, ...], fixed_spin: bool = False) -> tuple[Path, str, str, str]:
     """The throwaway repository: base, an A/A head and an injected head (commit shas)."""
     here = Path(__file__).parent / "ab_cases"
     repo = new_project(
@@ -70,7 +120,9 @@ def project(names: tuple[str, ...]) -> tuple[Path, str, str, str]:
     )
     base = head(repo)
     aa = head(commit(repo, "aa: the same code"))
-    inject = {f"{case}-{slot}": level for case in names for slot, level in LEVEL.items() if level}
+    inject: dict[str, object] = {f"{case}-{slot}": level for case in names for slot, level in LEVEL.items() if level}
+    if fixed_spin:
+        inject = dict(fixed_spins(repo, inject, names))  # type: ignore[arg-type]
     injected = head(commit(repo, "inject 1/2/3%", {"ab_cases/inject.json": json.dumps(inject, indent=1)}))
     return repo, base, aa, injected
 
@@ -82,6 +134,7 @@ def main() -> None:
     p.add_argument("--budget-s", type=float, default=420.0, help="start no new run after this many seconds")
     p.add_argument("--host", action="store_true", help="host-clock cases: try the plumbing without a GPU")
     p.add_argument("--names", default="", help="comma-separated cases (default: all five)")
+    p.add_argument("--fixed-spin", action="store_true", help="inject spins of fixed cycles, calibrated once")
     p.add_argument("--process", default="", help="perfgate ab --process: auto, shared or separate (default: its own)")
     args = p.parse_args()
     check_tools(gpu=not args.host)
@@ -90,7 +143,7 @@ def main() -> None:
     if args.names:
         names = tuple(n for n in args.names.split(",") if n)
     extra = ("--process", args.process) if args.process else ()
-    repo, base, aa, injected = project(names)
+    repo, base, aa, injected = project(names, args.fixed_spin)
     env = env_with(TRITON_CACHE_DIR=str(SCRATCH / "triton-head"), PERFGATE_KERNEL_CACHE=str(SCRATCH / "kernels"))
     shutil.rmtree(SCRATCH / "worktrees", ignore_errors=True)
     plan = (

@@ -3,6 +3,7 @@
 # 12 us add's process offset (issue 18). Two device calls, each under the 600 s limit:
 #   bash lab/gpu/session_n.sh accuracy "--process shared --aa-runs 2 --inject-runs 2 --budget-s 430"
 #   bash lab/gpu/session_n.sh accuracy "--process shared --names small_add --aa-runs 8 --inject-runs 6 --budget-s 450"
+#   (the second and later calls: --fixed-spin, a spin of fixed cycles: ab_cases/test_ab_accuracy.py)
 # From the project root:  source .device-env/setup.sh && bash lab/gpu/session_n.sh WHAT "ARGS"
 set -u
 . lab/gpu/phases.sh

@@ -3,8 +3,11 @@ injected slowdown the *commit* declares (inject.json beside this file: {"<case>-
 
 The base commit declares nothing (every spin runs 0 cycles); an injected head commit declares, say,
 {"cublas_matmul-2a": 2.0}: that case in that slot runs a GPU spin of 2% of its own time after the work
-(scripts/accuracy/test_accuracy_cases.py's mechanism, calibrated in each process). A slot a commit does
-not inject is an A/A comparison inside the same run. Copied into a throwaway project by ab_accuracy.py.
+(scripts/accuracy/test_accuracy_cases.py's mechanism, calibrated in each process), or
+{"cublas_matmul-2a": {"cycles": N}}: a spin of N cycles, the same in every process (calibrated once by
+ab_accuracy.py --fixed-spin; calibrated in each process, "2%" was 1.7-3.9% from one process to the next).
+A slot a commit does not inject is an A/A comparison inside the same run. Copied into a throwaway project
+by ab_accuracy.py.
 """
 
 from __future__ import annotations
@@ -24,5 +27,20 @@ SLOTS = tuple(json.loads((Path(__file__).with_name("slots.json")).read_text()))
 @pytest.mark.parametrize("case", NAMES)
 def test_case(perfgate, case, slot):
     fn, args, reference = CASES[case]()
-    call = (_gpu_spin if CUDA else _host_spin)(fn, args, float(INJECT.get(f"{case}-{slot}", 0.0)))
+    inject = INJECT.get(f"{case}-{slot}", 0.0)
+    if isinstance(inject, dict):  # {"cycles": N}: the same spin in every process (ab_accuracy.py --fixed-spin)
+        call = _fixed_spin(fn, int(inject["cycles"]))
+    else:
+        call = (_gpu_spin if CUDA else _host_spin)(fn, args, float(inject))
     perfgate.measure(call, args, reference=reference)
+
+
+def _fixed_spin(fn, cycles):
+    import torch
+
+    def call(*a):
+        out = fn(*a)
+        torch.cuda._sleep(cycles)
+        return out
+
+    return call
