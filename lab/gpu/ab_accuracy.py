@@ -91,7 +91,7 @@ def trimmed_mean(values):
     values = sorted(values)[: max(1, int(len(values) * 0.95))]
     return sum(values) / len(values)
 
-def ratio_at(fn, args, cycles, chunks=8, per_chunk=100):
+def ratio_at(fn, args, cycles, per_chunk, chunks=8):
     base, spun = [], []
     for _ in range(chunks):
         base += samples(wrapped(fn, args, 0), per_chunk)
@@ -121,7 +121,7 @@ for name in names:
     grid = [int(guess * m) for m in (0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 4, 5, 6, 8)]
     curve, best = [], 0.0
     for c in grid:
-        best = max(best, ratio_at(fn, args, c) if c else 1.0)
+        best = max(best, ratio_at(fn, args, c, max(10, min(100, int(1.0 / ms)))) if c else 1.0)
         curve.append((c, best))
         if best >= 1 + top / 100 * 1.3:
             break
