@@ -51,3 +51,23 @@ def test_no_recorded_aa_case_is_called_regressed_on_a_cuda_kernel_whose_processe
         if "small_add" not in name and decide_ratio([x], None, rule).verdict.value == "regressed"
     ]
     assert called == []
+
+
+SHARED = sorted(
+    (Path(__file__).parent.parent / "docs" / "evidence" / "data" / "h100" / "ab").glob("n4_shared_aa_*.json")
+)
+
+
+def test_in_one_shared_process_the_12us_adds_head_and_base_agree():
+    # session N4 (docs/accuracy.md): three A/A runs of the add's six slots, base and head sides in one
+    # process; in separate processes the same case read +0.9..+2.7% (session L) and was called 8 times in 46
+    rule = RatioRule(alpha=0.01 / 6, stages=1)
+    decisions = []
+    for path in SHARED:
+        for case in json.loads(path.read_text())["ab"]["cases"]:
+            base, head = case["median_ms"]["base"], case["median_ms"]["head"]
+            n = min(len(base), len(head))
+            decisions.append(decide_ratio([np.log(np.asarray(head[:n]) / np.asarray(base[:n]))], None, rule))
+    assert len(decisions) == 18
+    assert all(d.verdict.value == "unchanged" for d in decisions)
+    assert max(abs(100 * d.mean_log) for d in decisions) < 0.5

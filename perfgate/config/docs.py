@@ -3,6 +3,7 @@ keeps README.md equal to them)."""
 
 from __future__ import annotations
 
+import enum
 from dataclasses import fields
 from typing import Any
 
@@ -42,4 +43,6 @@ def _default(opt: Option) -> str:
         return "-"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, enum.Enum):
+        return f'`"{value.value}"`'
     return f"`{value}`"
