@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -53,8 +54,10 @@ def _commit(repo: Path, n: int, marker: str, message: str, extra: dict[str, str]
     git(repo, "commit", "-q", "-m", message)
 
 
-def _project(root: Path, conftest: str = "") -> Path:
-    """Base: scale 1, marker "base"; head (HEAD): scale 10, marker "head"."""
+def _project(
+    root: Path, conftest: str = "", base_files: dict[str, str] | None = None, head_files: dict[str, str] | None = None
+) -> Path:
+    """Base: scale 1, marker "base"; head (HEAD): scale 10, marker "head"; each with its extra files."""
     repo = make_repo(root)
     (repo / "pyproject.toml").write_text(
         '[tool.pytest.ini_options]\n\n[tool.perfgate]\nab_rounds = 4\nbudget_ms = 40.0\nab_process = "shared"\n'
@@ -63,8 +66,8 @@ def _project(root: Path, conftest: str = "") -> Path:
     (repo / ".gitignore").write_text(".perfgate/\n")
     if conftest:
         (repo / "conftest.py").write_text(conftest)
-    _commit(repo, 1, "base", "base")
-    _commit(repo, 10, "head", "head: 10x the work")
+    _commit(repo, 1, "base", "base", base_files)
+    _commit(repo, 10, "head", "head: 10x the work", head_files)
     return repo
 
 
@@ -102,6 +105,48 @@ def test_a_shared_run_measures_each_trees_own_code_in_one_process(project, tmp_p
         assert sorted(sides) == [(1, "base"), (1, "base"), (10, "head")]  # each its own module and cwd
 
 
+def test_a_base_worktree_inside_the_head_checkout_keeps_its_own_modules(project, tmp_path):
+    proc, seen = _ab(
+        project, tmp_path, "--perfgate-worktree-dir=.perfgate/wt"
+    )  # the base's files under the head's root
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert sorted({(n, marker) for n, marker, _ in seen}) == [(1, "base"), (10, "head")]
+
+
+def test_each_tree_runs_under_its_own_warning_filters(tmp_path):
+    # the base's pytest configuration turns DeprecationWarning into an error; the head's code warns
+    config = '[tool.pytest.ini_options]\n{}\n[tool.perfgate]\nab_rounds = 4\nbudget_ms = 40.0\nab_process = "shared"\n'
+    warns = MYLIB.replace(
+        "def work(data):\n", "def work(data):\n    import warnings\n\n    warnings.warn('old', DeprecationWarning)\n"
+    )
+    repo = _project(
+        tmp_path / "proj",
+        base_files={"pyproject.toml": config.format('filterwarnings = ["error::DeprecationWarning"]')},
+        head_files={"pyproject.toml": config.format(""), "mylib/__init__.py": warns},
+    )
+    proc, _ = _ab(repo, tmp_path)
+    out = proc.stdout + proc.stderr
+    assert re.search(r"test_perf.py::test_sort +time .* REGRESSED", out), out
+
+
+def test_a_signal_handler_in_a_shared_process_says_what_to_do(tmp_path):
+    sets_alarm = "import signal\n\ndef pytest_runtest_setup(item):\n    signal.signal(signal.SIGALRM, signal.SIG_DFL)\n"
+    repo = _project(tmp_path / "proj", conftest=sets_alarm)
+    proc, _ = _ab(repo, tmp_path)
+    out = proc.stdout + proc.stderr
+    assert 'perfgate: A/B: set ab_process = "separate": signal.signal(14, ...) in the base' in out, out
+
+
+def test_a_base_session_cut_short_fails_strict_mode_closed(tmp_path):
+    exits = "import pytest\nfrom pathlib import Path\n\ndef pytest_runtest_setup(item):\n"
+    exits += "    if Path('marker.txt').read_text() == 'base':\n        pytest.exit('stop')\n"
+    repo = _project(tmp_path / "proj", conftest=exits)
+    proc, _ = _ab(repo, tmp_path, "--perfgate-strict")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "base worker ended its tests early: pytest exit status 2, interrupted" in out, out
+
+
 def test_separate_processes_when_asked(project, tmp_path):
     proc, seen = _ab(project, tmp_path, "--perfgate-ab-process", "separate")
     out = proc.stdout + proc.stderr
@@ -119,7 +164,7 @@ def test_a_side_that_takes_the_shared_process_down_is_one_line_naming_it_and_str
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1 and not seen, out  # strict mode fails closed
     lines = [line for line in out.splitlines() if "the shared process crashed (exit status 7)" in line]
-    assert len(lines) == 1 and "while the base side ran" in lines[0], out
+    assert len(lines) == 1 and "last run by the base" in lines[0], out  # the base or its A/A twin: both exit
 
 
 def test_auto_shares_only_trees_without_native_code(tmp_path):
@@ -175,8 +220,10 @@ def _side(baton: shared.Baton, tree: Path, name: str, tmp_path: Path) -> shared.
     return shared.SideState(boot, baton, [str(tree / "venv" / "lib" / "site-packages"), *sys.path], dict(os.environ))
 
 
-def test_the_baton_carries_each_sides_modules_path_cwd_and_environment(tmp_path, process_state):
+def test_the_baton_carries_each_sides_modules_path_cwd_and_environment(tmp_path, process_state, monkeypatch):
     import importlib
+
+    monkeypatch.setattr(shared, "PROCESS_STATE", ())  # the test process's own warnings and torch stay as they are
 
     base, head = _tree(tmp_path / "base", "base"), _tree(tmp_path / "head", "head")
     baton = shared.Baton(frozenset(n.partition(".")[0] for n in sys.modules))
@@ -198,3 +245,40 @@ def test_the_baton_carries_each_sides_modules_path_cwd_and_environment(tmp_path,
     # under a site-packages directory: installed, shared by every side even inside a tree
     assert seen["head"][0][4] is seen["base"][0][4] and "installed_here" in sys.modules
     assert sys.modules["odd_module"] is odd
+
+
+def test_a_process_wide_setting_is_each_sides_own_and_pristine_for_a_side_that_never_set_it(
+    tmp_path, process_state, monkeypatch
+):
+    value = {"dtype": "float32"}  # stands for torch's default dtype: one value for the whole process
+    setting = shared.ProcessSetting(
+        "dtype", lambda: True, lambda: value["dtype"], lambda v: value.update(dtype=v), lambda: "float32"
+    )
+    monkeypatch.setattr(shared, "PROCESS_STATE", (setting,))
+    base, head = _tree(tmp_path / "base", "base"), _tree(tmp_path / "head", "head")
+    baton = shared.Baton(frozenset(n.partition(".")[0] for n in sys.modules))
+    b, h = _side(baton, base, "base", tmp_path), _side(baton, head, "head", tmp_path)
+    baton.sides = (b, h)
+    with baton.holding(h):
+        value["dtype"] = "float64"  # the head's conftest: torch.set_default_dtype(torch.float64)
+    with baton.holding(b):
+        assert value["dtype"] == "float32"  # the base never set it: what a process of its own would have
+    with baton.holding(h):
+        assert value["dtype"] == "float64"
+
+
+def test_a_failing_hand_over_still_frees_the_baton(tmp_path, process_state, monkeypatch):
+    monkeypatch.setattr(shared, "PROCESS_STATE", ())
+    tree = _tree(tmp_path / "base", "base")
+    baton = shared.Baton(frozenset(n.partition(".")[0] for n in sys.modules))
+    side = _side(baton, tree, "base", tmp_path)
+    baton.sides = (side,)
+
+    def cuda_fault() -> None:
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setattr(shared, "_finish_gpu_work", cuda_fault)
+    with pytest.raises(RuntimeError, match="illegal memory access"), baton.holding(side):
+        pass
+    assert baton.lock.acquire(blocking=False)  # the other sides are not left waiting forever
+    baton.lock.release()

@@ -9,7 +9,7 @@ from pathlib import Path
 from perfgate.ab import aa as aa_cache
 from perfgate.ab.compare import RATIO_METRICS, AbRule, aa_noise, decide_case, has_metric
 from perfgate.ab.coordinator import CaseRounds, Coordinator, Measurement, NeedsStage, RoundPlan
-from perfgate.ab.protocol import Side
+from perfgate.ab.protocol import Side, WorkerFailed
 from perfgate.ab.workers import Launcher, Worker, WorkerSpec, stop_all
 
 
@@ -45,9 +45,23 @@ def measure_pair(
             base_cases=covered.base_cases if covered is not None else None,
             wanted=wanted,
         )
-        return coordinator.run()
+        return _cut_short(coordinator.run())
     finally:
         stop_all(list(workers.values()))
+
+
+# pytest's exit statuses of a session that did not run its tests to the end (interrupted, internal error,
+# usage error): the cases it never reached would otherwise read as new or removed
+CUT_SHORT = {2: "interrupted (pytest.exit or KeyboardInterrupt)", 3: "an internal error", 4: "a usage error"}
+
+
+def _cut_short(m: Measurement) -> Measurement:
+    """A base session that ended early makes the comparison incomplete, as a failed worker does (a head that
+    did fails the run already: its tests failed)."""
+    code = m.exitstatus.get(Side.BASE)
+    if m.failure is None and code in CUT_SHORT:
+        m.failure = WorkerFailed(Side.BASE, f"ended its tests early: pytest exit status {code}, {CUT_SHORT[code]}")
+    return m
 
 
 def screen(rule: AbRule, cached: aa_cache.AaCases) -> NeedsStage:

@@ -126,6 +126,7 @@ class Worker:
         self.pipe = pipe
         self.log_path = log_path
         self.host = host  # the process this side shares with the others (None: its own)
+        self.stopped = False
 
     @classmethod
     def start(cls, spec: WorkerSpec, launcher: Launcher, log_dir: Path) -> Worker:
@@ -228,7 +229,9 @@ class Worker:
     def _explained(self, doing: str, err: WorkerFailed) -> WorkerFailed:
         """The cause with what the process said last: its exit status and the tail of its log."""
         if err.cause.startswith("hung"):
-            self.stop(whole_process=True)  # a hung side holds the shared host's baton: nothing else can run
+            if self.host is not None:  # a hung side holds the shared host's baton: nothing else can run
+                self.host.stopped_for = f"the {self.side.value} side hung while {doing}"
+            self.stop(whole_process=True)
             return WorkerFailed(self.side, f"{err.cause} (stopped it; log {self.log_path})")
         if self.host is not None:
             return WorkerFailed(self.side, self.host.explained(self.log_path, doing))
@@ -248,6 +251,9 @@ class Worker:
         shared host: its pipes closed (its session ends), the process ended with its last side."""
         if self.host is None or whole_process:
             _end_process(self.process)
+        if self.stopped:  # once: its descriptors may have been reused since
+            return
+        self.stopped = True
         self.pipe.close()
         if self.host is not None and self.host.side_stopped():
             _end_process(self.process, self.host.grace_s)
@@ -262,6 +268,7 @@ class SharedHost:
     holder_path: Path  # names the side that ran last (shared.running_side)
     open_sides: int
     grace_s: float = STOP_GRACE_S  # the sides' sessions end on their own once their pipes close
+    stopped_for: str = ""  # why perfgate ended the process itself (a side hung)
 
     def side_stopped(self) -> bool:
         self.open_sides -= 1
@@ -275,13 +282,35 @@ class SharedHost:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=1.0)  # a process that is going down: its status
         code = self.process.poll()
+        logs = f"(logs in {self.log_path.parent})"
+        if self.stopped_for:
+            return f"ended while {doing}: perfgate stopped the shared process because {self.stopped_for} {logs}"
         if code is None:
-            return f"ended its session while {doing}: {_log_tail(side_log, 3) or '(no output)'}"
+            return f"ended its session while {doing}: {_log_tail(side_log, 3) or '(no output)'} {logs}"
         running = running_side(self.holder_path) or "unknown"
-        logs = {s.value: self.log_path.with_name(f"{s.name.lower()}.log") for s in Side}
-        tail = _log_tail(logs.get(running, side_log), 3) or _log_tail(self.log_path, 3)
+        by_side = {s.value: self.log_path.with_name(f"{s.name.lower()}.log") for s in Side}
+        # a fatal signal's stacks (faulthandler, every thread) go to the host's log; a Python error to the side's
+        tail = _fatal_error(self.log_path) if code < 0 else ""
+        tail = tail or _log_tail(by_side.get(running, side_log), 3) or _log_tail(self.log_path, 3)
         how = f"crashed (exit status {code})" if code else "exited"
-        return f"ended while {doing}: the shared process {how} while the {running} side ran: {tail or '(no output)'}"
+        return (
+            f"ended while {doing}: the shared process {how}, last run by the {running} side: "
+            f"{tail or '(no output)'} {logs}"
+        )
+
+
+def _fatal_error(path: Path) -> str:
+    """From a faulthandler dump: the error and the innermost frame of the thread that died."""
+    try:
+        lines = [line.strip() for line in path.read_bytes()[-64000:].decode(errors="replace").splitlines()]
+    except OSError:
+        return ""
+    error = next((line for line in reversed(lines) if line.startswith("Fatal Python error")), "")
+    if not error:
+        return ""
+    start = max((i for i, line in enumerate(lines) if line.startswith("Current thread")), default=len(lines))
+    frame = next((line for line in lines[start + 1 :] if line.startswith("File ")), "")
+    return one_line(f"{error} | {frame}" if frame else error, 300)
 
 
 def _log_tail(path: Path, lines: int) -> str:

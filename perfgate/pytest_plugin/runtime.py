@@ -253,7 +253,7 @@ def finish(config: pytest.Config, state: PerfgateSession, interrupted: bool, tes
         send_worker_results(config, state)
         return 0
     if state.mode is Mode.AB_WORKER:
-        state.ab_server.finish(0 if not tests_failed else 1)
+        state.ab_server.finish(2 if interrupted else 1 if tests_failed else 0)  # pytest's codes
         return 0
     if interrupted:
         state.messages.append("perfgate: run interrupted before anything was stored; no baseline touched")
