@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.ab import shared
+from perfgate.ab import process_state, shared, sharing
 from perfgate.model import AbProcess
 from tests.ab_repo import git, make_repo
 
@@ -176,11 +176,11 @@ def test_auto_shares_only_trees_without_native_code(tmp_path):
     (native / ".gitignore").write_text("build/\n")
     (native / "build").mkdir()
     (native / "build" / "ignored.so").write_text("")  # ignored build output: not the tree's code
-    assert shared.decide(AbProcess.AUTO, [("base", pure), ("head", pure)]).shared
-    mixed = shared.decide(AbProcess.AUTO, [("base", pure), ("head", native)])
+    assert sharing.decide(AbProcess.AUTO, [("base", pure), ("head", pure)]).shared
+    mixed = sharing.decide(AbProcess.AUTO, [("base", pure), ("head", native)])
     assert not mixed.shared and "the head holds native code (kernels/csrc/add.cu)" in mixed.why
-    assert shared.decide(AbProcess.SHARED, [("head", native)]).shared
-    assert not shared.decide(AbProcess.SEPARATE, [("head", pure)]).shared
+    assert sharing.decide(AbProcess.SHARED, [("head", native)]).shared
+    assert not sharing.decide(AbProcess.SEPARATE, [("head", pure)]).shared
 
 
 def test_ab_process_refuses_an_unknown_choice(tmp_path):
@@ -194,7 +194,7 @@ def test_ab_process_refuses_an_unknown_choice(tmp_path):
 
 
 @pytest.fixture
-def process_state(monkeypatch):
+def process_wide(monkeypatch):
     """sys.modules, sys.path, the working directory and the environment put back after the test."""
     modules, path, cwd, env = dict(sys.modules), list(sys.path), os.getcwd(), dict(os.environ)
     yield
@@ -220,10 +220,12 @@ def _side(baton: shared.Baton, tree: Path, name: str, tmp_path: Path) -> shared.
     return shared.SideState(boot, baton, [str(tree / "venv" / "lib" / "site-packages"), *sys.path], dict(os.environ))
 
 
-def test_the_baton_carries_each_sides_modules_path_cwd_and_environment(tmp_path, process_state, monkeypatch):
+def test_the_baton_carries_each_sides_modules_path_cwd_and_environment(tmp_path, process_wide, monkeypatch):
     import importlib
 
-    monkeypatch.setattr(shared, "PROCESS_STATE", ())  # the test process's own warnings and torch stay as they are
+    monkeypatch.setattr(
+        process_state, "PROCESS_STATE", ()
+    )  # the test process's own warnings and torch stay as they are
 
     base, head = _tree(tmp_path / "base", "base"), _tree(tmp_path / "head", "head")
     baton = shared.Baton(frozenset(n.partition(".")[0] for n in sys.modules))
@@ -248,13 +250,13 @@ def test_the_baton_carries_each_sides_modules_path_cwd_and_environment(tmp_path,
 
 
 def test_a_process_wide_setting_is_each_sides_own_and_pristine_for_a_side_that_never_set_it(
-    tmp_path, process_state, monkeypatch
+    tmp_path, process_wide, monkeypatch
 ):
     value = {"dtype": "float32"}  # stands for torch's default dtype: one value for the whole process
-    setting = shared.ProcessSetting(
+    setting = process_state.ProcessSetting(
         "dtype", lambda: True, lambda: value["dtype"], lambda v: value.update(dtype=v), lambda: "float32"
     )
-    monkeypatch.setattr(shared, "PROCESS_STATE", (setting,))
+    monkeypatch.setattr(process_state, "PROCESS_STATE", (setting,))
     base, head = _tree(tmp_path / "base", "base"), _tree(tmp_path / "head", "head")
     baton = shared.Baton(frozenset(n.partition(".")[0] for n in sys.modules))
     b, h = _side(baton, base, "base", tmp_path), _side(baton, head, "head", tmp_path)
@@ -267,8 +269,8 @@ def test_a_process_wide_setting_is_each_sides_own_and_pristine_for_a_side_that_n
         assert value["dtype"] == "float64"
 
 
-def test_a_failing_hand_over_still_frees_the_baton(tmp_path, process_state, monkeypatch):
-    monkeypatch.setattr(shared, "PROCESS_STATE", ())
+def test_a_failing_hand_over_still_frees_the_baton(tmp_path, process_wide, monkeypatch):
+    monkeypatch.setattr(process_state, "PROCESS_STATE", ())
     tree = _tree(tmp_path / "base", "base")
     baton = shared.Baton(frozenset(n.partition(".")[0] for n in sys.modules))
     side = _side(baton, tree, "base", tmp_path)

@@ -63,17 +63,20 @@ from accuracy_cases import CASES
 names, levels = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
 
-def flushed_ms(call, reps):
-    times = []
+def samples(call, reps):
+    pairs = []
     for _ in range(reps):
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         flush.zero_()
         s.record()
         call()
         e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times)
+        pairs.append((s, e))
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) for s, e in pairs]
+
+def flushed_ms(call, reps):
+    return statistics.median(samples(call, reps))
 
 cycles_per_ms = 10_000_000 / flushed_ms(lambda: torch.cuda._sleep(10_000_000), 21)
 
@@ -97,18 +100,6 @@ def ratio_at(fn, args, cycles, per_chunk, chunks=8):
         base += samples(wrapped(fn, args, 0), per_chunk)
         spun += samples(wrapped(fn, args, cycles), per_chunk)
     return trimmed_mean(spun) / trimmed_mean(base)
-
-def samples(call, reps):
-    pairs = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        flush.zero_()
-        s.record()
-        call()
-        e.record()
-        pairs.append((s, e))
-    torch.cuda.synchronize()
-    return [s.elapsed_time(e) for s, e in pairs]
 
 out = {}
 for name in names:

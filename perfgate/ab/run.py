@@ -31,7 +31,7 @@ from perfgate.ab.compare import (
 from perfgate.ab.coordinator import Measurement, RoundPlan
 from perfgate.ab.pairs import measure_pair
 from perfgate.ab.protocol import AbError, Side
-from perfgate.ab.shared import decide as decide_sharing
+from perfgate.ab.sharing import decide as decide_sharing
 from perfgate.ab.trace import round_trace
 from perfgate.ab.verdict import RatioDecision
 from perfgate.ab.workers import Launcher, PytestLauncher, WorkerSpec

@@ -22,7 +22,8 @@ have either).
 
 What cannot be shared: a tree's native code. Two copies of one extension module in one process clash in
 their global registries (pybind11 types, torch custom ops), so `ab_process = "auto"` (the default) shares
-only when neither tree lists a native source or binary (`native_files`).
+only when neither tree lists a native source or binary (perfgate/ab/sharing.py). The process-wide settings
+handed over besides modules, paths and streams are a registry: perfgate/ab/process_state.py.
 """
 
 from __future__ import annotations
@@ -30,51 +31,21 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import json
-import logging
 import os
-import re
 import signal
 import sys
 import sysconfig
 import threading
 import traceback
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import IO, Any
 
+from perfgate.ab import process_state
 from perfgate.ab.protocol import WorkerEnd
-from perfgate.errors import ToolFailed, ToolMissing
-from perfgate.model import AbProcess
 
-NATIVE_SUFFIXES = (
-    ".c",
-    ".cc",
-    ".cpp",
-    ".cxx",
-    ".c++",
-    ".h",
-    ".hh",
-    ".hpp",
-    ".hxx",
-    ".cu",
-    ".cuh",
-    ".hip",
-    ".pyx",
-    ".pxd",
-    ".f",
-    ".f90",
-    ".so",
-    ".pyd",
-    ".dylib",
-    ".a",
-)
-NATIVE_NAME = re.compile(r"\.so(\.\d+)+$")  # libfoo.so.1
-# Python that builds native code at run time (torch.utils.cpp_extension.load / load_inline)
-NATIVE_BUILD_PATTERN = r"cpp_extension|load_inline"
-LISTED_NATIVE = 3  # files named in the message
 # pytest's fd-level capture is process-wide: two sessions would save and restore each other's descriptors.
 # Each side's output goes to its own log instead (sys.stdout / sys.stderr swapped with the baton).
 SHARED_PYTEST_ARGS = ("--capture=no", "-p", "no:faulthandler")
@@ -82,52 +53,6 @@ SIGNALS_NEED_SEPARATE = (
     'perfgate: A/B: set ab_process = "separate": {what} in the {side} side, and a shared process runs each '
     "side in a thread, where signal handlers cannot be set"
 )
-
-
-# --- the decision ------------------------------------------------------------------------------------
-
-
-def native_files(tree: Path, timeout_s: float = 60.0) -> list[str]:
-    """The tree's native sources and binaries (tracked, submodules included, or untracked and not ignored),
-    and its Python files that build native code at run time. ToolFailed when git cannot list the tree."""
-    from perfgate.measure.tools import run_tool
-
-    git = ["git", "-C", str(tree)]
-    listed = run_tool([*git, "ls-files", "-z", "--cached", "--recurse-submodules"], timeout_s).stdout.split("\0")
-    listed += run_tool([*git, "ls-files", "-z", "--others", "--exclude-standard"], timeout_s).stdout.split("\0")
-    found = {n for n in listed if n.lower().endswith(NATIVE_SUFFIXES) or NATIVE_NAME.search(n.lower())}
-    grep = run_tool([*git, "grep", "-z", "-l", "-I", "-E", NATIVE_BUILD_PATTERN, "--", "*.py"], timeout_s, check=False)
-    found |= {n for n in grep.stdout.split("\0") if n} if grep.returncode == 0 else set()
-    return sorted(found)
-
-
-@dataclass(frozen=True)
-class Sharing:
-    shared: bool
-    why: str  # the message line: which way, and why
-
-
-def decide(wanted: AbProcess, trees: Sequence[tuple[str, Path]]) -> Sharing:
-    """Shared or separate processes for these (side, tree) pairs."""
-    if wanted is AbProcess.SEPARATE:
-        return Sharing(False, 'a process per tree (ab_process = "separate")')
-    if wanted is AbProcess.SHARED:
-        return Sharing(True, 'base and head in one process (ab_process = "shared")')
-    for side, tree in trees:
-        try:
-            found = native_files(tree)
-        except (ToolFailed, ToolMissing) as err:
-            return Sharing(False, f"a process per tree: the {side}'s files could not be listed ({err})")
-        if found:
-            named = ", ".join(found[:LISTED_NATIVE]) + (
-                f" and {len(found) - LISTED_NATIVE} more" if len(found) > LISTED_NATIVE else ""
-            )
-            return Sharing(
-                False,
-                f"a process per tree: the {side} holds native code ({named}), which two copies in one process "
-                'cannot hold apart (ab_process = "shared" to share anyway)',
-            )
-    return Sharing(True, "base and head in one process, each tree's modules side by side (no native code in either)")
 
 
 # --- the host process --------------------------------------------------------------------------------
@@ -281,13 +206,13 @@ class SideState:
         _set_environ(self.env)
         self.outer = (sys.stdout, sys.stderr)
         sys.stdout, sys.stderr = self.stdout, self.stderr
-        _put_settings(self.settings)
+        process_state.put_settings(self.settings)
 
     def leave(self) -> None:
         try:
             _finish_gpu_work()
         finally:
-            self.settings = _get_settings()
+            self.settings = process_state.get_settings()
             self.path = list(sys.path)
             with contextlib.suppress(OSError):  # the directory is gone: enter() goes back to the side's own
                 self.cwd = os.getcwd()
@@ -298,126 +223,6 @@ class SideState:
                 if self.baton.owner(name, module) == self.root:
                     self.modules[name] = module
                     del sys.modules[name]
-
-
-@dataclass(frozen=True)
-class ProcessSetting:
-    """A process-wide setting a tree's code or its pytest configuration may change, kept per side."""
-
-    name: str
-    applies: Callable[[], bool]  # its module is imported
-    get: Callable[[], Any]
-    put: Callable[[Any], None]
-    pristine: Callable[[], Any]  # its value in a fresh process
-
-
-def _warnings_state() -> tuple[Any, Any, Any]:
-    return (warnings.filters, warnings.showwarning, warnings._showwarnmsg_impl)  # type: ignore[attr-defined]
-
-
-def _put_warnings(state: tuple[Any, Any, Any]) -> None:
-    warnings.filters, warnings.showwarning, warnings._showwarnmsg_impl = state  # type: ignore[attr-defined]
-    warnings._filters_mutated()  # type: ignore[attr-defined]
-
-
-_WARNINGS_AT_BOOT: list[tuple[Any, Any, Any]] = []  # the host's, before any side ran
-_LOGGING_AT_BOOT: list[tuple[list[Any], int]] = []
-
-
-def _root_logging() -> tuple[list[Any], int]:
-    return (list(logging.root.handlers), logging.root.level)
-
-
-def _put_root_logging(state: tuple[list[Any], int]) -> None:
-    logging.root.handlers[:] = state[0]
-    logging.root.setLevel(state[1])
-
-
-def _torch_setting(
-    name: str, get: Callable[[Any], Any], put: Callable[[Any, Any], None], default: Any
-) -> ProcessSetting:
-    def torch() -> Any:
-        return sys.modules["torch"]
-
-    return ProcessSetting(
-        name,
-        lambda: "torch" in sys.modules and hasattr(sys.modules["torch"], "get_default_dtype"),
-        lambda: get(torch()),
-        lambda value: put(torch(), value),
-        lambda: default(torch()) if callable(default) else default,
-    )
-
-
-def _put_backends(t: Any, v: tuple[bool, ...]) -> None:
-    (
-        t.backends.cudnn.benchmark,
-        t.backends.cudnn.deterministic,
-        t.backends.cudnn.allow_tf32,
-        t.backends.cuda.matmul.allow_tf32,
-        t.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-        t.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
-    ) = v
-
-
-# pytest's per-test warning filters and log capture, and torch's global switches: a conftest that sets
-# torch's default dtype to float64 must not make the other tree's code run in float64
-PROCESS_STATE: tuple[ProcessSetting, ...] = (
-    ProcessSetting("warnings", lambda: True, _warnings_state, _put_warnings, lambda: _WARNINGS_AT_BOOT[0]),
-    ProcessSetting("root logger", lambda: True, _root_logging, _put_root_logging, lambda: _LOGGING_AT_BOOT[0]),
-    _torch_setting(
-        "torch default dtype", lambda t: t.get_default_dtype(), lambda t, v: t.set_default_dtype(v), lambda t: t.float32
-    ),
-    _torch_setting(
-        "torch float32 matmul precision",
-        lambda t: t.get_float32_matmul_precision(),
-        lambda t, v: t.set_float32_matmul_precision(v),
-        "highest",
-    ),
-    _torch_setting(
-        "torch deterministic algorithms",
-        lambda t: (t.are_deterministic_algorithms_enabled(), t.is_deterministic_algorithms_warn_only_enabled()),
-        lambda t, v: t.use_deterministic_algorithms(v[0], warn_only=v[1]),
-        (False, False),
-    ),
-    _torch_setting(
-        "torch backend switches",
-        lambda t: (
-            t.backends.cudnn.benchmark,
-            t.backends.cudnn.deterministic,
-            t.backends.cudnn.allow_tf32,
-            t.backends.cuda.matmul.allow_tf32,
-            t.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-            t.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
-        ),
-        _put_backends,
-        (False, False, True, False, True, True),
-    ),
-)
-
-
-def _get_settings() -> dict[str, Any]:
-    got: dict[str, Any] = {}
-    for item in PROCESS_STATE:  # the warnings first: reading torch's switches may warn
-        with warnings.catch_warnings() if item.name != "warnings" else contextlib.nullcontext():
-            if item.name != "warnings":
-                warnings.simplefilter("ignore")
-            with contextlib.suppress(Exception):  # a setting that cannot be read is left shared
-                if item.applies():
-                    got[item.name] = item.get()
-    return got
-
-
-def _put_settings(saved: dict[str, Any]) -> None:
-    """A side's own values back; what it never set, as a fresh process has it. The warnings last."""
-    for item in sorted(PROCESS_STATE, key=lambda i: i.name == "warnings"):
-        with warnings.catch_warnings() if item.name != "warnings" else contextlib.nullcontext():
-            if item.name != "warnings":
-                warnings.simplefilter("ignore")
-            with contextlib.suppress(Exception):
-                if item.name in saved:
-                    item.put(saved[item.name])
-                elif item.applies():
-                    item.put(item.pristine())
 
 
 def _set_environ(wanted: dict[str, str]) -> None:
@@ -454,8 +259,7 @@ def serve_sides(spec: str, session: Callable[[list[str]], int]) -> int:
     boots = [SideBoot(**d) for d in doc["sides"]]
     strip = {os.path.realpath(p) for b in boots for p in (b.tree, os.path.join(b.tree, "src"))}
     sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.realpath(p) not in strip]
-    _WARNINGS_AT_BOOT[:] = [(list(warnings.filters), warnings.showwarning, warnings._showwarnmsg_impl)]  # type: ignore[attr-defined]
-    _LOGGING_AT_BOOT[:] = [_root_logging()]
+    process_state.remember_boot_state()
     # one fault handler for the process, every thread's stack, into the host's log (pytest's own would
     # follow whichever session configured last): SHARED_PYTEST_ARGS turns the sessions' off
     faulthandler.enable(file=2, all_threads=True)

@@ -113,7 +113,11 @@ def _gpu_spin(fn, args, pct):
         fn(*args)
     base_ms = timed(lambda: fn(*args))
     cycles_per_ms = 1_000_000 / timed(lambda: torch.cuda._sleep(1_000_000), reps=5)
-    cycles = int(pct / 100 * base_ms * cycles_per_ms)
+    return spin_after(fn, int(pct / 100 * base_ms * cycles_per_ms))
+
+
+def spin_after(fn, cycles):
+    """fn, then a GPU spin of `cycles` (0: a spin kernel that returns at once)."""
 
     def call(*a):
         out = fn(*a)

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 import pytest
-from accuracy_cases import CASES, CUDA, _gpu_spin, _host_spin
+from accuracy_cases import CASES, CUDA, _gpu_spin, _host_spin, spin_after
 
 INJECT = json.loads((Path(__file__).with_name("inject.json")).read_text())
 NAMES = tuple(json.loads((Path(__file__).with_name("names.json")).read_text()))
@@ -29,18 +29,7 @@ def test_case(perfgate, case, slot):
     fn, args, reference = CASES[case]()
     inject = INJECT.get(f"{case}-{slot}", 0.0)
     if isinstance(inject, dict):  # {"cycles": N}: the same spin in every process (ab_accuracy.py --fixed-spin)
-        call = _fixed_spin(fn, int(inject["cycles"]))
+        call = spin_after(fn, int(inject["cycles"]))
     else:
         call = (_gpu_spin if CUDA else _host_spin)(fn, args, float(inject))
     perfgate.measure(call, args, reference=reference)
-
-
-def _fixed_spin(fn, cycles):
-    import torch
-
-    def call(*a):
-        out = fn(*a)
-        torch.cuda._sleep(cycles)
-        return out
-
-    return call
