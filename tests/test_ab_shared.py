@@ -216,7 +216,7 @@ def _tree(root: Path, value: str) -> Path:
 
 
 def _side(baton: shared.Baton, tree: Path, name: str, tmp_path: Path) -> shared.SideState:
-    boot = shared.SideBoot(name, str(tree), str(tree), {"SIDE": name}, str(tmp_path / f"{name}.log"), [], -1, -1)
+    boot = shared.SideBoot(name, str(tree), str(tree), {"SIDE": name}, str(tmp_path / f"{name}.log"), [], -1)
     return shared.SideState(boot, baton, [str(tree / "venv" / "lib" / "site-packages"), *sys.path], dict(os.environ))
 
 

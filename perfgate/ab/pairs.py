@@ -34,8 +34,9 @@ def measure_pair(
     try:
         if shared:
             workers = {w.side: w for w in Worker.start_shared(ordered, launcher, log_dir)}
-        for spec in [] if shared else ordered:
-            workers[spec.side] = Worker.start(spec, launcher, log_dir)
+        else:
+            for spec in ordered:  # one at a time: those started are stopped below if a later one cannot start
+                workers[spec.side] = Worker.start(spec, launcher, log_dir)
         known = {**(covered.cases if covered is not None else {}), **(cached or {})}
         coordinator = Coordinator(
             workers,

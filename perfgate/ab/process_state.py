@@ -27,6 +27,7 @@ class ProcessSetting:
     get: Callable[[], Any]
     put: Callable[[Any], None]
     pristine: Callable[[], Any]  # its value in a fresh process
+    quiet: bool = True  # read and set with warnings ignored (torch's switches may warn); not the warnings' own
 
 
 def _warnings_state() -> tuple[Any, Any, Any]:
@@ -96,7 +97,7 @@ def _put_backends(t: Any, values: tuple[bool, ...]) -> None:
 # pytest's per-test warning filters and log capture, and torch's global switches: a conftest that sets
 # torch's default dtype to float64 must not make the other tree's code run in float64
 PROCESS_STATE: tuple[ProcessSetting, ...] = (
-    ProcessSetting("warnings", lambda: True, _warnings_state, _put_warnings, lambda: _WARNINGS_AT_BOOT[0]),
+    ProcessSetting("warnings", lambda: True, _warnings_state, _put_warnings, lambda: _WARNINGS_AT_BOOT[0], quiet=False),
     ProcessSetting("root logger", lambda: True, _root_logging, _put_root_logging, lambda: _LOGGING_AT_BOOT[0]),
     _torch_setting(
         "torch default dtype", lambda t: t.get_default_dtype(), lambda t, v: t.set_default_dtype(v), lambda t: t.float32
@@ -121,27 +122,42 @@ PROCESS_STATE: tuple[ProcessSetting, ...] = (
 
 def get_settings() -> dict[str, Any]:
     got: dict[str, Any] = {}
-    for item in PROCESS_STATE:  # the warnings first: reading torch's switches may warn
-        with warnings.catch_warnings() if item.name != "warnings" else contextlib.nullcontext():
-            if item.name != "warnings":
-                warnings.simplefilter("ignore")
-            with contextlib.suppress(Exception):  # a setting that cannot be read is left shared
-                if item.applies():
-                    got[item.name] = item.get()
+    for item in PROCESS_STATE:  # the warnings' state first, before a filter below is pushed
+        if not item.quiet:
+            _read(item, got)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for item in PROCESS_STATE:
+            if item.quiet:
+                _read(item, got)
     return got
 
 
 def put_settings(saved: dict[str, Any]) -> None:
-    """A side's own values back; what it never set, as a fresh process has it. The warnings last."""
-    for item in sorted(PROCESS_STATE, key=lambda i: i.name == "warnings"):
-        with warnings.catch_warnings() if item.name != "warnings" else contextlib.nullcontext():
-            if item.name != "warnings":
-                warnings.simplefilter("ignore")
-            with contextlib.suppress(Exception):
-                if item.name in saved:
-                    item.put(saved[item.name])
-                elif item.applies():
-                    item.put(item.pristine())
+    """A side's own values back; what it never set, as a fresh process has it. The warnings' state last,
+    once the filter pushed here is gone."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for item in PROCESS_STATE:
+            if item.quiet:
+                _write(item, saved)
+    for item in PROCESS_STATE:
+        if not item.quiet:
+            _write(item, saved)
+
+
+def _read(item: ProcessSetting, into: dict[str, Any]) -> None:
+    with contextlib.suppress(Exception):  # a setting that cannot be read is left shared
+        if item.applies():
+            into[item.name] = item.get()
+
+
+def _write(item: ProcessSetting, saved: dict[str, Any]) -> None:
+    with contextlib.suppress(Exception):
+        if item.name in saved:
+            item.put(saved[item.name])
+        elif item.applies():
+            item.put(item.pristine())
 
 
 def remember_boot_state() -> None:

@@ -68,8 +68,7 @@ class SideBoot:
     env: dict[str, str]  # added to the host's environment for this side (its build caches, its pipes)
     log: str
     args: list[str]
-    read_fd: int
-    write_fd: int
+    write_fd: int  # its end of the pipe to the coordinator: closed when its session ends, however it ends
 
     @staticmethod
     def encode(sides: Sequence[SideBoot], holder: Path) -> str:
@@ -94,7 +93,7 @@ def _site_roots() -> tuple[str, ...]:
 
 
 class Baton:
-    """Who runs now. `shared` names the top-level packages imported before any side started: never a
+    """Who runs now. `shared_tops` names the top-level packages imported before any side started: never a
     side's own (perfgate, pytest, and everything the boot imported)."""
 
     def __init__(self, shared_tops: frozenset[str], holder_fd: int | None = None) -> None:
@@ -246,10 +245,6 @@ _INSTALLED: list[Baton] = []  # the host's baton, once it runs: WorkerEnd's bloc
 def released() -> contextlib.AbstractContextManager[None]:
     """The baton handed over for a blocking wait in a shared host; nothing elsewhere."""
     return _INSTALLED[0].released() if _INSTALLED else contextlib.nullcontext()
-
-
-def in_shared_host() -> bool:
-    return bool(_INSTALLED)
 
 
 def serve_sides(spec: str, session: Callable[[list[str]], int]) -> int:

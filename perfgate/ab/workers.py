@@ -130,35 +130,13 @@ class Worker:
 
     @classmethod
     def start(cls, spec: WorkerSpec, launcher: Launcher, log_dir: Path) -> Worker:
-        to_worker_r, to_worker_w = os.pipe()
-        from_worker_r, from_worker_w = os.pipe()
-        env = {k: v for k, v in os.environ.items() if k not in (MEASURE_CHILD_ENV, PROFILE_CHILD_ENV)}
-        env.update(spec.env)
-        env[WORKER_ENV] = f"{to_worker_r},{from_worker_w}"
         log_dir.mkdir(parents=True, exist_ok=True)
         log_path = log_dir / f"{spec.side.name.lower()}.log"
-        argv = launcher.argv(spec)
-        try:
-            with open(log_path, "wb") as log:
-                process = subprocess.Popen(
-                    argv,
-                    cwd=spec.cwd,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    pass_fds=(to_worker_r, from_worker_w),
-                    start_new_session=True,
-                )
-        except OSError as err:
-            for fd in (to_worker_r, to_worker_w, from_worker_r, from_worker_w):
-                os.close(fd)
-            raise AbError(
-                f"perfgate: A/B: cannot start the {spec.side.value} worker in {spec.cwd}: {err.strerror or err}"
-            ) from err
-        os.close(to_worker_r)
-        os.close(from_worker_w)
-        return cls(spec, process, Pipe(from_worker_r, to_worker_w, spec.side), log_path)
+        pipes = _Pipes()
+        env = {**_inherited_env(), **spec.env, WORKER_ENV: pipes.worker_value}
+        what = f"the {spec.side.value} worker"
+        process = _spawn(launcher.argv(spec), spec.cwd, env, log_path, [pipes], what)
+        return cls(spec, process, pipes.coordinator_end(spec.side), log_path)
 
     @classmethod
     def start_shared(cls, specs: Sequence[WorkerSpec], launcher: Launcher, log_dir: Path) -> list[Worker]:
@@ -166,48 +144,26 @@ class Worker:
         from perfgate.ab.shared import SHARED_PYTEST_ARGS, SideBoot
 
         log_dir.mkdir(parents=True, exist_ok=True)
-        pipes = [(*os.pipe(), *os.pipe()) for _ in specs]  # to_r, to_w, from_r, from_w
+        pipes = [_Pipes() for _ in specs]
         boots = [
             SideBoot(
                 side=spec.side.value,
                 tree=str(spec.tree),
                 cwd=str(spec.cwd),
-                env={**spec.env, WORKER_ENV: f"{to_r},{from_w}"},
+                env={**spec.env, WORKER_ENV: p.worker_value},
                 log=str(log_dir / f"{spec.side.name.lower()}.log"),
                 args=[*WORKER_PYTEST_ARGS, *SHARED_PYTEST_ARGS, *spec.pytest_args],
-                read_fd=to_r,
-                write_fd=from_w,
+                write_fd=p.from_w,
             )
-            for spec, (to_r, _, _, from_w) in zip(specs, pipes)
+            for spec, p in zip(specs, pipes)
         ]
-        env = {k: v for k, v in os.environ.items() if k not in (MEASURE_CHILD_ENV, PROFILE_CHILD_ENV, WORKER_ENV)}
+        argv = launcher.shared_argv(SideBoot.encode(boots, log_dir / "running"))
         host_log = log_dir / "shared.log"
-        worker_fds = [fd for to_r, _, _, from_w in pipes for fd in (to_r, from_w)]
-        try:
-            with open(host_log, "wb") as log:
-                process = subprocess.Popen(
-                    launcher.shared_argv(SideBoot.encode(boots, log_dir / "running")),
-                    cwd=specs[0].cwd,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    pass_fds=worker_fds,
-                    start_new_session=True,
-                )
-        except OSError as err:
-            for fds in pipes:
-                for fd in fds:
-                    os.close(fd)
-            raise AbError(
-                f"perfgate: A/B: cannot start the shared worker process in {specs[0].cwd}: {err.strerror or err}"
-            ) from err
-        for fd in worker_fds:
-            os.close(fd)
+        process = _spawn(argv, specs[0].cwd, _inherited_env(), host_log, pipes, "the shared worker process")
         host = SharedHost(process, host_log, log_dir / "running", len(specs))
         return [
-            cls(spec, process, Pipe(from_r, to_w, spec.side), Path(boot.log), host)
-            for spec, boot, (_, to_w, from_r, _) in zip(specs, boots, pipes)
+            cls(spec, process, p.coordinator_end(spec.side), Path(boot.log), host)
+            for spec, boot, p in zip(specs, boots, pipes)
         ]
 
     def send(self, command: dict[str, Any], doing: str) -> None:
@@ -297,6 +253,54 @@ class SharedHost:
             f"ended while {doing}: the shared process {how}, last run by the {running} side: "
             f"{tail or '(no output)'} {logs}"
         )
+
+
+class _Pipes:
+    """A worker's two pipes: it reads to_r and writes from_w; the coordinator the other ends."""
+
+    def __init__(self) -> None:
+        self.to_r, self.to_w = os.pipe()
+        self.from_r, self.from_w = os.pipe()
+
+    @property
+    def worker_value(self) -> str:
+        return f"{self.to_r},{self.from_w}"  # WORKER_ENV
+
+    def coordinator_end(self, side: Side) -> Pipe:
+        return Pipe(self.from_r, self.to_w, side)
+
+
+def _inherited_env() -> dict[str, str]:
+    """The coordinator's environment without the markers that would make the worker another kind of child."""
+    return {k: v for k, v in os.environ.items() if k not in (MEASURE_CHILD_ENV, PROFILE_CHILD_ENV, WORKER_ENV)}
+
+
+def _spawn(
+    argv: list[str], cwd: Path, env: dict[str, str], log_path: Path, pipes: Sequence[_Pipes], what: str
+) -> subprocess.Popen[bytes]:
+    """argv in a session of its own, its output to log_path, the workers' ends of `pipes` passed on and closed
+    here once it runs; every descriptor closed and one line (AbError) when it cannot start."""
+    worker_fds = [fd for p in pipes for fd in (p.to_r, p.from_w)]
+    try:
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=worker_fds,
+                start_new_session=True,
+            )
+    except OSError as err:
+        for p in pipes:
+            for fd in (p.to_r, p.to_w, p.from_r, p.from_w):
+                os.close(fd)
+        raise AbError(f"perfgate: A/B: cannot start {what} in {cwd}: {err.strerror or err}") from err
+    for fd in worker_fds:
+        os.close(fd)
+    return process
 
 
 def _fatal_error(path: Path) -> str:
