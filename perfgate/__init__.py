@@ -45,7 +45,12 @@ def history(
     >>> perfgate.history(case="*softmax*", last=30).pivot(index="started_at", columns="case_id", values="median_ms")
     """
     from perfgate.config.project import project_settings
+    from perfgate.errors import StoreError
     from perfgate.store.query import history_frame
+    from perfgate.store.target import history_target
 
-    path = Path(db) if db is not None else project_settings(Path(rootdir) if rootdir else None).db_path
-    return history_frame(path, case, last, case_regex)
+    try:  # a path, or a postgresql:// URL
+        where = history_target(db) if db is not None else project_settings(Path(rootdir) if rootdir else None).db_path
+    except ValueError as err:
+        raise StoreError(f"perfgate: history: {err}") from None
+    return history_frame(where, case, last, case_regex)

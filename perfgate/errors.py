@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from perfgate.credentials import mask_credentials
+
 
 def one_line(text: str, limit: int = 400) -> str:
-    """Messages reach terminals, table cells and CI annotations: never more than one line."""
-    flat = " ".join(str(text).split())
+    """Messages reach terminals, table cells and CI annotations: never more than one line, and never a
+    password (a history URL's, from a CI secret)."""
+    flat = mask_credentials(" ".join(str(text).split()))
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

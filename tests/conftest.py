@@ -67,3 +67,31 @@ def _no_pull_request_base(monkeypatch):
     """On a pull request's CI run GITHUB_BASE_REF is set: every gate a test runs would check its baseline against
     origin/<base> (baseline/base_ref.py). Tests that want that check set it themselves."""
     monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def history_target(request, tmp_path):
+    """A history on each backend: a SQLite file, or an empty schema on the test server (skipped, with the
+    reason, where PERFGATE_TEST_PG_URL names none that answers)."""
+    from tests.backends import server_history, server_unavailable
+
+    if request.param == "sqlite":
+        yield tmp_path / "history.db"
+        return
+    why = server_unavailable()
+    if why:
+        pytest.skip(why)
+    with server_history() as url:
+        yield url
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say which history backends the backend-parametrized tests (`history_target`) ran on: CI prints it."""
+    if hasattr(terminalreporter.config, "workerinput"):
+        return
+    from tests.backends import server_unavailable
+
+    why = server_unavailable()
+    terminalreporter.write_line(
+        f"perfgate history backends: {'sqlite and postgresql' if not why else f'sqlite only ({why})'}"
+    )

@@ -48,9 +48,9 @@ def test_an_old_history_prunes_and_compacts_to_the_new_page_size(old_history, ca
 def test_a_table_locked_by_the_same_connection_is_not_called_another_process(old_history):
     with open_store(old_history) as store:
         with pytest.raises(StoreError) as raised, store.errors("read it"):
-            cur = store.con.execute("SELECT id FROM runs")
+            cur = store.db.con.execute("SELECT id FROM runs")
             cur.fetchone()  # a statement still open on this connection: DROP TABLE gets SQLITE_LOCKED
-            store.con.execute("DROP TABLE pinned_runs")
+            store.db.con.execute("DROP TABLE pinned_runs")
     assert "database table is locked" in str(raised.value)
     assert "another process" not in str(raised.value)
 

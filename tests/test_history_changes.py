@@ -13,14 +13,16 @@ import pytest
 from perfgate.cli import main
 from perfgate.model import Environment, Run, RunInfo
 from perfgate.store import open_store
+from perfgate.store.target import ServerUrl
 from perfgate.trends.history import history_change_points
+from tests.backends import db_arg
 from tests.site_histories import recorded_h100_history, single_median_case
 
 A100 = Environment(device_kind="cuda", device_name="NVIDIA A100-SXM4-80GB", compute_capability="8.0")
 H100 = Environment(device_kind="cuda", device_name="NVIDIA H100 80GB HBM3", compute_capability="9.0")
 
 
-def stepped_history(db: Path, step_at: int = 20, runs: int = 30) -> None:
+def stepped_history(db: Path | ServerUrl, step_at: int = 20, runs: int = 30) -> None:
     """Two cases on two device models; `k::slow` gets 4% slower at commit c<step_at> on the H100 only."""
     rng = np.random.default_rng(0)
     with open_store(db) as store:
@@ -39,10 +41,12 @@ def stepped_history(db: Path, step_at: int = 20, runs: int = 30) -> None:
                 )
 
 
-def test_a_step_is_named_with_its_commit_range(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    db = tmp_path / "h.db"
+def test_a_step_is_named_with_its_commit_range(
+    tmp_path: Path, history_target: Path | ServerUrl, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = history_target
     stepped_history(db)
-    assert main(["history", "--changes", "--db", str(db), "--rootdir", str(tmp_path)]) == 0
+    assert main(["history", "--changes", "--db", db_arg(db), "--rootdir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("perfgate: 1 change point(s) in 4 case series on 2 device model(s)")
     (line,) = [x for x in out.splitlines() if x.startswith("k::slow")]
@@ -66,8 +70,8 @@ def test_changes_as_json_and_filtered_by_case_and_branch(tmp_path: Path, capsys:
     assert on_main.changes[0].first_after.git_commit.startswith("c21")  # c20 is a feature-branch run
 
 
-def test_the_store_function_returns_every_series(tmp_path: Path) -> None:
-    db = tmp_path / "h.db"
+def test_the_store_function_returns_every_series(history_target: Path | ServerUrl) -> None:
+    db = history_target
     stepped_history(db)
     with open_store(db, readonly=True) as store:
         found = {(c.case_id, c.device_name): len(c.changes) for c in history_change_points(store)}
@@ -111,6 +115,6 @@ def test_a_damaged_median_is_refused_as_history_case_refuses_it(tmp_path: Path) 
         store.save_run(
             replace(run, info=replace(run.info, run_uid="zero"), results=(single_median_case("k::slow", 1.0),))
         )
-        store.con.execute("UPDATE cases SET median_ms = 0 WHERE run_id = (SELECT max(id) FROM runs)")
+        store.db.execute("UPDATE cases SET median_ms = 0 WHERE run_id = (SELECT max(id) FROM runs)")
         with pytest.raises(StoreError, match="median_ms"):
             list(history_change_points(store, "k::slow"))

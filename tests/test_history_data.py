@@ -7,6 +7,7 @@ import datetime as dt
 import json
 import sqlite3
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,7 @@ from perfgate.store.prune import BaselineRefs, plan_prune, remove_runs
 from perfgate.store.verdicts import verdicts_of
 from perfgate.store.verify import expected_schema
 from perfgate.store.window import PassingGateMedian, recent_passing_gate_medians
+from tests.backends import db_arg
 from tests.helpers import ENV, gate_json, make_run, noisy, perf_project
 
 BRACKETED = "tests/test_x.py::test_x[enum[BaseConverter]]"
@@ -81,8 +83,8 @@ def test_a_gate_stores_its_run_with_kind_and_every_verdict(pytester, monkeypatch
     assert case_verdict == "new"
 
 
-def test_verdicts_and_kinds_round_trip_and_the_case_shows_its_most_severe(tmp_path):
-    with open_store(tmp_path / "h.db") as store:
+def test_verdicts_and_kinds_round_trip_and_the_case_shows_its_most_severe(history_target):
+    with open_store(history_target) as store:
         run = _run({"a": 1.0, "b": 2.0})
         gate = GateResult(
             comparisons=(
@@ -103,7 +105,7 @@ def test_verdicts_and_kinds_round_trip_and_the_case_shows_its_most_severe(tmp_pa
             )
         )
         assert store.load_verdicts(cal) is None and store.load_run(cal).info.kind is RunKind.CALIBRATION
-        assert dict(store.con.execute("SELECT case_id, verdict FROM cases WHERE run_id = ?", (rid,)).fetchall()) == {
+        assert dict(store.db.tuples("SELECT case_id, verdict FROM cases WHERE run_id = :r", {"r": rid})) == {
             "a": "regressed",
             "b": "improved",
         }
@@ -194,9 +196,10 @@ NOW = dt.datetime(2026, 12, 31, tzinfo=dt.timezone.utc)
 
 
 @pytest.fixture
-def year(tmp_path):
-    """12 runs, one a month; run 3 pinned, run 5 calibrated a baseline (its commit), run 7 wrote one."""
-    path = tmp_path / "h.db"
+def year(history_target):
+    """12 runs, one a month; run 3 pinned, run 5 calibrated a baseline (its commit), run 7 wrote one (on each
+    backend)."""
+    path = history_target
     with open_store(path) as store:
         for month in range(1, 13):
             kind = RunKind.CALIBRATION if month == 5 else RunKind.GATE
@@ -244,30 +247,31 @@ def test_db_prune_from_the_command_line_reads_the_committed_baselines(year, tmp_
     write_baseline(
         updated_baseline(None, calibration, tmp_path / "baselines" / "nvidia-h100-80gb-hbm3.json", "x", "calibrated")
     )
-    code, out, _ = _cli(capsys, "db", "prune", "--db", str(year), "--keep-runs", "2", "--dry-run")
+    code, out, _ = _cli(capsys, "db", "prune", "--db", db_arg(year), "--keep-runs", "2", "--dry-run")
     assert code == 0 and "would remove 8 of 12 run(s); kept 1 pinned and 1 a baseline refers to" in out
-    code, out, _ = _cli(capsys, "db", "prune", "--db", str(year), "--keep-runs", "2")
+    code, out, _ = _cli(capsys, "db", "prune", "--db", db_arg(year), "--keep-runs", "2")
     assert code == 0 and "removed 8 of 12" in out
     with open_store(year, readonly=True) as store:
         assert store.run_ids() == [3, 5, 11, 12]
-    assert not sqlite3.connect(year).execute("PRAGMA freelist_count").fetchone()[0]  # compacted
+    if isinstance(year, Path):
+        assert not sqlite3.connect(year).execute("PRAGMA freelist_count").fetchone()[0]  # compacted
 
 
 def test_prune_needs_to_be_told_what_to_keep(year, capsys):
-    code, _, err = _cli(capsys, "db", "prune", "--db", str(year))
+    code, _, err = _cli(capsys, "db", "prune", "--db", db_arg(year))
     assert code == 2 and "--keep-runs N and/or --older-than DAYS" in err
 
 
 def test_db_pin_from_the_command_line(year, capsys):
-    assert _cli(capsys, "db", "pin", "7", "--db", str(year), "--reason", "incident 42")[0] == 0
+    assert _cli(capsys, "db", "pin", "7", "--db", db_arg(year), "--reason", "incident 42")[0] == 0
     with open_store(year, readonly=True) as store:
         assert {p.run_id: p.reason for p in store.pinned_runs()}[7] == "incident 42"
-    code, _, err = _cli(capsys, "db", "pin", "99", "--db", str(year), "--reason", "x")
+    code, _, err = _cli(capsys, "db", "pin", "99", "--db", db_arg(year), "--reason", "x")
     assert code == 2 and "has no run 99" in err
 
 
-def test_merging_runs_without_a_uid_three_times_adds_them_once(tmp_path):
-    src, out = tmp_path / "src.db", tmp_path / "out.db"
+def test_merging_runs_without_a_uid_three_times_adds_them_once(tmp_path, history_target):
+    src, out = tmp_path / "src.db", history_target
     with open_store(src) as store:
         for i in range(5):
             store.save_run(_run({"a": 1.0 + i}))
@@ -297,23 +301,27 @@ def test_db_export_writes_only_the_named_run(year, tmp_path, capsys):
         uid = store.load_run(4).info.run_uid
     results = tmp_path / "perfgate.json"
     results.write_text(json.dumps({"run": {"run_uid": uid}}))
-    code, out, _ = _cli(capsys, "db", "export", str(tmp_path / "job.db"), "--db", str(year), "--results", str(results))
+    code, out, _ = _cli(
+        capsys, "db", "export", str(tmp_path / "job.db"), "--db", db_arg(year), "--results", str(results)
+    )
     assert code == 0 and "exported 1 run(s)" in out
     with open_store(tmp_path / "job.db", readonly=True) as store:
         assert [store.load_run(r).info.run_uid for r in store.run_ids()] == [uid]
     results.write_text("{}")
-    code, _, err = _cli(capsys, "db", "export", str(tmp_path / "j2.db"), "--db", str(year), "--results", str(results))
+    code, _, err = _cli(
+        capsys, "db", "export", str(tmp_path / "j2.db"), "--db", db_arg(year), "--results", str(results)
+    )
     assert code == 2 and "no run.run_uid" in err
 
 
 # --- the noise window ------------------------------------------------------------------------------------
 
 
-def test_the_noise_window_reads_recent_passing_gate_runs_of_one_branch_and_device(tmp_path):
+def test_the_noise_window_reads_recent_passing_gate_runs_of_one_branch_and_device(history_target):
     from tests.helpers import HOST_ENV
 
     key = ENV.comparability_key()
-    with open_store(tmp_path / "h.db") as store:
+    with open_store(history_target) as store:
         ids = {}
         for i in range(1, 8):
             ids[i] = store.save_run(
@@ -335,12 +343,12 @@ def test_the_noise_window_reads_recent_passing_gate_runs_of_one_branch_and_devic
         assert [p.run_id for p in since["a"]] == [ids[7], ids[6]]  # a change point resets the window
 
 
-def test_the_noise_window_carries_speedups(tmp_path):
+def test_the_noise_window_carries_speedups(history_target):
     from perfgate.model import Speedup
 
     run = _run({"a": 1.0})
     a = replace(run.results[0], speedup=Speedup("torch.add", (1.1, 1.2), 1.15, 1.1, 1.2))
-    with open_store(tmp_path / "h.db") as store:
+    with open_store(history_target) as store:
         store.save_run(replace(run, results=(a,)), _gate({"a": Verdict.UNCHANGED}))
         (point,) = recent_passing_gate_medians(store, ENV.comparability_key(), "main", 5, ["a"])["a"]
     assert point.speedup == 1.15

@@ -48,9 +48,9 @@ def rich_run():
     return replace(run, info=info, results=(a, b))
 
 
-def test_a_stored_run_loads_back_equal_with_everything_the_gate_needs(tmp_path):
+def test_a_stored_run_loads_back_equal_with_everything_the_gate_needs(history_target):
     run = rich_run()
-    with open_store(tmp_path / "h.db") as store:
+    with open_store(history_target) as store:
         rid = store.save_run(run)
         back = store.load_run(rid)
     assert back.environment == run.environment
@@ -156,8 +156,8 @@ def test_corrupt_database_is_a_clear_error(tmp_path, content):
         open_store(path)
 
 
-def test_history_returns_medians_oldest_first(tmp_path):
-    with open_store(tmp_path / "h.db") as store:
+def test_history_returns_medians_oldest_first(history_target):
+    with open_store(history_target) as store:
         for m in (1.0, 2.0, 3.0):
             store.save_run(make_run({"a": [m, m]}))
         assert [p.median_ms for p in store.history("a")] == [1.0, 2.0, 3.0]
@@ -165,27 +165,29 @@ def test_history_returns_medians_oldest_first(tmp_path):
 
 
 def _store_runs(args):
-    path, n = args
+    target, n = args
     from perfgate.store import open_store
     from tests.helpers import make_run
 
-    with open_store(Path(path)) as store:
+    with open_store(target) as store:
         for i in range(n):
             store.save_run(make_run({f"case{j}": [1.0 + i, 2.0, 3.0] for j in range(20)}))
 
 
-def test_four_processes_storing_to_one_history_lose_no_run(tmp_path):
-    path = tmp_path / "h.db"
+def test_four_processes_storing_to_one_history_lose_no_run(history_target):
     with multiprocessing.get_context("spawn").Pool(4) as pool:  # each spawned process imports perfgate: ~0.5 s
-        pool.map(_store_runs, [(str(path), 10)] * 4)
-    con = sqlite3.connect(path)
-    assert con.execute("select count(*) from runs").fetchone()[0] == 40
-    assert con.execute("select count(*) from cases").fetchone()[0] == 40 * 20
-    assert con.execute("pragma integrity_check").fetchone()[0] == "ok"
+        pool.map(_store_runs, [(history_target, 10)] * 4)
+    with open_store(history_target, readonly=True) as store:
+        assert store.query("select count(*) AS n from runs")[0]["n"] == 40
+        assert store.query("select count(*) AS n from cases")[0]["n"] == 40 * 20
+        assert store.query("select count(DISTINCT run_uid) AS n from runs")[0]["n"] == 40
+    if isinstance(history_target, Path):
+        con = sqlite3.connect(history_target)
+        assert con.execute("pragma integrity_check").fetchone()[0] == "ok"
 
 
-def test_merging_histories_is_idempotent(tmp_path):
-    a, b, out = tmp_path / "a.db", tmp_path / "b.db", tmp_path / "out.db"
+def test_merging_histories_is_idempotent(tmp_path, history_target):
+    a, b, out = tmp_path / "a.db", tmp_path / "b.db", history_target
     with open_store(a) as store:
         store.save_run(make_run({"x": [1.0, 2.0]}))
         store.save_run(make_run({"x": [1.5, 2.0]}))

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.cli import arg_types
+from perfgate.config.options import history_arg
 from perfgate.errors import PerfgateError
 
 Handler = Callable[[argparse.Namespace], int]
@@ -330,8 +331,10 @@ def _db_parser(sub: Any) -> None:
         "merge histories from several runners into OUT (idempotent)",
         ("perfgate db merge all.db runner1.db runner2.db",),
     )
-    merge.add_argument("out", type=Path, help="the history to merge into (created when missing)")
-    merge.add_argument("inputs", type=Path, nargs="+", help="histories to read (read only)")
+    merge.add_argument(
+        "out", type=history_arg, help="the history to merge into: a file (created when missing) or a postgresql:// URL"
+    )
+    merge.add_argument("inputs", type=history_arg, nargs="+", help="histories to read (read only): files or URLs")
     merge.set_defaults(func=_lazy("perfgate.cli.data", "db_merge"))
     export = _command(
         dsub,
@@ -340,7 +343,7 @@ def _db_parser(sub: Any) -> None:
         ("perfgate db export job.db --results results/perfgate.json",),
     )
     _settings_options(export, "db_path", "publish_host")
-    export.add_argument("out", type=Path, help="the history to write (created, or merged into)")
+    export.add_argument("out", type=history_arg, help="the history to write (created, or merged into): a file or a URL")
     export.add_argument("--run-uid", action="append", help="a run's identity (repeatable)")
     export.add_argument("--results", type=Path, help="the run a results file (perfgate.json) describes")
     export.set_defaults(func=_lazy("perfgate.cli.data", "db_export"))
@@ -374,7 +377,9 @@ def _db_parser(sub: Any) -> None:
         "print Datasette metadata describing the history's tables",
         ("perfgate db metadata > metadata.json && datasette .perfgate/history.db --metadata metadata.json",),
     )
-    meta.add_argument("--db", type=Path, help="the history it is for (its file name is Datasette's database name)")
+    meta.add_argument(
+        "--db", type=history_arg, help="the history it is for (its file name is Datasette's database name)"
+    )
     meta.set_defaults(func=_lazy("perfgate.cli.data", "db_metadata"))
 
 

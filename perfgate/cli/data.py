@@ -123,7 +123,7 @@ def db_prune(args: argparse.Namespace) -> int:
     now = dt.datetime.now(dt.timezone.utc)
     with open_store(settings.db_path) as store:
         plan = plan_prune(store, now, args.keep_runs, args.older_than, BaselineRefs.of(baselines))
-        before = file_bytes(settings.db_path)
+        before = file_bytes(settings.db_path)  # a file's size read beside the open store, or the server asked
         if not args.dry_run:
             remove_runs(store, plan.remove)
             if not args.no_vacuum:
@@ -152,7 +152,7 @@ def db_pin(args: argparse.Namespace) -> int:
 def db_metadata(args: argparse.Namespace) -> int:
     from perfgate.store.metadata import datasette_metadata
 
-    print(json.dumps(datasette_metadata(args.db.stem if args.db else "history"), indent=2))
+    print(json.dumps(datasette_metadata(args.db.stem if isinstance(args.db, Path) else "history"), indent=2))
     return 0
 
 

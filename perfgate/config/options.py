@@ -20,6 +20,7 @@ from typing import Any
 from perfgate.config import validate as v
 from perfgate.errors import ConfigError
 from perfgate.model import AbProcess
+from perfgate.store.target import HistoryTarget, history_target
 
 
 class Arg(enum.Enum):
@@ -28,6 +29,7 @@ class Arg(enum.Enum):
     FLAG = "flag"  # --x: True when given
     NO_FLAG = "no flag"  # --no-x: False when given
     PATH = "path"
+    HISTORY = "history"  # a SQLite path or a postgresql:// URL
     INT = "int"
     NUMBER = "number"
     TEXT = "text"
@@ -149,13 +151,14 @@ OPTIONS: tuple[Option, ...] = (
     # --- where things are -------------------------------------------------------------------------------
     Option(
         "db_path",
-        "history database (default .perfgate/history.db, or $PERFGATE_DB)",
-        _P,
+        "history: a SQLite file (default .perfgate/history.db) or a postgresql:// URL (a fleet's server; "
+        "give it in $PERFGATE_DB from a secret, its password is never shown)",
+        v.history,
         key="db",
         flag="--perfgate-db",
         cli="--db",
-        arg=Arg.PATH,
-        metavar="PATH",
+        arg=Arg.HISTORY,
+        metavar="PATH|URL",
     ),
     Option(
         "baseline_dir",
@@ -500,7 +503,7 @@ def command_line_only_flags() -> dict[str, str]:
 
 def path_flags() -> tuple[str, ...]:
     """Every pytest flag that takes a path (a value pytest may mistake for a test path: pytest_plugin/rootdir.py)."""
-    return tuple(o.flag for o in OPTIONS if o.flag and o.arg is Arg.PATH)
+    return tuple(o.flag for o in OPTIONS if o.flag and o.arg in (Arg.PATH, Arg.HISTORY))
 
 
 def by_attr() -> dict[str, Option]:
@@ -515,6 +518,16 @@ def marker_keys() -> set[str]:
     return {o.attr for o in OPTIONS if o.marker} | set(MARKER_TABLE_KEYS)
 
 
+def history_arg(text: str) -> HistoryTarget:
+    """argparse's type for a history: its error names the problem, never the password of a URL."""
+    import argparse
+
+    try:
+        return history_target(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def argparse_kwargs(opt: Option) -> dict[str, Any]:
     """What argparse (and pytest's parser, which mirrors it) needs for this option's flag. Every default is
     None: "not given" must not override the configured value."""
@@ -524,7 +537,9 @@ def argparse_kwargs(opt: Option) -> dict[str, Any]:
     elif opt.arg is Arg.NO_FLAG:
         kwargs["action"] = "store_false"
     else:
-        kwargs["type"] = {Arg.PATH: Path, Arg.INT: int, Arg.NUMBER: float, Arg.TEXT: str}[opt.arg]
+        kwargs["type"] = {Arg.PATH: Path, Arg.HISTORY: history_arg, Arg.INT: int, Arg.NUMBER: float, Arg.TEXT: str}[
+            opt.arg
+        ]
         if opt.metavar:
             kwargs["metavar"] = opt.metavar
     return kwargs

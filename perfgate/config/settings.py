@@ -19,6 +19,7 @@ from perfgate.config import validate as cs
 from perfgate.errors import ConfigError
 from perfgate.metrics import CATALOGUE
 from perfgate.model import AbProcess, AllowedMissing
+from perfgate.store.target import HistoryTarget
 
 DB_ENV = "PERFGATE_DB"
 # keys of earlier versions whose meaning changed: one line naming the replacement, not a silent reinterpretation
@@ -83,7 +84,7 @@ class Settings:
     metric_thresholds: tuple[tuple[str, float], ...] = ()
     overrides: tuple[Override, ...] = ()
     min_speedup: float | None = None
-    db_path: Path = Path(".perfgate/history.db")
+    db_path: HistoryTarget = Path(".perfgate/history.db")  # a SQLite file, or a server's URL (store/target.py)
     baseline_dir: Path = Path("baselines")
     baseline_file: Path | None = None
     update_baseline: bool = False
@@ -152,15 +153,15 @@ def settings_from_config(
         values["overrides"] = _overrides(table["overrides"], where, known)
     root = rootdir or Path(".")
     for attr in _table_paths():  # relative to the project root, not the current directory
-        if attr in values and not values[attr].is_absolute():
+        if attr in values and isinstance(values[attr], Path) and not values[attr].is_absolute():
             values[attr] = root / values[attr]
     if "db_path" not in values:
-        values["db_path"] = root / Settings.db_path
+        values["db_path"] = root / Path(".perfgate/history.db")
     if "baseline_dir" not in values:
         values["baseline_dir"] = root / Settings.baseline_dir
     env_db = os.environ.get(DB_ENV, "").strip()
     if env_db:
-        values["db_path"] = Path(env_db)
+        values["db_path"] = cs.history(env_db, DB_ENV)
     try:
         settings = Settings(rootdir=root, **values)
     except ConfigError as err:
@@ -170,7 +171,7 @@ def settings_from_config(
 
 def _table_paths() -> tuple[str, ...]:
     """The path options a `[tool.perfgate]` key may set."""
-    return tuple(o.attr for o in opts.OPTIONS if o.key is not None and o.arg is opts.Arg.PATH)
+    return tuple(o.attr for o in opts.OPTIONS if o.key is not None and o.arg in (opts.Arg.PATH, opts.Arg.HISTORY))
 
 
 def _check_keys(table: dict[str, Any], where: str) -> None:

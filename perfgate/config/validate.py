@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from perfgate.errors import ConfigError
 from perfgate.model import AllowedMissing
+from perfgate.store.target import HistoryTarget, ServerUrl, history_target
 
 Parser = Callable[[object, str], Any]
 E = TypeVar("E", bound=enum.Enum)
@@ -95,6 +96,16 @@ def path(value: object, where: str) -> Path:
     if isinstance(value, Path):
         return value
     return Path(nonempty_text(value, where))
+
+
+def history(value: object, where: str) -> HistoryTarget:
+    """The history: a SQLite path, or a postgresql:// URL (a ServerUrl, whose text hides the password)."""
+    if isinstance(value, (Path, ServerUrl)):
+        return value
+    try:
+        return history_target(nonempty_text(value, where))
+    except ValueError as err:
+        raise ConfigError(f"perfgate: {where}: {err}") from None
 
 
 def choice(kind: type[E]) -> Callable[[object, str], E]:

@@ -19,6 +19,8 @@ from perfgate.gate.confirm import Confirmer, confirm_suspects
 from perfgate.gate.findings import GateFacts, findings_for
 from perfgate.gate.window import WindowValues, with_noise
 from perfgate.model import CaseResult, Environment, GateResult, Run, RunInfo, RunKind, UnmeasuredTest
+from perfgate.store import history_exists
+from perfgate.store.target import HistoryTarget
 
 log = logging.getLogger("perfgate")
 
@@ -135,7 +137,7 @@ def noise_windows(run: Run, baseline: Baseline | None, settings: Settings) -> di
     """Each compared case's noise window from the history: its last `noise_window` passing gate runs on
     `noise_branch` on this GPU model since the baseline's last update and the case's last accepted change
     point (none without a history, a baseline or a window)."""
-    if baseline is None or settings.noise_window <= 0 or not settings.store or not settings.db_path.exists():
+    if baseline is None or settings.noise_window <= 0 or not settings.store or not history_exists(settings.db_path):
         return {}
     from perfgate.store import open_store
     from perfgate.store.window import recent_passing_gate_medians
@@ -161,7 +163,7 @@ def noise_windows(run: Run, baseline: Baseline | None, settings: Settings) -> di
 def change_point_lines(run: Run, settings: Settings) -> tuple[str, ...]:
     """The not yet accepted steps in the recent history (on `noise_branch`) of this run's cases: a creep
     that each run hid under its threshold is named, with its commit range; it never fails the gate."""
-    if not run.results or not settings.store or not settings.db_path.exists():
+    if not run.results or not settings.store or not history_exists(settings.db_path):
         return ()
     from perfgate.store import open_store
     from perfgate.trends.history import recent_changes
@@ -178,7 +180,7 @@ def change_point_lines(run: Run, settings: Settings) -> tuple[str, ...]:
     )
 
 
-def _store(run: Run, db_path: Path, gate: GateResult) -> Run:
+def _store(run: Run, db_path: HistoryTarget, gate: GateResult) -> Run:
     from perfgate.store import open_store
     from perfgate.store.verdicts import verdicts_of
 

@@ -43,9 +43,10 @@ def is_unignored_in_git(path: Path) -> bool:
     return proc.returncode == 1  # 0: ignored, 1: not ignored, 128: not a repository (or another error)
 
 
-def history_hint(db_path: Path) -> str | None:
-    """The line for the run that created the history, when git would offer to commit it."""
-    if not is_unignored_in_git(db_path):
+def history_hint(db_path: Path | object) -> str | None:
+    """The line for the run that created the history, when git would offer to commit it (a file's; a server
+    is nobody's commit)."""
+    if not isinstance(db_path, Path) or not is_unignored_in_git(db_path):
         return None
     folder = db_path.parent.name
     return (

@@ -96,9 +96,10 @@ def _charts(p: Published, out_dir: Path) -> Written:
 
 def _trend_points(settings: Settings, run: Run, case_ids: list[str]) -> dict[str, list[HistoryPoint]]:
     """The stored history of the charted cases, up to this run (none when the run was not stored)."""
-    if run.run_id is None or not settings.db_path.exists() or not case_ids:
+    from perfgate.store import history_exists, open_store
+
+    if run.run_id is None or not case_ids or not history_exists(settings.db_path):
         return {}
-    from perfgate.store import open_store
 
     with open_store(settings.db_path, readonly=True) as store:
         return {cid: list(store.history(cid, run.environment.device_name, up_to_run=run.run_id)) for cid in case_ids}

@@ -1,36 +1,34 @@
-"""The SQLite history, with a versioned schema of frozen SQL (store/schema.py).
+"""The run history: a SQLite file (embedded, the default) or a PostgreSQL server, with one versioned schema
+of frozen SQL (store/schema.py) and one set of statements for both (store/database.py).
 
-Several CI jobs may store to one history at once, so the database runs in WAL mode, every write is one
-`BEGIN IMMEDIATE` transaction (the write lock is taken before anything is read, so two writers queue
-instead of failing half-way) and waits on a busy timeout. One run is one transaction: a crash, Ctrl-C,
-`kill -9` or a full disk mid-write leaves the history as it was before the run. Every SQLite problem
-reaches the user as one StoreError line naming the file.
+SQLite (store/sqlite.py): WAL mode, every write one `BEGIN IMMEDIATE` transaction behind a busy timeout, so
+CI jobs sharing a file queue instead of failing half-way. A server (store/server.py): runners write side
+by side, the server assigns run ids. On both, one run is one transaction (a crash, Ctrl-C, `kill -9` or a
+full disk mid-write leaves the history as it was), a run's identity (`run_uid`) is stored once whatever
+retries or merges bring it again, and every database problem reaches the user as one StoreError line
+naming the history (a server's URL without its password).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import math
-import sqlite3
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
+from perfgate.credentials import mask_credentials
 from perfgate.errors import StoreError
-from perfgate.inputs import check_regular_file
 from perfgate.model import CaseResult, Metric, Run, Verdict
 from perfgate.store import checks, rows
-from perfgate.store.migrate import migrate, schema_version
-from perfgate.store.schema import SCHEMA_VERSION
+from perfgate.store.database import Backend, Database
+from perfgate.store.target import HistoryTarget, ServerUrl, history_target
 from perfgate.store.verdicts import RunVerdicts
-from perfgate.store.verify import precheck, verify_schema
 
-BUSY_TIMEOUT_S = 120.0
 MAX_RUN_ID = 1 << 62  # beyond any run: a window that may hold none
-PAGE_SIZE = 16384  # new histories; `db prune` moves older ones to it as it compacts them
 
 
 @dataclass(frozen=True)
@@ -65,11 +63,11 @@ class AcceptedChange:
 
 
 class Store:
-    """The run history. Open with `open_store(path)`; use as a context manager or call close()."""
+    """The run history. Open with `open_store(target)`; use as a context manager or call close()."""
 
-    def __init__(self, con: sqlite3.Connection, path: Path, readonly: bool) -> None:
-        self.con = con
-        self.path = path
+    def __init__(self, db: Database, path: HistoryTarget, readonly: bool) -> None:
+        self.db = db
+        self.path = path  # a file, or a server URL whose text hides its password
         self.readonly = readonly
 
     def __enter__(self) -> Store:
@@ -79,140 +77,159 @@ class Store:
         self.close()
 
     def close(self) -> None:
-        self.con.close()
+        self.db.close()
+
+    @property
+    def dialect(self) -> Any:
+        return self.db.dialect
+
+    @property
+    def on_server(self) -> bool:
+        return self.db.backend is Backend.POSTGRESQL
 
     @contextlib.contextmanager
     def errors(self, doing: str) -> Iterator[None]:
-        """Every SQLite problem, and every stored value that fails its check, as one StoreError line naming
-        the file and what was being done."""
+        """Every database problem, and every stored value that fails its check, as one StoreError line naming
+        the history and what was being done."""
         try:
             yield
-        except sqlite3.OperationalError as err:
-            # only SQLITE_BUSY is another process; SQLITE_LOCKED ("database table is locked") is this
-            # connection getting in its own way, and says so in its own words
-            locked = str(getattr(err, "sqlite_errorname", "")).startswith("SQLITE_BUSY")
-            why = f"locked by another process for more than {BUSY_TIMEOUT_S:.0f} s" if locked else str(err)
-            raise StoreError(f"perfgate: history {self.path}: cannot {doing}: {why}") from err
-        except (sqlite3.DatabaseError, ValueError, KeyError, TypeError) as err:  # UnicodeDecodeError is a ValueError
-            raise StoreError(f"perfgate: history {self.path}: cannot {doing}: {err}") from err
+        except StoreError:
+            raise
+        except Exception as err:
+            why = self.db.describe_error(err)
+            if why is None and not isinstance(err, (ValueError, KeyError, TypeError)):
+                raise  # not the database's and not a stored value's: a bug, shown as one
+            # UnicodeDecodeError is a ValueError
+            raise StoreError(f"perfgate: history {self.path}: cannot {doing}: {why or err}") from err
 
-    def query(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[dict[str, Any]]:
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         with self.errors("read it"):
-            cur = self.con.execute(sql, params)
-            names = [d[0] for d in cur.description]
-            return [dict(zip(names, r)) for r in cur.fetchall()]
+            return self.db.rows(sql, params)
+
+    def _writable(self) -> None:
+        if self.readonly:
+            raise StoreError(f"perfgate: history {self.path} is open read-only")
 
     # --- writing ------------------------------------------------------------------------------------
 
     def save_run(self, run: Run, verdicts: RunVerdicts | None = None) -> int:
-        """Write the run, all its cases and (when gated) its verdicts in one transaction; returns the new
-        run id."""
+        """Write the run, all its cases and (when gated) its verdicts in one transaction; returns its run id
+        (the stored one's, when a run of this identity is already there: a retried store adds nothing)."""
         return self.save_runs([(run, verdicts)])[0]
 
-    def save_runs(self, runs: list[tuple[Run, RunVerdicts | None]]) -> list[int]:
+    def save_runs(self, runs: Sequence[tuple[Run, RunVerdicts | None]]) -> list[int]:
         """Several runs in one transaction (a merge): all stored, or none."""
-        if self.readonly:
-            raise StoreError(f"perfgate: history {self.path} is open read-only")
-        with self.errors("store the run"):
-            self.con.execute("BEGIN IMMEDIATE")
-            try:
-                ids = [self._insert(run, verdicts) for run, verdicts in runs]
-                self.con.execute("COMMIT")
-            except BaseException:
-                self.con.execute("ROLLBACK")
-                raise
-        return ids
+        self._writable()
+        with self.errors("store the run"), self.db.transaction():
+            return [self._insert(run, verdicts) for run, verdicts in runs]
 
     def _insert(self, run: Run, verdicts: RunVerdicts | None) -> int:
         if not run.info.run_uid:  # every stored run gets an identity, so merging it twice adds nothing
             run = replace(run, info=replace(run.info, run_uid=uuid.uuid4().hex))
-        c = self.con
-        cur = c.execute(
-            rows.insert_sql("runs", (*rows.RUN_COLUMNS, "gate_failed")),
-            (*rows.run_row(run), None if verdicts is None else int(verdicts.gate_failed)),
+        # a command line may carry a history URL with its password (--perfgate-db): never stored
+        run = replace(run, info=replace(run.info, argv=mask_credentials(run.info.argv)))
+        db = self.db
+        columns = (*rows.RUN_COLUMNS, "gate_failed")
+        values = (*rows.run_row(run), None if verdicts is None else int(verdicts.gate_failed))
+        new_id = db.insert_id(
+            rows.insert_sql("runs", columns) + " ON CONFLICT (run_uid) DO NOTHING", dict(zip(columns, values))
         )
-        run_id = int(cur.lastrowid or 0)
+        if new_id is None:  # this identity is stored already (a retry, a second merge): nothing to add
+            return self._id_of(run.info.run_uid)
         res = run.results
         by_case = verdicts.by_case() if verdicts is not None else {}
-        case_rows = [rows.case_row(run_id, r, _value(by_case.get(r.case_id))) for r in res]
+        case_rows = [rows.case_row(new_id, r, _value(by_case.get(r.case_id))) for r in res]
         for row in case_rows:  # what is stored must read back: nothing non-finite, nothing out of range
             rows.check_case_row(dict(zip(rows.CASE_COLUMNS, row)))
-        c.executemany(rows.insert_sql("cases", rows.CASE_COLUMNS), case_rows)
-        c.executemany(
-            rows.insert_sql("metrics", ("run_id", "case_id", "source", "kernel", "name", "value", "unit")),
-            rows.metric_rows(run_id, res),
-        )
-        c.executemany(
-            rows.insert_sql("gpu_state", ("run_id", "case_id", *rows.GPU_COLUMNS)), rows.gpu_rows(run_id, res)
-        )
-        c.executemany(
-            "INSERT INTO autotune (run_id, case_id, kernel, config) VALUES (?, ?, ?, ?)",
-            rows.autotune_rows(run_id, res),
-        )
-        c.executemany(rows.insert_sql("speedups", rows.SPEEDUP_COLUMNS), rows.speedup_rows(run_id, res))
-        c.executemany(
-            "INSERT INTO unmeasured_tests (run_id, nodeid, outcome, reason) VALUES (?, ?, ?, ?)",
-            rows.unmeasured_rows(run_id, run.info),
-        )
+        for table, names, values_of in (
+            ("cases", rows.CASE_COLUMNS, case_rows),
+            ("metrics", rows.METRIC_COLUMNS, rows.metric_rows(new_id, res)),
+            ("gpu_state", ("run_id", "case_id", *rows.GPU_COLUMNS), rows.gpu_rows(new_id, res)),
+            ("autotune", rows.AUTOTUNE_COLUMNS, rows.autotune_rows(new_id, res)),
+            ("speedups", rows.SPEEDUP_COLUMNS, rows.speedup_rows(new_id, res)),
+            ("unmeasured_tests", rows.UNMEASURED_COLUMNS, rows.unmeasured_rows(new_id, run.info)),
+        ):
+            db.executemany(rows.insert_sql(table, names), _named(names, values_of))
         if verdicts is not None:
-            c.executemany(
+            db.executemany(
                 rows.insert_sql("verdicts", rows.VERDICT_COLUMNS),
-                (
+                _named(
+                    rows.VERDICT_COLUMNS,
                     (
-                        run_id,
-                        m.case_id,
-                        m.metric,
-                        m.kernel,
-                        m.verdict.value,
-                        _finite(m.change_pct),
-                        _finite(m.threshold_pct),
-                    )
-                    for m in verdicts.metrics
+                        (
+                            new_id,
+                            m.case_id,
+                            m.metric,
+                            m.kernel,
+                            m.verdict.value,
+                            _finite(m.change_pct),
+                            _finite(m.threshold_pct),
+                        )
+                        for m in verdicts.metrics
+                    ),
                 ),
             )
-        return run_id
+        return new_id
+
+    def _id_of(self, run_uid: str) -> int:
+        found = self.db.rows("SELECT id FROM runs WHERE run_uid = :uid", {"uid": run_uid})
+        return int(found[0]["id"])
 
     def pin_run(self, run_id: int, reason: str, pinned_at: str) -> None:
         """Keep a run whatever `db prune` is asked (a change point, an incident); re-pinning replaces the
         reason."""
-        if self.readonly:
-            raise StoreError(f"perfgate: history {self.path} is open read-only")
+        self._writable()
         if not reason.strip():
             raise StoreError(f"perfgate: history {self.path}: a pinned run needs a reason")
         with self.errors(f"pin run {run_id}"):
-            if not self.query("SELECT 1 FROM runs WHERE id = ?", (run_id,)):
+            if not self.db.rows("SELECT 1 AS one FROM runs WHERE id = :id", {"id": run_id}):
                 raise StoreError(f"perfgate: history {self.path} has no run {run_id} to pin")
-            self.con.execute(
-                "INSERT OR REPLACE INTO pinned_runs (run_id, reason, pinned_at) VALUES (?, ?, ?)",
-                (run_id, reason, pinned_at),
-            )
+            with self.db.transaction():
+                self.db.execute(
+                    "INSERT INTO pinned_runs (run_id, reason, pinned_at) VALUES (:run_id, :reason, :at) "
+                    "ON CONFLICT (run_id) DO UPDATE SET reason = excluded.reason, pinned_at = excluded.pinned_at",
+                    {"run_id": run_id, "reason": reason, "at": pinned_at},
+                )
 
     def accept_change(self, change: AcceptedChange) -> None:
         """Record an accepted change point (and pin its run: prune never removes what a window starts at)."""
-        if self.readonly:
-            raise StoreError(f"perfgate: history {self.path} is open read-only")
+        self._writable()
         if not change.reason.strip():
             raise StoreError(f"perfgate: history {self.path}: an accepted change point needs a reason")
         self.pin_run(change.run_id, f"change point {change.case_id}: {change.reason}", change.accepted_at)
-        with self.errors(f"accept a change point at run {change.run_id}"):
-            self.con.execute(
-                "INSERT OR REPLACE INTO change_points (case_id, device_name, run_id, change_pct, "
-                "accepted_at, reason) VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    change.case_id,
-                    change.device_name,
-                    change.run_id,
-                    change.change_pct,
-                    change.accepted_at,
-                    change.reason,
-                ),
+        with self.errors(f"accept a change point at run {change.run_id}"), self.db.transaction():
+            self.db.execute(
+                "INSERT INTO change_points (case_id, device_name, run_id, change_pct, accepted_at, reason) "
+                "VALUES (:case_id, :device_name, :run_id, :change_pct, :accepted_at, :reason) "
+                "ON CONFLICT (case_id, device_name, run_id) DO UPDATE SET change_pct = excluded.change_pct, "
+                "accepted_at = excluded.accepted_at, reason = excluded.reason",
+                {
+                    "case_id": change.case_id,
+                    "device_name": change.device_name,
+                    "run_id": change.run_id,
+                    "change_pct": change.change_pct,
+                    "accepted_at": change.accepted_at,
+                    "reason": change.reason,
+                },
             )
 
-    def accepted_changes(self) -> tuple[AcceptedChange, ...]:
-        rows = self.query(
-            "SELECT case_id, device_name, run_id, change_pct, accepted_at, reason FROM change_points "
-            "ORDER BY case_id, device_name, run_id"
-        )
+    def accepted_changes(
+        self, device_name: str | None = None, case_ids: Iterable[str] | None = None
+    ) -> tuple[AcceptedChange, ...]:
+        """The accepted change points (of one device model and these cases when given: read through the
+        table's key, whatever else it holds)."""
+        sql = "SELECT case_id, device_name, run_id, change_pct, accepted_at, reason FROM change_points"
+        params: dict[str, Any] = {}
+        if case_ids is not None:
+            sql += f" WHERE case_id IN ({self.dialect.json_values('ids')})"
+            params["ids"] = json.dumps(sorted(set(case_ids)))
+            if device_name is not None:
+                sql += " AND device_name = :device"
+                params["device"] = device_name
+        elif device_name is not None:
+            sql += " WHERE device_name = :device"
+            params["device"] = device_name
+        found = self.query(sql + " ORDER BY case_id, device_name, run_id", params)
         with self.errors("read the accepted change points"):
             return tuple(
                 AcceptedChange(
@@ -223,20 +240,22 @@ class Store:
                     checks.text(r["accepted_at"], "change_points"),
                     checks.text(r["reason"], "change_points"),
                 )
-                for r in rows
+                for r in found
             )
 
     def window_starts(self, device_name: str, case_ids: Iterable[str], after: str = "") -> dict[str, int]:
         """Per case, the first run its noise window may hold: after its latest accepted change point, and
         after `after` (the baseline's last update, ISO 8601): processes of other code stay out."""
         floor = 0
+        ids = list(case_ids)
         if after:
-            first = self.query("SELECT min(id) AS id FROM runs WHERE started_at > ?", (after,))
-            floor = int(first[0]["id"]) if first and first[0]["id"] is not None else MAX_RUN_ID
-        starts = dict.fromkeys(case_ids, floor)
-        for c in self.accepted_changes():
-            if c.device_name == device_name and c.case_id in starts:
-                starts[c.case_id] = max(starts[c.case_id], c.run_id)
+            first = self.query(
+                "SELECT id FROM runs WHERE started_at > :after ORDER BY started_at, id LIMIT 1", {"after": after}
+            )
+            floor = int(first[0]["id"]) if first else MAX_RUN_ID
+        starts = dict.fromkeys(ids, floor)
+        for c in self.accepted_changes(device_name, ids):
+            starts[c.case_id] = max(starts[c.case_id], c.run_id)
         return starts
 
     def pinned_runs(self) -> tuple[PinnedRun, ...]:
@@ -251,7 +270,7 @@ class Store:
         return [int(r["id"]) for r in self.query("SELECT id FROM runs ORDER BY id")]
 
     def has_run_uid(self, run_uid: str) -> bool:
-        return bool(self.query("SELECT 1 FROM runs WHERE run_uid = ?", (run_uid,)))
+        return bool(self.query("SELECT 1 AS one FROM runs WHERE run_uid = :uid", {"uid": run_uid}))
 
     def load_run(self, run_id: int | None = None) -> Run:
         """One stored run (the latest when run_id is None), every value re-validated."""
@@ -260,7 +279,8 @@ class Store:
             if not latest or latest[0]["id"] is None:
                 raise StoreError(f"perfgate: history {self.path} has no runs yet")
             run_id = int(latest[0]["id"])
-        found = self.query("SELECT * FROM runs WHERE id = ?", (run_id,))
+        key = {"run_id": run_id}
+        found = self.query("SELECT * FROM runs WHERE id = :run_id", key)
         if not found:
             span = self.query("SELECT min(id) AS lo, max(id) AS hi FROM runs")[0]
             have = f"runs {span['lo']}..{span['hi']}" if span["lo"] is not None else "no runs"
@@ -268,26 +288,27 @@ class Store:
         with self.errors(f"read run {run_id}"):
             unmeasured = tuple(
                 rows.unmeasured_from_row(r)
-                for r in self.query("SELECT * FROM unmeasured_tests WHERE run_id = ? ORDER BY nodeid", (run_id,))
+                for r in self.query("SELECT * FROM unmeasured_tests WHERE run_id = :run_id ORDER BY nodeid", key)
             )
             return rows.run_from_row(found[0], tuple(self._cases(run_id)), unmeasured)
 
     def _cases(self, run_id: int) -> Iterator[CaseResult]:
+        key = {"run_id": run_id}
         metrics: dict[str, list[Metric]] = {}
-        for r in self.query("SELECT * FROM metrics WHERE run_id = ? ORDER BY case_id, source, kernel, name", (run_id,)):
+        for r in self.query("SELECT * FROM metrics WHERE run_id = :run_id ORDER BY case_id, source, kernel, name", key):
             metrics.setdefault(r["case_id"], []).append(rows.metric_from_row(r))
         gpu = {
             r["case_id"]: rows.gpu_from_row(r)
-            for r in self.query("SELECT * FROM gpu_state WHERE run_id = ?", (run_id,))
+            for r in self.query("SELECT * FROM gpu_state WHERE run_id = :run_id", key)
         }
         autotune: dict[str, list[tuple[str, str]]] = {}
-        for r in self.query("SELECT * FROM autotune WHERE run_id = ? ORDER BY case_id, kernel", (run_id,)):
+        for r in self.query("SELECT * FROM autotune WHERE run_id = :run_id ORDER BY case_id, kernel", key):
             autotune.setdefault(r["case_id"], []).append((str(r["kernel"]), str(r["config"])))
         speedups = {
             r["case_id"]: rows.speedup_from_row(r)
-            for r in self.query("SELECT * FROM speedups WHERE run_id = ?", (run_id,))
+            for r in self.query("SELECT * FROM speedups WHERE run_id = :run_id", key)
         }
-        for r in self.query("SELECT * FROM cases WHERE run_id = ? ORDER BY case_id", (run_id,)):
+        for r in self.query("SELECT * FROM cases WHERE run_id = :run_id ORDER BY case_id", key):
             cid = r["case_id"]
             yield rows.case_from_row(
                 r, tuple(metrics.get(cid, ())), gpu.get(cid), tuple(autotune.get(cid, ())), speedups.get(cid)
@@ -296,14 +317,14 @@ class Store:
     def load_verdicts(self, run_id: int) -> RunVerdicts | None:
         """What the gate said when the run was stored; None for a run that was not gated (a calibration,
         an import, or one stored before verdicts were)."""
-        found = self.query("SELECT gate_failed FROM runs WHERE id = ?", (run_id,))
+        found = self.query("SELECT gate_failed FROM runs WHERE id = :run_id", {"run_id": run_id})
         if not found or found[0]["gate_failed"] is None:
             return None
         with self.errors(f"read the verdicts of run {run_id}"):
             metrics = tuple(
                 rows.verdict_from_row(r)
                 for r in self.query(
-                    "SELECT * FROM verdicts WHERE run_id = ? ORDER BY case_id, metric, kernel", (run_id,)
+                    "SELECT * FROM verdicts WHERE run_id = :run_id ORDER BY case_id, metric, kernel", {"run_id": run_id}
                 )
             )
         return RunVerdicts(gate_failed=bool(found[0]["gate_failed"]), metrics=metrics)
@@ -315,17 +336,16 @@ class Store:
         is charted against its own past, not later runs), oldest first (for trend charts)."""
         sql = (
             "SELECT r.id AS run_id, r.started_at, r.git_commit, c.median_ms, c.q1_ms, c.q3_ms "
-            "FROM cases c JOIN runs r ON r.id = c.run_id WHERE c.case_id = ?"
+            "FROM cases c JOIN runs r ON r.id = c.run_id WHERE c.case_id = :case_id"
         )
-        params: list[Any] = [case_id]
+        params: dict[str, Any] = {"case_id": case_id, "limit": limit}
         if device_name:
-            sql += " AND r.device_name = ?"
-            params.append(device_name)
+            sql += " AND r.device_name = :device"
+            params["device"] = device_name
         if up_to_run is not None:
-            sql += " AND r.id <= ?"
-            params.append(up_to_run)
-        sql += " ORDER BY r.id DESC LIMIT ?"
-        params.append(limit)
+            sql += " AND c.run_id <= :up_to"
+            params["up_to"] = up_to_run
+        sql += " ORDER BY c.run_id DESC LIMIT :limit"
         with self.errors(f"read the history of {case_id!r}"):
             found = [
                 HistoryPoint(
@@ -341,74 +361,41 @@ class Store:
             ]
         return list(reversed(found))
 
+    def size_bytes(self) -> int:
+        with self.errors("measure its size"):
+            return self.db.size_bytes()
 
-def open_store(path: Path, readonly: bool = False) -> Store:
-    """Open the history. Writable: created (with its directory) and migrated as needed. Read-only: must
-    exist; creates nothing; an older schema is migrated in a private in-memory copy."""
-    path = Path(path)
-    if readonly:
-        return _open_readonly(path)
+
+def open_store(target: HistoryTarget | str, readonly: bool = False) -> Store:
+    """Open the history: a SQLite path or a PostgreSQL URL. Writable: created and migrated as needed.
+    Read-only: must exist; writes nothing (a SQLite file of an older schema is migrated in a private
+    in-memory copy)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise StoreError(
-            f"perfgate: cannot create the history's directory {path.parent}: {err.strerror or err}"
-        ) from err
-    if path.exists():
-        check_regular_file(path, _store_error)
-    con = _connect(path, f"file:{quote(str(path))}?mode=rwc")
-    store = Store(con, path, readonly=False)
-    try:
-        with store.errors("open it"):
-            precheck(con, path)
-            # a new file gets large pages: a case row (~2 KB with 200 samples) then never wastes most of a
-            # 4 KB page when it grows past half of one (set before anything is written, or it is ignored)
-            con.execute(f"PRAGMA page_size = {PAGE_SIZE}")
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute("PRAGMA synchronous=NORMAL")
-            migrate(con, path)
-            verify_schema(con, path)
-    except BaseException:
-        con.close()
-        raise
-    return store
+        where = history_target(target)
+    except ValueError as err:
+        raise StoreError(f"perfgate: history: {err}") from None
+    if isinstance(where, ServerUrl):
+        from perfgate.store.server import open_server
+
+        return Store(open_server(where, readonly), where, readonly)
+    from perfgate.store.sqlite import open_sqlite
+
+    return Store(open_sqlite(Path(where), readonly), where, readonly)
 
 
-def _store_error(path: Path, problem: str) -> StoreError:
-    return StoreError(f"perfgate: history {path}: {problem}")
+def history_exists(target: HistoryTarget) -> bool:
+    """Whether there is a history to read: the file exists, or the server holds perfgate's tables (it is
+    asked: a server is always there to write to)."""
+    if isinstance(target, ServerUrl):
+        from perfgate.store.server import server_has_history
+
+        return server_has_history(target)
+    return Path(target).exists()
 
 
-def _connect(path: Path, uri: str) -> sqlite3.Connection:
-    try:
-        # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE), never opened behind our back
-        con = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        con.execute("PRAGMA foreign_keys=ON")
-        return con
-    except sqlite3.DatabaseError as err:
-        raise StoreError(f"perfgate: cannot open history {path}: {err}") from err
-
-
-def _open_readonly(path: Path) -> Store:
-    if not path.exists():
-        raise StoreError(f"perfgate: no history at {path}")
-    check_regular_file(path, _store_error)
-    con = _connect(path, f"file:{quote(str(path))}?mode=ro")
-    store = Store(con, path, readonly=True)
-    try:
-        with store.errors("open it"):
-            precheck(con, path)
-            version = schema_version(con, path)
-            if version < SCHEMA_VERSION:  # read an old history without touching the file
-                memory = sqlite3.connect(":memory:", isolation_level=None)
-                con.backup(memory)
-                con.close()
-                con = store.con = memory
-                migrate(con, path)
-            verify_schema(con, path)
-    except BaseException:
-        store.con.close()
-        raise
-    return store
+def _named(names: Sequence[str], values: Iterable[Sequence[Any]]) -> Iterator[dict[str, Any]]:
+    for row in values:
+        yield dict(zip(names, row))
 
 
 def _value(verdict: Verdict | None) -> str | None:

@@ -14,6 +14,7 @@ transaction, with their verdicts, kind and pins.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,6 +22,7 @@ from pathlib import Path
 from perfgate.errors import StoreError
 from perfgate.model import Run
 from perfgate.store import Store, open_store
+from perfgate.store.target import HistoryTarget, ServerUrl
 from perfgate.store.verdicts import RunVerdicts
 
 BATCH_RUNS = 200  # runs held in memory and written per transaction
@@ -31,7 +33,7 @@ UIDLESS = f"(run_uid IS NULL OR (run_uid >= '{DERIVED}' AND run_uid < 'derived.'
 
 @dataclass(frozen=True)
 class MergeCount:
-    source: Path
+    source: HistoryTarget
     added: int
     already_there: int
 
@@ -41,13 +43,16 @@ Transform = Callable[[Run, RunVerdicts | None], tuple[Run, RunVerdicts | None]]
 
 
 def merge_histories(
-    out: Path, inputs: Sequence[Path], run_uids: Sequence[str] | None = None, transform: Transform | None = None
+    out: HistoryTarget,
+    inputs: Sequence[HistoryTarget],
+    run_uids: Sequence[str] | None = None,
+    transform: Transform | None = None,
 ) -> list[MergeCount]:
     """Copy the runs of each input that OUT lacks (only those named in `run_uids` when given), each through
-    `transform` when given."""
+    `transform` when given. Any of them a SQLite file or a server (runners' files into the fleet's server)."""
     counts = []
     for source in inputs:
-        if Path(source).resolve() == Path(out).resolve():
+        if _same_history(source, out):
             raise StoreError(f"perfgate: cannot merge {source} into itself")
         open_store(source, readonly=True).close()  # every input verified before OUT is created or written
     with open_store(out) as dst:
@@ -55,6 +60,12 @@ def merge_histories(
             with open_store(source, readonly=True) as src:
                 counts.append(_merge_one(src, dst, run_uids, transform))
     return counts
+
+
+def _same_history(a: HistoryTarget, b: HistoryTarget) -> bool:
+    if isinstance(a, Path) and isinstance(b, Path):
+        return a.resolve() == b.resolve()
+    return isinstance(a, ServerUrl) and isinstance(b, ServerUrl) and a.url == b.url
 
 
 def _merge_one(src: Store, dst: Store, run_uids: Sequence[str] | None, transform: Transform | None) -> MergeCount:
@@ -92,16 +103,22 @@ def _same_content_in(dst: Store, src: Store, run_id: int, uid: str, uid_stored: 
     """Whether OUT holds a run with the content of IN's run `run_id` (whose identity, stored or derived, is
     `uid`): the candidates share its start, finish and commit (only those without a stored uid when IN's
     has one)."""
-    key = src.query("SELECT started_at, finished_at, git_commit FROM runs WHERE id = ?", (run_id,))[0]
+    key = src.query("SELECT started_at, finished_at, git_commit FROM runs WHERE id = :id", {"id": run_id})[0]
     candidates = dst.query(
-        "SELECT id FROM runs WHERE started_at IS ? AND finished_at IS ? AND git_commit IS ?"
+        "SELECT id FROM runs WHERE "
+        + " AND ".join(_same(c, key[c]) for c in ("started_at", "finished_at", "git_commit"))
         + ("" if not uid_stored else f" AND {UIDLESS}"),
-        (key["started_at"], key["finished_at"], key["git_commit"]),
+        {c: key[c] for c in ("started_at", "finished_at", "git_commit") if key[c] is not None},
     )
     if not candidates:
         return False
     mine = uid if not uid_stored else _derived_uid(src, run_id)
     return any(_derived_uid(dst, int(c["id"])) == mine for c in candidates)
+
+
+def _same(column: str, value: object) -> str:
+    """`column` equal to the parameter of its name, NULL to NULL (SQLite's `IS`, written for both backends)."""
+    return f"{column} IS NULL" if value is None else f"{column} = :{column}"
 
 
 def _source_runs(src: Store, run_uids: Sequence[str] | None) -> Iterator[tuple[int, str, bool]]:
@@ -114,8 +131,8 @@ def _source_runs(src: Store, run_uids: Sequence[str] | None) -> Iterator[tuple[i
             {
                 r["run_uid"]: r
                 for r in src.query(
-                    f"SELECT id, run_uid FROM runs WHERE run_uid IN ({', '.join('?' * len(run_uids))}) ORDER BY id",
-                    list(run_uids),
+                    f"SELECT id, run_uid FROM runs WHERE run_uid IN ({src.dialect.json_values('uids')}) ORDER BY id",
+                    {"uids": json.dumps(list(run_uids))},
                 )
             }
             if run_uids

@@ -1,5 +1,5 @@
-"""`perfgate db prune`: a bounded history. Old runs go, the runs anything still refers to stay, and the
-file is compacted (VACUUM) so the space comes back.
+"""`perfgate db prune`: a bounded history. Old runs go, the runs anything still refers to stay, and a SQLite
+file is compacted (VACUUM) so the space comes back (a server reuses it by itself).
 
 A run is removed only when it is outside the newest `keep_runs` runs and (when given) started more
 than `older_than_days` before `now`; never when it is pinned (pinned_runs: a change point, an incident)
@@ -11,13 +11,16 @@ cannot be read is never old enough to remove.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.baseline import Baseline
 from perfgate.errors import StoreError
-from perfgate.store import PAGE_SIZE, Store
+from perfgate.store import Store, open_store
+from perfgate.store.sqlite import PAGE_SIZE
+from perfgate.store.target import HistoryTarget
 
 # child tables first: each references runs(id)
 RUN_TABLES = ("verdicts", "cases", "metrics", "gpu_state", "autotune", "speedups", "unmeasured_tests", "runs")
@@ -82,47 +85,55 @@ def _started_before(started_at: object, cutoff: dt.datetime) -> bool:
     return when < cutoff
 
 
+PRUNE_BATCH = 500  # run ids per DELETE statement (a JSON list: one parameter whatever its length)
+
+
 def remove_runs(store: Store, run_ids: Sequence[int]) -> None:
     """Delete the runs and every row of theirs, in one transaction (all or nothing)."""
     if store.readonly:
         raise StoreError(f"perfgate: history {store.path} is open read-only")
-    with store.errors("prune it"):
-        store.con.execute("BEGIN IMMEDIATE")
-        try:
-            store.con.execute("CREATE TEMP TABLE IF NOT EXISTS prune_ids (id INTEGER PRIMARY KEY)")
-            store.con.execute("DELETE FROM temp.prune_ids")
-            store.con.executemany("INSERT INTO temp.prune_ids (id) VALUES (?)", ((i,) for i in run_ids))
-            pinned = store.con.execute(
-                "SELECT run_id FROM pinned_runs WHERE run_id IN (SELECT id FROM temp.prune_ids) LIMIT 1"
-            ).fetchone()
+    ids = sorted(set(run_ids))
+    with store.errors("prune it"), store.db.transaction():
+        for start in range(0, len(ids), PRUNE_BATCH):
+            batch = {"ids": json.dumps(ids[start : start + PRUNE_BATCH])}
+            listed = store.dialect.json_values("ids")
+            pinned = store.db.rows(
+                f"SELECT run_id FROM pinned_runs WHERE run_id IN (SELECT CAST(value AS BIGINT) FROM ({listed}) AS v) "
+                "LIMIT 1",
+                batch,
+            )
             if pinned:
-                raise StoreError(f"perfgate: history {store.path}: run {pinned[0]} is pinned; not removed")
+                raise StoreError(f"perfgate: history {store.path}: run {pinned[0]['run_id']} is pinned; not removed")
             for table in RUN_TABLES:
                 key = "id" if table == "runs" else "run_id"
-                store.con.execute(f"DELETE FROM {table} WHERE {key} IN (SELECT id FROM temp.prune_ids)")
-            store.con.execute("COMMIT")
-        except BaseException:
-            store.con.execute("ROLLBACK")
-            raise
+                store.db.execute(
+                    f"DELETE FROM {table} WHERE {key} IN (SELECT CAST(value AS BIGINT) FROM ({listed}) AS v)", batch
+                )
 
 
 def compact(store: Store) -> None:
-    """Give the space of removed rows back to the file system (VACUUM rewrites the file), moving a history
-    made with small pages to PAGE_SIZE on the way (SQLite changes the page size only outside WAL mode, so
-    this needs the file to itself for that moment)."""
+    """Give the space of removed rows back. A SQLite file is rewritten (VACUUM), a history made with small
+    pages moved to PAGE_SIZE on the way (SQLite changes the page size only outside WAL mode, so this needs
+    the file to itself for that moment). A server reuses the space itself (autovacuum): nothing to do."""
+    if store.on_server:
+        return
+    con = store.db.con  # type: ignore[attr-defined]
     with store.errors("compact it (it needs the history to itself: is a gate writing to it?)"):
-        if store.con.execute("PRAGMA page_size").fetchone()[0] != PAGE_SIZE:
-            store.con.execute("PRAGMA journal_mode=DELETE")
-            store.con.execute(f"PRAGMA page_size = {PAGE_SIZE}")
-            store.con.execute("VACUUM")
-            store.con.execute("PRAGMA journal_mode=WAL")
+        if con.execute("PRAGMA page_size").fetchone()[0] != PAGE_SIZE:
+            con.execute("PRAGMA journal_mode=DELETE")
+            con.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+            con.execute("VACUUM")
+            con.execute("PRAGMA journal_mode=WAL")
         else:
-            store.con.execute("VACUUM")
-        # main only: an unqualified checkpoint also visits the connection's temp database (remove_runs made
-        # one), and after the journal-mode switch above SQLite answers that with "database table is locked"
-        store.con.execute("PRAGMA main.wal_checkpoint(TRUNCATE)")
+            con.execute("VACUUM")
+        # main only: an unqualified checkpoint also visits the connection's temp database, and after the
+        # journal-mode switch above SQLite answers that with "database table is locked"
+        con.execute("PRAGMA main.wal_checkpoint(TRUNCATE)")
 
 
-def file_bytes(path: Path) -> int:
-    """The history's size on disk, write-ahead log included."""
-    return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+def file_bytes(target: HistoryTarget) -> int:
+    """The history's size: a file with its write-ahead log, or a server's tables and indexes."""
+    if isinstance(target, Path):
+        return sum(p.stat().st_size for p in (target, Path(f"{target}-wal")) if p.exists())
+    with open_store(target, readonly=True) as store:
+        return store.size_bytes()

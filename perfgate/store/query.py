@@ -1,8 +1,8 @@
 """The history as data: runs, per-case trends, and a pandas DataFrame for notebooks (`perfgate.history`).
 
-The database itself is plain SQLite, browsable with Datasette or sqlite-utils; the views `case_history`
-(one row per run and case) and `latest_case_results` (each case's most recent result per device) are the
-tables to start from (docs/history.md).
+The database itself is plain SQL (a SQLite file browsable with Datasette or sqlite-utils, or a PostgreSQL
+server); the views `case_history` (one row per run and case) and `latest_case_results` (each case's most
+recent result per device) are the tables to start from (docs/history.md).
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from perfgate.errors import PerfgateError
 from perfgate.store import Store, open_store
 from perfgate.store import rows as stored_rows
+from perfgate.store.target import HistoryTarget
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,8 @@ def list_runs(store: Store, last: int) -> list[RunRow]:
     rows = store.query(
         "SELECT r.id, r.kind, r.started_at, r.git_commit, r.git_branch, r.git_dirty, r.device_name, r.hostname, "
         "r.gate_failed, r.argv, (SELECT count(*) FROM cases c WHERE c.run_id = r.id) AS cases "
-        "FROM runs r ORDER BY r.id DESC LIMIT ?",
-        (max(last, 0),),
+        "FROM runs r ORDER BY r.id DESC LIMIT :last",
+        {"last": max(last, 0)},
     )
     return [
         RunRow(
@@ -103,20 +103,30 @@ def case_matcher(pattern: str | None = None, regex: str | None = None) -> Callab
 def case_trend(store: Store, pattern: str | None, last: int, regex: str | None = None) -> list[TrendRow]:
     """Cases whose id matches the pattern (and/or the regex), over the last `last` runs, oldest first."""
     matches = case_matcher(pattern, regex)
-    # the ids first (one pass over the (case_id, run_id) index, no row read), then only their rows
-    ids = [
-        cid
-        for (cid,) in store.con.execute("SELECT DISTINCT case_id FROM cases")
-        if isinstance(cid, str) and matches(cid)
-    ]
-    first = store.query("SELECT min(id) AS id FROM (SELECT id FROM runs ORDER BY id DESC LIMIT ?)", (max(last, 0),))
-    if not ids or first[0]["id"] is None:
+    first = store.query(
+        "SELECT min(id) AS id FROM (SELECT id FROM runs ORDER BY id DESC LIMIT :last) AS newest",
+        {"last": max(last, 0)},
+    )
+    if first[0]["id"] is None:
+        return []
+    # the ids first (the cases of the last `last` runs, through the (run_id, case_id) key: what is shown,
+    # not the whole history), then only their rows
+    # (DISTINCT would let SQLite walk the whole case_id index instead of the key's range of these runs)
+    ids = sorted(
+        {
+            cid
+            for (cid,) in store.db.tuples("SELECT case_id FROM cases WHERE run_id >= :first", {"first": first[0]["id"]})
+            if isinstance(cid, str) and matches(cid)
+        }
+    )
+    if not ids:
         return []
     rows = store.query(
         "SELECT r.kind, r.started_at, r.git_commit, r.git_dirty, r.device_name, c.* "
         "FROM cases c JOIN runs r ON r.id = c.run_id "
-        "WHERE c.case_id IN (SELECT value FROM json_each(?)) AND c.run_id >= ? ORDER BY c.case_id, c.run_id",
-        (json.dumps(ids), first[0]["id"]),
+        f"WHERE c.case_id IN ({store.dialect.json_values('ids')}) AND c.run_id >= :first "
+        "ORDER BY c.case_id, c.run_id",
+        {"ids": json.dumps(ids), "first": first[0]["id"]},
     )
     return [_trend_row(store, r) for r in rows]
 
@@ -148,7 +158,9 @@ def as_dicts(rows: list[Any]) -> list[dict[str, Any]]:
     return [asdict(r) for r in rows]
 
 
-def history_frame(db: Path, case: str | None = None, last: int | None = None, case_regex: str | None = None) -> Any:
+def history_frame(
+    db: HistoryTarget, case: str | None = None, last: int | None = None, case_regex: str | None = None
+) -> Any:
     """A DataFrame: one row per run (no `case`) or per run and matching case, oldest first."""
     from perfgate.errors import require
 

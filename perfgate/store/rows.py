@@ -89,6 +89,9 @@ CASE_COLUMNS = (
 )
 SPEEDUP_COLUMNS = ("run_id", "case_id", "reference", "median", "ci_low", "ci_high", "reference_samples_f64")
 VERDICT_COLUMNS = ("run_id", "case_id", "metric", "kernel", "verdict", "change_pct", "threshold_pct")
+METRIC_COLUMNS = ("run_id", "case_id", "source", "kernel", "name", "value", "unit")
+AUTOTUNE_COLUMNS = ("run_id", "case_id", "kernel", "config")
+UNMEASURED_COLUMNS = ("run_id", "nodeid", "outcome", "reason")
 IMPORTED_UID_PREFIX = "pytest-benchmark-"  # parse/pytest_benchmark.py: runs imported from pytest-benchmark JSON
 GPU_COLUMNS = (
     "polls",
@@ -107,7 +110,8 @@ GPU_COLUMNS = (
 
 
 def insert_sql(table: str, columns: Sequence[str]) -> str:
-    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+    """An INSERT with a named parameter per column (the names are the columns')."""
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})"
 
 
 def run_row(run: Run) -> tuple[Any, ...]:

@@ -13,7 +13,7 @@ refused before anything is read.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # Version 1, as written by perfgate 0.1.0 through sqlite-utils (read back from a database it created).
 MIGRATION_1 = """
@@ -244,4 +244,22 @@ CREATE TABLE change_points (
 ) WITHOUT ROWID;
 """
 
-MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4, MIGRATION_5, MIGRATION_6)
+# Version 7: reads bounded whatever the history holds (a fleet's year). The gate reads each case's newest runs
+# of its device model, run kind and branch: those runs are found through idx_runs_gate, newest first, without
+# visiting another model's, kind's or branch's; the first run after a baseline update through
+# idx_runs_started_at. From this version on a migration is one text for SQLite and PostgreSQL (standard
+# types and statements; store/server_schema.py translates the type words).
+MIGRATION_7 = """
+CREATE INDEX idx_runs_gate ON runs (device_name, kind, git_branch, id);
+CREATE INDEX idx_runs_started_at ON runs (started_at, id);
+"""
+
+MIGRATIONS: tuple[str, ...] = (
+    MIGRATION_1,
+    MIGRATION_2,
+    MIGRATION_3,
+    MIGRATION_4,
+    MIGRATION_5,
+    MIGRATION_6,
+    MIGRATION_7,
+)

@@ -7,9 +7,12 @@ median (not its confirmation processes': those were measured because the run loo
 speedup when the case has a reference. `from_run_id` (one for all cases, or per case) starts the window at
 a change point or a baseline update: runs stored before it are not read.
 
-One query: per case, an index walk over cases(case_id, run_id) from the newest run down, each step a
-primary-key lookup of its run, stopping after W hits (bench_scale.py measures it at 1,000 cases x 1,000
-runs). "Newest" is the order runs were stored in (run id), which a merged history keeps per input.
+Bounded whatever the history holds: the window is looked for among the newest `look_back` gate runs of the
+device model on the branch (found newest first through idx_runs_gate, migration 7), so a case reads at most
+the runs stored since the oldest of those, at 10 or 100,000 stored runs per case alike (tests/test_bounded_reads.py
+counts the rows SQLite visits). One query: per case an index range over cases(case_id, run_id) from there,
+ranked newest first, W kept. "Newest" is the order runs were stored in (run id), which a merged history
+keeps per input.
 """
 
 from __future__ import annotations
@@ -34,20 +37,38 @@ class PassingGateMedian:
     speedup: float | None
 
 
+LOOK_BACK_FACTOR = 10  # the window looks at most this many times its size of gate runs back
+
+
 _SQL = """
-WITH wanted(case_id, from_id) AS (SELECT key, value FROM json_each(?))
-SELECT w.case_id, r.id, r.git_commit, r.started_at, c.median_ms, s.median AS speedup
-FROM wanted w
-JOIN cases c ON c.case_id = w.case_id AND c.run_id IN (
-    SELECT c2.run_id FROM cases c2 JOIN runs r2 ON r2.id = c2.run_id
-    WHERE c2.case_id = w.case_id AND c2.run_id >= w.from_id AND r2.kind = ? AND r2.gate_failed = 0
-      AND (? IS NULL OR r2.git_branch = ?) AND r2.device_kind = ? AND r2.device_name = ? AND r2.compute_capability = ?
-      AND (c2.verdict IS NULL OR c2.verdict NOT IN ({failing}))
-    ORDER BY c2.run_id DESC LIMIT ?)
-JOIN runs r ON r.id = c.run_id
-LEFT JOIN speedups s ON s.run_id = c.run_id AND s.case_id = c.case_id
-ORDER BY w.case_id, r.id DESC
+WITH wanted(case_id, from_id) AS ({wanted})
+SELECT case_id, run_id, git_commit, started_at, median_ms, speedup FROM (
+    SELECT c.case_id, r.id AS run_id, r.git_commit, r.started_at, c.median_ms, s.median AS speedup,
+           ROW_NUMBER() OVER (PARTITION BY c.case_id ORDER BY c.run_id DESC) AS newest
+    FROM wanted w
+    JOIN cases c ON c.case_id = w.case_id AND c.run_id >= w.from_id AND c.run_id >= :floor
+    JOIN runs r ON r.id = c.run_id AND r.id >= :floor
+    LEFT JOIN speedups s ON s.run_id = c.run_id AND s.case_id = c.case_id
+    WHERE r.kind = :kind AND r.gate_failed = 0 {branch} AND r.device_kind = :device_kind
+      AND r.device_name = :device_name AND r.compute_capability = :capability
+      AND (c.verdict IS NULL OR c.verdict NOT IN ({failing}))
+) AS ranked
+WHERE newest <= :window
+ORDER BY case_id, run_id DESC
 """
+
+
+def newest_runs_floor(store: Store, device_name: str, kind: RunKind, branch: str | None, runs: int) -> int | None:
+    """The id of the oldest of the newest `runs` runs of this kind on this device model (and branch, when
+    given); None when there are none. Read through idx_runs_gate: `runs` index entries, whatever the history
+    holds."""
+    sql = "SELECT min(id) AS floor FROM (SELECT id FROM runs WHERE device_name = :device AND kind = :kind"
+    params: dict[str, object] = {"device": device_name, "kind": kind.value, "runs": max(runs, 1)}
+    if branch is not None:
+        sql += " AND git_branch = :branch"
+        params["branch"] = branch
+    found = store.query(sql + " ORDER BY id DESC LIMIT :runs) AS newest", params)
+    return None if not found or found[0]["floor"] is None else int(found[0]["floor"])
 
 
 def recent_passing_gate_medians(
@@ -57,24 +78,42 @@ def recent_passing_gate_medians(
     window: int,
     case_ids: Iterable[str],
     from_run_id: int | Mapping[str, int] | None = None,
+    look_back: int | None = None,
 ) -> dict[str, tuple[PassingGateMedian, ...]]:
     """Per case id asked for, up to `window` passing gate runs on `branch` (None: any branch) and this device
-    model, newest first (a case with none maps to ()). Every value re-validated as it is read."""
+    model, newest first, among the device model's newest `look_back` gate runs (default LOOK_BACK_FACTOR x
+    window); a case with none maps to (). Every value re-validated as it is read."""
     wanted = sorted(set(case_ids))
     out: dict[str, list[PassingGateMedian]] = {cid: [] for cid in wanted}
     if window <= 0 or not wanted:
         return {cid: () for cid in wanted}
-    failing = ", ".join(f"'{v.value}'" for v in sorted(FAILING, key=lambda v: v.value))
     kind, name, capability = device_key
+    floor = newest_runs_floor(store, name, RunKind.GATE, branch, look_back or LOOK_BACK_FACTOR * window)
+    if floor is None:
+        return {cid: () for cid in wanted}
+    # one lower bound per case (the index range starts there): its window start, or the floor if later
     if isinstance(from_run_id, Mapping):
-        first = {cid: int(from_run_id.get(cid, 0)) for cid in wanted}
+        first = {cid: max(int(from_run_id.get(cid, 0)), floor) for cid in wanted}
     else:
-        first = dict.fromkeys(wanted, int(from_run_id or 0))
-    params = (json.dumps(first), RunKind.GATE.value, branch, branch, kind, name, capability, window)
+        first = dict.fromkeys(wanted, max(int(from_run_id or 0), floor))
+    failing = ", ".join(f"'{v.value}'" for v in sorted(FAILING, key=lambda v: v.value))
+    sql = _SQL.format(
+        wanted=store.dialect.json_pairs("starts"),
+        branch="AND r.git_branch = :branch" if branch is not None else "",
+        failing=failing,
+    )
+    params = {
+        "starts": json.dumps(first),
+        "floor": floor,  # also as a plain bound: a server's planner cannot see into the JSON
+        "kind": RunKind.GATE.value,
+        "branch": branch,
+        "device_kind": kind,
+        "device_name": name,
+        "capability": capability,
+        "window": window,
+    }
     with store.errors("read the noise window"):
-        for case_id, run_id, commit, started_at, median_ms, speedup in store.con.execute(
-            _SQL.format(failing=failing), params
-        ):
+        for case_id, run_id, commit, started_at, median_ms, speedup in store.db.tuples(sql, params):
             where = f"run {run_id} case {case_id!r}"
             out[case_id].append(
                 PassingGateMedian(

@@ -14,10 +14,12 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from perfgate.model import RunKind
 from perfgate.store import Store
 from perfgate.store.checks import StoredValueError
 from perfgate.store.query import case_matcher
 from perfgate.store.rows import STAT_COLUMNS, timing_from_row
+from perfgate.store.window import newest_runs_floor
 from perfgate.trends.changepoints import ChangePointSettings, Step, find_steps
 
 
@@ -57,21 +59,29 @@ class CaseChanges:
     changes: tuple[HistoryChange, ...]
 
 
-def case_series(store: Store, case_id: str, device_name: str, branch: str | None = None) -> tuple[RunPoint, ...]:
-    """One case's run medians on one device model, oldest first. Every row is verified as `perfgate history
-    --case` verifies it (store/rows.py: finite statistics >= 0, min <= q1 <= median <= q3 <= max); a
+def case_series(
+    store: Store, case_id: str, device_name: str, branch: str | None = None, last_runs: int | None = None
+) -> tuple[RunPoint, ...]:
+    """One case's run medians on one device model, oldest first (its newest `last_runs` when given: read
+    newest first through the (case_id, run_id) index and stopped there). Every row is verified as `perfgate
+    history --case` verifies it (store/rows.py: finite statistics >= 0, min <= q1 <= median <= q3 <= max); a
     damaged row is one StoreError line, never skipped. A median of 0 is refused too: a step is a ratio."""
     sql = (
         f"SELECT r.id, r.git_commit, r.git_branch, r.started_at, c.run_id, c.case_id, "
         f"{', '.join('c.' + col for col in STAT_COLUMNS)} FROM cases c "
-        "JOIN runs r ON r.id = c.run_id WHERE c.case_id = ? AND coalesce(r.device_name, '') = ?"
+        "JOIN runs r ON r.id = c.run_id WHERE c.case_id = :case_id AND coalesce(r.device_name, '') = :device"
     )
-    params: list[object] = [case_id, device_name]
+    params: dict[str, object] = {"case_id": case_id, "device": device_name}
     if branch is not None:
-        sql += " AND r.git_branch = ?"
-        params.append(branch)
+        sql += " AND r.git_branch = :branch"
+        params["branch"] = branch
+    if last_runs is not None:
+        sql += " ORDER BY c.run_id DESC LIMIT :last_runs"
+        params["last_runs"] = max(last_runs, 0)
+    else:
+        sql += " ORDER BY c.run_id"
     points = []
-    for r in store.query(sql + " ORDER BY r.id", params):
+    for r in store.query(sql, params):
         where = f"run {r['run_id']} case {r['case_id']!r}"
         with store.errors("read a case series"):
             median = timing_from_row(r, where).median_ms
@@ -80,7 +90,7 @@ def case_series(store: Store, case_id: str, device_name: str, branch: str | None
         points.append(
             RunPoint(int(r["id"]), r["git_commit"] or "", r["git_branch"] or "", r["started_at"] or "", median)
         )
-    return tuple(points)
+    return tuple(reversed(points)) if last_runs is not None else tuple(points)
 
 
 def _usable(value: object) -> bool:
@@ -114,13 +124,26 @@ def history_change_points(
     branch: str | None = None,
     settings: ChangePointSettings | None = None,
     regex: str | None = None,
+    last_runs: int | None = None,
 ) -> Iterator[CaseChanges]:
-    """Per (case, device model), in order: the change points of its history (empty `changes` when none)."""
+    """Per (case, device model), in order: the change points of its history (of its newest `last_runs` runs
+    when given; empty `changes` when none)."""
     for case_id, device in series_keys(store, pattern, regex):
-        yield changes_in(case_series(store, case_id, device, branch), case_id, device, settings)
+        yield changes_in(case_series(store, case_id, device, branch, last_runs), case_id, device, settings)
 
 
 RECENT_RUNS = 100  # the gate looks for steps in this many of a case's latest runs
+
+_RECENT_SQL = """
+SELECT case_id, run_id, git_commit, git_branch, started_at, median_ms FROM (
+    SELECT c.case_id, r.id AS run_id, r.git_commit, r.git_branch, r.started_at, c.median_ms,
+           ROW_NUMBER() OVER (PARTITION BY c.case_id ORDER BY c.run_id DESC) AS newest
+    FROM cases c JOIN runs r ON r.id = c.run_id
+    WHERE c.case_id IN ({wanted}) AND c.run_id >= :floor AND r.id >= :floor AND r.device_name = :device AND r.kind = :kind {branch}
+) AS ranked
+WHERE newest <= :last_runs
+ORDER BY case_id, run_id
+"""
 
 
 def recent_changes(
@@ -132,21 +155,30 @@ def recent_changes(
     last_runs: int = RECENT_RUNS,
 ) -> list[HistoryChange]:
     """The steps in the latest `last_runs` gate runs of each case (on `branch`; None: any) that nobody has
-    accepted yet (store.accept_change), read in one query."""
+    accepted yet (store.accept_change), read in one query. Bounded: only the device model's newest
+    `last_runs` gate runs on the branch are looked at (store/window.py's floor), whatever the history holds."""
     if not case_ids:
         return []
-    sql = (
-        "SELECT c.case_id, r.id, r.git_commit, r.git_branch, r.started_at, c.median_ms FROM cases c "
-        "JOIN runs r ON r.id = c.run_id WHERE c.case_id IN (SELECT value FROM json_each(?)) "
-        "AND coalesce(r.device_name, '') = ? AND r.kind = 'gate' AND (? IS NULL OR r.git_branch = ?) "
-        "ORDER BY c.case_id, r.id"
+    floor = newest_runs_floor(store, device_name, RunKind.GATE, branch, last_runs)
+    if floor is None:
+        return []
+    sql = _RECENT_SQL.format(
+        wanted=store.dialect.json_values("ids"), branch="AND r.git_branch = :branch" if branch is not None else ""
     )
+    params = {
+        "ids": json.dumps(sorted(set(case_ids))),
+        "floor": floor,
+        "device": device_name,
+        "kind": RunKind.GATE.value,
+        "branch": branch,
+        "last_runs": last_runs,
+    }
     series: dict[str, list[RunPoint]] = {}
-    for r in store.query(sql, (json.dumps(sorted(set(case_ids))), device_name, branch, branch)):
+    for r in store.query(sql, params):
         if _usable(r["median_ms"]):
             series.setdefault(r["case_id"], []).append(
                 RunPoint(
-                    int(r["id"]),
+                    int(r["run_id"]),
                     r["git_commit"] or "",
                     r["git_branch"] or "",
                     r["started_at"] or "",
@@ -154,11 +186,10 @@ def recent_changes(
                 )
             )
     accepted: dict[str, int] = {}
-    for a in store.accepted_changes():
-        if a.device_name == device_name:
-            accepted[a.case_id] = max(accepted.get(a.case_id, 0), a.run_id)
+    for a in store.accepted_changes(device_name, series):
+        accepted[a.case_id] = max(accepted.get(a.case_id, 0), a.run_id)
     out: list[HistoryChange] = []
     for case_id, points in sorted(series.items()):
-        recent = tuple(p for p in points[-last_runs:] if p.run_id > accepted.get(case_id, 0))
+        recent = tuple(p for p in points if p.run_id > accepted.get(case_id, 0))
         out += changes_in(recent, case_id, device_name, settings).changes
     return out

@@ -117,23 +117,23 @@ _POINTS_SQL = (
     "SELECT c.run_id, coalesce(r.device_name, '') AS device_name, c.median_ms, c.q1_ms, c.q3_ms, "
     "c.confirmation_medians, c.confirmation_speedups, s.median AS speedup, s.reference, g.throttled_fraction, "
     "g.sm_clock_mhz, g.power_median_w, g.temperature_max_c, "
-    "(SELECT group_concat(a.kernel || ': ' || a.config, '; ') FROM autotune a WHERE a.run_id = c.run_id "
-    " AND a.case_id = c.case_id) AS autotune "
+    "(SELECT {autotune} FROM autotune a WHERE a.run_id = c.run_id AND a.case_id = c.case_id) AS autotune "
     "FROM cases c JOIN runs r ON r.id = c.run_id "
     "LEFT JOIN speedups s ON s.run_id = c.run_id AND s.case_id = c.case_id "
     "LEFT JOIN gpu_state g ON g.run_id = c.run_id AND g.case_id = c.case_id "
-    "WHERE c.case_id = ? ORDER BY 2, c.run_id"
+    "WHERE c.case_id = :case_id ORDER BY 2, c.run_id"
 )
 # on its own: as a subquery above, SQLite picks the (case_id, name) index and reads every run's row per run
-_PEAK_SQL = "SELECT run_id, value FROM metrics WHERE case_id = ? AND name = ? AND kernel = ''"
+_PEAK_SQL = "SELECT run_id, value FROM metrics WHERE case_id = :case_id AND name = :name AND kernel = ''"
 
 
 def case_series(store: Store, case_id: str, runs: dict[int, RunMeta]) -> list[CaseSeries]:
     """The case's points and gated counters, one series per device model; unusable medians are skipped."""
     by_device: dict[str, list[CasePoint]] = {}
     references: dict[str, str] = {}
-    peaks = {int(r["run_id"]): r["value"] for r in store.query(_PEAK_SQL, (case_id, PEAK_ALLOCATED))}
-    for r in store.query(_POINTS_SQL, (case_id,)):
+    peaks = {int(r["run_id"]): r["value"] for r in store.query(_PEAK_SQL, {"case_id": case_id, "name": PEAK_ALLOCATED})}
+    points_sql = _POINTS_SQL.format(autotune=store.dialect.string_agg("a.kernel || ': ' || a.config", "'; '"))
+    for r in store.query(points_sql, {"case_id": case_id}):
         if not _positive(r["median_ms"]):
             continue
         by_device.setdefault(r["device_name"], []).append(_point(r, peaks.get(int(r["run_id"]))))
@@ -171,11 +171,10 @@ def _point(r: dict[str, Any], peak_bytes: Any) -> CasePoint:
 
 
 def _counters(store: Store, case_id: str, runs: dict[int, RunMeta]) -> list[CounterPoint]:
-    marks = ", ".join("?" * len(GATED_COUNTERS))
     rows = store.query(
-        f"SELECT run_id, name, kernel, unit, value FROM metrics WHERE case_id = ? AND name IN ({marks}) "
-        f"ORDER BY name, kernel, run_id",
-        (case_id, *GATED_COUNTERS),
+        f"SELECT run_id, name, kernel, unit, value FROM metrics WHERE case_id = :case_id "
+        f"AND name IN ({store.dialect.json_values('names')}) ORDER BY name, kernel, run_id",
+        {"case_id": case_id, "names": json.dumps(GATED_COUNTERS)},
     )
     return [
         CounterPoint(int(r["run_id"]), r["name"], r["kernel"] or "", r["unit"] or "", float(r["value"]))

@@ -1,0 +1,172 @@
+"""The embedded history: one SQLite file, through the standard library's sqlite3 (nothing to install).
+
+Several CI jobs may store to one file at once, so the database runs in WAL mode, every write is one
+`BEGIN IMMEDIATE` transaction (the write lock is taken before anything is read, so two writers queue
+instead of failing half-way) and waits on a busy timeout. One run is one transaction: a crash, Ctrl-C,
+`kill -9` or a full disk mid-write leaves the history as it was before the run. A read-only history is
+opened without writing anything (an older schema is migrated in a private in-memory copy).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from perfgate.errors import StoreError
+from perfgate.inputs import check_regular_file
+from perfgate.store.database import Backend, Dialect, Params
+from perfgate.store.migrate import migrate, schema_version
+from perfgate.store.schema import SCHEMA_VERSION
+from perfgate.store.verify import precheck, verify_schema
+
+BUSY_TIMEOUT_S = 120.0
+PAGE_SIZE = 16384  # new histories; `db prune` moves older ones to it as it compacts them
+
+
+class SqliteDatabase:
+    backend = Backend.SQLITE
+    dialect = Dialect(Backend.SQLITE)
+
+    def __init__(self, con: sqlite3.Connection, path: Path, readonly: bool) -> None:
+        self.con = con
+        self.path = path
+        self.readonly = readonly
+        self.queries = 0
+        self.rows_read = 0
+
+    def rows(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
+        cur = self.con.execute(sql, params or {})
+        self.queries += 1
+        names = [d[0] for d in cur.description]
+        found = [dict(zip(names, r)) for r in cur.fetchall()]
+        self.rows_read += len(found)
+        return found
+
+    def tuples(self, sql: str, params: Params | None = None) -> Iterator[tuple[Any, ...]]:
+        self.queries += 1
+        for row in self.con.execute(sql, params or {}):
+            self.rows_read += 1
+            yield row
+
+    def execute(self, sql: str, params: Params | None = None) -> int:
+        self.queries += 1
+        return self.con.execute(sql, params or {}).rowcount
+
+    def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        self.queries += 1
+        self.con.executemany(sql, rows)
+
+    def insert_id(self, sql: str, params: Params) -> int | None:
+        self.queries += 1
+        cur = self.con.execute(sql, params)
+        return int(cur.lastrowid) if cur.rowcount == 1 and cur.lastrowid else None
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        self.con.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+
+    def size_bytes(self) -> int:
+        return sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
+
+    def describe_error(self, err: BaseException) -> str | None:
+        return describe_sqlite_error(err)
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def open_sqlite(path: Path, readonly: bool) -> SqliteDatabase:
+    """Writable: created (with its directory) and migrated as needed. Read-only: must exist; creates
+    nothing."""
+    if readonly:
+        return _open_readonly(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise StoreError(
+            f"perfgate: cannot create the history's directory {path.parent}: {err.strerror or err}"
+        ) from err
+    if path.exists():
+        check_regular_file(path, _store_error)
+    con = _connect(path, f"file:{quote(str(path))}?mode=rwc")
+    try:
+        with _errors(path, "open it"):
+            precheck(con, path)
+            # a new file gets large pages: a case row (~2 KB with 200 samples) then never wastes most of a
+            # 4 KB page when it grows past half of one (set before anything is written, or it is ignored)
+            con.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=NORMAL")
+            migrate(con, path)
+            verify_schema(con, path)
+    except BaseException:
+        con.close()
+        raise
+    return SqliteDatabase(con, path, readonly=False)
+
+
+def describe_sqlite_error(err: BaseException) -> str | None:
+    if isinstance(err, sqlite3.OperationalError):
+        # only SQLITE_BUSY is another process; SQLITE_LOCKED ("database table is locked") is this
+        # connection getting in its own way, and says so in its own words
+        if str(getattr(err, "sqlite_errorname", "")).startswith("SQLITE_BUSY"):
+            return f"locked by another process for more than {BUSY_TIMEOUT_S:.0f} s"
+        return str(err)
+    if isinstance(err, sqlite3.DatabaseError):
+        return str(err)
+    return None
+
+
+def _store_error(path: Path, problem: str) -> StoreError:
+    return StoreError(f"perfgate: history {path}: {problem}")
+
+
+@contextlib.contextmanager
+def _errors(path: Path, doing: str) -> Iterator[None]:
+    try:
+        yield
+    except (sqlite3.DatabaseError, ValueError, KeyError, TypeError) as err:
+        why = describe_sqlite_error(err) or str(err)
+        raise StoreError(f"perfgate: history {path}: cannot {doing}: {why}") from err
+
+
+def _connect(path: Path, uri: str) -> sqlite3.Connection:
+    try:
+        # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE), never opened behind our back
+        con = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        con.execute("PRAGMA foreign_keys=ON")
+        return con
+    except sqlite3.DatabaseError as err:
+        raise StoreError(f"perfgate: cannot open history {path}: {err}") from err
+
+
+def _open_readonly(path: Path) -> SqliteDatabase:
+    if not path.exists():
+        raise StoreError(f"perfgate: no history at {path}")
+    check_regular_file(path, _store_error)
+    con = _connect(path, f"file:{quote(str(path))}?mode=ro")
+    try:
+        with _errors(path, "open it"):
+            precheck(con, path)
+            version = schema_version(con, path)
+            if version < SCHEMA_VERSION:  # read an old history without touching the file
+                memory = sqlite3.connect(":memory:", isolation_level=None)
+                con.backup(memory)
+                con.close()
+                con = memory
+                migrate(con, path)
+            verify_schema(con, path)
+    except BaseException:
+        con.close()
+        raise
+    return SqliteDatabase(con, path, readonly=True)
