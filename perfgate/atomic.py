@@ -121,22 +121,48 @@ class LockTimeout(Exception):
 
 @contextlib.contextmanager
 def exclusive_lock(target: Path, timeout_s: float = 300.0, poll_s: float = 0.05) -> Iterator[None]:
-    """Hold an exclusive advisory lock for `target` (same machine); LockTimeout after `timeout_s`."""
+    """Hold an exclusive advisory lock for `target` (same machine); LockTimeout after `timeout_s`.
+
+    The lock file lives only while someone holds or waits for it: the holder removes it before letting go,
+    so the lock directory holds one file per lock in use, not one per target ever locked (a base commit per
+    A/B run, for ever). A waiter that got the lock of a file removed meanwhile sees that it no longer is the
+    file at the lock's path and tries again on the new one (the usual unlink-on-release protocol)."""
     lock = lock_path_for(target)
     lock.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        deadline = time.monotonic() + timeout_s
-        while not _try_lock(fd):
-            if time.monotonic() > deadline:
-                raise LockTimeout(f"{target} is locked by another process (lock file {lock})")
-            time.sleep(poll_s)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
         try:
-            yield
-        finally:
-            _unlock(fd)
-    finally:
+            while not _try_lock(fd):
+                if time.monotonic() > deadline:
+                    raise LockTimeout(f"{target} is locked by another process (lock file {lock})")
+                time.sleep(poll_s)
+        except BaseException:
+            os.close(fd)
+            raise
+        if _still_at(fd, lock):
+            break
+        _unlock(fd)  # the previous holder removed this file after we opened it: it guards nothing now
         os.close(fd)
+    try:
+        yield
+    finally:
+        if sys.platform != "win32":  # Windows cannot remove an open file; its lock files stay
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(lock)
+        _unlock(fd)
+        os.close(fd)
+
+
+def _still_at(fd: int, lock: Path) -> bool:
+    """Whether the open file `fd` is the file at `lock` (not one removed since it was opened)."""
+    if sys.platform == "win32":  # pragma: no cover (nothing is removed there)
+        return True
+    try:
+        here, there = os.fstat(fd), os.stat(lock)
+    except FileNotFoundError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 def _try_lock(fd: int) -> bool:
