@@ -15,14 +15,11 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
-
 from perfgate.model import Comparison, Direction, GateResult, RunKind, Verdict
-from perfgate.store import Store, open_store
+from perfgate.store import Store, open_store, window
 from perfgate.store.query import case_trend
 from perfgate.store.target import ServerUrl
 from perfgate.store.verdicts import verdicts_of
-from perfgate.store import window
 from perfgate.store.window import recent_passing_gate_medians
 from perfgate.trends.history import recent_changes
 from tests.helpers import ENV, make_run
@@ -124,3 +121,40 @@ def test_history_of_the_last_runs_lists_the_cases_of_those_runs_only(tmp_path):
         with _counted(store) as large:
             case_trend(store, "*", 1)
     assert large[0] <= small[0] * 1.15 + 20, (small, large)
+
+
+def _steps_of_command(monkeypatch, argv: list[str]) -> int:
+    """SQLite VM steps (in hundreds) of every history connection one command opens."""
+    from perfgate.cli import main
+    from perfgate.store import sqlite
+
+    count = [0]
+    real = sqlite._connect
+
+    def counted(path, uri):
+        con = real(path, uri)
+
+        def tick() -> int:
+            count[0] += 1
+            return 0
+
+        con.set_progress_handler(tick, 100)
+        return con
+
+    monkeypatch.setattr(sqlite, "_connect", counted)
+    assert main(argv) in (0, 1)
+    return count[0]
+
+
+def test_compare_reads_the_stored_run_only_whatever_the_history_holds(tmp_path, monkeypatch, capsys):
+    from perfgate.baseline.write import updated_baseline, write_baseline
+
+    baseline = tmp_path / "b.json"
+    write_baseline(updated_baseline(None, make_run({cid: [1.0, 1.01] for cid in GATED}, env=ENV), baseline, "x", "r"))
+    steps = []
+    for runs in (12, 240):
+        db = tmp_path / f"{runs}.db"
+        _history(db, runs)
+        steps.append(_steps_of_command(monkeypatch, ["compare", "--db", str(db), "--baseline-file", str(baseline)]))
+    capsys.readouterr()
+    assert steps[1] <= steps[0] * 1.15 + 20, steps

@@ -91,7 +91,9 @@ class GateRequest:
     baseline_path: Path
     facts: GateFacts
     confirmer: Confirmer | None = None  # the plugin re-measures; a stored run already carries its confirmations
-    resolve_noise: bool = True  # read the noise window now (a stored run carries the noise it was gated with)
+    # read the history now: the noise window and its recent steps (a stored run carries the noise it was gated
+    # with; re-gating it reads nothing else)
+    resolve_noise: bool = True
     store: bool = True
     may_write_baseline: bool = True  # never from a run whose tests failed, never from `perfgate compare`
 
@@ -115,7 +117,8 @@ def run_gate(req: GateRequest) -> GateOutcome:
         run = replace(run, results=with_noise(run.results, req.baseline, s, noise_windows(run, req.baseline, s)))
     if req.confirmer is not None and s.confirm_runs and run.results:
         run = confirm_suspects(run, req.baseline, s, req.confirmer, messages)
-    facts = replace(req.facts, change_points=change_point_lines(run, s))
+    # a stored run re-gated (`perfgate compare`) reads the run and the baseline only, not the history around it
+    facts = replace(req.facts, change_points=change_point_lines(run, s) if req.resolve_noise else ())
     gate = evaluate(run, req.baseline, s, facts)
     if req.store and s.store and run.results:  # stored with its verdicts, in one transaction
         run = _store(run, s.db_path, gate)

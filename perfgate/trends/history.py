@@ -139,7 +139,8 @@ SELECT case_id, run_id, git_commit, git_branch, started_at, median_ms FROM (
     SELECT c.case_id, r.id AS run_id, r.git_commit, r.git_branch, r.started_at, c.median_ms,
            ROW_NUMBER() OVER (PARTITION BY c.case_id ORDER BY c.run_id DESC) AS newest
     FROM cases c JOIN runs r ON r.id = c.run_id
-    WHERE c.case_id IN ({wanted}) AND c.run_id >= :floor AND r.id >= :floor AND r.device_name = :device AND r.kind = :kind {branch}
+    WHERE c.case_id IN ({wanted}) AND c.run_id >= :floor AND r.id >= :floor
+      AND r.device_name = :device AND r.kind = :kind {branch}
 ) AS ranked
 WHERE newest <= :last_runs
 ORDER BY case_id, run_id
