@@ -24,7 +24,9 @@ from perfgate.inputs import load_json_file
 from perfgate.model import FindingKind, Verdict
 
 MAX_TEXT = 160  # characters of one string from a file
-MAX_ROWS = 50  # rows per table before "… and N more" (markdown_fit caps the whole comment)
+# rows per table of what does not fail before "… and N more"; the failing rows are all given, and the comment's
+# size limit (ci/github.py, markdown_fit.py) keeps as many as fit, saying how many it left out
+MAX_ROWS = 50
 FAILING = (Verdict.REGRESSED.value, Verdict.BELOW_TARGET.value)
 CHANGED = (
     Verdict.IMPROVED.value,
@@ -161,7 +163,7 @@ def render_comment(results: Results, commit: str = "") -> str:
     ]
     failing = [r for r in results.rows if r.verdict in FAILING and r.gated]
     if failing:
-        out += ["", "### Fails the gate", "", *_table(failing)]
+        out += ["", "### Fails the gate", "", *_table(failing, limit=None)]
     attention = [n for n in results.findings if n.fails_strict]
     if attention:
         mark = "❌" if results.strict else "⚠️"
@@ -175,17 +177,18 @@ def render_comment(results: Results, commit: str = "") -> str:
     return "\n".join(out) + "\n"
 
 
-def _table(rows: Sequence[Row]) -> list[str]:
+def _table(rows: Sequence[Row], limit: int | None = MAX_ROWS) -> list[str]:
     lines = ["| case | metric | change | threshold | verdict |", "|---|---|---:|---:|---|"]
-    for r in rows[:MAX_ROWS]:
+    shown = rows if limit is None else rows[:limit]
+    for r in shown:
         change = f"{r.change_pct:+.1f}%" if r.change_pct is not None else "-"
         threshold = f"{r.threshold_pct:.2g}%" if r.threshold_pct is not None else "-"
         lines.append(
             f"| {code(r.case_id, in_table=True)} | {code(r.metric, in_table=True)} | {change} | "
             f"{threshold} | {r.verdict} |"
         )
-    if len(rows) > MAX_ROWS:
-        lines.append(f"| … and {len(rows) - MAX_ROWS} more | | | | |")
+    if len(rows) > len(shown):
+        lines.append(f"| … and {len(rows) - len(shown)} more | | | | |")
     return lines
 
 
