@@ -6,7 +6,7 @@ Order matters: content first (an SQLite or ncu-rep header wins over any suffix),
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,21 +59,55 @@ def _ncu_rep(path: Path, kind: str, with_spans: bool) -> Document:
 
 
 def _ncu_csv(path: Path, kind: str, with_spans: bool) -> Document:
-    from perfgate.parse.ncu_csv import read_ncu_csv
+    from perfgate.parse.ncu_csv import iter_ncu_csv
 
-    return ncu_summary(path, kind, read_ncu_csv(path))
+    rows = StreamedLaunches(path)
+    return ncu_summary(path, kind, iter_ncu_csv(path), rows)
 
 
-def ncu_summary(path: Path, kind: str, launches: list[NcuLaunch]) -> NcuSummary:
-    rows = tuple(
-        LaunchRow(id=launch.launch_id, name=launch.name, nvtx=launch.nvtx_ranges, table=launch.metrics)
-        for launch in launches
-    )
+class StreamedLaunches:
+    """An ncu CSV's launches as rows, read from the file again each time they are iterated (the JSON
+    writer's pass, one launch at a time): the summary keeps each launch's diagnosis, never every launch's
+    values. The file must be the one the diagnosis was read from (its size and modification time)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.stamp = self._stamp()
+
+    def _stamp(self) -> tuple[int, int]:
+        st = self.path.stat()
+        return st.st_size, st.st_mtime_ns
+
+    def __iter__(self) -> Iterator[LaunchRow]:
+        from perfgate.parse.ncu_csv import iter_ncu_csv
+
+        if self._stamp() != self.stamp:
+            raise ReportFileError(self.path, "changed while it was being analyzed")
+        for launch in iter_ncu_csv(self.path):
+            yield _row(launch)
+
+
+def _row(launch: NcuLaunch) -> LaunchRow:
+    return LaunchRow(id=launch.launch_id, name=launch.name, nvtx=launch.nvtx_ranges, table=launch.metrics)
+
+
+def ncu_summary(
+    path: Path, kind: str, launches: Iterable[NcuLaunch], rows: Iterable[LaunchRow] | None = None
+) -> NcuSummary:
+    """The summary of the launches, read once: each one's diagnosis kept, and its row too unless `rows`
+    gives them again when they are written (StreamedLaunches)."""
+    kept: list[LaunchRow] = []
+    diagnosis = []
     try:
-        diagnosis = tuple(diagnose(lc) for lc in launches)
+        for launch in launches:
+            diagnosis.append(diagnose(launch))
+            if rows is None:
+                kept.append(_row(launch))
     except OutOfRange as err:
         raise ReportFileError(path, str(err)) from err
-    return NcuSummary(source=str(path), type=kind, launches=rows, diagnosis=diagnosis)
+    return NcuSummary(
+        source=str(path), type=kind, launches=tuple(kept) if rows is None else rows, diagnosis=tuple(diagnosis)
+    )
 
 
 READERS: tuple[Reader, ...] = (

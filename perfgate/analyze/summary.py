@@ -6,7 +6,7 @@ idle time, and for ncu files the launches and their diagnosis. `as_dict()` gives
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -253,7 +253,7 @@ def _name_order(names: tuple[str, ...]) -> list[int]:
 class NcuSummary:
     source: str
     type: str  # ncu-rep | ncu-csv
-    launches: tuple[LaunchRow, ...]
+    launches: Iterable[LaunchRow]  # a tuple, or (a CSV) read from the file again each time it is iterated
     diagnosis: tuple[Diagnosis, ...]
     notes: tuple[str, ...] = ()
 

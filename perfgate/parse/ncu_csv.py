@@ -1,11 +1,13 @@
 """Read `ncu --import R.ncu-rep --csv --page raw` exports: one row per launch, a units row, auto-scaled
 values with thousands separators. Parsed by column name; values brought to ncu_report's base units.
 
-Streamed row by row (csv over the open file), with launches sharing their metric names, units and
-index, so memory follows the values (a 6,000-launch x 759-metric export is 4.6M of them), never the
-text. The launch checks are parse/ncu_values.py's, shared with `.ncu-rep`; quirks of hand-edited CSV
-are one line each: a blank line is skipped, a duplicated column, a field past the csv module's limit,
-a launch ID that is not a non-negative integer (`inf`, `1e30`, `-1`) or a short row refuse the file.
+Streamed by launch (`iter_ncu_csv`: csv over the open file, one launch at a time, launches sharing their
+metric names, units and index), so a reader that keeps what it needs of each launch (analyze keeps its
+diagnosis) holds one launch's values at a time, whatever the file holds; `read_ncu_csv` keeps them all
+(and so still refuses past MAX_METRIC_VALUES). The launch checks are parse/ncu_values.py's, shared with
+`.ncu-rep`; quirks of hand-edited CSV are one line each: a blank line is skipped, a duplicated column, a
+field past the csv module's limit, a launch ID that is not a non-negative integer (`inf`, `1e30`, `-1`) or
+a short row refuse the file.
 """
 
 from __future__ import annotations
@@ -42,22 +44,37 @@ MAX_CSV_BYTES = 1 << 30
 
 
 def read_ncu_csv(path: Path) -> list[NcuLaunch]:
+    """Every launch, in memory (at most MAX_METRIC_VALUES values)."""
+    path = Path(path)
+    budget = Budget(path)
+    launches = []
+    for launch in iter_ncu_csv(path):
+        budget.take(len(launch.metrics))
+        launches.append(launch)
+    return launches
+
+
+def iter_ncu_csv(path: Path) -> Iterator[NcuLaunch]:
+    """The launches one at a time, each checked as it is read (a bad one is a ReportFileError where it is
+    met, so a caller may have used the launches before it); at least one, or one line saying so."""
     path = Path(path)
     st = check_regular_file(path, ReportFileError)
     if st.st_size > MAX_CSV_BYTES:
         raise ReportFileError(path, f"too large ({st.st_size:,} bytes; at most {MAX_CSV_BYTES:,})")
     try:
         with path.open(encoding="utf-8-sig", newline="") as fh:
-            launches = _read(path, fh)
+            count = 0
+            for launch in _read(path, fh):
+                count += 1
+                yield launch
     except UnicodeDecodeError as err:
         raise ReportFileError(path, f"not UTF-8 text (byte {err.start} of a block)") from err
     except csv.Error as err:  # NUL bytes, a field past csv.field_size_limit(), a broken quote
         raise ReportFileError(path, f"not a readable CSV ({err})") from err
     except OSError as err:
         raise ReportFileError(path, f"cannot be read ({err.strerror or err})") from err
-    if not launches:
+    if not count:
         raise ReportFileError(path, "the export holds no kernel launches")
-    return launches
 
 
 def _rows(fh: TextIO) -> Iterator[tuple[int, list[str]]]:
@@ -88,7 +105,7 @@ class _Columns:
             check_unit(path, name, unit)
 
 
-def _read(path: Path, fh: TextIO) -> list[NcuLaunch]:
+def _read(path: Path, fh: TextIO) -> Iterator[NcuLaunch]:
     rows = _rows(fh)
     first = next(rows, None)
     if first is None:
@@ -105,16 +122,12 @@ def _read(path: Path, fh: TextIO) -> list[NcuLaunch]:
         raise ReportFileError(path, "no units row after the header; export with --page raw (not --page details)")
     columns = _Columns(path, header, units[1])
     shared: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...], dict[str, int]]] = {}
-    budget = Budget(path)
-    launches = []
     for line_no, row in rows:
         if len(row) != columns.width:
             raise ReportFileError(
                 path, f"line {line_no} has {len(row)} fields, the header {columns.width} (truncated?)"
             )
-        budget.take(len(columns.metrics))
-        launches.append(_launch(path, line_no, columns, row, shared))
-    return launches
+        yield _launch(path, line_no, columns, row, shared)
 
 
 def _launch(

@@ -17,7 +17,8 @@ Refused too: a unit that is not the kind the metric is (`gpu__time_duration.sum`
 read as ns). Checked for the metrics whose unit perfgate relies on, the catalogue's times, sizes, rates
 and percentages and every `*.pct_of_peak_sustained_*` share, once per column (CSV) or units tuple
 (report); ncu's many count units (inst, warp, sector, a new noun in a new version) are left as they are.
-Budget: at most MAX_METRIC_VALUES values per file, one line otherwise.
+Budget: at most MAX_METRIC_VALUES values per file held whole (a .ncu-rep, `read_ncu_csv`), one line
+otherwise; `analyze` streams a CSV by launch and needs none (parse/ncu_csv.py).
 """
 
 from __future__ import annotations
