@@ -158,3 +158,29 @@ def test_compare_reads_the_stored_run_only_whatever_the_history_holds(tmp_path, 
         steps.append(_steps_of_command(monkeypatch, ["compare", "--db", str(db), "--baseline-file", str(baseline)]))
     capsys.readouterr()
     assert steps[1] <= steps[0] * 1.15 + 20, steps
+
+
+def test_merge_reads_a_batch_of_runs_with_a_few_queries_not_a_few_per_run(tmp_path, monkeypatch):
+    """`db merge` reads each input's runs a batch at a time (one query per table), and asks OUT about a
+    batch's identities at once: the reads do not grow with the runs (before: ~8 queries per run)."""
+    from perfgate.store.merge import merge_histories
+    from perfgate.store.sqlite import SqliteDatabase
+
+    reads = [0]
+    for method in ("rows", "tuples"):
+        real = getattr(SqliteDatabase, method)
+
+        def counted(self, *args, _real=real, **kwargs):
+            reads[0] += 1
+            return _real(self, *args, **kwargs)
+
+        monkeypatch.setattr(SqliteDatabase, method, counted)
+    counts = []
+    for runs in (10, 120):
+        source = tmp_path / f"in{runs}.db"
+        _history(source, runs)
+        reads[0] = 0
+        (merged,) = merge_histories(tmp_path / f"out{runs}.db", [source])
+        assert merged.added == runs
+        counts.append(reads[0])
+    assert counts[1] == counts[0], counts

@@ -7,6 +7,7 @@ adds the file).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -108,6 +109,9 @@ def time_ms(value: object, where: str, positive: bool = False) -> float:
 
 
 def samples(values: tuple[float, ...], where: str) -> tuple[float, ...]:
+    # built-ins over the whole array (a merge checks millions of samples); the slow look only names the bad one
+    if not values or (all(map(math.isfinite, values)) and min(values) >= 0 and max(values) <= MAX_TIME_MS):
+        return values
     if not all(math.isfinite(v) and 0 <= v <= MAX_TIME_MS for v in values):
         bad = next(v for v in values if not (math.isfinite(v) and 0 <= v <= MAX_TIME_MS))
         raise StoredValueError(f"{where}: sample {bad!r} is not a finite time in [0, {MAX_TIME_MS:g}] ms")
@@ -118,6 +122,22 @@ def thresholds(raw: object, where: str) -> CaseThresholds:
     """The thresholds a case was gated with; a run stored before version 2 had none: today's defaults."""
     if raw is None or raw == "":
         return CaseThresholds()
+    if isinstance(raw, str):  # the cases of a suite share a few threshold texts: each is checked once
+        known = _checked_thresholds(raw)
+        if known is not None:
+            return known
+    return _thresholds(raw, where)
+
+
+@functools.lru_cache(maxsize=1024)
+def _checked_thresholds(raw: str) -> CaseThresholds | None:
+    try:
+        return _thresholds(raw, "")
+    except StoredValueError:
+        return None  # checked again with its place, for the message
+
+
+def _thresholds(raw: object, where: str) -> CaseThresholds:
     doc = json_value(raw, where, dict)
     known = set(CaseThresholds.__dataclass_fields__) | RETIRED_THRESHOLD_KEYS
     unknown = sorted(set(doc) - known)

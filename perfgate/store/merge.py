@@ -22,10 +22,12 @@ from pathlib import Path
 from perfgate.errors import StoreError
 from perfgate.model import Run
 from perfgate.store import Store, open_store
+from perfgate.store.copy import copy_runs
 from perfgate.store.target import HistoryTarget, ServerUrl
 from perfgate.store.verdicts import RunVerdicts
 
 BATCH_RUNS = 200  # runs held in memory and written per transaction
+KEEP_OPEN = 64  # inputs kept open from their check to their copy (each is a file descriptor)
 DERIVED = "derived-"  # the prefix of an identity derived from a run's content
 # a run stored without an identity, or with one a merge derived (a range, so the unique index answers it)
 UIDLESS = f"(run_uid IS NULL OR (run_uid >= '{DERIVED}' AND run_uid < 'derived.'))"
@@ -51,14 +53,23 @@ def merge_histories(
     """Copy the runs of each input that OUT lacks (only those named in `run_uids` when given), each through
     `transform` when given. Any of them a SQLite file or a server (runners' files into the fleet's server)."""
     counts = []
-    for source in inputs:
-        if _same_history(source, out):
-            raise StoreError(f"perfgate: cannot merge {source} into itself")
-        open_store(source, readonly=True).close()  # every input verified before OUT is created or written
-    with open_store(out) as dst:
-        for source in inputs:
-            with open_store(source, readonly=True) as src:
-                counts.append(_merge_one(src, dst, run_uids, transform))
+    kept: dict[int, Store] = {}  # the first KEEP_OPEN inputs stay open between the check and the copy
+    try:
+        for i, source in enumerate(inputs):
+            if _same_history(source, out):
+                raise StoreError(f"perfgate: cannot merge {source} into itself")
+            store = open_store(source, readonly=True)  # every input verified before OUT is created or written
+            if i < KEEP_OPEN:
+                kept[i] = store
+            else:
+                store.close()
+        with open_store(out) as dst:
+            for i, source in enumerate(inputs):
+                with kept.pop(i, None) or open_store(source, readonly=True) as src:
+                    counts.append(_merge_one(src, dst, run_uids, transform))
+    finally:
+        for store in kept.values():
+            store.close()
     return counts
 
 
@@ -74,29 +85,45 @@ def _merge_one(src: Store, dst: Store, run_uids: Sequence[str] | None, transform
     seen: set[str] = set()
     out_has_uidless = bool(dst.query(f"SELECT 1 FROM runs WHERE {UIDLESS} LIMIT 1"))
     for batch in _batches(_source_runs(src, run_uids)):
-        todo: list[tuple[Run, RunVerdicts | None]] = []
-        pinned: list[int] = []
+        held = _held(dst, [uid for _, uid, _ in batch])
+        todo: list[tuple[int, str]] = []
         for run_id, uid, uid_stored in batch:
-            if uid in seen or dst.has_run_uid(uid):
-                skipped += 1
-                continue
-            # a run whose identity one side lacks is matched by its content: IN's copy of a run OUT holds,
-            # with its run_uid cleared by hand, is not a new run
-            if (not uid_stored or out_has_uidless) and _same_content_in(dst, src, run_id, uid, uid_stored):
-                seen.add(uid)
+            if uid in seen or uid in held:
                 skipped += 1
                 continue
             seen.add(uid)
-            run, verdicts = src.load_run(run_id), src.load_verdicts(run_id)
-            if transform is not None:
-                run, verdicts = transform(run, verdicts)
-            todo.append((replace(run, info=replace(run.info, run_uid=uid)), verdicts))
-            pinned.append(run_id)
-        for src_id, new_id in zip(pinned, dst.save_runs(todo)):
+            # a run whose identity one side lacks is matched by its content: IN's copy of a run OUT holds,
+            # with its run_uid cleared by hand, is not a new run
+            if (not uid_stored or out_has_uidless) and _same_content_in(dst, src, run_id, uid, uid_stored):
+                skipped += 1
+                continue
+            todo.append((run_id, uid))
+        new_ids = _copy(src, dst, todo, transform)
+        for (src_id, _), new_id in zip(todo, new_ids):
             if src_id in pins:
                 dst.pin_run(new_id, pins[src_id].reason, pins[src_id].pinned_at)
         added += len(todo)
     return MergeCount(src.path, added, skipped)
+
+
+def _held(dst: Store, uids: list[str]) -> set[str]:
+    """The identities of `uids` OUT holds already (one query through the run_uid index)."""
+    found = dst.query(
+        f"SELECT run_uid FROM runs WHERE run_uid IN ({dst.dialect.json_values('uids')})", {"uids": json.dumps(uids)}
+    )
+    return {r["run_uid"] for r in found}
+
+
+def _copy(src: Store, dst: Store, todo: list[tuple[int, str]], transform: Transform | None) -> list[int]:
+    """The runs as stored (re-validated, store/copy.py), or each rebuilt and passed through `transform`
+    (db export scrubs what it uploads)."""
+    if transform is None:
+        return copy_runs(src, dst, todo)
+    runs = []
+    for run_id, uid in todo:
+        run, verdicts = transform(src.load_run(run_id), src.load_verdicts(run_id))
+        runs.append((replace(run, info=replace(run.info, run_uid=uid)), verdicts))
+    return dst.save_runs(runs)
 
 
 def _same_content_in(dst: Store, src: Store, run_id: int, uid: str, uid_stored: bool) -> bool:

@@ -259,9 +259,12 @@ def case_from_row(
     gpu: GpuState | None,
     autotune: tuple[tuple[str, str], ...],
     speedup: Speedup | None,
+    with_samples: bool = True,
 ) -> CaseResult:
+    """The case of a stored row, every value checked; without its samples (left empty) where the caller
+    checks the packed arrays itself (store/copy.py checks a batch's at once)."""
     where = f"run {row['run_id']} case {row['case_id']!r}"
-    samples = checks.samples(unpack_f64(row["samples_f64"]), f"{where} samples_f64")
+    samples = checks.samples(unpack_f64(row["samples_f64"]), f"{where} samples_f64") if with_samples else ()
     return CaseResult(
         case_id=checks.case_id(row["case_id"], where),
         timing=timing_from_row(row, where),
