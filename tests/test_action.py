@@ -402,3 +402,43 @@ def test_a_conftest_that_blocks_perfgate_fails_the_job_even_with_a_planted_passi
     assert "perfgate: pytest exited with 0" in out, out
     assert run.failed and run.steps[-1].returncode == 3, out
     assert ("is not this run's gate" if planted else "wrote no") in out, out
+
+
+def _setup(tmp_path, event, db_url):
+    """The action's setup step alone: (exit status, its output, what it wrote to GITHUB_ENV)."""
+    import subprocess
+
+    env_file, out_file = tmp_path / "env", tmp_path / "out"
+    env_file.write_text("")
+    out_file.write_text("")
+    proc = subprocess.run(
+        ["bash", str(Path(__file__).parents[1] / ".github" / "action" / "setup.sh")],
+        env={
+            "PATH": "/usr/bin:/bin",
+            "GITHUB_ENV": str(env_file),
+            "GITHUB_OUTPUT": str(out_file),
+            "RUNNER_TEMP": str(tmp_path / "temp"),
+            "RUNNER_TOOL_CACHE": str(tmp_path / "tool-cache"),
+            "GITHUB_REPOSITORY": "o/r",
+            "GITHUB_EVENT_NAME": event,
+            "DB_URL": db_url,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    pairs = dict(line.split("=", 1) for line in env_file.read_text().splitlines() if "=" in line)
+    return proc.returncode, proc.stdout + proc.stderr, pairs
+
+
+def test_a_db_url_becomes_the_history_of_trusted_runs_only_and_is_never_printed(tmp_path):
+    url = "postgresql://fleet:hunter2@db.example:5432/perf"
+    code, out, env = _setup(tmp_path, "push", url)
+    assert code == 0 and env["PERFGATE_DB"] == url and f"::add-mask::{url}" in out
+    assert "hunter2" not in out.replace(f"::add-mask::{url}", "")  # the mask command itself is not shown
+    code, out, env = _setup(tmp_path, "pull_request_target", url)
+    assert code == 0 and "PERFGATE_DB" not in env and "not used by a pull request" in out
+    code, out, env = _setup(tmp_path, "push", "mysql://u:p@h/d")
+    assert code == 2 and "must be a postgresql:// URL" in out
+    code, out, env = _setup(tmp_path, "push", "")  # no server: the runner-local SQLite file, as before
+    assert code == 0 and env["PERFGATE_DB"].endswith("/perfgate/o/r/history.db")

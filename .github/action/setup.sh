@@ -12,9 +12,24 @@ base="${RUNNER_TOOL_CACHE:-${RUNNER_TEMP:-/tmp}}/perfgate/${GITHUB_REPOSITORY:-l
 results="${RUNNER_TEMP:-/tmp}/perfgate-results-${GITHUB_RUN_ID:-0}-${GITHUB_JOB:-job}"
 case "${GITHUB_EVENT_NAME:-}" in pull_request|pull_request_target) pr=1 ;; *) pr=0 ;; esac
 
-for value in "${HISTORY:-}" "${CACHE_DIR:-}" "${CACHE_SEED:-}"; do
+for value in "${HISTORY:-}" "${CACHE_DIR:-}" "${CACHE_SEED:-}" "${DB_URL:-}"; do
   case "$value" in *$'\n'*) echo "::error title=perfgate::a path input holds a newline"; exit 2 ;; esac
 done
+
+server=""
+if [ -n "${DB_URL:-}" ]; then
+  # a fleet's history on a server (a secret): masked in the log from here on, never printed
+  echo "::add-mask::$DB_URL"
+  case "$DB_URL" in
+    postgresql://*|postgres://*|postgresql+psycopg://*) ;;
+    *) echo "::error title=perfgate::db-url must be a postgresql:// URL"; exit 2 ;;
+  esac
+  if [ "$pr" = 1 ]; then
+    echo "::notice title=perfgate::db-url is not used by a pull request's run (its code is not trusted yet)"
+  else
+    server="$DB_URL"
+  fi
+fi
 
 if [ "$pr" = 1 ]; then
   if [ "${RUNNER_ENVIRONMENT:-}" = "self-hosted" ]; then
@@ -55,10 +70,13 @@ fi
 {
   echo "TRITON_CACHE_DIR=$cache/triton"
   echo "PERFGATE_KERNEL_CACHE=$cache/kernels"
-  if [ "$history" != "none" ]; then
+  if [ -n "$server" ]; then
+    echo "PERFGATE_DB=$server"
+  elif [ "$history" != "none" ]; then
     mkdir -p "$(dirname "$history")"
     echo "PERFGATE_DB=$history"
   fi
 } >> "$GITHUB_ENV"
 echo "dir=$results" >> "$GITHUB_OUTPUT"
-echo "perfgate: history ${history}, caches ${cache}, results ${results}"
+shown="$history"; [ -n "$server" ] && shown="the server of db-url"
+echo "perfgate: history ${shown}, caches ${cache}, results ${results}"
