@@ -175,6 +175,23 @@ def test_ci_init_writes_a_workflow_that_loads_back(tmp_path, capsys):
     assert run_cli(capsys, "ci", "init", "--output", str(path), "--action-ref", f"me/perfgate@{SHA}")[0] == 2
 
 
+def test_ci_init_takes_the_fleets_history_url_from_a_secret_for_trusted_runs_and_prunes_weekly(tmp_path, capsys):
+    import yaml
+
+    path = tmp_path / "perfgate.yml"
+    args = ("ci", "init", "--output", str(path), "--action-ref", f"me/perfgate@{SHA}")
+    assert run_cli(capsys, *args, "--db-secret", "PERFGATE_DB_URL")[0] == 0
+    doc = yaml.safe_load(path.read_text())
+    action = doc["jobs"]["gate"]["steps"][3]["with"]
+    assert action["db-url"] == "${{ github.event_name != 'pull_request_target' && secrets.PERFGATE_DB_URL || '' }}"
+    assert doc["on"]["schedule"] == [{"cron": "17 3 * * 1"}]  # the action's prune: auto runs on it
+    plain = tmp_path / "plain.yml"
+    assert run_cli(capsys, "ci", "init", "--output", str(plain), "--action-ref", f"me/perfgate@{SHA}")[0] == 0
+    assert "db-url" not in plain.read_text() and "secrets." not in plain.read_text()  # SQLite on each runner
+    code, _, err = run_cli(capsys, *args, "--force", "--db-secret", "X; rm -rf /")
+    assert code == 2 and "must name a repository secret" in err
+
+
 @pytest.mark.parametrize(
     "ref",
     [

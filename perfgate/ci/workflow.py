@@ -16,6 +16,8 @@ The starter is the safe shape, not the shortest one (docs/github-actions.md expl
 - the report job runs on a GitHub-hosted runner, only the default branch's code: it removes the approval
   label first (`always()`: a failed or cancelled run keeps no approval), then renders the comment from the
   results files (every string from them shown as code) and edits only its own comment;
+- a weekly scheduled run gates the default branch and applies the action's retention (`db prune`); with
+  `--db-secret NAME` the history is the fleet's server whose URL that secret holds, for trusted runs only;
 - every action, perfgate's included, is pinned to a full commit SHA (the versions below were current
   when this was written); `perfgate ci init` refuses a tag, and the report job installs perfgate from the
   same commit of the action's repository (pip's git form: nothing unpublished is asked of an index).
@@ -79,7 +81,15 @@ def parse_action_ref(text: str) -> ActionRef:
     return ActionRef(m["owner"], m["repo"], (m["path"] or "").strip("/"), m["sha"])
 
 
-def _gate_job(action: ActionRef, runner_label: str, pytest_args: str) -> dict[str, Any]:
+def _db_url(db_secret: str) -> dict[str, str]:
+    """The action's db-url from a repository secret, for trusted runs only: a labelled pull request's job
+    (which runs its code) is never handed the secret."""
+    if not db_secret:
+        return {}
+    return {"db-url": f"${{{{ github.event_name != 'pull_request_target' && secrets.{db_secret} || '' }}}}"}
+
+
+def _gate_job(action: ActionRef, runner_label: str, pytest_args: str, db_secret: str = "") -> dict[str, Any]:
     checkout = {
         "uses": CHECKOUT,
         "with": {
@@ -113,6 +123,7 @@ def _gate_job(action: ActionRef, runner_label: str, pytest_args: str) -> dict[st
                     "cache-dir": f"${{{{ {IS_PR} && format('{{0}}/perfgate-pr-cache', runner.temp) || '' }}}}",
                     "cache-seed": f"${{{{ {IS_PR} && format('{{0}}/perfgate/{{1}}/cache', runner.tool_cache, "
                     "github.repository) || '' }}",
+                    **_db_url(db_secret),
                 },
             },
         ],
@@ -157,11 +168,23 @@ def _report_job(action: ActionRef) -> dict[str, Any]:
     }
 
 
-def starter_workflow(action_ref: str, runner_label: str, pytest_args: str = "tests/perf") -> dict[str, Any]:
+def starter_workflow(
+    action_ref: str, runner_label: str, pytest_args: str = "tests/perf", db_secret: str = ""
+) -> dict[str, Any]:
     action = parse_action_ref(action_ref)
+    if db_secret and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,99}", db_secret):
+        raise PerfgateError(
+            f"perfgate: --db-secret must name a repository secret (letters, digits, _), got {db_secret[:40]!r}"
+        )
     return {
         "name": "perfgate",
-        "on": {"push": {"branches": ["main"]}, "workflow_dispatch": {}, "pull_request_target": {"types": ["labeled"]}},
+        "on": {
+            "push": {"branches": ["main"]},
+            "workflow_dispatch": {},
+            "pull_request_target": {"types": ["labeled"]},
+            # weekly: the gate on the default branch, then the action's retention (db prune: keep-runs, keep-days)
+            "schedule": [{"cron": "17 3 * * 1"}],
+        },
         "permissions": {},
         # the label in the group: another label's event (a run that does nothing) never cancels a gate
         "concurrency": {
@@ -169,7 +192,7 @@ def starter_workflow(action_ref: str, runner_label: str, pytest_args: str = "tes
             "${{ github.event.label.name || 'push' }}",
             "cancel-in-progress": True,
         },
-        "jobs": {"gate": _gate_job(action, runner_label, pytest_args), "report": _report_job(action)},
+        "jobs": {"gate": _gate_job(action, runner_label, pytest_args, db_secret), "report": _report_job(action)},
     }
 
 
@@ -182,6 +205,11 @@ COMMENTS = (
     (f"uses: {SETUP_PYTHON}\n", "v7.0.0"),
     (f"uses: {DOWNLOAD_ARTIFACT}\n", "v8.0.1"),
 )
+DB_URL_LINE = "        db-url: ${{ github.event_name != 'pull_request_target' && secrets."
+DB_URL_COMMENT = (
+    "zizmor: ignore[secrets-outside-env] trusted runs only: a labelled pull request's job is handed ''; "
+    "a deployment environment would gate every push on a reviewer"
+)
 HEADER = """\
 # Written by `perfgate ci init`; docs/github-actions.md explains it and the settings that make it safe:
 # a runner group for the GPU runners that accepts only this workflow file at the default branch, approval
@@ -189,7 +217,7 @@ HEADER = """\
 """
 
 
-def render_workflow(action_ref: str, runner_label: str, pytest_args: str = "tests/perf") -> str:
+def render_workflow(action_ref: str, runner_label: str, pytest_args: str = "tests/perf", db_secret: str = "") -> str:
     require("yaml", "ci", "perfgate ci init")  # one line naming the extra when PyYAML is missing
     import yaml
 
@@ -200,12 +228,13 @@ def render_workflow(action_ref: str, runner_label: str, pytest_args: str = "test
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
 
     Dumper.add_representer(str, block_scripts)
-    doc = starter_workflow(action_ref, runner_label, pytest_args)
+    doc = starter_workflow(action_ref, runner_label, pytest_args, db_secret)
     text = HEADER + yaml.dump(doc, Dumper=Dumper, sort_keys=False, width=120)
-    for line, comment in COMMENTS:  # why each permission, pin and reviewed finding: where zizmor looks for it
+    comments = COMMENTS + ((DB_URL_LINE, DB_URL_COMMENT),) if db_secret else COMMENTS
+    for line, comment in comments:  # why each permission, pin and reviewed finding: where zizmor looks for it
         if line not in text:
             raise PerfgateError(f"perfgate: the starter workflow lost the line {line.strip()!r}")
-        text = text.replace(line, f"{line.rstrip(chr(10))}  # {comment}\n", 1)
+        text = _commented(text, line, comment)
     back = yaml.safe_load(text)
     # YAML 1.1 reads a bare `on` as true; PyYAML quotes it, and GitHub reads the quoted key as "on"
     if back.get("on", back.get(True)) != doc["on"] or back["jobs"] != doc["jobs"]:
@@ -213,11 +242,20 @@ def render_workflow(action_ref: str, runner_label: str, pytest_args: str = "test
     return text
 
 
-def write_workflow(path: Path, action_ref: str, runner_label: str, force: bool, pytest_args: str = "tests/perf") -> str:
+def _commented(text: str, line: str, comment: str) -> str:
+    """`comment` at the end of the first line that starts with `line` (a whole line when it ends in a newline)."""
+    at = text.index(line)
+    end = text.index("\n", at)
+    return f"{text[:end]}  # {comment}{text[end:]}"
+
+
+def write_workflow(
+    path: Path, action_ref: str, runner_label: str, force: bool, pytest_args: str = "tests/perf", db_secret: str = ""
+) -> str:
     from perfgate.report.publish import write_text
 
     if path.exists() and not force:
         raise PerfgateError(f"perfgate: {path} exists; pass --force to overwrite it")
-    text = render_workflow(action_ref, runner_label, pytest_args)
+    text = render_workflow(action_ref, runner_label, pytest_args, db_secret)
     write_text(path, text)
     return text

@@ -486,6 +486,13 @@ def _ci_parser(sub: Any) -> None:
     )
     init.add_argument("--runner-label", default="gpu", help="the self-hosted GPU runner's label")
     init.add_argument("--pytest-args", default="tests/perf", help="what the gate runs (default tests/perf)")
+    init.add_argument(
+        "--db-secret",
+        default="",
+        metavar="NAME",
+        help="the repository secret holding the fleet's history URL (postgresql://...): the gate stores there "
+        "(default: a SQLite history on each runner)",
+    )
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     init.set_defaults(func=_lazy("perfgate.cli.ci", "init"))
 

@@ -107,7 +107,7 @@ def _not_this_run(started_at: datetime | None, strict: bool, not_before: datetim
 def init(args: argparse.Namespace) -> int:
     from perfgate.ci.workflow import write_workflow
 
-    write_workflow(args.output, args.action_ref, args.runner_label, args.force, args.pytest_args)
+    write_workflow(args.output, args.action_ref, args.runner_label, args.force, args.pytest_args, args.db_secret)
     print(
         f"perfgate: wrote {args.output}; review it, then read docs/github-actions.md for the repository "
         f"settings that keep fork code off the GPU runner"
