@@ -8,18 +8,18 @@ speedup when the case has a reference. `from_run_id` (one for all cases, or per 
 a change point or a baseline update: runs stored before it are not read.
 
 Bounded whatever the history holds: the window is looked for among the newest `look_back` gate runs of the
-device model on the branch (found newest first through idx_runs_gate, migration 7), so a case reads at most
-the runs stored since the oldest of those, at 10 or 100,000 stored runs per case alike (tests/test_bounded_reads.py
-counts the rows SQLite visits). One query: per case an index range over cases(case_id, run_id) from there,
-ranked newest first, W kept. "Newest" is the order runs were stored in (run id), which a merged history
-keeps per input.
+device model on the branch (found newest first through idx_runs_gate, migration 7), and per case by an index
+walk over cases(case_id, run_id) from the newest run down, stopped at W (`newest_per_case`: a few statements
+for thousands of cases), so a case reads what it keeps, at 10 or 100,000 stored runs per case alike
+(tests/test_bounded_reads.py and tests/test_fleet.py count the rows visited). "Newest" is the order runs
+were stored in (run id), which a merged history keeps per input.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from perfgate.model import RunKind
 from perfgate.store import Store, checks
@@ -40,22 +40,39 @@ class PassingGateMedian:
 LOOK_BACK_FACTOR = 10  # the window looks at most this many times its size of gate runs back
 
 
-_SQL = """
-WITH wanted(case_id, from_id) AS ({wanted})
-SELECT case_id, run_id, git_commit, started_at, median_ms, speedup FROM (
-    SELECT c.case_id, r.id AS run_id, r.git_commit, r.started_at, c.median_ms, s.median AS speedup,
-           ROW_NUMBER() OVER (PARTITION BY c.case_id ORDER BY c.run_id DESC) AS newest
-    FROM wanted w
-    JOIN cases c ON c.case_id = w.case_id AND c.run_id >= w.from_id AND c.run_id >= :floor
-    JOIN runs r ON r.id = c.run_id AND r.id >= :floor
-    LEFT JOIN speedups s ON s.run_id = c.run_id AND s.case_id = c.case_id
-    WHERE r.kind = :kind AND r.gate_failed = 0 {branch} AND r.device_kind = :device_kind
-      AND r.device_name = :device_name AND r.compute_capability = :capability
-      AND (c.verdict IS NULL OR c.verdict NOT IN ({failing}))
-) AS ranked
-WHERE newest <= :window
-ORDER BY case_id, run_id DESC
-"""
+_SELECT = (
+    "SELECT c.case_id, r.id AS run_id, r.git_commit, r.started_at, c.median_ms, s.median AS speedup "
+    "FROM cases c JOIN runs r ON r.id = c.run_id "
+    "LEFT JOIN speedups s ON s.run_id = c.run_id AND s.case_id = c.case_id "
+    "WHERE r.kind = :kind AND r.gate_failed = 0 {branch} AND r.device_kind = :device_kind "
+    "AND r.device_name = :device_name AND r.compute_capability = :capability "
+    "AND (c.verdict IS NULL OR c.verdict NOT IN ({failing}))"
+)
+CHUNK_CASES = 200  # cases per statement (SQLite allows 500 terms in a compound SELECT)
+
+
+def newest_per_case(
+    store: Store, select: str, starts: Mapping[str, int], limit: int, params: Mapping[str, object]
+) -> Iterator[tuple[Any, ...]]:
+    """The rows of `select` (over `cases c` joined with `runs r`, its own WHERE clause) for each case of
+    `starts`, newest first,
+    from the case's start on, at most `limit` a case. One branch per case in a UNION ALL of CHUNK_CASES: each
+    an equality on case_id, a range on run_id and a LIMIT, which both SQLite and PostgreSQL answer by walking
+    cases(case_id, run_id) from the newest run down and stopping at the limit: a case reads what it keeps
+    (and the rows the filters skip), never its whole history. The same bound on runs r keeps a planner that
+    prefers to hash a small runs table to the runs since the start."""
+    ids = sorted(starts)
+    for at in range(0, len(ids), CHUNK_CASES):
+        chunk = ids[at : at + CHUNK_CASES]
+        values: dict[str, object] = {**params, "limit": limit}
+        branches = []
+        for i, cid in enumerate(chunk):
+            values[f"c{i}"], values[f"f{i}"] = cid, starts[cid]
+            branches.append(
+                f"SELECT * FROM ({select} AND c.case_id = :c{i} AND c.run_id >= :f{i} AND r.id >= :f{i} "
+                f"ORDER BY c.run_id DESC LIMIT :limit) AS b{i}"
+            )
+        yield from store.db.tuples(" UNION ALL ".join(branches), values)
 
 
 def newest_runs_floor(store: Store, device_name: str, kind: RunKind, branch: str | None, runs: int) -> int | None:
@@ -97,23 +114,18 @@ def recent_passing_gate_medians(
     else:
         first = dict.fromkeys(wanted, max(int(from_run_id or 0), floor))
     failing = ", ".join(f"'{v.value}'" for v in sorted(FAILING, key=lambda v: v.value))
-    sql = _SQL.format(
-        wanted=store.dialect.json_pairs("starts"),
-        branch="AND r.git_branch = :branch" if branch is not None else "",
-        failing=failing,
-    )
+    select = _SELECT.format(branch="AND r.git_branch = :branch" if branch is not None else "", failing=failing)
     params = {
-        "starts": json.dumps(first),
-        "floor": floor,  # also as a plain bound: a server's planner cannot see into the JSON
         "kind": RunKind.GATE.value,
         "branch": branch,
         "device_kind": kind,
         "device_name": name,
         "capability": capability,
-        "window": window,
     }
     with store.errors("read the noise window"):
-        for case_id, run_id, commit, started_at, median_ms, speedup in store.db.tuples(sql, params):
+        for case_id, run_id, commit, started_at, median_ms, speedup in newest_per_case(
+            store, select, first, window, params
+        ):
             where = f"run {run_id} case {case_id!r}"
             out[case_id].append(
                 PassingGateMedian(

@@ -9,7 +9,6 @@ measured (`recent_changes`), beside its verdicts.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from perfgate.store import Store
 from perfgate.store.checks import StoredValueError
 from perfgate.store.query import case_matcher
 from perfgate.store.rows import STAT_COLUMNS, timing_from_row
-from perfgate.store.window import newest_runs_floor
+from perfgate.store.window import newest_per_case, newest_runs_floor
 from perfgate.trends.changepoints import ChangePointSettings, Step, find_steps
 
 
@@ -134,17 +133,10 @@ def history_change_points(
 
 RECENT_RUNS = 100  # the gate looks for steps in this many of a case's latest runs
 
-_RECENT_SQL = """
-SELECT case_id, run_id, git_commit, git_branch, started_at, median_ms FROM (
-    SELECT c.case_id, r.id AS run_id, r.git_commit, r.git_branch, r.started_at, c.median_ms,
-           ROW_NUMBER() OVER (PARTITION BY c.case_id ORDER BY c.run_id DESC) AS newest
-    FROM cases c JOIN runs r ON r.id = c.run_id
-    WHERE c.case_id IN ({wanted}) AND c.run_id >= :floor AND r.id >= :floor
-      AND r.device_name = :device AND r.kind = :kind {branch}
-) AS ranked
-WHERE newest <= :last_runs
-ORDER BY case_id, run_id
-"""
+_RECENT_SELECT = (
+    "SELECT c.case_id, r.id AS run_id, r.git_commit, r.git_branch, r.started_at, c.median_ms "
+    "FROM cases c JOIN runs r ON r.id = c.run_id WHERE r.device_name = :device AND r.kind = :kind {branch}"
+)
 
 
 def recent_changes(
@@ -156,36 +148,27 @@ def recent_changes(
     last_runs: int = RECENT_RUNS,
 ) -> list[HistoryChange]:
     """The steps in the latest `last_runs` gate runs of each case (on `branch`; None: any) that nobody has
-    accepted yet (store.accept_change), read in one query. Bounded: only the device model's newest
-    `last_runs` gate runs on the branch are looked at (store/window.py's floor), whatever the history holds."""
+    accepted yet (store.accept_change). Bounded: each case walks its newest runs down to the oldest of the
+    device model's newest `last_runs` gate runs on the branch (store/window.py), whatever the history holds."""
     if not case_ids:
         return []
     floor = newest_runs_floor(store, device_name, RunKind.GATE, branch, last_runs)
     if floor is None:
         return []
-    sql = _RECENT_SQL.format(
-        wanted=store.dialect.json_values("ids"), branch="AND r.git_branch = :branch" if branch is not None else ""
-    )
-    params = {
-        "ids": json.dumps(sorted(set(case_ids))),
-        "floor": floor,
-        "device": device_name,
-        "kind": RunKind.GATE.value,
-        "branch": branch,
-        "last_runs": last_runs,
-    }
+    select = _RECENT_SELECT.format(branch="AND r.git_branch = :branch" if branch is not None else "")
+    params = {"device": device_name, "kind": RunKind.GATE.value, "branch": branch}
     series: dict[str, list[RunPoint]] = {}
-    for r in store.query(sql, params):
-        if _usable(r["median_ms"]):
-            series.setdefault(r["case_id"], []).append(
-                RunPoint(
-                    int(r["run_id"]),
-                    r["git_commit"] or "",
-                    r["git_branch"] or "",
-                    r["started_at"] or "",
-                    float(r["median_ms"]),
+    starts = dict.fromkeys(case_ids, floor)
+    with store.errors("read the recent runs of the gate's cases"):
+        for case_id, run_id, commit, git_branch, started_at, median_ms in newest_per_case(
+            store, select, starts, last_runs, params
+        ):
+            if _usable(median_ms):
+                series.setdefault(case_id, []).append(
+                    RunPoint(int(run_id), commit or "", git_branch or "", started_at or "", float(median_ms))
                 )
-            )
+    for points in series.values():
+        points.reverse()  # oldest first
     accepted: dict[str, int] = {}
     for a in store.accepted_changes(device_name, series):
         accepted[a.case_id] = max(accepted.get(a.case_id, 0), a.run_id)
