@@ -223,6 +223,57 @@ def gate_reads(target: HistoryTarget, cases: int) -> dict[str, float]:
 # --- the rest: compare, merge, dashboard ------------------------------------------------------------------
 
 
+def size_row(tmp: Path, runs: int = 1000, cases: int = 20) -> dict[str, float]:
+    """Bytes per case-run of a SQLite history after VACUUM, 200 samples a case: timing alone, and as a GPU
+    gate stores a case (its GPU state, the host's state, test location and node id, the device's UUID)."""
+    import numpy as np
+
+    from perfgate.model import GpuState, HostState
+    from perfgate.store.prune import compact
+    from tests.helpers import make_run
+
+    rng = np.random.default_rng(0)
+    ids = case_ids(cases)
+    verdicts = RunVerdicts(False, tuple(MetricVerdict(c, "median_ms", "", Verdict.UNCHANGED, 0.1, 3.0) for c in ids))
+    gpu_state = GpuState(
+        polls=12,
+        sm_clock_mhz=1980.0,
+        sm_clock_min_mhz=1755.0,
+        mem_clock_mhz=2619.0,
+        temperature_max_c=54.0,
+        power_median_w=412.5,
+        power_limit_w=700.0,
+        cooldown_ms=310.0,
+    )
+    host = HostState(load_avg_1m=1.25, cpus=64, threads=12, cpu_mhz=3100.0, steal_pct=0.0)
+    out = {}
+    for full in (False, True):
+        db = tmp / f"size-{full}.db"
+        with open_store(db) as store:
+            for _ in range(runs // 100):
+                batch = []
+                for _ in range(100):
+                    run = make_run({c: row.tolist() for c, row in zip(ids, rng.normal(1.0, 0.01, (cases, SAMPLES)))})
+                    if full:
+                        results = tuple(
+                            replace(
+                                c,
+                                gpu_state=gpu_state,
+                                host_state=host,
+                                location=("tests/test_k.py", 120),
+                                nodeid=c.case_id,
+                                device_uuid="GPU-86f98e9f-8045-e95c-e325-3c7ac9e7e8fa",
+                            )
+                            for c in run.results
+                        )
+                        run = replace(run, results=results)
+                    batch.append((run, verdicts))
+                store.save_runs(batch)
+            compact(store)
+        out["gpu_gate_bytes" if full else "timing_only_bytes"] = db.stat().st_size / (runs * cases)
+    return out
+
+
 def _best(f: Any, repeats: int = 3) -> float:
     times = []
     for _ in range(repeats):
@@ -402,6 +453,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     }
                     out.setdefault("depth", {}).setdefault(name, []).append(row)
                     _say(f"gate reads {name} at {depth:,} runs per case", row)
+        if "size" not in skip:
+            out["size"] = size_row(tmp)
+            _say("bytes per case-run (SQLite, after VACUUM)", out["size"])
         if "compare" not in skip:
             out["compare"] = compare_rows(tmp)
             _say("compare", out["compare"])

@@ -158,7 +158,7 @@ OPTIONS: tuple[Option, ...] = (
         flag="--perfgate-db",
         cli="--db",
         arg=Arg.HISTORY,
-        metavar="PATH|URL",
+        metavar="PATH_OR_URL",
     ),
     Option(
         "baseline_dir",
