@@ -36,7 +36,6 @@ class ServerDatabase:
         self.readonly = readonly
         self.queries = 0
         self.rows_read = 0
-        self._in_transaction = False
 
     def _run(self, sql: str, params: Params | None) -> Any:
         from sqlalchemy import text
@@ -44,27 +43,18 @@ class ServerDatabase:
         self.queries += 1
         return self.conn.execute(text(sql), dict(params or {}))
 
-    def _done(self) -> None:
-        """A statement outside `transaction()` ends its own (implicit) transaction: no session idles in one,
-        holding locks a migration would wait for."""
-        if not self._in_transaction:
-            self.conn.commit()
-
     def rows(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
         found = [dict(r) for r in self._run(sql, params).mappings().all()]
-        self._done()
         self.rows_read += len(found)
         return found
 
     def tuples(self, sql: str, params: Params | None = None) -> Iterator[tuple[Any, ...]]:
         found = [tuple(r) for r in self._run(sql, params).all()]
-        self._done()
         self.rows_read += len(found)
         return iter(found)
 
     def execute(self, sql: str, params: Params | None = None) -> int:
         count = int(self._run(sql, params).rowcount)
-        self._done()
         return count
 
     def executemany(self, sql: str, rows: Iterable[Params]) -> None:
@@ -74,21 +64,23 @@ class ServerDatabase:
         if batch:
             self.queries += 1
             self.conn.execute(text(sql), batch)
-            self._done()
 
     def insert_id(self, sql: str, params: Params) -> int | None:
         found = self._run(sql + " RETURNING id", params).scalar()
-        self._done()
         return None if found is None else int(found)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
-        with self.conn.begin():
-            self._in_transaction = True
-            try:
-                yield
-            finally:
-                self._in_transaction = False
+        from sqlalchemy import text
+
+        self.conn.execute(text("BEGIN"))  # autocommit session: the server's own transaction, begun here
+        try:
+            yield
+            self.conn.execute(text("COMMIT"))
+        except BaseException:
+            with contextlib.suppress(Exception):  # a broken connection rolls back by itself
+                self.conn.execute(text("ROLLBACK"))
+            raise
 
     def size_bytes(self) -> int:
         found = self.rows(
@@ -133,9 +125,9 @@ def _connect(url: ServerUrl) -> Any:
             poolclass=NullPool,  # one connection per Store: nothing pooled outlives it
             connect_args={"connect_timeout": CONNECT_TIMEOUT_S, "application_name": "perfgate"},
         )
-        conn = engine.connect()
+        # autocommit: a read is one round trip, a write is BEGIN ... COMMIT of our own (ServerDatabase.transaction)
+        conn = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
         conn.execute(sqlalchemy.text(f"SET lock_timeout = '{LOCK_TIMEOUT_S}s'"))
-        conn.commit()
         return conn
     except (sqlalchemy.exc.SQLAlchemyError, ValueError) as err:  # a bad URL is a ValueError (ArgumentError)
         why = describe_server_error(err, url) or url.scrub(str(err).strip().splitlines()[0] if str(err) else repr(err))
