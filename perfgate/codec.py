@@ -12,6 +12,7 @@ from dataclasses import asdict
 from itertools import pairwise
 from typing import Any
 
+from perfgate.compiled import codec as compiled_codec
 from perfgate.model import (
     CaseResult,
     CaseThresholds,
@@ -51,6 +52,8 @@ def case_to_dict(r: CaseResult) -> dict[str, Any]:
     out["autotune"] = [list(p) for p in r.autotune]
     out["thresholds"]["metrics"] = [list(p) for p in r.thresholds.metrics]
     out["extra_info"] = dict(r.extra_info)
+    out["phases_s"] = [list(p) for p in r.phases_s]
+    out["compiled"] = compiled_codec.to_dict(r.compiled) if r.compiled is not None else None
     cleaned: dict[str, Any] = finite_or_none(out)
     return cleaned
 
@@ -85,6 +88,8 @@ def case_from_dict(d: Any) -> CaseResult:
             calls_per_sample=int(d.get("calls_per_sample", 1)),
             group=str(d.get("group") or ""),
             extra_info=tuple((str(k), v) for k, v in dict(d.get("extra_info") or {}).items()),
+            compiled=compiled_codec.from_dict(d["compiled"], "compiled") if d.get("compiled") is not None else None,
+            phases_s=tuple((str(k), float(v)) for k, v in d.get("phases_s", ())),
         )
     except (KeyError, TypeError, ValueError, IndexError, OverflowError) as err:
         raise CodecError(f"not a perfgate case result ({type(err).__name__}: {err})") from err

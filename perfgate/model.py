@@ -10,6 +10,8 @@ import enum
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from perfgate.compiled.records import CompiledCase
+
 
 class Direction(str, enum.Enum):
     """Which way is better for a metric."""
@@ -207,6 +209,8 @@ class CaseResult:
     calls_per_sample: int = 1  # calls timed together per sample (host clock loop, pedantic iterations)
     group: str = ""  # pytest-benchmark's `benchmark.group` / marker group
     extra_info: tuple[tuple[str, Any], ...] = ()  # pytest-benchmark's `benchmark.extra_info` (JSON values)
+    compiled: CompiledCase | None = None  # the kernels one call launched, as compiled (perfgate/compiled/)
+    phases_s: tuple[tuple[str, float], ...] = ()  # where measuring it went (measure/phases.py); not stored
 
     def with_metrics(
         self, extra: tuple[Metric, ...], errors: tuple[str, ...] = (), notes: tuple[str, ...] = ()

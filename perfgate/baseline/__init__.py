@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate.compiled.records import CompiledCase
 from perfgate.errors import BaselineError
 from perfgate.inputs import load_json_file
 from perfgate.model import Environment, GpuState, HostState, Metric, Timer
@@ -60,6 +61,7 @@ class BaselineCase:
     autotune_process_speedup: float | None = None
     host_state: HostState | None = None  # the machine while the representative process measured it
     sample_points_ms: tuple[float, ...] = ()  # the quantile summary `samples_ms` was expanded from, as read
+    compiled: CompiledCase | None = None  # its compiled kernels, for the static gate (gate/static.py)
 
     @property
     def calibrated(self) -> bool:
@@ -246,7 +248,19 @@ def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
         autotuned.get("autotune_process_speedup"),
         _host_state(path, where, c.get("host_state")),
         points,
+        _compiled(path, where, c.get("compiled")),
     )
+
+
+def _compiled(path: Path, where: str, raw: Any) -> CompiledCase | None:
+    if raw is None:
+        return None
+    from perfgate.compiled.codec import from_dict
+
+    try:
+        return from_dict(raw, "compiled")
+    except ValueError as err:
+        raise BaselineError(path, f"{where}: {err}") from err
 
 
 def summary_points(samples_ms: Sequence[float]) -> tuple[float, ...]:

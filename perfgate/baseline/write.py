@@ -29,6 +29,7 @@ from perfgate.baseline import (
     load_baseline,
     summary_points,
 )
+from perfgate.compiled.records import CompiledCase
 from perfgate.config.settings import Settings
 from perfgate.errors import BaselineError
 from perfgate.metrics import spec_for
@@ -53,6 +54,7 @@ def case_from_result(res: CaseResult, process_medians_ms: tuple[float, ...] = ()
         autotune=res.autotune,
         gpu_state=res.gpu_state,
         host_state=res.host_state,
+        compiled=res.compiled,
     )
 
 
@@ -214,6 +216,8 @@ def _render_case(c: BaselineCase, last: bool) -> list[str]:
         fields.append(f'"gpu_state": {json.dumps(_gpu_dict(c.gpu_state), sort_keys=True)}')
     if c.host_state is not None:
         fields.append(f'"host_state": {json.dumps(_gpu_dict(c.host_state), sort_keys=True)}')
+    if c.compiled is not None:
+        fields.append(_render_compiled(c.compiled))
     metric_rows = [
         json.dumps(
             {"source": m.source, "kernel": m.kernel, "name": m.name, "value": m.value, "unit": m.unit}, sort_keys=True
@@ -224,6 +228,19 @@ def _render_case(c: BaselineCase, last: bool) -> list[str]:
     out += [f"        {row}{',' if j < len(metric_rows) - 1 else ''}" for j, row in enumerate(metric_rows)]
     out += ["      ]", f"    }}{'' if last else ','}"]
     return out
+
+
+def _render_compiled(c: CompiledCase) -> str:
+    """One line per kernel, so a review sees which kernel's facts moved."""
+    from perfgate.compiled.codec import to_dict
+
+    data = to_dict(c)
+    kernels = data.pop("kernels")
+    head = json.dumps(data, sort_keys=True)[:-1]
+    if not kernels:
+        return f'"compiled": {head}, "kernels": []}}'
+    rows = [f"        {json.dumps(k, sort_keys=True)}" for k in kernels]
+    return f'"compiled": {head}, "kernels": [\n' + ",\n".join(rows) + "\n      ]}"
 
 
 def _written_samples(c: BaselineCase) -> tuple[float, ...]:

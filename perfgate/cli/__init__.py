@@ -164,7 +164,16 @@ def _ab_parsers(sub: Any) -> None:
         "on its head/base ratio (docs/ab.md). Same as `pytest --perfgate --perfgate-base REF`.",
     )
     _settings_options(
-        a, "db_path", "store", "summary_path", "json_path", "worktree_dir", "ab_rounds", "ab_process", "strict"
+        a,
+        "db_path",
+        "store",
+        "summary_path",
+        "json_path",
+        "worktree_dir",
+        "ab_rounds",
+        "ab_process",
+        "strict",
+        "ab_skip_same_code",
     )
     a.add_argument("ref", metavar="REF", help="the base: a branch, tag or commit git knows")
     a.add_argument("pytest_args", nargs="*", help="after --: what pytest runs (default: its testpaths)")

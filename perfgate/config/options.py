@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate.compiled.records import StaticPolicy
 from perfgate.config import validate as v
 from perfgate.errors import ConfigError
 from perfgate.model import AbProcess
@@ -358,6 +359,46 @@ OPTIONS: tuple[Option, ...] = (
         flag="--perfgate-pin-autotune",
         arg=Arg.FLAG,
     ),
+    # --- the compiled kernels and the static gate (gate/static.py, docs/compiled-kernels.md) -------------------
+    Option(
+        "compiled_kernels",
+        "do not record each case's compiled kernels (registers, spills, shared memory, launch, theoretical "
+        "occupancy, SASS hash) nor gate on them",
+        v.boolean,
+        key="compiled_kernels",
+        flag="--perfgate-no-compiled-kernels",
+        arg=Arg.NO_FLAG,
+    ),
+    Option(
+        "static_registers",
+        "static gate: a kernel's registers per thread up by more than static_registers_margin: 'fail', 'warn' or 'off'",
+        v.choice(StaticPolicy),
+        key="static_registers",
+    ),
+    Option(
+        "static_registers_margin",
+        "static gate: registers per thread a kernel may gain before static_registers applies",
+        v.integer(0, 255),
+        key="static_registers_margin",
+    ),
+    Option(
+        "static_spills",
+        "static gate: a kernel that spills where it did not, or more: 'fail', 'warn' or 'off'",
+        v.choice(StaticPolicy),
+        key="static_spills",
+    ),
+    Option(
+        "static_occupancy",
+        "static gate: a kernel's theoretical occupancy down a step: 'fail', 'warn' or 'off'",
+        v.choice(StaticPolicy),
+        key="static_occupancy",
+    ),
+    Option(
+        "static_shared_memory",
+        "static gate: a kernel's shared memory per block up: 'fail', 'warn' or 'off'",
+        v.choice(StaticPolicy),
+        key="static_shared_memory",
+    ),
     # --- how a case is timed (MeasureOptions; the marker may change each) ----------------------------------
     Option(
         "warmup_ms", "warm-up before sampling (ms)", v.number(0.0, 60_000.0), key="warmup_ms", marker=True, measure=True
@@ -449,6 +490,16 @@ OPTIONS: tuple[Option, ...] = (
         cli="--worktree-dir",
         arg=Arg.PATH,
         metavar="DIR",
+    ),
+    Option(
+        "ab_skip_same_code",
+        "A/B mode: measure a case even when both sides launch the same compiled code (same SASS, launches, "
+        "inputs and library versions), instead of reporting it 'unchanged (same code)' unmeasured",
+        v.boolean,
+        key="ab_skip_same_code",
+        flag="--perfgate-ab-measure-same-code",
+        cli="--measure-same-code",
+        arg=Arg.NO_FLAG,
     ),
     Option(
         "ab_timeout_s",

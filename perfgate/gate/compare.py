@@ -16,6 +16,7 @@ from perfgate.baseline import Baseline, BaselineCase
 from perfgate.config.settings import Settings
 from perfgate.gate.decision import Decision, Rule, decide, per_test_alpha
 from perfgate.gate.noise import estimate_noise, noise_floor
+from perfgate.gate.static import LAUNCHED, compare_compiled, static_rule
 from perfgate.gate.thresholds import metric_threshold_pct
 from perfgate.metrics import PEAK_ALLOCATED, PEAK_HOST, SPEEDUP_METRIC, TIME_METRIC, spec_for
 from perfgate.model import (
@@ -76,6 +77,7 @@ def compare_run(
     rows: list[Comparison] = []
     explanations: dict[str, tuple[Comparison, ...]] = {}
     alpha = per_test_alpha(settings.false_alarm_pct, gated_tests(results, baseline, settings))
+    rule = static_rule(settings)
     for res in sorted(results, key=lambda r: r.case_id):
         base = baseline.cases.get(res.case_id) if baseline else None
         if base is None:
@@ -103,12 +105,15 @@ def compare_run(
             time_gated = speedup_row is None or settings.gate_time_with_reference
             time_row = compare_time(res, base, settings, alpha, intervals, gated=time_gated)
             metric_rows = compare_metrics(res, base, skip=(SPEEDUP_METRIC,), stages=1 + settings.confirm_runs)
+            static_rows = compare_compiled(res.case_id, base.compiled, res.compiled, rule)
             rows.append(time_row)
             if speedup_row is not None:
                 rows.append(speedup_row)
             rows += [r for r in metric_rows if r.threshold_pct is not None]  # derived ones only explain
+            rows += static_rows
             regressed = any(r.verdict is Verdict.REGRESSED and r.gated for r in (time_row, speedup_row) if r)
-            why = explain(metric_rows) if regressed or time_row.verdict is Verdict.REGRESSED else ()
+            regressed = regressed or time_row.verdict is Verdict.REGRESSED
+            why = explanation(static_rows, metric_rows, res) if regressed else ()
             if why:  # nothing moved and nothing always-shown: no "why" line at all rather than an empty one
                 explanations[res.case_id] = why
         rows += _speedup_target(res, stages=1 + settings.confirm_runs)
@@ -414,6 +419,18 @@ def _speedup_target(res: CaseResult, stages: int = 1) -> list[Comparison]:
             note=f"{s.median:.2f}x vs {s.reference} (CI {s.ci_low:.2f}-{s.ci_high:.2f}), needs >= {target:g}x",
         )
     ]
+
+
+def explanation(
+    static_rows: Sequence[Comparison], metric_rows: Sequence[Comparison], res: CaseResult
+) -> tuple[Comparison, ...]:
+    """What came with a timing regression: the compiled kernels' changes first (known before any profiler
+    ran: registers, spills, occupancy, another kernel), then the profiler's counters that moved, then ncu's
+    diagnosis of the case's kernels when it was profiled."""
+    from perfgate.gate.why import ncu_reasons
+
+    static = [r for r in static_rows if r.baseline != r.current or r.metric == LAUNCHED]
+    return tuple(static) + explain(metric_rows) + ncu_reasons(res)
 
 
 def explain(metric_rows: Sequence[Comparison]) -> tuple[Comparison, ...]:

@@ -13,6 +13,7 @@ import pytest
 from perfgate.config.settings import Settings, settings_from_config
 from perfgate.errors import ConfigError, PerfgateError, one_line
 from perfgate.measure.environment import utc_now
+from perfgate.measure.phases import process_age_s
 from perfgate.measure.processes import PROFILE_CHILD_ENV
 from perfgate.model import TestOutcome, UnmeasuredTest
 from perfgate.pytest_plugin.session import ORDER_KEY, Mode, PerfgateSession
@@ -65,6 +66,7 @@ def make_session(config: pytest.Config) -> PerfgateSession:
         started,
         _mode(config, order),
         started_monotonic=time.monotonic(),
+        before_s=process_age_s(),
         nodeid_prefix=root.nodeid_prefix,
     )
     if root.warning:
@@ -258,9 +260,10 @@ def finish(config: pytest.Config, state: PerfgateSession, interrupted: bool, tes
     if interrupted:
         state.messages.append("perfgate: run interrupted before anything was stored; no baseline touched")
         return 0
-    state.messages.append(
-        f"perfgate: timing phase took {time.monotonic() - state.started_monotonic:.1f} s ({len(state.results)} case(s))"
-    )
+    from perfgate.measure.phases import phase_line
+
+    elapsed = time.monotonic() - state.started_monotonic
+    state.messages.append(phase_line(elapsed, state.results.values(), state.before_s))
     try:
         return _gate(config, state, tests_failed)
     except PerfgateError as err:

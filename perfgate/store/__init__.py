@@ -22,7 +22,7 @@ from urllib.parse import quote
 from perfgate.errors import StoreError
 from perfgate.inputs import check_regular_file
 from perfgate.model import CaseResult, Metric, Run, Verdict
-from perfgate.store import checks, rows
+from perfgate.store import checks, kernels, rows
 from perfgate.store.migrate import migrate, schema_version
 from perfgate.store.schema import SCHEMA_VERSION
 from perfgate.store.verdicts import RunVerdicts
@@ -150,6 +150,8 @@ class Store:
             rows.autotune_rows(run_id, res),
         )
         c.executemany(rows.insert_sql("speedups", rows.SPEEDUP_COLUMNS), rows.speedup_rows(run_id, res))
+        c.executemany(rows.insert_sql("compiled_cases", kernels.CASE_COLUMNS), kernels.case_rows(run_id, res))
+        c.executemany(rows.insert_sql("kernels", kernels.KERNEL_COLUMNS), kernels.kernel_rows(run_id, res))
         c.executemany(
             "INSERT INTO unmeasured_tests (run_id, nodeid, outcome, reason) VALUES (?, ?, ?, ?)",
             rows.unmeasured_rows(run_id, run.info),
@@ -287,11 +289,16 @@ class Store:
             r["case_id"]: rows.speedup_from_row(r)
             for r in self.query("SELECT * FROM speedups WHERE run_id = ?", (run_id,))
         }
+        compiled = kernels.compiled_from_rows(
+            self.query("SELECT * FROM compiled_cases WHERE run_id = ?", (run_id,)),
+            self.query("SELECT * FROM kernels WHERE run_id = ?", (run_id,)),
+        )
         for r in self.query("SELECT * FROM cases WHERE run_id = ? ORDER BY case_id", (run_id,)):
             cid = r["case_id"]
-            yield rows.case_from_row(
+            case = rows.case_from_row(
                 r, tuple(metrics.get(cid, ())), gpu.get(cid), tuple(autotune.get(cid, ())), speedups.get(cid)
             )
+            yield replace(case, compiled=compiled.get(cid))
 
     def load_verdicts(self, run_id: int) -> RunVerdicts | None:
         """What the gate said when the run was stored; None for a run that was not gated (a calibration,

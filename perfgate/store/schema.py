@@ -13,7 +13,7 @@ refused before anything is read.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # Version 1, as written by perfgate 0.1.0 through sqlite-utils (read back from a database it created).
 MIGRATION_1 = """
@@ -244,4 +244,64 @@ CREATE TABLE change_points (
 ) WITHOUT ROWID;
 """
 
-MIGRATIONS: tuple[str, ...] = (MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4, MIGRATION_5, MIGRATION_6)
+# Version 7: the compiled kernels of each case (perfgate/compiled/, store/kernels.py): what the case was called
+# with and what compiled it, and per kernel and launch configuration its registers, spills, shared memory,
+# launch, theoretical occupancy with each limit, and its SASS hash. Standard types only (SQLite and PostgreSQL).
+MIGRATION_7 = """
+CREATE TABLE compiled_cases (
+   run_id INTEGER NOT NULL REFERENCES runs (id),
+   case_id TEXT NOT NULL,
+   inputs_sha TEXT NOT NULL,
+   inputs TEXT NOT NULL,
+   arch TEXT NOT NULL,
+   versions TEXT NOT NULL,
+   notes TEXT NOT NULL,
+   PRIMARY KEY (run_id, case_id)
+);
+CREATE TABLE kernels (
+   run_id INTEGER NOT NULL REFERENCES runs (id),
+   case_id TEXT NOT NULL,
+   idx INTEGER NOT NULL,
+   kernel_key TEXT NOT NULL,
+   name TEXT NOT NULL,
+   source TEXT NOT NULL,
+   registers_per_thread INTEGER,
+   spill_store_bytes INTEGER,
+   spill_load_bytes INTEGER,
+   stack_bytes_per_thread INTEGER,
+   static_shared_bytes INTEGER,
+   dynamic_shared_bytes INTEGER,
+   num_warps INTEGER,
+   num_stages INTEGER,
+   block_x INTEGER,
+   block_y INTEGER,
+   block_z INTEGER,
+   grid_x INTEGER,
+   grid_y INTEGER,
+   grid_z INTEGER,
+   occupancy_pct REAL,
+   occupancy_limiter TEXT,
+   blocks_per_sm INTEGER,
+   warps_per_block INTEGER,
+   max_warps_per_sm INTEGER,
+   by_registers INTEGER,
+   by_shared_memory INTEGER,
+   by_warps INTEGER,
+   by_blocks INTEGER,
+   sass_sha TEXT,
+   launches INTEGER NOT NULL,
+   detail TEXT,
+   PRIMARY KEY (run_id, case_id, idx)
+);
+CREATE INDEX idx_kernels_case_key ON kernels (case_id, kernel_key, run_id);
+"""
+
+MIGRATIONS: tuple[str, ...] = (
+    MIGRATION_1,
+    MIGRATION_2,
+    MIGRATION_3,
+    MIGRATION_4,
+    MIGRATION_5,
+    MIGRATION_6,
+    MIGRATION_7,
+)
