@@ -293,3 +293,25 @@ def test_a_call_the_fresh_pair_could_not_measure_stands_and_says_so(repo, tmp_pa
     a = next(c for c in outcome.gate.comparisons if c.case_id.endswith("::a") and c.metric == "median_ms")
     assert a.verdict is Verdict.REGRESSED and outcome.exit_code == 1
     assert "the fresh pair of processes could not measure it: the call stands on the first pair" in a.note
+
+
+def test_cases_with_the_same_code_on_both_sides_are_not_measured_and_the_time_saved_is_said(repo, tmp_path):
+    # the head changes b's kernel (and its time); a and c compile to the same SASS as in the base
+    commit(repo, cases(TIMES, sass={"test_perf.py::a": "a1", "test_perf.py::b": "b1", "test_perf.py::c": "c1"}), "same")
+    commit(
+        repo,
+        cases({**TIMES, "b": 2.6}, sass={"test_perf.py::a": "a1", "test_perf.py::b": "b2", "test_perf.py::c": "c1"}),
+        "b",
+    )
+    outcome = run_ab(request(repo, "HEAD~1", tmp_path))
+    rows = {c.case_id.split("::")[-1]: c for c in outcome.gate.comparisons if c.metric == "median_ms"}
+    assert rows["b"].verdict is Verdict.REGRESSED and "rounds" in rows["b"].note
+    for name in ("a", "c"):
+        assert rows[name].verdict is Verdict.UNCHANGED and not rows[name].gated
+        assert rows[name].note.startswith("unchanged (same code): 1 kernel(s) with identical SASS and launches")
+    line = next(m for m in outcome.messages if "unchanged (same code" in m)
+    assert re.search(r"2 case\(s\) unchanged .* at least \d+\.\d s of GPU time saved", line)
+    again = run_ab(request(repo, "HEAD~1", tmp_path, seed=2, ab_skip_same_code=False))
+    measured = {c.case_id.split("::")[-1]: c.note for c in again.gate.comparisons if c.metric == "median_ms"}
+    assert all("rounds" in note for note in measured.values())
+    assert not any("same code" in m for m in again.messages)

@@ -20,7 +20,8 @@ from perfgate.ab.protocol import RoundSamples, Side
 from perfgate.ab.verdict import MIN_ROUNDS, AaNoise, RatioDecision, RatioRule, decide_ratio, with_fresh_pair
 from perfgate.baseline.write import case_from_result
 from perfgate.gate.compare import compare_metrics
-from perfgate.metrics import SPEEDUP_METRIC, TIME_METRIC
+from perfgate.gate.static import StaticRule, compare_compiled, is_static
+from perfgate.metrics import SPEEDUP_METRIC, STATIC_LAUNCHED, TIME_METRIC
 from perfgate.model import (
     CaseResult,
     Comparison,
@@ -43,6 +44,7 @@ class AbRule:
     min_effect_pct: float = 1.0
     stages: int = 3  # 1 + confirmation stages
     strict: bool = False
+    static: StaticRule = StaticRule()  # the static gate, head against base (gate/static.py)
 
     def for_comparisons(self, m: int) -> RatioRule:
         return RatioRule(
@@ -99,6 +101,8 @@ def aa_noise(case: CaseRounds, metric: str) -> AaNoise | None:
 
 
 def has_metric(case: CaseRounds, metric: str) -> bool:
+    if case.same_code:  # not measured: nothing to compare, nothing charged to the false-alarm budget
+        return False
     if metric == TIME_METRIC:
         return case.paired
     return case.paired and all(
@@ -176,6 +180,7 @@ def compare_ab(
                 decisions[(case.case_id, metric)] = decision
                 rows.append(_ratio_row(case, metric, decision, aa is not None))
         rows += _other_rows(case, results, _why_unmeasured(m))
+        rows += _compiled_rows(case, results, rule.static)
     head = tuple(r for (side, _), r in results.items() if side is Side.HEAD)
     base = tuple(r for (side, _), r in results.items() if side is Side.BASE)
     fail_on = {Verdict.REGRESSED, Verdict.BELOW_TARGET} | ({Verdict.PROFILE_FAILED} if fail_on_profile_error else set())
@@ -186,6 +191,7 @@ def compare_ab(
         fail_on=frozenset(fail_on),
         strict=rule.strict,
         calibrated=True,
+        explanations=static_explanations(rows),
     )
     gate = replace(gate, findings=tuple(_findings(m, gate, head, decisions)))
     return AbComparison(gate, head, base, decisions, measured_aa)
@@ -349,6 +355,40 @@ def _case_rows(case: CaseRounds, results: Results, unmeasured: Mapping[tuple[Sid
         r for r in compare_metrics(head, case_from_result(base), skip=(SPEEDUP_METRIC,)) if r.threshold_pct is not None
     ]
     return rows + _speedup_target(head)
+
+
+def _compiled_rows(case: CaseRounds, results: Results, static: StaticRule) -> list[Comparison]:
+    """A case not measured because both sides run the same code: its one row says so. Every paired case: the
+    static gate, head's compiled kernels against the base's."""
+    cid = case.case_id
+    if not case.paired or (Side.HEAD, cid) not in results or (Side.BASE, cid) not in results:
+        return []
+    head, base = results[(Side.HEAD, cid)], results[(Side.BASE, cid)]
+    rows = compare_compiled(cid, base.compiled, head.compiled, static)
+    if case.same_code:
+        rows.insert(
+            0,
+            Comparison(
+                cid,
+                TIME_METRIC,
+                "ms",
+                Direction.LOWER,
+                Verdict.UNCHANGED,
+                note=f"unchanged (same code): {case.same_code}; not measured",
+                gated=False,
+            ),
+        )
+    return rows
+
+
+def static_explanations(rows: Sequence[Comparison]) -> dict[str, tuple[Comparison, ...]]:
+    """Per case whose time or speedup regressed: the static changes that came with it (head against base)."""
+    regressed = {c.case_id for c in rows if c.verdict is Verdict.REGRESSED and c.metric in RATIO_METRICS}
+    out: dict[str, list[Comparison]] = {}
+    for c in rows:
+        if c.case_id in regressed and is_static(c.metric) and (c.baseline != c.current or c.metric == STATIC_LAUNCHED):
+            out.setdefault(c.case_id, []).append(c)
+    return {cid: tuple(found) for cid, found in out.items()}
 
 
 def _speedup_target(res: CaseResult) -> list[Comparison]:

@@ -35,6 +35,7 @@ from perfgate.ab.workers import Worker
 from perfgate.model import Environment, UnmeasuredTest
 
 ONE_SIDED_ROUNDS = 3  # a case only one tree has: measured for the report, never compared
+SAME_CODE_ROUND_OVERHEAD_MS = 5.0  # a round's warm-up (serve.ROUND_WARMUP_MS), counted in the time saved
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class RoundPlan:
     timeout_s: float = 900.0  # the longest one step may take (a test body, compiling a case, a round)
     seed: int = 0
     start_timeout_s: float = 900.0  # starting: importing the tree's code and collecting its tests
+    skip_same_code: bool = False  # a case whose sides run the same compiled code is not measured (same_code.py)
 
     @property
     def collect_timeout_s(self) -> float:
@@ -72,6 +74,8 @@ class CaseRounds:
     failed: dict[Side, str] = field(default_factory=dict)  # a side whose prepare failed: why
     orders: list[tuple[Side, ...]] = field(default_factory=list)
     stage_ends: list[int] = field(default_factory=list)  # round count at the end of each stage
+    same_code: str = ""  # not measured: both sides run the same compiled code (the evidence)
+    saved_ms: float = 0.0  # the GPU time its rounds would have taken at least (first stage)
 
     @property
     def paired(self) -> bool:
@@ -292,9 +296,26 @@ class Coordinator:
             self._prepared(Side.HEAD, case)
             if twin:
                 self._guarded(Side.AA, lambda: self._prepared(Side.AA, case))
-            if case.paired:
-                self._stages(case, [s for s in (Side.BASE, Side.HEAD, Side.AA) if s in case.sides])
+            sides = [s for s in (Side.BASE, Side.HEAD, Side.AA) if s in case.sides]
+            if case.paired and not self._same_code(case, sides):
+                self._stages(case, sides)
         self._finish(case)
+
+    def _same_code(self, case: CaseRounds, sides: list[Side]) -> bool:
+        """Skip the rounds of a case whose base and head run the same compiled code (compiled/same_code.py),
+        unless asked to measure anyway; say so, and what it saved."""
+        if not self.plan.skip_same_code:
+            return False
+        from perfgate.compiled.same_code import same_code
+
+        found = same_code(case.sides[Side.BASE].prepared.case.compiled, case.sides[Side.HEAD].prepared.case.compiled)
+        if not found.same:
+            return False
+        per_call = max(case.sides[s].prepared.per_call_ms for s in sides if s is not Side.AA)
+        n = self.plan.samples_for(per_call)
+        case.same_code = found.why
+        case.saved_ms = self.plan.rounds * len(sides) * (n * per_call + SAME_CODE_ROUND_OVERHEAD_MS)
+        return True
 
     def _guarded(self, side: Side, action: Callable[[], None]) -> None:
         """Run a step with a worker; the A/A worker failing drops it instead of ending the walk."""

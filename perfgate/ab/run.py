@@ -37,6 +37,7 @@ from perfgate.ab.verdict import RatioDecision
 from perfgate.ab.workers import Launcher, PytestLauncher, WorkerSpec
 from perfgate.ab.worktree import Tree, checkout, git, is_dirty, repository_root
 from perfgate.config.settings import Settings
+from perfgate.gate.static import static_rule
 from perfgate.model import CaseResult, Environment, GateResult, Run, RunInfo
 from perfgate.report.ab import AbInfo, cost_line, publish_ab, render_ab_terminal
 
@@ -107,7 +108,7 @@ def run_ab(req: AbRequest) -> AbOutcome:
     if req.publish and measurement.failure is None:
         head_run, base_run = _store(head_run, base_run, s, messages)
         _update_aa(setup, cmp, measurement, messages)
-    messages += measurement.notes
+    messages += measurement.notes + same_code_lines(measurement)
     info = AbInfo(
         setup.base.label,
         setup.head.label,
@@ -156,6 +157,19 @@ class _Setup:
         return bool(self.plan.seed & 1)
 
 
+def same_code_lines(m: Measurement) -> list[str]:
+    """What skipping the cases with the same code on both sides saved (one line; none when nothing was)."""
+    skipped = [c for c in m.cases if c.same_code]
+    if not skipped:
+        return []
+    saved_s = sum(c.saved_ms for c in skipped) / 1000.0
+    return [
+        f"perfgate: A/B: {len(skipped)} case(s) unchanged (same code: identical SASS, launches, inputs and "
+        f"libraries on both sides), not measured: at least {saved_s:.1f} s of GPU time saved "
+        f"(--perfgate-ab-measure-same-code measures them)"
+    ]
+
+
 def _setup(req: AbRequest, messages: list[str]) -> _Setup:
     """Bad input first (one line, nothing started), then the trees, the cached A/A, the plan."""
     s = req.settings
@@ -180,8 +194,9 @@ def _setup(req: AbRequest, messages: list[str]) -> _Setup:
         max_samples=s.measure.max_samples,
         timeout_s=s.ab_timeout_s,
         seed=seed,
+        skip_same_code=s.ab_skip_same_code and s.compiled_kernels,
     )
-    rule = AbRule(s.false_alarm_pct, s.min_effect_pct, plan.stages, s.strict)
+    rule = AbRule(s.false_alarm_pct, s.min_effect_pct, plan.stages, s.strict, static_rule(s))
     covered = cache.covering(base_args) if base_args is not None else None
     sharing = decide_sharing(s.ab_process, (("base", base.path), ("head", head.path)))
     messages.append(f"perfgate: A/B: {sharing.why}")

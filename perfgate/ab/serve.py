@@ -29,9 +29,10 @@ from perfgate.ab.protocol import (
     event_message,
     reply_message,
 )
+from perfgate.compiled.records import CompiledCase
 from perfgate.errors import one_line
 from perfgate.measure.autotune import AutotuneWatch
-from perfgate.measure.case import CaseSpec, first_calls, reference_name
+from perfgate.measure.case import CaseSpec, compiled_kernels, first_calls, reference_name, watch_kernels
 from perfgate.measure.gpu_state import NvmlDevice
 from perfgate.measure.host_clock import Invocation
 from perfgate.measure.memory import peak_memory
@@ -101,6 +102,7 @@ class _Case:
         self.timer = spec.timer or (Timer.CUDA_EVENT if cuda_available() else Timer.HOST)
         self.watch: AutotuneWatch | None = None
         self.metrics: tuple[Metric, ...] = ()
+        self.compiled: CompiledCase | None = None
         self.samples: list[float] = []
         self.per_call_ms: float | None = None  # one round of the callables, from prepare's estimate
         self.reference_samples: list[float] = []
@@ -126,8 +128,10 @@ class _Case:
             raise ValueError("perfgate: check=True needs a reference= callable to compare with")
         self.watch = AutotuneWatch(pins)
         first_calls(self.call, self.ref_call, self.spec, self.timer, self.watch)
+        seen = watch_kernels(self.spec, self.call, self.timer)
         if self.spec.options.memory:
             self.metrics = tuple(peak_memory(self.call, self.timer))
+        self.compiled = compiled_kernels(self.spec, seen, self.call)  # what "same code" compares (same_code.py)
         notes: tuple[str, ...] = ()
         if self.timer is Timer.CUDA_EVENT and self.spec.options.move_inputs:
             why_not = why_not_movable(self.spec.args, self.spec.kwargs, free_cuda_bytes())
@@ -193,6 +197,7 @@ class _Case:
             speedup=speedup,
             nodeid=spec.nodeid,
             location=spec.location,
+            compiled=self.compiled,
         )
 
     def release(self) -> None:
