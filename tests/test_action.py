@@ -171,7 +171,9 @@ def test_scripts_never_interpolate_expressions_and_actions_are_pinned(path):
         assert "${{" not in step.get("run", ""), f"{path.name}: pass values to scripts through env (injection)"
         uses = step.get("uses", "")
         if uses and not uses.startswith("./"):
-            assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", uses), f"{path.name}: {uses} is not pinned to a SHA"
+            assert re.fullmatch(r"[\w.-]+/[\w.-]+(?:/[\w.-]+)*@[0-9a-f]{40}", uses), (
+                f"{path.name}: {uses} is not pinned to a SHA"
+            )
         if uses.startswith("actions/checkout@"):
             assert step["with"]["persist-credentials"] is False
 
@@ -402,3 +404,41 @@ def test_a_conftest_that_blocks_perfgate_fails_the_job_even_with_a_planted_passi
     assert "perfgate: pytest exited with 0" in out, out
     assert run.failed and run.steps[-1].returncode == 3, out
     assert ("is not this run's gate" if planted else "wrote no") in out, out
+
+
+def _setup_outputs(tmp_path, **env):
+    out, envfile = tmp_path / "out", tmp_path / "env"
+    out.write_text(""), envfile.write_text("")
+    run = __import__("subprocess").run(
+        ["bash", str(ROOT / ".github" / "action" / "setup.sh")],
+        env={
+            "PATH": "/usr/bin:/bin",
+            "GITHUB_OUTPUT": str(out),
+            "GITHUB_ENV": str(envfile),
+            "PYTHON": sys.executable,
+            "RUNNER_TEMP": str(tmp_path / "temp"),
+            "RUNNER_TOOL_CACHE": str(tmp_path / "tools"),
+            "RUNNER_OS": "Linux",
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    return dict(line.split("=", 1) for line in out.read_text().splitlines()), envfile.read_text()
+
+
+@pytest.mark.parametrize("event", ["push", "pull_request"])
+def test_with_actions_cache_every_run_restores_one_path_keyed_by_the_versions(tmp_path, event):
+    outputs, env = _setup_outputs(tmp_path, ACTIONS_CACHE="true", GITHUB_EVENT_NAME=event)
+    assert outputs["cache"] == str(tmp_path / "temp" / "perfgate-kernel-cache")
+    assert f"TRITON_CACHE_DIR={outputs['cache']}/triton" in env
+    assert re.fullmatch(r"perfgate-kernels-Linux-torch[\w.+-]+-triton[\w.+-]+", outputs["cache-key"])
+    step = next(s for s in ACTION["runs"]["steps"] if s.get("uses", "").startswith("actions/cache/save@"))
+    assert "github.event_name == 'push'" in step["if"] and "default_branch" in step["if"]
+
+
+def test_without_actions_cache_the_runner_local_cache_is_kept(tmp_path):
+    outputs, _ = _setup_outputs(tmp_path, GITHUB_EVENT_NAME="push", GITHUB_REPOSITORY="o/r")
+    assert outputs["cache"] == str(tmp_path / "tools" / "perfgate" / "o/r" / "cache")

@@ -241,3 +241,12 @@ def test_kernels_of_one_name_get_distinct_keys(stand_in_triton):
     seen = Watched((Launch(a, (1, 1, 1)), Launch(b, (2, 1, 1)), Launch(a, (1, 1, 1))), (), (), "", "s")
     case = recorder.compiled(seen, call=lambda: None)
     assert [(k.key, k.launches) for k in case.kernels] == [("_softmax_fused", 2), ("_softmax_fused#2", 1)]
+
+
+def test_a_record_that_breaks_is_a_note_on_the_case_not_a_failed_case(stand_in_triton):
+    def broken(_cubin):
+        raise MemoryError("cuobjdump output too large")
+
+    recorder = KernelRecorder(arch="sm_90", _read=broken)
+    case = recorder.compiled(Watched((Launch(compiled_softmax(), (1, 1, 1)),), (), (), "x", "s"), call=lambda: None)
+    assert case.kernels == () and case.notes[0].startswith("compiled kernels not recorded: MemoryError")

@@ -82,7 +82,15 @@ class KernelRecorder:
         return Watched(tuple(triton.launches), tuple(ops.ops), modules, inputs, sha, notes)
 
     def compiled(self, seen: Watched, call: Callable[[], Any]) -> CompiledCase:
-        """The facts of what `watch` saw; `call` is made once more only for a case that entered a CUDA module."""
+        """The facts of what `watch` saw; `call` is made once more only for a case that entered a CUDA module.
+        Whatever goes wrong reading them is a note on an empty record, never a failed case."""
+        try:
+            return self._compiled(seen, call)
+        except Exception as err:  # noqa: BLE001 (reading compiled code must not fail a measured case)
+            note = one_line(f"compiled kernels not recorded: {type(err).__name__}: {err}", 200)
+            return CompiledCase((), seen.inputs_sha, seen.inputs, self.arch, self.versions, (note,))
+
+    def _compiled(self, seen: Watched, call: Callable[[], Any]) -> CompiledCase:
         notes = list(self.notes + seen.notes)
         kernels = self._triton(seen.triton, notes)
         if seen.modules:
