@@ -250,3 +250,11 @@ def test_a_record_that_breaks_is_a_note_on_the_case_not_a_failed_case(stand_in_t
     recorder = KernelRecorder(arch="sm_90", _read=broken)
     case = recorder.compiled(Watched((Launch(compiled_softmax(), (1, 1, 1)),), (), (), "x", "s"), call=lambda: None)
     assert case.kernels == () and case.notes[0].startswith("compiled kernels not recorded: MemoryError")
+
+
+def test_launches_that_match_none_of_the_modules_kernels_are_said_and_the_code_kept(tmp_path):
+    other = mod.ObservedLaunch("void other_kernel(float*)", (1, 1, 1), (32, 1, 1), 8, 0)
+    recorder, so = recorder_with_module(tmp_path, lambda call: [other])
+    case = recorder.compiled(watched(so), call=lambda: None)
+    assert len([k for k in case.kernels if k.source is KernelSource.CUDA_MODULE]) == 6
+    assert "no launch seen of perfgate_rms_norm.so's kernels (void other_kernel(float*))" in case.notes[0]

@@ -137,6 +137,12 @@ class KernelRecorder:
             return [_module_facts(p, k, names[k.name], None, self.limits) for p, k in code]
         by_name = {names[k.name]: (p, k) for p, k in code}
         counted = Counter((o.name, o.grid, o.block, o.shared_bytes) for o in observed if o.name in by_name)
+        if code and not counted:  # launched none of them, or names that do not match: say so, keep the code
+            seen_names = ", ".join(sorted({o.name[:60] for o in observed})) or "none"
+            notes.append(
+                one_line(f"no launch seen of {', '.join(p.name for p in modules)}'s kernels ({seen_names})", 200)
+            )
+            return [_module_facts(p, k, names[k.name], None, self.limits) for p, k in code]
         launches = {(o.name, o.grid, o.block, o.shared_bytes): o for o in observed}
         return [
             replace(_module_facts(*by_name[key[0]], key[0], launches[key], self.limits), launches=count)
