@@ -258,3 +258,17 @@ def test_launches_that_match_none_of_the_modules_kernels_are_said_and_the_code_k
     case = recorder.compiled(watched(so), call=lambda: None)
     assert len([k for k in case.kernels if k.source is KernelSource.CUDA_MODULE]) == 6
     assert "no launch seen of perfgate_rms_norm.so's kernels (void other_kernel(float*))" in case.notes[0]
+
+
+def test_a_cubin_is_read_once_and_kept_for_the_next_run(tmp_path, monkeypatch):
+    from perfgate.compiled import triton_kernels as tk
+
+    reads = []
+    monkeypatch.setattr(tk, "read_cubin", lambda cubin, tool: reads.append(cubin) or softmax_code(cubin))
+    first = tk.cubin_reader("cuobjdump", tmp_path)
+    assert first(b"cubin") == first(b"cubin") == softmax_code(b"")
+    assert len(reads) == 1
+    assert tk.cubin_reader("cuobjdump", tmp_path)(b"cubin") == softmax_code(b"") and len(reads) == 1  # next run
+    (stored,) = tmp_path.iterdir()
+    stored.write_text("{damaged")
+    assert tk.cubin_reader("cuobjdump", tmp_path)(b"cubin") == softmax_code(b"") and len(reads) == 2

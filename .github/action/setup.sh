@@ -61,6 +61,7 @@ fi
 {
   echo "TRITON_CACHE_DIR=$cache/triton"
   echo "PERFGATE_KERNEL_CACHE=$cache/kernels"
+  echo "PERFGATE_CUBIN_CACHE=$cache/cubins"
   if [ "$history" != "none" ]; then
     mkdir -p "$(dirname "$history")"
     echo "PERFGATE_DB=$history"

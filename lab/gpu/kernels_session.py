@@ -61,7 +61,11 @@ def caches(name: str, fresh: bool) -> dict[str, str]:
         shutil.rmtree(base, ignore_errors=True)
     (base / "triton").mkdir(parents=True, exist_ok=True)
     (base / "kernels").mkdir(parents=True, exist_ok=True)
-    return {"TRITON_CACHE_DIR": str(base / "triton"), "PERFGATE_KERNEL_CACHE": str(base / "kernels")}
+    return {
+        "TRITON_CACHE_DIR": str(base / "triton"),
+        "PERFGATE_KERNEL_CACHE": str(base / "kernels"),
+        "PERFGATE_CUBIN_CACHE": str(base / "cubins"),
+    }
 
 
 def interesting(text: str) -> list[str]:

@@ -19,7 +19,7 @@ from perfgate.compiled.modules import NativeCalls, ObservedLaunch, cuda_modules,
 from perfgate.compiled.occupancy import SmLimits, limits_for, theoretical
 from perfgate.compiled.records import CompiledCase, KernelFacts, KernelSource
 from perfgate.compiled.torch_ops import TorchOps
-from perfgate.compiled.triton_kernels import Launch, TritonLaunches, cubin_reader, facts
+from perfgate.compiled.triton_kernels import Launch, TritonLaunches, cubin_cache_dir, cubin_reader, facts
 from perfgate.errors import PerfgateError, one_line
 
 
@@ -52,7 +52,7 @@ class KernelRecorder:
         recorder = cls(arch=arch, versions=versions)
         try:
             recorder.cuobjdump = find_cuobjdump()
-            recorder._read = cubin_reader(recorder.cuobjdump)
+            recorder._read = cubin_reader(recorder.cuobjdump, cubin_cache_dir())
         except PerfgateError as err:
             recorder.notes = (f"{err}: no registers, spills or SASS hashes from cubins",)
         if limits_for(arch) is None:
