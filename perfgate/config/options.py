@@ -362,8 +362,8 @@ OPTIONS: tuple[Option, ...] = (
     # --- the compiled kernels and the static gate (gate/static.py, docs/compiled-kernels.md) -------------------
     Option(
         "compiled_kernels",
-        "do not record each case's compiled kernels (registers, spills, shared memory, launch, theoretical "
-        "occupancy, SASS hash) nor gate on them",
+        "record each case's compiled kernels (registers, spills, shared memory, launch, theoretical occupancy, "
+        "SASS hash) and gate on them (--perfgate-no-compiled-kernels: neither)",
         v.boolean,
         key="compiled_kernels",
         flag="--perfgate-no-compiled-kernels",
@@ -493,8 +493,9 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "ab_skip_same_code",
-        "A/B mode: measure a case even when both sides launch the same compiled code (same SASS, launches, "
-        "inputs and library versions), instead of reporting it 'unchanged (same code)' unmeasured",
+        "A/B mode: a case whose sides launch the same compiled code (same SASS, launches, inputs and library "
+        "versions) is reported 'unchanged (same code)' without measuring it (--perfgate-ab-measure-same-code: "
+        "measure it anyway)",
         v.boolean,
         key="ab_skip_same_code",
         flag="--perfgate-ab-measure-same-code",
