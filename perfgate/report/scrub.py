@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from perfgate.compiled.records import CompiledCase
 from perfgate.model import CaseResult, Comparison, Environment, Finding, GateResult, Run, UnmeasuredTest
 from perfgate.store.verdicts import RunVerdicts
 
@@ -173,7 +174,15 @@ class Scrubber:
             profile_errors=tuple(self.text(e) for e in r.profile_errors),
             profile_notes=tuple(self.text(n) for n in r.profile_notes),
             location=location,
+            compiled=self._compiled(r.compiled),
         )
+
+    def _compiled(self, c: CompiledCase | None) -> CompiledCase | None:
+        """A case's arguments (a string argument may be a token) and what could not be read (a tool's stderr)."""
+        if c is None:
+            return None
+        kernels = tuple(replace(k, detail=self.text(k.detail)) for k in c.kernels)
+        return replace(c, kernels=kernels, inputs=self.text(c.inputs), notes=tuple(self.text(n) for n in c.notes))
 
 
 def export_scrubber(root: Path | None, publish_host: bool, environ: Mapping[str, str]) -> Scrubber:
