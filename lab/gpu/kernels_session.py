@@ -156,7 +156,9 @@ def step_static(baseline: Path) -> None:
         say(f"  {line}")
 
 
-SOFTMAX_CHANGE = ("    e = tl.exp(x)\n", "    e = tl.exp2(x * 1.4426950408889634)\n")
+# a reciprocal and a multiply instead of a division: the same result within the tolerances, other SASS (checked
+# on the host with Triton's ptxas for sm_90); `tl.exp2(x * log2(e))` would not do: tl.exp compiles to it already
+SOFTMAX_CHANGE = ("    out = e / tl.sum(e, axis=0)\n", "    out = e * (1.0 / tl.sum(e, axis=0))\n")
 
 
 def step_ab(budget_left: float) -> None:
@@ -164,7 +166,7 @@ def step_ab(budget_left: float) -> None:
     path = repo / "kernels" / "softmax_kernel.py"
     text = path.read_text()
     assert SOFTMAX_CHANGE[0] in text, "the softmax kernel changed: update SOFTMAX_CHANGE"
-    lab.commit(repo, "softmax: exp2", {"kernels/softmax_kernel.py": text.replace(*SOFTMAX_CHANGE)})
+    lab.commit(repo, "softmax: reciprocal", {"kernels/softmax_kernel.py": text.replace(*SOFTMAX_CHANGE)})
     env = lab.env_with(**caches("cold", fresh=False))
     worktrees = SCRATCH / "worktrees"
     code, wall, doc = lab.perfgate_ab("ab_skip", repo, "HEAD~1", [SUITE], worktrees, env, 300)
@@ -215,7 +217,7 @@ def crosscheck(out: Path) -> None:
     from perfgate.compiled.cubin import find_cuobjdump
     from perfgate.compiled.occupancy import arch_of
     from perfgate.compiled.record import KernelRecorder
-    from perfgate.compiled.triton_kernels import cubin_reader, facts
+    from perfgate.compiled.triton_kernels import cubin_reader
 
     cuda = ctypes.CDLL("libcuda.so.1")
     major, minor = torch.cuda.get_device_capability()
@@ -233,35 +235,44 @@ def crosscheck(out: Path) -> None:
         "flash_attention": (kernels.flash_attention, (r(4, 32, 4096, 128), r(4, 32, 4096, 128), r(4, 32, 4096, 128))),
         "rms_norm": (kernels.rms_norm, (x16, w)),
     }
-    rows = []
+    rows: list[dict] = []
     for name, (fn, args) in calls.items():
-        fn(*args)  # compile, autotune, build
-        torch.cuda.synchronize()
-        seen = recorder.watch(lambda fn=fn, args=args: fn(*args), args, {})
-        for launch in seen.triton:
-            k = facts(launch.kernel, launch.grid, read, recorder.limits)
-            threads = k.num_warps * 32  # type: ignore[operator]
-            drv = driver_facts(cuda, launch.kernel.function, threads, k.dynamic_shared_bytes or 0)
-            ours = k.occupancy.blocks_per_sm if k.occupancy else None
-            row = {
-                "case": name,
-                "kernel": k.name,
-                "perfgate": _plain(k),
-                "driver": drv,
-                "n_spills": launch.kernel.n_spills,
-            }
-            row["match"] = ours == drv["occupancy_blocks"] and k.registers_per_thread == drv["num_regs"]
-            rows.append(row)
-            print(
-                f"crosscheck {name} {k.name}: registers {k.registers_per_thread} (driver {drv['num_regs']}), stack "
-                f"{k.stack_bytes_per_thread} (driver local {drv['local_size_bytes']}), static shared "
-                f"{k.static_shared_bytes} (driver {drv['shared_size_bytes']}), blocks/SM {ours} (occupancy API "
-                f"{drv['occupancy_blocks']}), {'MATCH' if row['match'] else 'MISMATCH'}",
-                flush=True,
-            )
-        if seen.modules:
-            rows += _module_crosscheck(recorder, seen, lambda fn=fn, args=args: fn(*args), cuda, out.parent)
-    out.write_text(json.dumps(rows, indent=1, sort_keys=True, default=str) + "\n")
+        try:
+            rows += _case_crosscheck(name, fn, args, recorder, read, cuda, out.parent)
+        except Exception as err:  # one case's failure must not lose the others'
+            print(f"crosscheck {name}: failed: {type(err).__name__}: {err}", flush=True)
+        out.write_text(json.dumps(rows, indent=1, sort_keys=True, default=str) + "\n")
+
+
+def _case_crosscheck(
+    name: str, fn: object, args: tuple, recorder: object, read: object, cuda: object, where: Path
+) -> list[dict]:
+    import torch
+
+    from perfgate.compiled.triton_kernels import facts
+
+    fn(*args)  # type: ignore[operator]  # compile, autotune, build
+    torch.cuda.synchronize()
+    seen = recorder.watch(lambda: fn(*args), args, {})  # type: ignore[attr-defined, operator]
+    rows = []
+    for launch in seen.triton:
+        k = facts(launch.kernel, launch.grid, read, recorder.limits)  # type: ignore[arg-type, attr-defined]
+        threads = k.num_warps * 32  # type: ignore[operator]
+        drv = driver_facts(cuda, launch.kernel.function, threads, k.dynamic_shared_bytes or 0)
+        ours = k.occupancy.blocks_per_sm if k.occupancy else None
+        row = {"case": name, "kernel": k.name, "perfgate": _plain(k), "driver": drv, "n_spills": launch.kernel.n_spills}
+        row["match"] = ours == drv["occupancy_blocks"] and k.registers_per_thread == drv["num_regs"]
+        rows.append(row)
+        print(
+            f"crosscheck {name} {k.name}: registers {k.registers_per_thread} (driver {drv['num_regs']}), stack "
+            f"{k.stack_bytes_per_thread} (driver local {drv['local_size_bytes']}), static shared "
+            f"{k.static_shared_bytes} (driver {drv['shared_size_bytes']}), blocks/SM {ours} (occupancy API "
+            f"{drv['occupancy_blocks']}), {'MATCH' if row['match'] else 'MISMATCH'}",
+            flush=True,
+        )
+    if seen.modules:
+        rows += _module_crosscheck(recorder, seen, lambda: fn(*args), cuda, where)  # type: ignore[operator]
+    return rows
 
 
 def _module_crosscheck(recorder: object, seen: object, call: object, cuda: object, where: Path) -> list[dict]:
