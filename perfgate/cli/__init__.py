@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(handler(args) or 0)
     except PerfgateError as err:
         print(str(err), file=sys.stderr)
-        return 2
+        return err.exit_status
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `perfgate history | head`

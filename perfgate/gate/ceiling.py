@@ -25,12 +25,19 @@ FAILING = (Verdict.REGRESSED, Verdict.BELOW_TARGET)
 def process_changes_pct(c: Comparison, r: CaseResult) -> tuple[float, ...]:
     """Each process's change against the baseline's centre, in the worse direction positive (time up, or
     the speedup's reciprocal up)."""
-    if c.baseline is None or c.baseline <= 0:
+    return changes_against(c.metric, c.baseline, r.process_medians_ms, r.process_speedups)
+
+
+def changes_against(
+    metric: str, centre: float | None, medians_ms: Sequence[float], speedups: Sequence[float]
+) -> tuple[float, ...]:
+    """process_changes_pct on plain numbers (a results file's, perfgate/ci/recompute.py)."""
+    if centre is None or centre <= 0:
         return ()
-    if c.metric == TIME_METRIC:
-        return tuple(100.0 * (x - c.baseline) / c.baseline for x in r.process_medians_ms)
-    if c.metric == SPEEDUP_METRIC:  # the comparison's centre is the speedup whose reciprocal is the calibration's mean
-        return tuple(100.0 * (c.baseline / s - 1.0) for s in r.process_speedups if s > 0)
+    if metric == TIME_METRIC:
+        return tuple(100.0 * (x - centre) / centre for x in medians_ms)
+    if metric == SPEEDUP_METRIC:  # the comparison's centre is the speedup whose reciprocal is the calibration's mean
+        return tuple(100.0 * (centre / s - 1.0) for s in speedups if s > 0)
     return ()
 
 

@@ -114,7 +114,7 @@ def decide(
     elif all(d < -down_now for d in changes):
         verdict = Verdict.IMPROVED
     else:
-        band = t_quantile(BAND_CONFIDENCE, noise.df) * se
+        band = noise_band_pct(noise.noise_pct, noise.df, j, n_c)
         if mean_change > band and mean_change + band > t_k:
             verdict = Verdict.INCONCLUSIVE
     suspect = j < k and (all(d > t_k for d in changes) or all(d < -down_k for d in changes))
@@ -146,6 +146,11 @@ def _without_noise(
     p = mann_whitney_p(baseline_samples, current_samples)
     verdict = Verdict.INCONCLUSIVE if abs(change) > threshold_pct and p < rule.alpha else Verdict.UNCHANGED
     return Decision(verdict, change, threshold_pct, None, processes, p_value=p)
+
+
+def noise_band_pct(noise_pct: float, df: int, processes: int, n_centre: int) -> float:
+    """The noise band b: a mean change within it is unchanged, however far it lies beyond T."""
+    return t_quantile(BAND_CONFIDENCE, df) * noise_pct * math.sqrt(1.0 / processes + 1.0 / n_centre)
 
 
 def rank_bound(extremes: Sequence[float], n_ref: int, stages: int, alpha: float) -> float:
