@@ -36,7 +36,9 @@ from perfgate.ab.trace import round_trace
 from perfgate.ab.verdict import RatioDecision
 from perfgate.ab.workers import Launcher, PytestLauncher, WorkerSpec
 from perfgate.ab.worktree import Tree, checkout, git, is_dirty, repository_root
+from perfgate.baseline.base_ref import BaseCheck
 from perfgate.config.settings import Settings
+from perfgate.gate.findings import against_base
 from perfgate.gate.static import static_rule
 from perfgate.model import CaseResult, Environment, GateResult, Run, RunInfo
 from perfgate.report.ab import AbInfo, cost_line, publish_ab, render_ab_terminal
@@ -55,6 +57,7 @@ class AbRequest:
     head_commit: str = ""  # bisect: the head is this commit's worktree, not the working tree
     publish: bool = True  # history and outputs (a bisect step writes neither)
     seed: int | None = None  # the rounds' order; None: a fresh one per run (recorded with the run)
+    base_check: BaseCheck | None = None  # the project root and [tool.perfgate] against the base (base_ref.py)
 
 
 @dataclass(frozen=True)
@@ -91,13 +94,14 @@ def run_ab(req: AbRequest) -> AbOutcome:
         trees = {Side.BASE: (setup.base, setup.base.path), Side.HEAD: (setup.head, setup.head.path)}
         results = _profiled(results, trees, s, messages)
     cached = setup.covered.cases if setup.covered else {}
-    cmp = compare_ab(measurement, cached, setup.rule, results, s.fail_on_profile_error)
+    cmp = _with_base_check(compare_ab(measurement, cached, setup.rule, results, s.fail_on_profile_error), req)
     fresh, fresh_s, fresh_failed = (
         _fresh_pair(req, setup, cmp, log_dir, messages) if measurement.failure is None else (None, 0.0, False)
     )
     if fresh is not None:
         again = {c.case_id: c for c in fresh.cases if c.paired}
         cmp = compare_ab(measurement, cached, setup.rule, results, s.fail_on_profile_error, again)
+        cmp = _with_base_check(cmp, req)
     costs = dict(measurement.costs_s, worktree=setup.base.seconds + setup.head.seconds)
     if fresh_s:
         costs["fresh pair"] = fresh_s
@@ -135,6 +139,12 @@ def run_ab(req: AbRequest) -> AbOutcome:
         measurement.failure is not None,
         head_failed,
     )
+
+
+def _with_base_check(cmp: AbComparison, req: AbRequest) -> AbComparison:
+    """The base ref check's finding (gate/findings.py, as in baseline mode) among the comparison's findings."""
+    found = tuple(against_base(req.base_check))
+    return replace(cmp, gate=replace(cmp.gate, findings=(*found, *cmp.gate.findings))) if found else cmp
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ def findings_for(
 ) -> tuple[Finding, ...]:
     return (
         *_run_level(run, baseline, facts),
-        *_against_base(facts.base),
+        *against_base(facts.base),
         *_unmeasured(run, baseline, allow_missing),
         *_not_measured(run, baseline, allow_missing),
         *_per_case(run, baseline, gate),
@@ -68,7 +68,9 @@ def findings_for(
     )
 
 
-def _against_base(check: BaseCheck | None) -> Iterator[Finding]:
+def against_base(check: BaseCheck | None) -> Iterator[Finding]:
+    """The base ref check's finding (baseline/base_ref.py), in either mode: a changed project root,
+    [tool.perfgate] or baseline fails strict mode unless the pull request states it."""
     if check is None:
         return
     if check.unverified:

@@ -44,6 +44,7 @@ def run_parent(config: pytest.Config, state: PerfgateSession) -> None:
         pytest_args=without_perfgate_flags(config.invocation_params.args),
         settings=state.settings,
         invocation_dir=Path(config.invocation_params.dir),
+        base_check=state.facts.base,
     )
     try:
         outcome = run_ab(request)

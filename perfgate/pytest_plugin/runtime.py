@@ -72,7 +72,7 @@ def make_session(config: pytest.Config) -> PerfgateSession:
     if root.warning:
         state.messages.append(root.warning)
     if state.mode is Mode.AB:
-        return _ab_session(state)
+        return _ab_session(state, config)
     if state.mode is Mode.XDIST_WORKER:
         from perfgate.pytest_plugin.xdist import select_worker_gpu
 
@@ -83,13 +83,13 @@ def make_session(config: pytest.Config) -> PerfgateSession:
         _check_gate_options(config, settings)
     _prepare_environment(state)
     if state.mode is Mode.GATE:
-        _check_against_base(state)
+        _check_against_base(state, config)
         if settings.store:
             _check_history(settings)
     return state
 
 
-def _ab_session(state: PerfgateSession) -> PerfgateSession:
+def _ab_session(state: PerfgateSession, config: pytest.Config) -> PerfgateSession:
     if state.settings.update_baseline:
         raise ConfigError(
             "perfgate: --perfgate-base compares with a base commit; it writes no baseline "
@@ -97,6 +97,7 @@ def _ab_session(state: PerfgateSession) -> PerfgateSession:
         )
     if state.settings.store:
         _check_history(state.settings)
+    _check_against_base(state, config)
     return state
 
 
@@ -185,16 +186,23 @@ def _prepare_environment(state: PerfgateSession) -> None:
         state.device = open_device(state.environment.device_uuid)
 
 
-def _check_against_base(state: PerfgateSession) -> None:
-    """A pull request's gate: is the baseline (and [tool.perfgate]) the one its base ref gates with?"""
+def _check_against_base(state: PerfgateSession, config: pytest.Config) -> None:
+    """A pull request's gate: are the project root, [tool.perfgate] and (baseline mode) the baseline the ones
+    its base ref's files give this run? A/B mode checks against its base, unless a baseline ref is named."""
     from dataclasses import replace
 
     from perfgate.baseline.base_ref import base_ref, check_against_base
+    from perfgate.pytest_plugin.rootdir import invocation_of, pytest_rootdir
 
-    ref = base_ref(state.settings.baseline_ref, os.environ)
-    if not ref or state.environment is None or state.baseline_path is None:
+    ab = state.mode is Mode.AB
+    ref = base_ref(state.settings.baseline_ref, os.environ) or (state.settings.base if ab else "")
+    if not ref or (not ab and (state.environment is None or state.baseline_path is None)):
         return
-    check = check_against_base(ref, state.settings, state.environment, state.baseline_path)
+    from perfgate.model import Environment
+
+    env = state.environment or Environment(device_kind="host", device_name="")
+    baseline = None if ab else state.baseline_path
+    check = check_against_base(ref, state.settings, env, baseline, invocation_of(config), pytest_rootdir)
     state.facts = replace(state.facts, base=check)
 
 
