@@ -442,3 +442,90 @@ def test_with_actions_cache_every_run_restores_one_path_keyed_by_the_versions(tm
 def test_without_actions_cache_the_runner_local_cache_is_kept(tmp_path):
     outputs, _ = _setup_outputs(tmp_path, GITHUB_EVENT_NAME="push", GITHUB_REPOSITORY="o/r")
     assert outputs["cache"] == str(tmp_path / "tools" / "perfgate" / "o/r" / "cache")
+
+
+# --- the runner's command files (issue 32): what the tests plant there reaches no later step -------------------
+
+PLANTING_CONFTEST = """
+
+import glob, os, pathlib, subprocess, sys, time
+
+# the runner's layout is no secret: $RUNNER_TEMP/_runner_file_commands (here under the emulated runner's directory)
+_DIR = os.path.join(os.environ["PLANT_RUNNER"], "temp", "_runner_file_commands")
+
+
+def _plant():
+    os.chmod(_DIR, 0o700)  # the runner's user may undo any mode perfgate sets
+    for name in glob.glob(_DIR + "/set_env_*"):
+        with open(name, "a") as out:
+            out.write("BASH_ENV=" + os.environ["PLANT_SCRIPT"] + "\\n")
+    for name in glob.glob(_DIR + "/add_path_*"):
+        with open(name, "a") as out:
+            out.write(os.environ["PLANT_BIN"] + "\\n")
+    for name in glob.glob(_DIR + "/set_output_*"):
+        with open(name, "a") as out:
+            out.write("exit-code=0\\n")
+
+
+def pytest_sessionfinish(session):
+    if os.environ.get("PLANT_LATER"):  # a daemon that outlives the step writes the next steps' files
+        code = (
+            "import glob, os, sys, time\\n"
+            "seen = set()\\n"
+            "end = time.time() + 20\\n"
+            "while time.time() < end:\\n"
+            "    for f in glob.glob(sys.argv[1] + '/set_env_*'):\\n"
+            "        if f not in seen:\\n"
+            "            seen.add(f)\\n"
+            "            try:\\n"
+            "                open(f, 'a').write('BASH_ENV=' + sys.argv[2] + '\\\\n')\\n"
+            "            except OSError:\\n"
+            "                pass\\n"
+            "    time.sleep(0.02)\\n"
+        )
+        if os.fork() == 0:  # double fork: the daemon is nobody's child
+            subprocess.Popen([sys.executable, "-c", code, _DIR, os.environ["PLANT_SCRIPT"]], start_new_session=True)
+            os._exit(0)
+        time.sleep(0.2)
+    else:
+        _plant()
+"""
+
+
+@pytest.fixture
+def planted(project, tmp_path, monkeypatch):
+    """A conftest that writes BASH_ENV, a PATH entry and an exit-code output into the runner's command files."""
+    work, runner = project
+    script = tmp_path / "planted.sh"
+    script.write_text(f"echo PLANTED-RAN >> {tmp_path / 'planted.log'}\n")
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setenv("PLANT_RUNNER", str(runner))
+    monkeypatch.setenv("PLANT_SCRIPT", str(script))
+    monkeypatch.setenv("PLANT_BIN", str(tmp_path / "bin"))
+    _with_files(project, **{"conftest.py": (work / "conftest.py").read_text() + PLANTING_CONFTEST})
+    return tmp_path / "planted.log"
+
+
+def _planted_nothing(run, log, tmp_path):
+    assert not log.exists(), log.read_text()  # no later step sourced the planted BASH_ENV
+    assert "BASH_ENV" not in run.env and str(tmp_path / "bin") not in run.prepend_path
+
+
+@pytest.mark.slow  # the composite action end to end: a stage of its own in .ci/run
+def test_a_test_that_writes_the_runners_command_files_changes_no_later_step_and_fails_the_job(
+    project, planted, tmp_path
+):
+    run = gate(project, strict="false")
+    out = "".join(s.stdout for s in run.steps)
+    _planted_nothing(run, planted, tmp_path)
+    assert "pull-request code changed the runner's command file set_env_" in out and "(BASH_ENV)" in out, out
+    assert "add_path_" in out and run.failed and run.steps[-1].returncode == 3, out
+
+
+@pytest.mark.slow  # the composite action end to end: a stage of its own in .ci/run
+def test_a_daemon_the_tests_leave_behind_is_killed_before_a_later_step_starts(project, planted, tmp_path, monkeypatch):
+    monkeypatch.setenv("PLANT_LATER", "1")
+    run = gate(project, strict="false")
+    out = "".join(s.stdout for s in run.steps)
+    _planted_nothing(run, planted, tmp_path)
+    assert "process(es) the tests left running were killed" in out, out

@@ -116,10 +116,8 @@ def test_the_base_check_reads_the_bases_config_and_baseline_from_the_bases_root(
     )
     text = "; ".join(check.changes)
     assert "[tool.perfgate] differs from main in threshold_pct" in text
-    assert (
-        "the gate reads tests/perf/baselines/host-some-cpu.json, main's configuration reads baselines/host-some-cpu.json"
-        in (text)
-    )
+    gate_reads = "the gate reads tests/perf/baselines/host-some-cpu.json"
+    assert f"{gate_reads}, main's configuration reads baselines/host-some-cpu.json" in text
 
 
 def test_a_root_a_conftest_moved_is_named(tmp_path):

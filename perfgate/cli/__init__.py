@@ -457,7 +457,8 @@ def _ci_parser(sub: Any) -> None:
         csub,
         "verdict",
         "exit 1 when a results file says the gate failed, 2 when it is missing or "
-        "unreadable (the action checks the gate's own verdict, not only pytest's status)",
+        "unreadable, 4 when its verdicts contradict its own numbers (the action checks the gate's own "
+        "verdict, not only pytest's status)",
         ("perfgate ci verdict results/perfgate.json",),
     )
     ver.add_argument("results", type=Path, nargs="+", help="perfgate.json files written by --perfgate-json")
@@ -470,6 +471,15 @@ def _ci_parser(sub: Any) -> None:
         "--require-strict", action="store_true", help="refuse (exit 2) a results file written without --perfgate-strict"
     )
     ver.set_defaults(func=_lazy("perfgate.cli.ci", "verdict"))
+    con = _command(
+        csub,
+        "confine",
+        "run a command (the gate's pytest) away from the GitHub runner's command files: what it writes "
+        "there is put back and fails the command (exit 3), processes it leaves behind are killed",
+        ("perfgate ci confine -- python -m pytest --perfgate tests/perf",),
+    )
+    con.add_argument("pytest_args", nargs="*", metavar="CMD", help="the command, after --")
+    con.set_defaults(func=_lazy("perfgate.cli.ci", "confine"))
     init = _command(
         csub,
         "init",

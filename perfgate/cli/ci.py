@@ -113,3 +113,24 @@ def init(args: argparse.Namespace) -> int:
         f"settings that keep fork code off the GPU runner"
     )
     return 0
+
+
+def confine(args: argparse.Namespace) -> int:
+    """Run the command away from the runner's command files (perfgate/ci/confine.py); its exit status, or 3
+    when it changed them (put back, each named)."""
+    from perfgate.ci.confine import run_confined
+
+    if not args.pytest_args:
+        raise PerfgateError("perfgate: ci confine needs a command after --")
+    done = run_confined(args.pytest_args, os.environ)
+    for line in done.refused:
+        print(
+            f"::error title=perfgate::pull-request code changed the runner's command file {line}: put back, "
+            "not applied to any later step",
+            flush=True,
+        )
+    if done.killed:
+        print(f"perfgate: {done.killed} process(es) the tests left running were killed", flush=True)
+    if not done.subreaper:
+        print("perfgate: not Linux: a process that left the tests' process group is not found and killed", flush=True)
+    return done.returncode
