@@ -471,15 +471,7 @@ def _ci_parser(sub: Any) -> None:
         "--require-strict", action="store_true", help="refuse (exit 2) a results file written without --perfgate-strict"
     )
     ver.set_defaults(func=_lazy("perfgate.cli.ci", "verdict"))
-    con = _command(
-        csub,
-        "confine",
-        "run a command (the gate's pytest) away from the GitHub runner's command files: what it writes "
-        "there is put back and fails the command (exit 3), processes it leaves behind are killed",
-        ("perfgate ci confine -- python -m pytest --perfgate tests/perf",),
-    )
-    con.add_argument("pytest_args", nargs="*", metavar="CMD", help="the command, after --")
-    con.set_defaults(func=_lazy("perfgate.cli.ci", "confine"))
+    _ci_boundary_parsers(csub)
     init = _command(
         csub,
         "init",
@@ -502,6 +494,56 @@ def _ci_parser(sub: Any) -> None:
     init.add_argument("--pytest-args", default="tests/perf", help="what the gate runs (default tests/perf)")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     init.set_defaults(func=_lazy("perfgate.cli.ci", "init"))
+
+
+def _ci_boundary_parsers(csub: Any) -> None:
+    """The commands either side of the trust boundary: `report` and `unlabel` (the trusted job), `confine`
+    (the measuring job's tests)."""
+    rep = _command(
+        csub,
+        "report",
+        "the trusted job's step: approval labels off, the results checked (ci verdict), the commit status set "
+        "on the gated commit, the comment edited; exit status ci verdict's",
+        ("GITHUB_TOKEN=... perfgate ci report --results results/perfgate.json --repo o/r --sha <40 hex> --pr 12",),
+    )
+    rep.add_argument("--results", type=Path, nargs="+", required=True, metavar="JSON", help="the perfgate.json files")
+    rep.add_argument("--repo", required=True, help="owner/name")
+    rep.add_argument("--sha", required=True, help="the gated commit (40 hex): the status is set on it")
+    rep.add_argument("--pr", type=int, help="the pull request to comment on")
+    rep.add_argument(
+        "--pr-head", default="", help="OWNER:BRANCH: the open pull request from there at --sha (a fork's run)"
+    )
+    rep.add_argument("--context", default="perfgate", help="the commit status's name (branch protection requires it)")
+    rep.add_argument("--target-url", default="", help="where the status links (the workflow run)")
+    rep.add_argument("--remove-labels", default="", help="comma-separated approval labels to take off first")
+    rep.add_argument("--no-comment", dest="comment", action="store_false", help="set the status only")
+    rep.add_argument("--require-strict", action="store_true", help="a results file without strict mode is an error")
+    rep.add_argument("--marker", default="perfgate", help="one sticky comment per marker")
+    rep.add_argument("--author", help="the login the token comments as (default: asked of the API)")
+    rep.add_argument("--token-env", default="GITHUB_TOKEN", help="environment variable holding the token")
+    rep.add_argument("--api-url", default="https://api.github.com", help="GitHub REST API base URL")
+    rep.set_defaults(func=_lazy("perfgate.cli.ci", "report"))
+    unl = _command(
+        csub,
+        "unlabel",
+        "take approval labels off a pull request (on every push: an approval is for one commit)",
+        ("GITHUB_TOKEN=... perfgate ci unlabel --repo o/r --pr 12 --labels perfgate,perfgate-baseline",),
+    )
+    unl.add_argument("--repo", required=True, help="owner/name")
+    unl.add_argument("--pr", type=int, required=True, help="pull request number")
+    unl.add_argument("--labels", required=True, help="comma-separated label names")
+    unl.add_argument("--token-env", default="GITHUB_TOKEN", help="environment variable holding the token")
+    unl.add_argument("--api-url", default="https://api.github.com", help="GitHub REST API base URL")
+    unl.set_defaults(func=_lazy("perfgate.cli.ci", "unlabel"))
+    con = _command(
+        csub,
+        "confine",
+        "run a command (the gate's pytest) away from the GitHub runner's command files: what it writes "
+        "there is put back and fails the command (exit 3), processes it leaves behind are killed",
+        ("perfgate ci confine -- python -m pytest --perfgate tests/perf",),
+    )
+    con.add_argument("pytest_args", nargs="*", metavar="CMD", help="the command, after --")
+    con.set_defaults(func=_lazy("perfgate.cli.ci", "confine"))
 
 
 def _lazy(module: str, name: str) -> Handler:

@@ -6,6 +6,7 @@ import argparse
 import os
 import re
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -134,3 +135,60 @@ def confine(args: argparse.Namespace) -> int:
     if not done.subreaper:
         print("perfgate: not Linux: a process that left the tests' process group is not found and killed", flush=True)
     return done.returncode
+
+
+def report(args: argparse.Namespace) -> int:
+    """The trusted job's step (perfgate/ci/report.py): approval labels off, the results checked, the commit
+    status set, the comment edited. Exit status: ci verdict's."""
+    from perfgate.ci.github import GitHubApi
+    from perfgate.ci.report import (
+        check_head,
+        check_sha,
+        label_names,
+        post_comment,
+        pr_for_head,
+        read_verdicts,
+        remove_labels,
+        set_status,
+    )
+
+    token = os.environ.get(args.token_env, "")
+    if not token:
+        raise PerfgateError(f"perfgate: ci report needs a token in ${args.token_env} (statuses, pull-requests: write)")
+    sha, labels = check_sha(args.sha), label_names(args.remove_labels)
+    head = check_head(args.pr_head) if args.pr_head else ""
+    api = GitHubApi(args.api_url, args.repo, token)
+    pr = args.pr or (pr_for_head(api, head, sha) if head else None)
+    if pr and labels:  # first, whatever happens next: an approval is for one run
+        _warn_on_failure(lambda: print(f"perfgate: labels removed: {remove_labels(api, pr, labels) or 'none'}"))
+    verdicts = read_verdicts(args.results, sha, args.require_strict)
+    for line in verdicts.lines:
+        print(f"perfgate: {line}", flush=True)
+    state = set_status(api, sha, verdicts, args.context, args.target_url)
+    print(f"perfgate: status {args.context}={state} on {sha}")
+    if pr and args.comment:
+        _warn_on_failure(lambda: print(f"perfgate: {post_comment(api, pr, verdicts, args.marker, args.author)}"))
+    elif args.comment:
+        print(f"perfgate: no open pull request at {sha}: no comment")
+    return verdicts.code
+
+
+def _warn_on_failure(step: Callable[[], None]) -> None:
+    """A label or comment the token may not touch (a fork's read-only token) warns; the status decides."""
+    try:
+        step()
+    except PerfgateError as err:
+        print(f"::warning title=perfgate::{err}", flush=True)
+
+
+def unlabel(args: argparse.Namespace) -> int:
+    """Approval labels off a pull request (on every push: an approval is for the commit it was given to)."""
+    from perfgate.ci.github import GitHubApi
+    from perfgate.ci.report import label_names, remove_labels
+
+    token = os.environ.get(args.token_env, "")
+    if not token:
+        raise PerfgateError(f"perfgate: ci unlabel needs a token in ${args.token_env} (pull-requests: write)")
+    removed = remove_labels(GitHubApi(args.api_url, args.repo, token), args.pr, label_names(args.labels))
+    print(f"perfgate: labels removed from {args.repo}#{args.pr}: {', '.join(removed) or 'none'}")
+    return 0
