@@ -168,3 +168,45 @@ def test_unlabel_takes_the_approval_labels_off(github, capsys):
     code = main(["ci", "unlabel", "--repo", "o/r", "--pr", "7", "--labels", "perfgate,perfgate-baseline,other"])
     assert code == 0 and not github.labels
     assert "perfgate, perfgate-baseline" in capsys.readouterr().out
+
+
+REPORT_SH = Path(__file__).resolve().parents[1] / "report" / "report.sh"
+
+
+def report_sh(tmp_path: Path, **env: str) -> list[str]:
+    """The argv report/report.sh gives perfgate for the action's inputs (perfgate stood in by a script)."""
+    import os
+    import subprocess
+
+    stub = tmp_path / "perfgate"
+    stub.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$ARGV"\n')
+    stub.chmod(0o755)
+    argv = tmp_path / "argv"
+    base = {"PATH": os.environ["PATH"], "PERFGATE": str(stub), "ARGV": str(argv), "GITHUB_REPOSITORY": "o/r"}
+    done = subprocess.run(["bash", str(REPORT_SH)], env={**base, **env}, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return argv.read_text().splitlines() if argv.exists() else []
+
+
+def test_the_report_action_finds_a_forks_pull_request_by_its_head_and_passes_every_input(tmp_path):
+    argv = report_sh(
+        tmp_path,
+        RESULTS="results/a/perfgate.json results/b/perfgate.json",
+        SHA=SHA,
+        HEAD_OWNER="someone",
+        HEAD_BRANCH="topic; rm -rf /",
+        REMOVE_LABELS="perfgate",
+        COMMENT="false",
+        REQUIRE_STRICT="true",
+        GITHUB_RUN_ID="5",
+    )
+    assert argv[:4] == ["ci", "report", "--results", "results/a/perfgate.json"]
+    assert "results/b/perfgate.json" in argv and argv[argv.index("--sha") + 1] == SHA
+    assert argv[argv.index("--pr-head") + 1] == "someone:topic; rm -rf /"  # one argument, checked by perfgate
+    assert "--no-comment" in argv and "--require-strict" in argv and "--pr" not in argv
+    assert argv[argv.index("--target-url") + 1] == "https://github.com/o/r/actions/runs/5"
+
+
+def test_the_report_action_only_takes_the_labels_back_on_a_push(tmp_path):
+    argv = report_sh(tmp_path, UNLABEL_ONLY="true", PR="7", REMOVE_LABELS="perfgate,perfgate-baseline")
+    assert argv == ["ci", "unlabel", "--repo", "o/r", "--pr", "7", "--labels", "perfgate,perfgate-baseline"]

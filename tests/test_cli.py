@@ -164,15 +164,18 @@ def test_ci_init_writes_a_workflow_that_loads_back(tmp_path, capsys):
     import yaml
 
     path = tmp_path / ".github" / "workflows" / "perfgate.yml"
-    assert run_cli(capsys, "ci", "init", "--output", str(path), "--action-ref", f"me/perfgate@{SHA}")[0] == 0
+    argv = ("ci", "init", "--output", str(path), "--action-ref", f"me/perfgate@{SHA}", "--default-branch", "main")
+    assert run_cli(capsys, *argv)[0] == 0
     doc = yaml.safe_load(path.read_text())
     jobs = doc["jobs"]
     assert jobs["gate"]["permissions"] == {"contents": "read"}
-    assert jobs["report"]["permissions"] == {"pull-requests": "write"}
-    assert jobs["gate"]["steps"][3]["uses"] == f"me/perfgate@{SHA}"
-    assert doc["on"]["pull_request_target"] == {"types": ["labeled"]}  # never `synchronize`: new commits need a label
+    assert jobs["report"]["permissions"] == {"pull-requests": "write", "statuses": "write"}
+    assert next(s for s in jobs["gate"]["steps"] if "uses" in s and "perfgate@" in s["uses"])["uses"] == (
+        f"me/perfgate@{SHA}"
+    )
+    assert doc["on"]["pull_request_target"] == {"types": ["labeled", "synchronize"]}
     assert jobs["gate"]["steps"][0]["with"]["persist-credentials"] is False
-    assert run_cli(capsys, "ci", "init", "--output", str(path), "--action-ref", f"me/perfgate@{SHA}")[0] == 2
+    assert run_cli(capsys, *argv)[0] == 2  # nothing overwritten without --force
 
 
 @pytest.mark.parametrize(
@@ -188,7 +191,7 @@ def test_ci_init_writes_a_workflow_that_loads_back(tmp_path, capsys):
 )
 def test_ci_init_pins_the_action_by_a_full_commit_sha(tmp_path, capsys, ref):
     path = tmp_path / "perfgate.yml"
-    code, _, err = run_cli(capsys, "ci", "init", "--output", str(path), "--action-ref", ref)
+    code, _, err = run_cli(capsys, "ci", "init", "--output", str(path), "--action-ref", ref, "--default-branch", "main")
     assert code == 2 and "must pin the action by a full commit sha" in err and not path.exists()
 
 

@@ -475,24 +475,40 @@ def _ci_parser(sub: Any) -> None:
     init = _command(
         csub,
         "init",
-        "write a starter workflow that runs the perfgate composite action",
-        ("perfgate ci init --runner-label gpu-h100 --action-ref owner/perfgate@<40-hex commit sha>",),
+        "write the workflows for the perfgate actions: the gate, its trusted report, baseline updates",
+        (
+            "perfgate ci init --runner-label gpu-h100 --action-ref owner/perfgate@<40-hex commit sha>",
+            "perfgate ci init --runner-label ubuntu-latest --action-ref owner/perfgate@<40-hex commit sha>",
+        ),
     )
     init.add_argument(
         "--output",
         type=Path,
         default=Path(".github/workflows/perfgate.yml"),
-        help="where to write the workflow (default .github/workflows/perfgate.yml)",
+        help="the gate's workflow; -report.yml (hosted runners) and -baseline.yml are written beside it "
+        "(default .github/workflows/perfgate.yml)",
     )
     init.add_argument(
         "--action-ref",
         required=True,
         help="OWNER/REPO@COMMIT_SHA of the perfgate action: pinned by a full 40-hex commit, never by "
-        "a movable tag (the report job installs perfgate from the same commit)",
+        "a movable tag (its report action and the perfgate the workflows install come from the same commit)",
     )
-    init.add_argument("--runner-label", default="gpu", help="the self-hosted GPU runner's label")
+    init.add_argument(
+        "--runner-label",
+        default="gpu",
+        help="the runner's label: a self-hosted GPU runner's (gpu-h100), or a GitHub-hosted image (ubuntu-latest)",
+    )
+    init.add_argument(
+        "--runner",
+        choices=("auto", "self-hosted", "hosted"),
+        default="auto",
+        help="the kind of runner (auto: hosted for ubuntu-*, windows-*, macos-* labels)",
+    )
     init.add_argument("--pytest-args", default="tests/perf", help="what the gate runs (default tests/perf)")
-    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    init.add_argument("--python-version", default="3.11", help="the Python actions/setup-python installs")
+    init.add_argument("--default-branch", default="", help="default: the repository's (origin/HEAD, else the current)")
+    init.add_argument("--force", action="store_true", help="overwrite existing files")
     init.set_defaults(func=_lazy("perfgate.cli.ci", "init"))
 
 

@@ -106,12 +106,20 @@ def _not_this_run(started_at: datetime | None, strict: bool, not_before: datetim
 
 
 def init(args: argparse.Namespace) -> int:
-    from perfgate.ci.workflow import write_workflow
+    from perfgate.ci.workflow import choices, detect_default_branch, parse_action_ref, write_workflows
+    from perfgate.errors import require
 
-    write_workflow(args.output, args.action_ref, args.runner_label, args.force, args.pytest_args)
+    require("yaml", "ci", "perfgate ci init")  # what is missing, and the bad reference, before asking git
+    parse_action_ref(args.action_ref)
+    where = next(p for p in (args.output.absolute().parent, *args.output.absolute().parents) if p.is_dir())
+    branch = args.default_branch or detect_default_branch(where)  # the repository the workflows go into
+    chosen = choices(args.action_ref, args.runner_label, args.pytest_args, branch, args.runner, args.python_version)
+    written = write_workflows(args.output, chosen, args.force)
+    kind = "GitHub-hosted" if chosen.hosted else "self-hosted"
     print(
-        f"perfgate: wrote {args.output}; review it, then read docs/github-actions.md for the repository "
-        f"settings that keep fork code off the GPU runner"
+        f"perfgate: wrote {', '.join(map(str, written))} ({kind} runner {chosen.runner_label}, default branch "
+        f"{branch}); review them, make the `perfgate` commit status required, and read docs/github-actions.md "
+        f"for the repository settings{'' if chosen.hosted else ' that keep fork code off the GPU runner'}"
     )
     return 0
 
