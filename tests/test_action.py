@@ -137,7 +137,6 @@ def test_a_pull_request_run_stores_nothing_shared_and_uses_a_seeded_cache_copy(p
         project,
         strict="false",
         history="none",
-        comment="false",
         **{"cache-dir": str(tmp_path / "pr-cache"), "cache-seed": str(trusted)},
         github={"event_name": "pull_request_target", "event": {"pull_request": {"number": 7}}},
     )
@@ -234,7 +233,6 @@ def test_a_pull_request_measures_the_head_against_its_base_commit_side_by_side(p
     git(work, "commit", "-q", "-am", "head: 3x slower")
     run = gate(
         project,
-        comment="false",
         github={"event_name": "pull_request", "event": {"pull_request": {"number": 7, "base": {"sha": base}}}},
     )
     assert run.failed and run.steps[-1].returncode == 1, [s.stdout for s in run.steps]
