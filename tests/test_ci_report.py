@@ -115,6 +115,7 @@ def test_a_failed_gate_sets_failure_and_fails_the_job(github, tmp_path):
 def test_a_results_file_that_contradicts_itself_is_an_error_status_and_a_refusal_in_the_comment(github, tmp_path):
     code, out = report(write(tmp_path, passed(gate_document(tmp_path, strict=False))))
     assert code == 4 and github.statuses[0]["state"] == "error", out
+    assert github.statuses[0]["description"].startswith("perfgate.json: comparisons[0] (t.py::test_slow median_ms)")
     body = next(iter(github.comments.values()))["body"]
     assert "results refused" in body and "contradicts its own numbers" in body
 

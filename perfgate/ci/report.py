@@ -70,7 +70,8 @@ def check_sha(sha: str) -> str:
 def set_status(api: GitHubApi, sha: str, verdicts: Verdicts, context: str, target_url: str = "") -> str:
     """The commit status on the gated commit; its state."""
     state = STATES.get(verdicts.code, "error")
-    summary = "; ".join(line.rsplit("/", 1)[-1] for line in verdicts.lines) or "no results files named"
+    # each line without the runner's directories in front of the file's name
+    summary = "; ".join(re.sub(r"^\S*/", "", line) for line in verdicts.lines) or "no results files named"
     body: dict[str, Any] = {"state": state, "context": context, "description": summary[:DESCRIPTION_CHARS]}
     if target_url.startswith("https://"):
         body["target_url"] = target_url
