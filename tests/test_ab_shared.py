@@ -1,4 +1,4 @@
-"""A/B mode with every side in one process (perfgate/ab/shared.py): each tree's modules, working
+"""A/B mode with every side in one process (perfgate/ab/host/shared.py): each tree's modules, working
 directory, sys.path and environment its own while the process is shared; the choice between shared and
 separate; a side that takes the process down. Real pytest workers on the host clock (a 10x slower head:
 no tight timing)."""
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.ab import process_state, shared, sharing
+from perfgate.ab.host import process_state, shared, sharing
 from perfgate.model import AbProcess
 from tests.ab_repo import git, make_repo
 

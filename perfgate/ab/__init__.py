@@ -9,6 +9,7 @@ The data flow, one module each:
     schedule.py   which cases pair up across the trees, and the order of the sides in each round
     coordinator.py the rounds: base, head (and a second base process for the A/A) in turn, per case
     verdict.py    per-round ratios -> the ratio's interval, what the case can detect, the verdict
+    host/         the shared host: every side in one process (sharing, the baton, what it hands over)
     aa.py         the A/A measurement (base against itself), cached per GPU model and base commit
     run.py        the one orchestration: worktree -> workers -> rounds -> verdicts -> store -> outputs
     bisect.py     the same A/B measurement at each step of a binary search over commits

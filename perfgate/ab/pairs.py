@@ -27,7 +27,7 @@ def measure_pair(
 ) -> Measurement:
     """The workers' rounds. `wanted`: only these cases (a fresh pair); `cached`: A/A known beyond `covered`;
     `base_first`: the base worker starts before the head's (the A/A twin always last); `shared`: every side
-    in one process (perfgate/ab/shared.py)."""
+    in one process (perfgate/ab/host/shared.py)."""
     workers: dict[Side, Worker] = {}
     order = (Side.BASE, Side.HEAD, Side.AA) if base_first else (Side.HEAD, Side.BASE, Side.AA)
     ordered = sorted(specs, key=lambda spec: order.index(spec.side))

@@ -31,7 +31,7 @@ from perfgate.ab.compare import (
 from perfgate.ab.coordinator import Measurement, RoundPlan
 from perfgate.ab.pairs import measure_pair
 from perfgate.ab.protocol import AbError, Side
-from perfgate.ab.sharing import decide as decide_sharing
+from perfgate.ab.host.sharing import decide as decide_sharing
 from perfgate.ab.trace import round_trace
 from perfgate.ab.verdict import RatioDecision
 from perfgate.ab.workers import Launcher, PytestLauncher, WorkerSpec
@@ -157,7 +157,7 @@ class _Setup:
     covered: aa_cache.AaEntry | None  # the cached A/A for this selection, when there is one
     plan: RoundPlan
     rule: AbRule
-    shared: bool  # every side in one process (perfgate/ab/shared.py)
+    shared: bool  # every side in one process (perfgate/ab/host/shared.py)
 
     @property
     def base_first(self) -> bool:

@@ -67,7 +67,7 @@ class WorkerSpec:
     env: dict[str, str] = field(default_factory=dict)  # build caches of its tree
 
 
-# `python -c SHARED_BOOT TOOL SIDES_JSON`: every side in one process (perfgate/ab/shared.py)
+# `python -c SHARED_BOOT TOOL SIDES_JSON`: every side in one process (perfgate/ab/host/shared.py)
 SHARED_BOOT = """\
 import sys
 tool, sides = sys.argv[1:3]
@@ -140,8 +140,8 @@ class Worker:
 
     @classmethod
     def start_shared(cls, specs: Sequence[WorkerSpec], launcher: Launcher, log_dir: Path) -> list[Worker]:
-        """Every side in one host process (perfgate/ab/shared.py), in the order given; a log per side."""
-        from perfgate.ab.shared import SHARED_PYTEST_ARGS, SideBoot
+        """Every side in one host process (perfgate/ab/host/shared.py), in the order given; a log per side."""
+        from perfgate.ab.host.shared import SHARED_PYTEST_ARGS, SideBoot
 
         log_dir.mkdir(parents=True, exist_ok=True)
         pipes = [_Pipes() for _ in specs]
@@ -233,7 +233,7 @@ class SharedHost:
     def explained(self, side_log: Path, doing: str) -> str:
         """Why a side's pipe ended: its session alone (the process goes on), or the whole process, named with
         the side that was running then and that side's last lines."""
-        from perfgate.ab.shared import running_side
+        from perfgate.ab.host.shared import running_side
 
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=1.0)  # a process that is going down: its status

@@ -1,4 +1,4 @@
-"""The pytest end of a shared A/B host (perfgate/ab/shared.py): every side a pytest session in a thread of
+"""The pytest end of a shared A/B host (perfgate/ab/host/shared.py): every side a pytest session in a thread of
 one process. Started by perfgate.ab.workers.SHARED_BOOT."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from perfgate.ab.protocol import WorkerEnd
-from perfgate.ab.shared import serve_sides, worker_end
+from perfgate.ab.host.shared import serve_sides, worker_end
 
 
 def main(spec: str) -> int:

@@ -1,4 +1,4 @@
-"""Whether A/B mode runs base and head in one process (perfgate/ab/shared.py) or a process per tree.
+"""Whether A/B mode runs base and head in one process (perfgate/ab/host/shared.py) or a process per tree.
 
 Two copies of one extension module in one process clash in their global registries (pybind11 types, torch
 custom ops), so `ab_process = "auto"` (the default) shares only when neither tree lists native code.

@@ -1,5 +1,5 @@
 """Process-wide settings a tree's code or its pytest configuration may change, kept per side of a shared
-A/B host (perfgate/ab/shared.py) and handed over with the baton: pytest's per-test warning filters and log
+A/B host (perfgate/ab/host/shared.py) and handed over with the baton: pytest's per-test warning filters and log
 capture, and torch's global switches. A conftest that sets torch's default dtype to float64 must not make
 the other tree's code run in float64; a side that never set one finds it as a fresh process has it.
 

@@ -22,8 +22,8 @@ have either).
 
 What cannot be shared: a tree's native code. Two copies of one extension module in one process clash in
 their global registries (pybind11 types, torch custom ops), so `ab_process = "auto"` (the default) shares
-only when neither tree lists a native source or binary (perfgate/ab/sharing.py). The process-wide settings
-handed over besides modules, paths and streams are a registry: perfgate/ab/process_state.py.
+only when neither tree lists a native source or binary (perfgate/ab/host/sharing.py). The process-wide settings
+handed over besides modules, paths and streams are a registry: perfgate/ab/host/process_state.py.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import IO, Any
 
-from perfgate.ab import process_state
+from perfgate.ab.host import process_state
 from perfgate.ab.protocol import WorkerEnd
 
 # pytest's fd-level capture is process-wide: two sessions would save and restore each other's descriptors.
