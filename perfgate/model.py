@@ -183,6 +183,25 @@ class CaseThresholds:
         return dict(self.metrics).get(name)
 
 
+class CodeRole(str, enum.Enum):
+    """What a piece of a case's code is (A/B mode's provenance, perfgate/ab/provenance.py)."""
+
+    MEASURED = "measured"  # the callable measured (its innermost function, through wrappers)
+    REFERENCE = "reference"  # the reference callable
+    MODULE = "module"  # a module of the project imported by the side, first seen at this case
+
+
+@dataclass(frozen=True)
+class CodeSource:
+    """Where one piece of the code a case ran came from: the file, and which checkout holds it."""
+
+    role: CodeRole
+    name: str  # a module's dotted name; a callable's "module:qualname"
+    path: str  # relative to the checkout holding it; absolute outside every checkout; "" for built-in code
+    tree: str = ""  # "base", "head" or "checkout" (the one perfgate ran in); "" outside them
+    loader: str = ""  # the loader, or the import hook that served it (and where it pointed)
+
+
 @dataclass(frozen=True)
 class CaseResult:
     """Everything measured for one perf case in one run."""
@@ -211,6 +230,7 @@ class CaseResult:
     extra_info: tuple[tuple[str, Any], ...] = ()  # pytest-benchmark's `benchmark.extra_info` (JSON values)
     compiled: CompiledCase | None = None  # the kernels one call launched, as compiled (perfgate/compiled/)
     phases_s: tuple[tuple[str, float], ...] = ()  # where measuring it went (measure/phases.py); not stored
+    code: tuple[CodeSource, ...] = ()  # A/B mode: where the code it measured came from (ab/provenance.py)
 
     def with_metrics(
         self, extra: tuple[Metric, ...], errors: tuple[str, ...] = (), notes: tuple[str, ...] = ()

@@ -149,10 +149,13 @@ def compare_ab(
     results: Results | None = None,
     fail_on_profile_error: bool = False,
     fresh: Mapping[str, CaseRounds] | None = None,
+    incomparable: Mapping[str, str] | None = None,
 ) -> AbComparison:
     """`results`: the sides' cases when something was added to them (profiler metrics); default
     side_results(m). `fresh`: called cases measured again by a fresh pair of processes (case id -> its
-    rounds there): a call stands only where that pair makes it too (verdict.with_fresh_pair)."""
+    rounds there): a call stands only where that pair makes it too (verdict.with_fresh_pair).
+    `incomparable`: case id -> why it cannot be compared although both sides measured it (provenance.py):
+    one not-comparable row instead of its verdicts."""
     results = results if results is not None else side_results(m)
     gated = gated_count(m.cases)
     ratio_rule = rule.for_comparisons(gated)
@@ -160,6 +163,10 @@ def compare_ab(
     decisions: dict[tuple[str, str], RatioDecision] = {}
     measured_aa: dict[str, dict[str, AaNoise]] = {}
     for case in m.cases:
+        why = (incomparable or {}).get(case.case_id)
+        if why is not None:
+            rows.append(Comparison(case.case_id, TIME_METRIC, "ms", Direction.LOWER, Verdict.NOT_COMPARABLE, note=why))
+            continue
         for metric in RATIO_METRICS:
             here = aa_noise(case, metric)
             if here is not None:

@@ -29,9 +29,10 @@ from perfgate.ab.compare import (
     side_results,
 )
 from perfgate.ab.coordinator import Measurement, RoundPlan
+from perfgate.ab.host.sharing import decide as decide_sharing
 from perfgate.ab.pairs import measure_pair
 from perfgate.ab.protocol import AbError, Side
-from perfgate.ab.host.sharing import decide as decide_sharing
+from perfgate.ab.provenance import changed_paths, judge, located
 from perfgate.ab.trace import round_trace
 from perfgate.ab.verdict import RatioDecision
 from perfgate.ab.workers import Launcher, PytestLauncher, WorkerSpec
@@ -89,18 +90,21 @@ def run_ab(req: AbRequest) -> AbOutcome:
         base_first=setup.base_first,
         shared=setup.shared,
     )
-    results = side_results(measurement)
+    results = located(side_results(measurement), _checkouts(setup))
+    incomparable = judge(results, _changed(setup, req)) if measurement.failure is None else {}
     if s.profile and measurement.failure is None:
         trees = {Side.BASE: (setup.base, setup.base.path), Side.HEAD: (setup.head, setup.head.path)}
         results = _profiled(results, trees, s, messages)
     cached = setup.covered.cases if setup.covered else {}
-    cmp = _with_base_check(compare_ab(measurement, cached, setup.rule, results, s.fail_on_profile_error), req)
+    cmp = _with_base_check(
+        compare_ab(measurement, cached, setup.rule, results, s.fail_on_profile_error, incomparable=incomparable), req
+    )
     fresh, fresh_s, fresh_failed = (
         _fresh_pair(req, setup, cmp, log_dir, messages) if measurement.failure is None else (None, 0.0, False)
     )
     if fresh is not None:
         again = {c.case_id: c for c in fresh.cases if c.paired}
-        cmp = compare_ab(measurement, cached, setup.rule, results, s.fail_on_profile_error, again)
+        cmp = compare_ab(measurement, cached, setup.rule, results, s.fail_on_profile_error, again, incomparable)
         cmp = _with_base_check(cmp, req)
     costs = dict(measurement.costs_s, worktree=setup.base.seconds + setup.head.seconds)
     if fresh_s:
@@ -158,6 +162,7 @@ class _Setup:
     plan: RoundPlan
     rule: AbRule
     shared: bool  # every side in one process (perfgate/ab/host/shared.py)
+    repo: Path  # the checkout perfgate runs in: where the environment's editable installs point
 
     @property
     def base_first(self) -> bool:
@@ -210,21 +215,33 @@ def _setup(req: AbRequest, messages: list[str]) -> _Setup:
     covered = cache.covering(base_args) if base_args is not None else None
     sharing = decide_sharing(s.ab_process, (("base", base.path), ("head", head.path)))
     messages.append(f"perfgate: A/B: {sharing.why}")
-    return _Setup(head, base, here, base_args, cache, covered, plan, rule, sharing.shared)
+    return _Setup(head, base, here, base_args, cache, covered, plan, rule, sharing.shared, repo)
 
 
 def _worker_specs(req: AbRequest, setup: _Setup, messages: list[str]) -> list[WorkerSpec]:
     head, base = setup.head, setup.base
     head_cwd = head.path / setup.here if req.head_commit else req.invocation_dir
-    specs = [WorkerSpec(Side.HEAD, head.path, head_cwd, req.pytest_args, base.path, head.env())]
+    specs = [WorkerSpec(Side.HEAD, head.path, head_cwd, req.pytest_args, base.path, head.env(), origin=setup.repo)]
     if setup.base_args is None:
         messages.append("perfgate: A/B: the base has none of the selected test paths: every case is new")
         return specs
-    base_spec = WorkerSpec(Side.BASE, base.path, base.path / setup.here, tuple(setup.base_args), head.path, base.env())
+    base_spec = WorkerSpec(
+        Side.BASE, base.path, base.path / setup.here, tuple(setup.base_args), head.path, base.env(), origin=setup.repo
+    )
     specs.append(base_spec)
     if setup.covered is None:  # no cached A/A for this selection: a second base process measures it
         specs.append(replace(base_spec, side=Side.AA))
     return specs
+
+
+def _checkouts(setup: _Setup) -> dict[str, Path]:
+    """The checkouts a side's code may come from, by the name provenance records give them."""
+    return {"head": setup.head.path, "base": setup.base.path, "checkout": setup.repo}  # ties: the first named
+
+
+def _changed(setup: _Setup, req: AbRequest) -> frozenset[str]:
+    """The files the diff from the base to the head touches (provenance.judge's second rule)."""
+    return changed_paths(setup.repo, setup.base.commit, setup.head.commit if req.head_commit else "")
 
 
 def _now() -> str:

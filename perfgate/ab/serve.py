@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from perfgate.ab import imports, provenance
 from perfgate.ab.placement import free_cuda_bytes, moved, why_not_movable
 from perfgate.ab.protocol import (
     CaseReady,
@@ -39,7 +40,7 @@ from perfgate.measure.memory import peak_memory
 from perfgate.measure.protocol import cool_down
 from perfgate.measure.timer import cuda_available, measure_calls
 from perfgate.metrics import SPEEDUP_METRIC
-from perfgate.model import CaseResult, Metric, Speedup, Timer
+from perfgate.model import CaseResult, CodeRole, CodeSource, Metric, Speedup, Timer
 from perfgate.stats import ratio_ci, summarize
 
 ROUND_WARMUP_MS = 5.0
@@ -51,6 +52,7 @@ class CaseServer:
 
     def __init__(self, end: WorkerEnd) -> None:
         self.end = end
+        self.seen_modules: set[str] = set()  # sys.modules names already looked at for provenance
 
     def announce(self, event: Collected | TestDone) -> None:
         """Say where the worker is and wait until the coordinator lets it go on."""
@@ -90,7 +92,19 @@ class CaseServer:
         except Exception as err:
             self.end.send(reply_message(Failed(one_line(f"{type(err).__name__}: {err}", 300))))
             raise  # the test fails in this tree, as it would in a plain run
-        self.end.send(reply_message(prepared))
+        code = self._code(case.spec.fn, case.spec.reference)
+        self.end.send(reply_message(replace(prepared, case=replace(prepared.case, code=code))))
+
+    def _code(self, fn: Any, reference: Any) -> tuple[CodeSource, ...]:
+        """Where this case's code came from (provenance.py): its callables, and the project's modules
+        imported since the last case; nothing outside an A/B worker."""
+        trees = imports.current()
+        if trees is None:
+            return ()
+        code = provenance.callable_code(fn, CodeRole.MEASURED)
+        if reference is not None:
+            code += provenance.callable_code(reference, CodeRole.REFERENCE)
+        return tuple(code + provenance.new_modules(trees, self.seen_modules, imports.boot_tops()))
 
 
 class _Case:

@@ -41,17 +41,17 @@ WORKER_PYTEST_ARGS = (
     "--continue-on-collection-errors",
 )
 
-# `python -c BOOT TOOL TREE OTHER PYTEST_ARGS...`: the tool's perfgate first, then the tree, then pytest
+# `python -c BOOT TOOL TREE OTHER ORIGIN PYTEST_ARGS...`: the tool's perfgate first, then the tree (its own
+# sys.path and import hooks, perfgate/ab/imports.py), then pytest
 BOOT = """\
-import os, sys
-tool, tree, other = sys.argv[1:4]
-del sys.argv[1:4]
-strip = {os.path.realpath(p) for p in (other, os.path.join(other, "src"), tree, os.path.join(tree, "src")) if p}
-sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.realpath(p) not in strip]
+import sys
+tool, tree, other, origin = sys.argv[1:5]
+del sys.argv[1:5]
+sys.path[:] = [p for p in sys.path if p not in ("", ".")]
 sys.path.insert(0, tool)
-import perfgate.pytest_plugin, perfgate.ab.serve
+import perfgate.pytest_plugin, perfgate.ab.serve, perfgate.ab.imports
 sys.path.remove(tool)
-sys.path.insert(0, tree)
+perfgate.ab.imports.boot_separate(tree, origin, [other] if other else [])
 import pytest
 sys.exit(pytest.main(sys.argv[1:]))
 """
@@ -65,6 +65,7 @@ class WorkerSpec:
     pytest_args: tuple[str, ...]
     other_tree: Path | None = None  # the other side's root: never on this worker's sys.path
     env: dict[str, str] = field(default_factory=dict)  # build caches of its tree
+    origin: Path | None = None  # the checkout the environment's installs point into (None: this tree)
 
 
 # `python -c SHARED_BOOT TOOL SIDES_JSON`: every side in one process (perfgate/ab/host/shared.py)
@@ -99,6 +100,7 @@ class PytestLauncher:
             tool,
             str(spec.tree),
             str(spec.other_tree or ""),
+            str(spec.origin or ""),
             *WORKER_PYTEST_ARGS,
             *spec.pytest_args,
         ]
@@ -150,6 +152,7 @@ class Worker:
                 side=spec.side.value,
                 tree=str(spec.tree),
                 cwd=str(spec.cwd),
+                origin=str(spec.origin or ""),
                 env={**spec.env, WORKER_ENV: p.worker_value},
                 log=str(log_dir / f"{spec.side.name.lower()}.log"),
                 args=[*WORKER_PYTEST_ARGS, *SHARED_PYTEST_ARGS, *spec.pytest_args],

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from perfgate.ab.protocol import WorkerEnd
 from perfgate.ab.host.shared import serve_sides, worker_end
+from perfgate.ab.protocol import WorkerEnd
 
 
 def main(spec: str) -> int:

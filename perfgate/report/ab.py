@@ -14,7 +14,7 @@ from perfgate.config.settings import Settings
 from perfgate.metrics import TIME_METRIC
 from perfgate.model import Comparison, GateResult, Run, Verdict
 from perfgate.report.format import fmt_detects, fmt_value, metric_title, shorten
-from perfgate.report.json_out import results_document
+from perfgate.report.json_out import plain, results_document
 from perfgate.report.publish import STEP_SUMMARY_ENV, write_text
 from perfgate.report.scrub import Scrubber
 from perfgate.report.terminal import headline, render_table
@@ -177,6 +177,7 @@ def render_ab_json(gate: GateResult, head: Run, base: Run, info: AbInfo) -> str:
         "costs_s": dict(info.costs_s),
         "base_run_uid": base.info.run_uid,
         "cases": [t.as_json() for t in info.rounds_trace],
+        "base_code": {r.case_id: [plain(c) for c in r.code] for r in base.results},  # the head's: under cases
     }
     return json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
 

@@ -12,7 +12,7 @@ import json
 import math
 from typing import Any
 
-from perfgate.model import CaseThresholds, HostState, NoiseEstimate
+from perfgate.model import CaseThresholds, CodeSource, HostState, NoiseEstimate
 from perfgate.parse.invariants import MAX_TIME_MS, has_control
 
 # What a stored threshold may be: percentages up to a 10x change, alpha a real significance level.
@@ -216,3 +216,17 @@ def ordered(stats: dict[str, float], where: str) -> None:
 def _shown(value: object) -> str:
     shown = repr(value)
     return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+def code(raw: object, where: str) -> tuple[CodeSource, ...]:
+    """A case's provenance: a JSON list of code sources (role, name, path, tree, loader), or nothing."""
+    from perfgate.codec import code_from_list
+
+    items = json_value(raw, where, list)
+    try:
+        sources = code_from_list(items)
+    except (KeyError, TypeError, ValueError) as err:
+        raise StoredValueError(f"{where}: not a list of code sources ({type(err).__name__}: {err})") from None
+    if any(has_control(c.name) or has_control(c.path) for c in sources):
+        raise StoredValueError(f"{where}: a code source holds a control character")
+    return sources

@@ -86,6 +86,7 @@ CASE_COLUMNS = (
     "verdict",
     "host_state",
     "confirmation_memory",
+    "code",
 )
 SPEEDUP_COLUMNS = ("run_id", "case_id", "reference", "median", "ci_low", "ci_high", "reference_samples_f64")
 VERDICT_COLUMNS = ("run_id", "case_id", "metric", "kernel", "verdict", "change_pct", "threshold_pct")
@@ -158,6 +159,7 @@ def case_row(run_id: int, r: CaseResult, verdict: str | None = None) -> tuple[An
         verdict,
         json.dumps(asdict(r.host_state)) if r.host_state else None,
         json.dumps(list(r.confirmation_memory)),
+        json.dumps([{**asdict(c), "role": c.role.value} for c in r.code]) if r.code else None,
     )
 
 
@@ -277,6 +279,7 @@ def case_from_row(
         ),
         confirmation_memory=checks.positive_list(row["confirmation_memory"], f"{where} confirmation_memory", high=None),
         host_state=checks.host_state(row["host_state"], f"{where} host_state"),
+        code=checks.code(row.get("code"), f"{where} code"),
         nodeid=checks.text(row["nodeid"], f"{where} nodeid"),
         location=_location(row, where),
         device_uuid=checks.text(row["device_uuid"], f"{where} device_uuid"),

@@ -13,7 +13,7 @@ refused before anything is read.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # Version 1, as written by perfgate 0.1.0 through sqlite-utils (read back from a database it created).
 MIGRATION_1 = """
@@ -296,6 +296,12 @@ CREATE TABLE kernels (
 CREATE INDEX idx_kernels_case_key ON kernels (case_id, kernel_key, run_id);
 """
 
+# Version 8: where the code each case measured came from (A/B mode's provenance, perfgate/ab/provenance.py):
+# a JSON list of {role, name, path, tree, loader}; NULL or empty when not recorded.
+MIGRATION_8 = """
+ALTER TABLE cases ADD COLUMN code TEXT;
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     MIGRATION_1,
     MIGRATION_2,
@@ -304,4 +310,5 @@ MIGRATIONS: tuple[str, ...] = (
     MIGRATION_5,
     MIGRATION_6,
     MIGRATION_7,
+    MIGRATION_8,
 )

@@ -43,7 +43,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import IO, Any
 
+from perfgate.ab import imports
 from perfgate.ab.host import process_state
+from perfgate.ab.imports import SideTrees
 from perfgate.ab.protocol import WorkerEnd
 
 # pytest's fd-level capture is process-wide: two sessions would save and restore each other's descriptors.
@@ -69,6 +71,7 @@ class SideBoot:
     log: str
     args: list[str]
     write_fd: int  # its end of the pipe to the coordinator: closed when its session ends, however it ends
+    origin: str = ""  # the checkout the environment's installs point into ("": its own tree)
 
     @staticmethod
     def encode(sides: Sequence[SideBoot], holder: Path) -> str:
@@ -136,6 +139,11 @@ class Baton:
                 return max(roots, key=len)
         return None
 
+    def trees_now(self) -> SideTrees | None:
+        """The trees of the side running in this thread (None: the host's own thread)."""
+        state: SideState | None = getattr(self.local, "state", None)
+        return state.trees if state is not None else None
+
     def _take(self, state: SideState) -> None:
         self.lock.acquire()
         try:
@@ -179,12 +187,15 @@ class Baton:
 class SideState:
     """One side's share of the process-wide state, kept while another side runs."""
 
-    def __init__(self, boot: SideBoot, baton: Baton, path: list[str], env: dict[str, str]) -> None:
+    def __init__(
+        self, boot: SideBoot, baton: Baton, path: list[str], env: dict[str, str], others: Sequence[str] = ()
+    ) -> None:
         self.boot = boot
         self.baton = baton
         self.root = os.path.realpath(boot.tree) + os.sep
+        self.trees = SideTrees.of(boot.tree, boot.origin, others)
         self.modules: dict[str, ModuleType] = {}
-        self.path = [boot.tree, *path]
+        self.path = [boot.tree, *self.trees.path(path)]
         self.cwd = boot.cwd
         self.env = {**env, **boot.env}
         self.log: IO[str] = open(boot.log, "a", buffering=1, encoding="utf-8", errors="replace")  # noqa: SIM115
@@ -252,8 +263,7 @@ def serve_sides(spec: str, session: Callable[[list[str]], int]) -> int:
     Its status: the worst side's."""
     doc = json.loads(spec)
     boots = [SideBoot(**d) for d in doc["sides"]]
-    strip = {os.path.realpath(p) for b in boots for p in (b.tree, os.path.join(b.tree, "src"))}
-    sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.realpath(p) not in strip]
+    sys.path[:] = [p for p in sys.path if p not in ("", ".")]  # each side's own path: SideTrees.path
     process_state.remember_boot_state()
     # one fault handler for the process, every thread's stack, into the host's log (pytest's own would
     # follow whichever session configured last): SHARED_PYTEST_ARGS turns the sessions' off
@@ -262,9 +272,11 @@ def serve_sides(spec: str, session: Callable[[list[str]], int]) -> int:
     holder_fd = os.open(doc["holder"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     baton = Baton(frozenset(name.partition(".")[0] for name in sys.modules), holder_fd)
     env = dict(os.environ)
-    states = [SideState(b, baton, list(sys.path), env) for b in boots]
+    trees = [b.tree for b in boots]
+    states = [SideState(b, baton, list(sys.path), env, trees) for b in boots]
     baton.sides = tuple(states)
     _INSTALLED[:] = [baton]
+    imports.install(baton.trees_now)
 
     def run(state: SideState) -> None:
         try:
