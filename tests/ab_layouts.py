@@ -59,8 +59,9 @@ def mylib(n: int) -> str:
     return f"N = {n}\n\n\ndef work(data):\n    return sorted(data * N)\n"
 
 
-def project(root: Path, layout: str, conftest: str = "") -> Path:
-    """A git repository: the base commit's mylib sorts the data once, the head's (HEAD) three times."""
+def project(root: Path, layout: str, conftest: str = "", head_files: dict[str, str] | None = None) -> Path:
+    """A git repository: the base commit's mylib sorts the data once, the head's (HEAD) three times, with
+    `head_files` added there."""
     repo = make_repo(root / "proj")
     pyproject = "" if layout == "pythonpath" else BUILD + (HOOK if layout == "src-hook" else "")
     pyproject += CONFIG.format(pythonpath='pythonpath = ["src"]' if layout == "pythonpath" else "")
@@ -77,8 +78,11 @@ def project(root: Path, layout: str, conftest: str = "") -> Path:
         (repo / name).write_text(text)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "base: sorts once")
-    (repo / "src/mylib/__init__.py").write_text(mylib(3))
-    git(repo, "commit", "-q", "-am", "head: sorts three times")
+    for name, text in {"src/mylib/__init__.py": mylib(3), **(head_files or {})}.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "head: sorts three times")
     return repo
 
 

@@ -36,12 +36,12 @@ from perfgate.ab.provenance import changed_paths, judge, located
 from perfgate.ab.trace import round_trace
 from perfgate.ab.verdict import RatioDecision
 from perfgate.ab.workers import Launcher, PytestLauncher, WorkerSpec
-from perfgate.ab.worktree import Tree, checkout, git, is_dirty, repository_root
+from perfgate.ab.worktree import Tree, checkout, discard, git, is_dirty, repository_root, verify
 from perfgate.baseline.base_ref import BaseCheck
 from perfgate.config.settings import Settings
 from perfgate.gate.findings import against_base
 from perfgate.gate.static import static_rule
-from perfgate.model import CaseResult, Environment, GateResult, Run, RunInfo
+from perfgate.model import CaseResult, Environment, Finding, FindingKind, GateResult, Run, RunInfo
 from perfgate.report.ab import AbInfo, cost_line, publish_ab, render_ab_terminal
 
 XDIST_FLAGS = ("-n", "--numprocesses", "--dist", "--tx", "-d")
@@ -106,6 +106,7 @@ def run_ab(req: AbRequest) -> AbOutcome:
         again = {c.case_id: c for c in fresh.cases if c.paired}
         cmp = compare_ab(measurement, cached, setup.rule, results, s.fail_on_profile_error, again, incomparable)
         cmp = _with_base_check(cmp, req)
+    cmp, tampered = _untouched(cmp, setup, req, messages)
     costs = dict(measurement.costs_s, worktree=setup.base.seconds + setup.head.seconds)
     if fresh_s:
         costs["fresh pair"] = fresh_s
@@ -115,7 +116,8 @@ def run_ab(req: AbRequest) -> AbOutcome:
     finish_started = time.monotonic()
     if req.publish and measurement.failure is None:
         head_run, base_run = _store(head_run, base_run, s, messages)
-        _update_aa(setup, cmp, measurement, messages)
+        if not tampered:  # its cache went with the worktree
+            _update_aa(setup, cmp, measurement, messages)
     messages += measurement.notes + same_code_lines(measurement)
     info = AbInfo(
         setup.base.label,
@@ -232,6 +234,26 @@ def _worker_specs(req: AbRequest, setup: _Setup, messages: list[str]) -> list[Wo
     if setup.covered is None:  # no cached A/A for this selection: a second base process measures it
         specs.append(replace(base_spec, side=Side.AA))
     return specs
+
+
+def _untouched(cmp: AbComparison, setup: _Setup, req: AbRequest, messages: list[str]) -> tuple[AbComparison, bool]:
+    """The worktrees perfgate checked out, as they were when the run took them (worktree.py): one that
+    changed makes the comparison not comparable (strict fails) and is discarded. Whether one changed."""
+    findings = []
+    for tree in (setup.base, setup.head) if req.head_commit else (setup.base,):
+        changed = verify(tree)
+        if changed:
+            discard(setup.repo, tree)
+            findings.append(
+                Finding(
+                    FindingKind.NOT_COMPARABLE,
+                    f"the worktree of {tree.label} changed during the run ({', '.join(changed)}): what it ran "
+                    "is not that commit; the worktree was discarded (the next run checks it out afresh)",
+                )
+            )
+    messages += [f"perfgate: A/B: {f.message}" for f in findings]
+    gate = replace(cmp.gate, findings=cmp.gate.findings + tuple(findings))
+    return replace(cmp, gate=gate), bool(findings)
 
 
 def _checkouts(setup: _Setup) -> dict[str, Path]:
