@@ -56,7 +56,7 @@ class Timer(str, enum.Enum):
 
 
 class AbProcess(str, enum.Enum):
-    """A/B mode: where the base and head sides run (perfgate/ab/host/shared.py)."""
+    """A/B mode: where the base and head sides run (perfgate/ab/host/)."""
 
     AUTO = "auto"  # shared unless a tree holds native code
     SHARED = "shared"  # one process, each tree's modules imported side by side

@@ -95,6 +95,7 @@ class Measurement:
     costs_s: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     notes: list[str] = field(default_factory=list)
     failure: WorkerFailed | None = None  # base or head stopped answering: what was measured until then
+    sharing_ended: str = ""  # a shared host a side broke the contract of: why (measured separately instead)
 
 
 NeedsStage = Callable[[CaseRounds, "Measurement"], bool]  # another stage of rounds for this case?

@@ -9,7 +9,7 @@ from pathlib import Path
 from perfgate.ab import aa as aa_cache
 from perfgate.ab.compare import RATIO_METRICS, AbRule, aa_noise, decide_case, has_metric
 from perfgate.ab.coordinator import CaseRounds, Coordinator, Measurement, NeedsStage, RoundPlan
-from perfgate.ab.protocol import Side, WorkerFailed
+from perfgate.ab.protocol import SharingEnded, Side, WorkerFailed
 from perfgate.ab.workers import Launcher, Worker, WorkerSpec, stop_all
 
 
@@ -27,7 +27,30 @@ def measure_pair(
 ) -> Measurement:
     """The workers' rounds. `wanted`: only these cases (a fresh pair); `cached`: A/A known beyond `covered`;
     `base_first`: the base worker starts before the head's (the A/A twin always last); `shared`: every side
-    in one process (perfgate/ab/host/shared.py)."""
+    in one process (perfgate/ab/host/), measured again in a process per tree when a side breaks its
+    contract (`Measurement.sharing_ended` says why)."""
+    m = _measure(specs, launcher, log_dir, plan, rule, covered, wanted, cached, base_first, shared)
+    if not (shared and isinstance(m.failure, SharingEnded)):
+        return m
+    why = m.failure.why
+    again = _measure(specs, launcher, log_dir / "separate", plan, rule, covered, wanted, cached, base_first, False)
+    again.sharing_ended = why
+    again.notes.insert(0, f"perfgate: A/B: the shared comparison ended ({why}): measured in a process per tree")
+    return again
+
+
+def _measure(
+    specs: Sequence[WorkerSpec],
+    launcher: Launcher,
+    log_dir: Path,
+    plan: RoundPlan,
+    rule: AbRule,
+    covered: aa_cache.AaEntry | None,
+    wanted: frozenset[str] | None,
+    cached: aa_cache.AaCases | None,
+    base_first: bool,
+    shared: bool,
+) -> Measurement:
     workers: dict[Side, Worker] = {}
     order = (Side.BASE, Side.HEAD, Side.AA) if base_first else (Side.HEAD, Side.BASE, Side.AA)
     ordered = sorted(specs, key=lambda spec: order.index(spec.side))

@@ -90,6 +90,8 @@ def run_ab(req: AbRequest) -> AbOutcome:
         base_first=setup.base_first,
         shared=setup.shared,
     )
+    if measurement.sharing_ended:  # a side broke the shared host's contract: the fresh pair is separate too
+        setup = replace(setup, shared=False)
     results = located(side_results(measurement), _checkouts(setup))
     incomparable = judge(results, _changed(setup, req)) if measurement.failure is None else {}
     if s.profile and measurement.failure is None:
@@ -163,7 +165,7 @@ class _Setup:
     covered: aa_cache.AaEntry | None  # the cached A/A for this selection, when there is one
     plan: RoundPlan
     rule: AbRule
-    shared: bool  # every side in one process (perfgate/ab/host/shared.py)
+    shared: bool  # every side in one process (perfgate/ab/host/)
     repo: Path  # the checkout perfgate runs in: where the environment's editable installs point
 
     @property

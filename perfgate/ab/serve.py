@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from perfgate.ab import imports, provenance
+from perfgate.ab.host.process import end_sharing
 from perfgate.ab.placement import free_cuda_bytes, moved, why_not_movable
 from perfgate.ab.protocol import (
     CaseReady,
@@ -166,6 +167,13 @@ class _Case:
         placement = moved(self.spec.args, self.spec.kwargs, self.rng) if self.move else None  # alive for the round
         calls = self.calls(placement.args, placement.kwargs) if placement else self.calls()
         m = self._measure(n_samples, calls)
+        if m.device_allocations:
+            # one caching allocator for every side of a shared host: a timed call that had to go to the device
+            # (cudaMalloc / cudaFree stall the host inside the events) measures the sharing, not the code
+            end_sharing(
+                f"{self.spec.case_id}'s timed calls waited on the CUDA caching allocator every side shares "
+                f"({m.device_allocations} cudaMalloc / cudaFree / retries in one round)"
+            )
         samples = tuple(m.samples_ms[-1])
         refs = tuple(m.samples_ms[0]) if self.ref_call is not None else ()
         self.samples += samples

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from perfgate.ab.protocol import WORKER_ENV, AbError, Pipe, Side, WorkerFailed
+from perfgate.ab.protocol import WORKER_ENV, AbError, Pipe, SharingEnded, Side, WorkerFailed
 from perfgate.errors import one_line
 from perfgate.measure.handshake import MEASURE_CHILD_ENV
 from perfgate.measure.processes import PROFILE_CHILD_ENV
@@ -68,11 +68,12 @@ class WorkerSpec:
     origin: Path | None = None  # the checkout the environment's installs point into (None: this tree)
 
 
-# `python -c SHARED_BOOT TOOL SIDES_JSON`: every side in one process (perfgate/ab/host/shared.py)
+# `python -c SHARED_BOOT TOOL SIDES_JSON`: every side in one process (perfgate/ab/host/)
 SHARED_BOOT = """\
 import sys
 tool, sides = sys.argv[1:3]
 del sys.argv[1:3]
+sys.path[:] = [p for p in sys.path if p not in ("", ".")]
 sys.path.insert(0, tool)
 import perfgate.pytest_plugin, perfgate.ab.serve, perfgate.pytest_plugin.shared_host
 sys.path.remove(tool)
@@ -142,8 +143,10 @@ class Worker:
 
     @classmethod
     def start_shared(cls, specs: Sequence[WorkerSpec], launcher: Launcher, log_dir: Path) -> list[Worker]:
-        """Every side in one host process (perfgate/ab/host/shared.py), in the order given; a log per side."""
-        from perfgate.ab.host.shared import SHARED_PYTEST_ARGS, SideBoot
+        """Every side in one host process (perfgate/ab/host/), in the order given; a log per side."""
+        from perfgate.ab.host.baton import SideBoot
+        from perfgate.ab.host.process import SHARED_PYTEST_ARGS
+        from perfgate.ab.host.sharing import preloads
 
         log_dir.mkdir(parents=True, exist_ok=True)
         pipes = [_Pipes() for _ in specs]
@@ -160,7 +163,8 @@ class Worker:
             )
             for spec, p in zip(specs, pipes)
         ]
-        argv = launcher.shared_argv(SideBoot.encode(boots, log_dir / "running"))
+        preload = preloads([spec.tree for spec in specs])
+        argv = launcher.shared_argv(SideBoot.encode(boots, log_dir / "running", preload))
         host_log = log_dir / "shared.log"
         process = _spawn(argv, specs[0].cwd, _inherited_env(), host_log, pipes, "the shared worker process")
         host = SharedHost(process, host_log, log_dir / "running", len(specs))
@@ -193,6 +197,9 @@ class Worker:
             self.stop(whole_process=True)
             return WorkerFailed(self.side, f"{err.cause} (stopped it; log {self.log_path})")
         if self.host is not None:
+            ended = self.host.sharing_ended()
+            if ended:
+                return SharingEnded(self.side, ended)
             return WorkerFailed(self.side, self.host.explained(self.log_path, doing))
         try:
             code = self.process.wait(timeout=STOP_GRACE_S)
@@ -224,10 +231,18 @@ class SharedHost:
 
     process: subprocess.Popen[bytes]
     log_path: Path
-    holder_path: Path  # names the side that ran last (shared.running_side)
+    holder_path: Path  # names the side that ran last (host.process.running_side)
     open_sides: int
     grace_s: float = STOP_GRACE_S  # the sides' sessions end on their own once their pipes close
     stopped_for: str = ""  # why perfgate ended the process itself (a side hung)
+
+    def sharing_ended(self) -> str:
+        """Why the host ended the shared comparison itself (a side broke the contract); "" otherwise."""
+        from perfgate.ab.host.process import sharing_ended
+
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=1.0)
+        return sharing_ended(self.holder_path) if self.process.poll() is not None else ""
 
     def side_stopped(self) -> bool:
         self.open_sides -= 1
@@ -236,7 +251,7 @@ class SharedHost:
     def explained(self, side_log: Path, doing: str) -> str:
         """Why a side's pipe ended: its session alone (the process goes on), or the whole process, named with
         the side that was running then and that side's last lines."""
-        from perfgate.ab.host.shared import running_side
+        from perfgate.ab.host.process import running_side
 
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=1.0)  # a process that is going down: its status

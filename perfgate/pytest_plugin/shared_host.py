@@ -1,11 +1,11 @@
-"""The pytest end of a shared A/B host (perfgate/ab/host/shared.py): every side a pytest session in a thread of
+"""The pytest end of a shared A/B host (perfgate/ab/host/): every side a pytest session in a thread of
 one process. Started by perfgate.ab.workers.SHARED_BOOT."""
 
 from __future__ import annotations
 
 import pytest
 
-from perfgate.ab.host.shared import serve_sides, worker_end
+from perfgate.ab.host.process import serve_sides, worker_end
 from perfgate.ab.protocol import WorkerEnd
 
 
