@@ -125,7 +125,7 @@ def _measure_cuda(
     return Measurement(Timer.CUDA_EVENT, _trim_cold(samples), state, device_allocations=during)
 
 
-ALLOCATOR_DEVICE_CALLS = ("num_device_alloc", "num_device_free", "num_alloc_retries")
+ALLOCATOR_DEVICE_CALLS = ("num_device_alloc", "num_device_free", "num_alloc_retries", "num_ooms")
 
 
 def device_allocations() -> int | None:
