@@ -15,10 +15,10 @@ What is isolated, and how:
 
 - handed over with the baton (baton.py, handover.py): the tree's modules (sys.modules), sys.path, the
   working directory, stdout/stderr; warning filters, the logging manager, sys.meta_path / path_hooks /
-  path_importer_cache (each session's assertion rewriter its own), the exception and display hooks, Python's
-  and NumPy's random generators; torch's every `torch._C._get_X`/`_set_X` flag and every getter/setter pair
+  path_importer_cache (each session's assertion rewriter its own), the exception and display hooks; torch's
+  every `torch._C._get_X`/`_set_X` flag and every getter/setter pair
   and settable property of torch.backends (SDPA kernels, cuDNN, TF32, preferred BLAS/linalg), found by
-  introspection, its default dtype, deterministic algorithms, intra-op threads, CPU and CUDA generators;
+  introspection, its default dtype, deterministic algorithms, intra-op threads;
 - redirected and proved (ab/imports.py, ab/provenance.py): path entries and editable-install import hooks
   into the checkout point to the side's tree; what each side ran is recorded and judged;
 - the environment (environ.py): each side's Python view, refilled in place, never putenv/unsetenv at a

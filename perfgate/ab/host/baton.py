@@ -117,7 +117,7 @@ class Baton:
         self.shared_tops = shared_tops
         self.site_roots = _site_roots()
         self.local = threading.local()
-        self._owner_cache: dict[str, tuple[ModuleType, str | None]] = {}  # name -> (module, tree root or None)
+        self._owner_cache: dict[str, tuple[Any, str | None]] = {}  # name -> (module, tree root or None)
         self.sides: tuple[SideState, ...] = ()
         self.registry = contract.registry if contract is not None else registry or Registry()
         self.contract = contract
@@ -130,7 +130,7 @@ class Baton:
         root = None
         if name.partition(".")[0] not in self.shared_tops and isinstance(module, ModuleType):
             root = self._root_of(module)
-            self._owner_cache[name] = (module, root)
+        self._owner_cache[name] = (module, root)  # a hand-over asks again for every module: once each
         return root
 
     def _root_of(self, module: ModuleType) -> str | None:
@@ -244,7 +244,8 @@ class SideState:
         environ.use_view(self.env)
         self.outer = (sys.stdout, sys.stderr)
         sys.stdout, sys.stderr = self.stdout, self.stderr
-        self.baton.registry.put(self.settings)
+        registry = self.baton.registry
+        registry.put(self.settings, registry.pristine)  # what leave() left: the host's values
 
     def leave(self) -> None:
         """Its state kept, and what the baton carries put back as the host had it (the contract then sees
@@ -255,7 +256,7 @@ class SideState:
             registry = self.baton.registry
             registry.refresh()
             self.settings = registry.read()
-            registry.put({})
+            registry.put({}, self.settings)
             self.path = list(sys.path)
             with contextlib.suppress(OSError):  # the directory is gone: enter() goes back to the side's own
                 self.cwd = os.getcwd()

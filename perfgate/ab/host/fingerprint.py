@@ -107,8 +107,7 @@ def take(handed: frozenset[str], host_threads: frozenset[int | None], watch: Wat
 
 
 def _readers(host_threads: frozenset[int | None], watch: Watch) -> Iterator[tuple[str, Callable[[], Any]]]:
-    for signum in sorted(signal.valid_signals()):
-        yield f"the {_signal_name(signum)} handler", lambda s=signum: signal.getsignal(s)  # type: ignore[misc]
+    yield "signal handlers", _handlers
     yield "Python threads", lambda: _threads(host_threads)
     yield "calls", lambda: tuple(watch.calls)
     yield "sys.getswitchinterval()", sys.getswitchinterval
@@ -122,6 +121,15 @@ def _readers(host_threads: frozenset[int | None], watch: Watch) -> Iterator[tupl
     yield "threading.getprofile()", threading.getprofile
     yield "faulthandler.is_enabled()", faulthandler.is_enabled
     yield "the C locale", lambda: locale.setlocale(locale.LC_ALL)
+
+
+def _handlers() -> dict[str, Any]:
+    return {name: signal.getsignal(signum) for signum, name in _signals()}
+
+
+@functools.cache
+def _signals() -> tuple[tuple[int, str], ...]:
+    return tuple((signum, _signal_name(signum)) for signum in sorted(signal.valid_signals()))
 
 
 def _signal_name(signum: int) -> str:
@@ -146,10 +154,24 @@ def _torch(torch: Any, handed: frozenset[str]) -> Iterator[tuple[str, Any]]:
     if cuda is not None and cuda.is_initialized():
         with contextlib.suppress(Exception):
             yield "the CUDA allocator backend", cuda.get_allocator_backend()
-    for name, module in list(sys.modules.items()):
-        if type(module).__name__ == "ConfigModule" and not _per_context(module):
-            with contextlib.suppress(Exception):
-                yield name, module.get_config_copy()
+    for name, module in _global_config_modules(len(sys.modules)):
+        with contextlib.suppress(Exception):
+            yield name, module.get_config_copy()
+
+
+_CONFIGS: dict[int, tuple[tuple[str, Any], ...]] = {}  # sys.modules' size -> its config modules held as globals
+
+
+def _global_config_modules(size: int) -> tuple[tuple[str, Any], ...]:
+    """torch's config modules whose values are module globals, looked for again when sys.modules grew."""
+    if size not in _CONFIGS:
+        _CONFIGS.clear()
+        _CONFIGS[size] = tuple(
+            (name, m)
+            for name, m in list(sys.modules.items())
+            if type(m).__name__ == "ConfigModule" and not _per_context(m)
+        )
+    return _CONFIGS[size]
 
 
 SCALARS = (bool, int, float, str, enum.Enum, type(None))
@@ -195,9 +217,15 @@ def changes(before: Print, after: Print) -> list[Change]:
         was, now = before.get(name, "(not set)"), after.get(name, "(not set)")
         if _same(was, now):
             continue
-        if name == "Python threads" and isinstance(was, frozenset) and isinstance(now, frozenset):
-            started = sorted(n for _, n in now - was)
-            out.append(Change("Python threads", "", "started " + ", ".join(started) if started else "ended"))
+        if name == "signal handlers" and isinstance(was, dict) and isinstance(now, dict):
+            out += [
+                Change(f"the {sig} handler", _short(was.get(sig)), _short(now.get(sig)))
+                for sig in now
+                if not _same(was.get(sig), now[sig])
+            ]
+        elif name == "Python threads" and isinstance(was, frozenset) and isinstance(now, frozenset):
+            started = sorted(n for _, n in now - was)  # a thread that ended leaves nothing running
+            out += [Change("Python threads", "", "started " + ", ".join(started))] if started else []
         elif name == "calls":
             out.append(Change("process-wide calls", "", "; ".join(now[len(was) :])))
         else:

@@ -8,12 +8,11 @@ Found by introspection where the state is a family, not listed by hand:
   preferred BLAS and linalg libraries, float32 matmul precision, deterministic algorithms...), every getter /
   setter pair among the functions of torch.backends' modules (`X_enabled`/`enable_X` for the SDPA kernels,
   `X_allowed`/`allow_X`, `get_X`/`set_X`, `preferred_X()`/`preferred_X(v)`), and every settable property of
-  those modules (torch.backends.cudnn.benchmark_limit...); torch's default dtype, intra-op thread count and
-  random generators;
+  those modules (torch.backends.cudnn.benchmark_limit...); torch's default dtype and intra-op thread count;
 - the interpreter's: warning filters, the whole logging manager (every logger's level, handlers,
   propagation, filters, and `logging.disable`), the import system (sys.meta_path, sys.path_hooks,
-  sys.path_importer_cache: each pytest session's assertion-rewriting hook is its own), the exception and
-  display hooks, and Python's and NumPy's global random generators.
+  sys.path_importer_cache: each pytest session's assertion-rewriting hook is its own), and the exception and
+  display hooks.
 
 Thread-local state needs nothing: each side runs in a thread of its own (torch's default device, grad and
 autocast modes, the torch-function mode stack, cuDNN's and cuBLAS' handles and cuDNN's plan cache).
@@ -24,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-import random
 import sys
 import threading
 import types
@@ -116,7 +114,6 @@ INTERPRETER: tuple[Handed, ...] = (
     Handed("sys.path_hooks", lambda: list(sys.path_hooks), _put_list(sys.path_hooks)),
     Handed("sys.path_importer_cache", lambda: dict(sys.path_importer_cache), _put_importer_cache),
     Handed("exception and display hooks", _hooks, _put_hooks),
-    Handed("random (Python's)", random.getstate, random.setstate),
 )
 
 
@@ -205,13 +202,6 @@ def _attribute(path: str, owner: Any, name: str) -> Handed:
     return Handed(f"{path}.{name}", lambda: getattr(owner, name), lambda v: setattr(owner, name, v))
 
 
-def _torch_rngs(torch: Any) -> Iterator[Handed]:
-    yield Handed("torch.random (CPU)", torch.get_rng_state, torch.set_rng_state)
-    cuda = torch.cuda
-    if cuda.is_initialized():
-        yield Handed("torch.random (CUDA)", cuda.get_rng_state_all, cuda.set_rng_state_all)
-
-
 def _torch(torch: Any) -> Iterator[Handed]:
     yield Handed("torch default dtype", torch.get_default_dtype, torch.set_default_dtype)
     yield Handed(
@@ -222,15 +212,11 @@ def _torch(torch: Any) -> Iterator[Handed]:
     yield Handed("torch intra-op threads", torch.get_num_threads, torch.set_num_threads)
     yield from _torch_c_pairs(torch)
     yield from _backend_pairs(torch)
-    yield from _torch_rngs(torch)
 
 
 def catalogue() -> tuple[Handed, ...]:
-    """What is handed over now: the interpreter's state, and torch's and NumPy's once imported."""
+    """What is handed over now: the interpreter's state, and torch's once imported."""
     items = list(INTERPRETER)
-    numpy = sys.modules.get("numpy")
-    if numpy is not None and hasattr(numpy, "random"):
-        items.append(Handed("numpy.random", numpy.random.get_state, numpy.random.set_state))
     torch = sys.modules.get("torch")
     if torch is not None and hasattr(torch, "backends") and hasattr(torch, "_C"):
         with warnings.catch_warnings():
@@ -243,8 +229,8 @@ def catalogue() -> tuple[Handed, ...]:
 
 
 class Registry:
-    """The state handed over in one host: its catalogue (grown when torch or NumPy is first imported), the
-    host's values before any side ran, and reading / putting back a side's."""
+    """The state handed over in one host: its catalogue (grown when torch is first imported), the host's
+    values before any side ran, and reading / putting back a side's."""
 
     def __init__(self, find: Callable[[], tuple[Handed, ...]] = catalogue) -> None:
         self.find = find
@@ -254,9 +240,9 @@ class Registry:
         self.refresh()
 
     def refresh(self) -> None:
-        """Catalogue again when torch or NumPy arrived; their values then are what a side finds that never
-        set them (a tree that imports torch has it imported before any side runs: shared.preload)."""
-        seen = ("torch" in sys.modules, "numpy" in sys.modules)
+        """Catalogue again when torch arrived; its values then are what a side finds that never set them (a
+        tree that imports torch has it imported before any side runs: process._preload)."""
+        seen = ("torch" in sys.modules, "torch.backends.cuda" in sys.modules)
         if seen == self._seen and self.items:
             return
         self._seen = seen
@@ -276,24 +262,26 @@ class Registry:
                     _read(item, got)
         return got
 
-    def put(self, saved: dict[str, Any]) -> None:
-        """A side's own values back; what it never had, the host's. The warnings' state last, once the
-        filter pushed here is gone."""
+    def put(self, wanted: dict[str, Any], now: dict[str, Any] | None = None) -> None:
+        """`wanted` (a side's values; what it lacks, the host's) where the state differs from `now` (what
+        read() answered last; None: read each item first). The warnings' state last, once the filter pushed
+        here is gone."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for item in self.items:
                 if item.quiet:
-                    self._write(item, saved)
+                    self._write(item, wanted, now)
         for item in self.items:
             if not item.quiet:
-                self._write(item, saved)
+                self._write(item, wanted, now)
 
-    def _write(self, item: Handed, saved: dict[str, Any]) -> None:
-        value = saved.get(item.name, self.pristine.get(item.name, _MISSING))
+    def _write(self, item: Handed, wanted: dict[str, Any], now: dict[str, Any] | None) -> None:
+        value = wanted.get(item.name, self.pristine.get(item.name, _MISSING))
         if value is _MISSING:
             return
         with contextlib.suppress(Exception):  # a value its setter refuses now (a device gone): left as it is
-            if not _same(item.get(), value):
+            current = now.get(item.name, _MISSING) if now is not None else item.get()
+            if not _same(current, value):
                 item.put(value)
 
 
