@@ -162,6 +162,7 @@ class NoiseEstimate:
     # process of unchanged code that far out makes a failure, whatever the noise's shape (gate/decision.py)
     upper_pct: tuple[float, ...] = ()
     lower_pct: tuple[float, ...] = ()
+    processes: int = 0  # reference processes behind the extremes (0: written before it was kept; df + 1)
 
 
 @dataclass(frozen=True)
@@ -339,6 +340,7 @@ class Comparison:
     detects_pct: float | None = None  # the change caught with 80% power ("detects >= X%")
     gated: bool = True  # False: reported only (a case with a reference is gated on its speedup)
     suspect: bool = False  # beyond the threshold on fewer processes than a verdict needs: measure again
+    stages: int = 0  # processes a failure of this metric needs (0: not a between-process decision)
 
 
 class FindingKind(str, enum.Enum):

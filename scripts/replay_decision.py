@@ -74,10 +74,11 @@ def load_cases() -> list[CaseData]:
 
 
 def _all_exceed_share(exceed: list[bool], k: int) -> float:
-    """Share of ordered k-tuples of distinct processes that all exceed."""
+    """Share of ordered k-tuples of distinct processes that all exceed (fewer processes than k: drawn with
+    replacement, the share to the k-th power)."""
     n, e = len(exceed), sum(exceed)
     if n < k:
-        return math.nan
+        return (e / n) ** k if n else math.nan
     return math.prod(e - i for i in range(k)) / math.prod(n - i for i in range(k))
 
 
@@ -106,21 +107,23 @@ def replay_case(case: CaseData, m: int, args: argparse.Namespace, rng: random.Ra
         def exceeds(x: float, t: float = t, centre: float = centre) -> bool:
             return 100.0 * (x - centre) / centre > t
 
-        fa.append(_all_exceed_share([exceeds(x) for x in held], args.stages))
+        k = probe.stages  # more where the reference is too small for the distribution-free bound (decision.py)
+        fa.append(_all_exceed_share([exceeds(x) for x in held], k))
         for lvl, values in case.injected.items():
-            det[lvl].append(_all_exceed_share([exceeds(x) for x in values], args.stages))
-        _check_agreement(calib, held, noise, rule, exceeds, rng)
+            det[lvl].append(_all_exceed_share([exceeds(x) for x in values], k))
+        if len(held) >= k:
+            _check_agreement(calib, held, noise, rule, exceeds, rng, k)
     out = {"false_alarm": sum(fa) / len(fa)}
     out.update({f"caught_{lvl}": sum(v) / len(v) for lvl, v in det.items() if not any(map(math.isnan, v))})
     return out
 
 
 def _check_agreement(
-    calib: list[float], held: list[float], noise: object, rule: Rule, exceeds: object, rng: random.Random
+    calib: list[float], held: list[float], noise: object, rule: Rule, exceeds: object, rng: random.Random, k: int
 ) -> None:
     """`decide` on a few whole k-tuples must call REGRESSED exactly when every process exceeds T."""
     for _ in range(3):
-        tup = rng.sample(held, rule.stages)
+        tup = rng.sample(held, k)
         d = decide(calib, tup, noise, rule)  # type: ignore[arg-type]
         expected = all(exceeds(x) for x in tup)  # type: ignore[operator]
         if (d.verdict is Verdict.REGRESSED) != expected:

@@ -17,7 +17,7 @@ from perfgate.stats import all_exceed_probability, critical_value, t_quantile
 H100 = Path(__file__).parents[1] / "docs" / "evidence" / "data" / "h100"
 QUIET = [1.0 + d for d in (-0.003, -0.001, 0.0, 0.0005, 0.001, 0.002, -0.002, 0.0015, -0.0005, 0.0025)]  # ~0.2%
 LOUD = [1.0 + d for d in (-0.01, 0.01, 0.0, 0.005, -0.005, 0.004, -0.004, 0.008, -0.008, 0.002)]  # ~0.7%
-TWO = Rule(alpha=0.01, stages=2)
+TWO = Rule(alpha=0.01, stages=2, max_stages=2)  # the normal-theory part alone: two processes, no more
 
 
 def quiet_noise(values=QUIET, window=()):
@@ -65,7 +65,7 @@ def test_an_improvement_needs_every_process_too():
 
 def test_above_the_noise_and_below_the_threshold_is_inconclusive():
     loud = [1.0 + d for d in (-0.01, 0.01, 0.0, 0.005, -0.005)]
-    rule, noise = Rule(alpha=0.0001, stages=2), quiet_noise(loud)
+    rule, noise = Rule(alpha=0.0001, stages=2, max_stages=2), quiet_noise(loud)
     centre = statistics.fmean(loud)
     probe = decide(loud, [centre, centre], noise, rule)
     band = (probe.ci_high_pct - probe.ci_low_pct) / 2 * t_quantile(0.95, noise.df) / t_quantile(0.975, noise.df)
@@ -96,16 +96,18 @@ def test_the_noise_floor_keeps_identical_processes_from_claiming_infinite_precis
 
 def test_the_run_budget_makes_each_test_stricter_as_the_suite_grows():
     noise = quiet_noise(LOUD)
-    small = decide(LOUD, [1.0], noise, Rule(alpha=per_test_alpha(1.0, 10), stages=2))
-    large = decide(LOUD, [1.0], noise, Rule(alpha=per_test_alpha(1.0, 1000), stages=2))
+    small = decide(LOUD, [1.0], noise, Rule(alpha=per_test_alpha(1.0, 10), stages=2, max_stages=2))
+    large = decide(LOUD, [1.0], noise, Rule(alpha=per_test_alpha(1.0, 1000), stages=2, max_stages=2))
     assert per_test_alpha(1.0, 1000) == pytest.approx(1e-5)
     assert large.threshold_pct > small.threshold_pct
 
 
 def test_the_noise_window_adds_degrees_of_freedom_and_lowers_the_threshold():
-    alone = decide(LOUD[:6], [1.0], quiet_noise(LOUD[:6]), Rule(alpha=1e-4, stages=2))
-    windowed = decide(LOUD[:6], [1.0], quiet_noise(LOUD[:6], LOUD * 3), Rule(alpha=1e-4, stages=2))
-    assert windowed.noise.window_runs == 30 and windowed.noise.df == 35
+    rule = Rule(alpha=1e-4, stages=2, max_stages=2)
+    alone = decide(LOUD[:6], [1.0], quiet_noise(LOUD[:6]), rule)
+    windowed = decide(LOUD[:6], [1.0], quiet_noise(LOUD[:6], LOUD * 3), rule)
+    # the window's level and trend are not noise: 30 values, a line through them, 28 degrees of freedom
+    assert windowed.noise.window_runs == 30 and windowed.noise.df == 5 + 28
     assert windowed.threshold_pct < 0.7 * alone.threshold_pct
 
 
@@ -140,7 +142,7 @@ def test_a_regression_of_the_size_it_detects_is_caught_four_times_in_five():
     calibration = list(1.0 + sd * rng.standard_normal(6))
     window = list(1.0 + sd * rng.standard_normal(24))
     noise = estimate_noise(calibration, window, 0.1)
-    rule = Rule(alpha=1e-3, stages=2, floor_pct=0.0)
+    rule = Rule(alpha=1e-3, stages=2, floor_pct=0.0, max_stages=2)
     centre = statistics.fmean(calibration)
     detects = decide(calibration, [centre], noise, rule).detects_pct
     caught = [

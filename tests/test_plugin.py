@@ -121,11 +121,18 @@ def test_improvement_is_reported_and_does_not_fail(project):
     result.stdout.fnmatch_lines(["*test_perf.py::test_sleep*improved*", "*gate passed*"])
 
 
-def test_without_between_process_noise_a_slowdown_is_inconclusive_never_a_failure(project):
+def test_without_between_process_noise_a_modest_slowdown_is_inconclusive_never_a_failure(project):
     assert run(project).ret == 0  # an uncalibrated baseline and no history yet
-    result = run(project, "--perfgate-full-table", sleep_ms="3")
+    result = run(project, "--perfgate-full-table", sleep_ms="2.3")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*test_sleep*inconclusive*", "*cannot fail the gate: run perfgate calibrate*"])
+
+
+def test_without_between_process_noise_a_gross_slowdown_fails_with_the_calibrate_hint(project):
+    assert run(project).ret == 0  # the first run writes the baseline
+    result = run(project, "--perfgate-full-table", sleep_ms="3")  # 1.5x slower
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*test_sleep*REGRESSED*", "*more than 25% in every process*run perfgate calibrate*"])
 
 
 def test_per_case_threshold_override_absorbs_the_slowdown(project):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from perfgate.baseline import Baseline, BaselineCase
 from perfgate.config.settings import Settings
-from perfgate.gate.decision import Decision, Rule, decide, per_test_alpha
+from perfgate.gate.decision import MAX_STAGES, Decision, Rule, decide, per_test_alpha
 from perfgate.gate.noise import estimate_noise, noise_floor
 from perfgate.gate.static import LAUNCHED, compare_compiled, static_rule
 from perfgate.gate.thresholds import metric_threshold_pct
@@ -169,7 +169,9 @@ def _env_note(base_env: Environment, cur: Environment, base: BaselineCase, res: 
 
 def _rule(res: CaseResult, settings: Settings, alpha: float, explicit_pct: float | None) -> Rule:
     floor = explicit_pct if explicit_pct is not None else res.thresholds.min_effect_pct
-    return Rule(alpha=alpha, stages=1 + settings.confirm_runs, floor_pct=floor)
+    stages = 1 + settings.confirm_runs
+    # no confirmation asked for: one process decides (the budget then rests on the normal model alone)
+    return Rule(alpha=alpha, stages=stages, floor_pct=floor, max_stages=MAX_STAGES if settings.confirm_runs else 1)
 
 
 def _noise(
@@ -226,11 +228,17 @@ def compare_time(
         detects_pct=d.detects_pct,
         gated=gated,
         suspect=d.suspect and gated,
+        stages=d.stages,
     )
 
 
 def _note(d: Decision, gated: bool) -> str:
-    if d.noise is None:
+    if d.noise is None and d.verdict is Verdict.REGRESSED:
+        source = (
+            f"slower by more than {d.threshold_pct:g}% in every process, with no between-process noise yet: "
+            "run perfgate calibrate"
+        )
+    elif d.noise is None:
         source = "no between-process noise yet: calibrate"
     else:
         source = f"noise from {d.noise.df + 1} processes ({d.noise.window_runs} from the history)"
@@ -294,6 +302,7 @@ def compare_speedup(res: CaseResult, base: BaselineCase, settings: Settings, alp
         note=_note(d, True),
         detects_pct=d.detects_pct,
         suspect=d.suspect,
+        stages=d.stages,
     )
 
 

@@ -13,6 +13,7 @@ from perfgate.baseline import Baseline
 from perfgate.config.settings import Settings
 from perfgate.errors import PerfgateError
 from perfgate.gate.compare import MEMORY_METRICS, compare_run
+from perfgate.gate.decision import MAX_STAGES
 from perfgate.model import CaseResult, GateResult, Run
 
 # case ids -> each case as one fresh process measured it (PerfgateError when that process fails)
@@ -33,13 +34,18 @@ def confirm_suspects(
     messages: list[str],
     clock: Callable[[], float] = time.monotonic,
 ) -> Run:
-    """Re-measure suspect cases in fresh processes, up to `confirm_runs` rounds. Only what every process
-    shows becomes a verdict; a failed round keeps the processes measured so far (the decision then charges
-    fewer processes at a stricter threshold)."""
-    for round_no in range(1, settings.confirm_runs + 1):
-        todo = suspects(compare_run(run.results, baseline, run.environment, settings, intervals=False))
+    """Re-measure suspect cases in fresh processes, at least `confirm_runs` rounds for a case that stays
+    suspect, more where its reference is too small for fewer to hold the budget (gate/decision.py:
+    `stages_needed`). Only what every process shows becomes a verdict; a failed round keeps the processes
+    measured so far (the decision then charges fewer processes at a stricter threshold)."""
+    if settings.confirm_runs <= 0:
+        return run
+    for round_no in range(1, MAX_STAGES):
+        gate = compare_run(run.results, baseline, run.environment, settings, intervals=False)
+        todo = suspects(gate)
         if not todo:
             break
+        rounds = max(settings.confirm_runs, *(c.stages - 1 for c in gate.comparisons if c.suspect))
         started = clock()
         try:
             fresh = confirmer(todo)
@@ -49,7 +55,7 @@ def confirm_suspects(
         # the cost of a confirmation is part of the gate's wall time: shown so it can be budgeted
         messages.append(
             f"perfgate: confirmed {len(todo)} suspect case(s) in a fresh process "
-            f"(round {round_no} of {settings.confirm_runs}): {clock() - started:.1f} s"
+            f"(round {round_no} of {rounds}): {clock() - started:.1f} s"
         )
         run = replace(
             run, results=tuple(confirmed(r, fresh[r.case_id]) if r.case_id in fresh else r for r in run.results)

@@ -158,7 +158,7 @@ def noise(raw: object, where: str) -> NoiseEstimate:
     if not isinstance(raw, dict) or set(raw) - set(NoiseEstimate.__dataclass_fields__) or "noise_pct" not in raw:
         raise StoredValueError(f"{where}: not a noise estimate")
     counts = {}
-    for key in ("df", "window_runs", "excluded"):
+    for key in ("df", "window_runs", "excluded", "processes"):
         value = raw.get(key, 1 if key == "df" else 0)
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_NOISE_PROCESSES:
             raise StoredValueError(f"{where}.{key}: {_shown(value)} is not a count")
@@ -173,6 +173,7 @@ def noise(raw: object, where: str) -> NoiseEstimate:
         counts["excluded"],
         upper,
         lower,
+        counts["processes"],
     )
 
 
