@@ -7,6 +7,7 @@ never 0.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -360,6 +361,7 @@ class FindingKind(str, enum.Enum):
     UNCALIBRATED = "uncalibrated baseline"
     HOST_DRIFT = "host state changed since calibration"
     CHANGE_POINT = "step change in the history"
+    COMMON_SHIFT = "common-mode shift"  # most cases moved together: environment, machine or shared code
     NOT_MEASURED = "baseline case not measured"  # not collected, deselected, renamed, or measured under another name
     ALLOWED_MISSING = "baseline case allowed to be missing"  # [tool.perfgate] allow_missing, with its reason
     BEYOND_CEILING = "beyond the ceiling"  # a process slower than ceiling_pct, whatever the noise says
@@ -381,8 +383,25 @@ STRICT_KINDS = frozenset(
         FindingKind.BEYOND_CEILING,
         FindingKind.BASELINE_CHANGED,
         FindingKind.BASELINE_UNVERIFIED,
+        FindingKind.COMMON_SHIFT,
     }
 )
+
+
+@dataclass(frozen=True)
+class CommonShift:
+    """Most of a run's cases moved together against their calibration (gate/common.py)."""
+
+    shift_pct: float  # the median case's change (%), the amount every centre is moved by
+    moved: int  # cases whose change has the shift's sign
+    cases: int  # cases that took part
+    spread_pct: float  # the median distance of a case's change from the shift (%)
+    changed: tuple[str, ...] = ()  # "driver 550.54 -> 555.42", per changed environment field
+
+    @property
+    def variance_share(self) -> float:
+        """The error of the shift in units of one case's noise, squared: var(median of m) ~ pi / 2 * s^2 / m."""
+        return math.pi / 2.0 / self.cases
 
 
 @dataclass(frozen=True)
@@ -416,6 +435,7 @@ class GateResult:
     findings: tuple[Finding, ...] = ()
     strict: bool = False
     calibrated: bool = False
+    common_shift: CommonShift | None = None  # most cases moved together; each was judged against it
 
     @property
     def failed(self) -> bool:

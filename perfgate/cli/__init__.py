@@ -235,6 +235,18 @@ def _baseline_parser(sub: Any) -> None:
     diff.add_argument("new", type=Path, help="the baseline after")
     diff.add_argument("--format", choices=("md", "text"), default="md", help="Markdown (default) or plain text")
     diff.set_defaults(func=_lazy("perfgate.cli.gate", "baseline_diff"))
+    re = _command(
+        bsub,
+        "reanchor",
+        "move the centres onto the level of the last passing runs (after a common-mode shift); noise kept",
+        ("perfgate baseline reanchor baselines/nvidia-h100-80gb-hbm3.json --reason 'driver 555'",),
+    )
+    _settings_options(re, "db_path")
+    re.add_argument("path", type=Path, help="the baseline file to re-anchor")
+    re.add_argument("--runs", type=int, default=5, help="passing gate runs per case to take the level from (>= 3)")
+    re.add_argument("--per-case", action="store_true", help="each case by its own factor (accepts single changes)")
+    re.add_argument("--reason", default="re-anchored after a common-mode shift", help="recorded in the baseline")
+    re.set_defaults(func=_lazy("perfgate.cli.gate", "baseline_reanchor"))
 
 
 def _analyze_parser(sub: Any) -> None:

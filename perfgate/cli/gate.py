@@ -90,6 +90,48 @@ def baseline_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def baseline_reanchor(args: argparse.Namespace) -> int:
+    """Move the baseline's centres onto the level of the last passing runs in the history (baseline/reanchor.py)."""
+    from perfgate.baseline import Update
+    from perfgate.baseline.reanchor import reanchored
+    from perfgate.baseline.write import update_baseline_file
+    from perfgate.measure.environment import utc_now, who
+    from perfgate.store import open_store
+    from perfgate.store.window import recent_passing_gate_medians
+
+    settings = command_settings(args)
+    baseline = load_baseline(args.path)
+    if baseline is None:
+        raise BaselineError(args.path, "no such file")
+    if not settings.db_path.exists():
+        raise PerfgateError(f"perfgate baseline reanchor: no history at {settings.db_path}")
+    branch = None if settings.noise_branch == "*" else settings.noise_branch
+    with open_store(settings.db_path, readonly=True) as store:
+        found = recent_passing_gate_medians(
+            store, baseline.environment.comparability_key(), branch, args.runs, list(baseline.cases)
+        )
+        newest = max((p.run_id for points in found.values() for p in points), default=0)
+        env = store.load_run(newest).environment if newest else baseline.environment
+        commit = next((p.git_commit for points in found.values() for p in points if p.run_id == newest), "")
+    recent = {cid: [p.median_ms for p in points] for cid, points in found.items()}
+    update = Update(at=utc_now(), by=who(), commit=commit, reason=args.reason, cases=0)
+    result = reanchored(baseline, recent, env, update, per_case=args.per_case)
+    if result is None:
+        raise PerfgateError(
+            f"perfgate baseline reanchor: no case of {args.path} has 3 passing gate runs on "
+            f"{settings.noise_branch!r} in {settings.db_path}; nothing written"
+        )
+    update_baseline_file(args.path, lambda _old: result.baseline)
+    print(
+        f"perfgate: re-anchored {result.cases} case(s) of {args.path} "
+        f"({'each by its own factor, ' if args.per_case else ''}common factor x{result.factor:.4f}, "
+        f"{100 * (result.factor - 1):+.2f}%) on their last {args.runs} passing run(s); noise kept; commit the file"
+    )
+    if result.skipped:
+        print(f"perfgate: {len(result.skipped)} case(s) kept their centre (fewer than 3 runs): {result.skipped[0]} ...")
+    return 0
+
+
 def _pct(value: float | None) -> str:
     return f"{value:.2f}%" if value is not None else "-"
 

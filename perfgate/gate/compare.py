@@ -10,10 +10,12 @@ same confirmation as a time regression: every process must show it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from perfgate.baseline import Baseline, BaselineCase
 from perfgate.config.settings import Settings
+from perfgate.gate.common import common_shift
 from perfgate.gate.decision import MAX_STAGES, Decision, Rule, decide, per_test_alpha
 from perfgate.gate.noise import estimate_noise, noise_floor
 from perfgate.gate.static import LAUNCHED, compare_compiled, static_rule
@@ -21,6 +23,7 @@ from perfgate.gate.thresholds import metric_threshold_pct
 from perfgate.metrics import PEAK_ALLOCATED, PEAK_HOST, SPEEDUP_METRIC, TIME_METRIC, spec_for
 from perfgate.model import (
     CaseResult,
+    CommonShift,
     Comparison,
     Direction,
     Environment,
@@ -78,6 +81,7 @@ def compare_run(
     explanations: dict[str, tuple[Comparison, ...]] = {}
     alpha = per_test_alpha(settings.false_alarm_pct, gated_tests(results, baseline, settings))
     rule = static_rule(settings)
+    shift = run_shift(results, baseline, current_env, settings) if env_ok else None
     for res in sorted(results, key=lambda r: r.case_id):
         base = baseline.cases.get(res.case_id) if baseline else None
         if base is None:
@@ -103,7 +107,7 @@ def compare_run(
         else:
             speedup_row = compare_speedup(res, base, settings, alpha)
             time_gated = speedup_row is None or settings.gate_time_with_reference
-            time_row = compare_time(res, base, settings, alpha, intervals, gated=time_gated)
+            time_row = compare_time(res, base, settings, alpha, intervals, gated=time_gated, shift=shift)
             metric_rows = compare_metrics(res, base, skip=(SPEEDUP_METRIC,), stages=1 + settings.confirm_runs)
             static_rows = compare_compiled(res.case_id, base.compiled, res.compiled, rule)
             rows.append(time_row)
@@ -135,7 +139,30 @@ def compare_run(
         explanations=explanations,
         fail_on=frozenset(fail_on),
         calibrated=bool(baseline and baseline.calibrated),
+        common_shift=shift,
     )
+
+
+def run_shift(
+    results: Sequence[CaseResult], baseline: Baseline | None, env: Environment, settings: Settings
+) -> CommonShift | None:
+    """The run's common-mode shift (gate/common.py) over its calibrated, time-gated cases' first processes."""
+    if baseline is None:
+        return None
+    changes = {}
+    for res in results:
+        base = baseline.cases.get(res.case_id)
+        if base is None or not base.calibrated or base.timer is not res.timing.timer:
+            continue
+        if _speedup_values(res, base) and not settings.gate_time_with_reference:
+            continue  # gated on its speedup, where a shared shift cancels
+        values = base.time_values()
+        centre = sum(values) / len(values)
+        noise = _noise(res.thresholds.time_noise, values, res, settings)
+        if noise is not None:
+            unit = noise.noise_pct * math.sqrt(1.0 + 1.0 / len(values))
+            changes[res.case_id] = (100.0 * (res.timing.median_ms - centre) / centre, unit)
+    return common_shift(changes, settings.min_effect_pct, baseline.environment, env)
 
 
 def _unpaired(
@@ -183,10 +210,13 @@ def _noise(
     return estimate_noise(calibration, (), noise_floor(res.timing.timer, settings.noise_floor_pct))
 
 
-def time_decision(res: CaseResult, base: BaselineCase, settings: Settings, alpha: float) -> Decision:
+def time_decision(
+    res: CaseResult, base: BaselineCase, settings: Settings, alpha: float, shift: CommonShift | None = None
+) -> Decision:
     t = res.thresholds
     calibration = base.time_values()
     noise = _noise(t.time_noise, calibration if base.calibrated else (), res, settings)
+    moved = shift is not None and base.calibrated
     return decide(
         calibration,
         res.process_medians_ms,
@@ -195,14 +225,23 @@ def time_decision(res: CaseResult, base: BaselineCase, settings: Settings, alpha
         threshold_pct=t.time_pct,
         baseline_samples=base.samples_ms,
         current_samples=res.samples_ms,
+        shift_pct=shift.shift_pct if shift is not None and moved else 0.0,
+        shift_variance=shift.variance_share if shift is not None and moved else 0.0,
     )
 
 
 def compare_time(
-    res: CaseResult, base: BaselineCase, settings: Settings, alpha: float, intervals: bool = True, gated: bool = True
+    res: CaseResult,
+    base: BaselineCase,
+    settings: Settings,
+    alpha: float,
+    intervals: bool = True,
+    gated: bool = True,
+    shift: CommonShift | None = None,
 ) -> Comparison:
-    """The time verdict with its interval: between-process when calibrated, else the within-run one."""
-    d = time_decision(res, base, settings, alpha)
+    """The time verdict with its interval: between-process when calibrated, else the within-run one; against
+    the centre moved by the run's common-mode shift when there is one (gate/common.py)."""
+    d = time_decision(res, base, settings, alpha, shift)
     lo, hi = d.ci_low_pct, d.ci_high_pct
     if d.noise is None and intervals:
         lo, hi = median_change_ci_pct(base.samples_ms, res.samples_ms) or (None, None)
@@ -224,7 +263,12 @@ def compare_time(
         noise_pct=d.noise.noise_pct if d.noise else None,
         score=d.score,
         processes=d.processes,
-        note=_note(d, gated),
+        note=_note(d, gated)
+        + (
+            f"; change against the run's common-mode shift ({shift.shift_pct:+.1f}%)"
+            if shift is not None and d.noise is not None
+            else ""
+        ),
         detects_pct=d.detects_pct,
         gated=gated,
         suspect=d.suspect and gated,

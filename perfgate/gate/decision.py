@@ -92,18 +92,24 @@ def decide(
     threshold_pct: float = 3.0,
     baseline_samples: Sequence[float] = (),
     current_samples: Sequence[float] = (),
+    shift_pct: float = 0.0,
+    shift_variance: float = 0.0,
 ) -> Decision:
     """The verdict for one metric (lower is better): `centre_values` are the baseline's calibration process
-    values, `current` this run's process values (the run's first, then its confirmations)."""
+    values, `current` this run's process values (the run's first, then its confirmations). `shift_pct`: a
+    common-mode shift of the run (gate/common.py) that moves the centre, its error `shift_variance` in
+    units of the case's noise squared (calibrated cases only)."""
     if not current or not centre_values:
         raise ValueError("need current and baseline process values")
     centre = math.fsum(centre_values) / len(centre_values)
+    if noise is None:
+        changes = [100.0 * (x - centre) / centre for x in current]
+        return _without_noise(changes, threshold_pct, rule, baseline_samples, current_samples)
+    centre *= 1.0 + shift_pct / 100.0
     changes = [100.0 * (x - centre) / centre for x in current]
     mean_change = math.fsum(changes) / len(changes)
-    if noise is None:
-        return _without_noise(changes, threshold_pct, rule, baseline_samples, current_samples)
     n_c, j = len(centre_values), len(current)
-    a = math.sqrt(1.0 + 1.0 / n_c)
+    a = math.sqrt(1.0 + 1.0 / n_c + shift_variance)
     unit = noise.noise_pct * a
     n_ref = noise.processes or noise.df + 1
     k = stages_needed(n_ref, rule.alpha, rule.stages, max(rule.stages, rule.max_stages))
@@ -116,7 +122,7 @@ def decide(
     t_now = t_k if j >= k else threshold(j, noise.upper_pct)  # confirmation cut short: charge what was measured
     down_k = threshold(k, tuple(-d for d in noise.lower_pct))
     down_now = down_k if j >= k else threshold(j, tuple(-d for d in noise.lower_pct))
-    se = noise.noise_pct * math.sqrt(1.0 / j + 1.0 / n_c)
+    se = noise.noise_pct * math.sqrt(1.0 / j + 1.0 / n_c + shift_variance)
     verdict = Verdict.UNCHANGED
     if all(d > t_now for d in changes):
         verdict = Verdict.REGRESSED

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from perfgate.baseline import Baseline
 from perfgate.baseline.base_ref import BaseCheck
 from perfgate.gate.ceiling import beyond_ceiling
+from perfgate.gate.common import shift_message
 from perfgate.metrics import SPEEDUP_METRIC, TIME_METRIC
 from perfgate.model import (
     AllowedMissing,
@@ -265,6 +266,9 @@ def _cases_by_test(case_ids: Iterable[str]) -> dict[str, list[str]]:
 
 
 def _per_case(run: Run, baseline: Baseline | None, gate: GateResult) -> Iterator[Finding]:
+    if gate.common_shift is not None:
+        beyond = [c.case_id for c in gate.comparisons if c.metric == TIME_METRIC and c.verdict is Verdict.REGRESSED]
+        yield Finding(FindingKind.COMMON_SHIFT, shift_message(gate.common_shift, beyond))
     for c in gate.comparisons:
         if c.verdict is Verdict.NOT_COMPARABLE:
             yield Finding(FindingKind.NOT_COMPARABLE, f"{c.case_id}: {c.note}", c.case_id)

@@ -22,6 +22,7 @@ the reference is what keeps that mode from failing the case (the earlier rule dr
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 
 from perfgate.model import NoiseEstimate, Timer
@@ -47,10 +48,11 @@ def estimate_noise(calibration: Sequence[float], window: Sequence[float], floor_
         return None
     centre = math.fsum(cal) / len(cal) if cal else math.fsum(win) / len(win)
     ranked = [100.0 * (v - centre) / centre for v in cal]  # raw values: exact for the rank bound
-    cal_mean = math.fsum(ranked) / len(ranked) if ranked else 0.0
     residuals, win_df = window_residuals_pct(win)
-    if win_df:  # re-placed at the calibration's level, spread like fresh processes
-        ranked += [cal_mean + r * math.sqrt(len(win) / win_df) for r in residuals]
+    if win_df:  # the window's shape about its median line, at the calibration's median, spread like fresh
+        cal_median = statistics.median(ranked) if ranked else 0.0
+        widen = math.sqrt(len(win) / win_df)
+        ranked += [cal_median + r * widen for r in window_shape_pct(win)]
     odd = _isolated_index(sorted(range(len(ranked)), key=ranked.__getitem__), ranked)
     kept_cal = [d for i, d in enumerate(ranked[: len(cal)]) if i != odd]
     kept_mean = math.fsum(kept_cal) / len(kept_cal) if kept_cal else 0.0
@@ -89,6 +91,24 @@ def window_residuals_pct(values: Sequence[float]) -> tuple[list[float], int]:
     if any(lv <= 0 for lv in level):
         return [], 0
     return [100.0 * (v - lv) / lv for v, lv in zip(values, level, strict=True)], n - (2 if slope else 1)
+
+
+def window_shape_pct(values: Sequence[float]) -> list[float]:
+    """Each window value's distance from the window's MEDIAN line (%, oldest first): its median, or with
+    DETREND_MIN_RUNS or more a Theil-Sen line. Robust where `window_residuals_pct` is exact: a slower mode
+    in 40% of the processes stays 3% above a median that sits in the faster mode (it is shape, and the rank
+    bound must see it), while a window that is 3% slow throughout, or creeps, has its level and trend
+    removed (they are location)."""
+    n = len(values)
+    slope = 0.0
+    if n >= DETREND_MIN_RUNS:
+        slope = statistics.median((values[j] - values[i]) / (j - i) for i in range(n) for j in range(i + 1, n))
+    level = statistics.median(v - slope * i for i, v in enumerate(values))
+    out = []
+    for i, v in enumerate(values):
+        at = level + slope * i
+        out.append(100.0 * (v - at) / at if at > 0 else 0.0)
+    return out
 
 
 def _isolated_index(order: Sequence[int], values: Sequence[float], least: int = EXCLUSION_MIN_PROCESSES) -> int | None:
