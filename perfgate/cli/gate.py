@@ -99,7 +99,13 @@ def baseline_reanchor(args: argparse.Namespace) -> int:
     from perfgate.store import open_store
     from perfgate.store.window import recent_passing_gate_medians
 
+    from perfgate.gate.run import with_noise_branch
+
     settings = command_settings(args)
+    if not settings.noise_branch:
+        settings, line = with_noise_branch(settings)
+        if line:
+            print(line, file=sys.stderr)
     baseline = load_baseline(args.path)
     if baseline is None:
         raise BaselineError(args.path, "no such file")

@@ -109,6 +109,9 @@ def run_gate(req: GateRequest) -> GateOutcome:
 
     s, messages = req.settings, list[str]()
     run = req.run
+    if not s.noise_branch:
+        s, line = with_noise_branch(s)
+        messages += filter(None, [line])
     if req.resolve_noise and run.results:
         run = replace(run, results=with_noise(run.results, req.baseline, s, noise_windows(run, req.baseline, s)))
     if req.confirmer is not None and s.confirm_runs and run.results:
@@ -131,6 +134,21 @@ def run_gate(req: GateRequest) -> GateOutcome:
     return GateOutcome(run, gate, tuple(messages), 1 if failed else 0)
 
 
+def with_noise_branch(settings: Settings) -> tuple[Settings, str]:
+    """`settings` with noise_branch resolved to the repository's default branch, and a loud line when git
+    could not tell which that is (a `master` repository read as `main` would get no history noise)."""
+    from perfgate.measure.git import default_branch
+
+    branch, known = default_branch(settings.rootdir)
+    line = (
+        ""
+        if known
+        else "perfgate: WARNING: git names no default branch here (no origin/HEAD, neither or both of main and "
+        "master): the noise window and change points read branch 'main'; set [tool.perfgate] noise_branch"
+    )
+    return replace(settings, noise_branch=branch), line
+
+
 def noise_windows(run: Run, baseline: Baseline | None, settings: Settings) -> dict[str, WindowValues]:
     """Each compared case's noise window from the history: its last `noise_window` passing gate runs on
     `noise_branch` on this GPU model since the baseline's last update and the case's last accepted change
@@ -141,7 +159,7 @@ def noise_windows(run: Run, baseline: Baseline | None, settings: Settings) -> di
     from perfgate.store.window import recent_passing_gate_medians
 
     ids = [r.case_id for r in run.results if r.case_id in baseline.cases]
-    branch = None if settings.noise_branch == "*" else settings.noise_branch
+    branch = None if settings.noise_branch == "*" else settings.noise_branch or "main"
     # a recalibration measured other code than the runs before it (an uncalibrated baseline is one of its
     # own runs: nothing before it to leave out)
     last = baseline.updates[-1] if baseline.updates else None
@@ -166,7 +184,7 @@ def change_point_lines(run: Run, settings: Settings) -> tuple[str, ...]:
     from perfgate.store import open_store
     from perfgate.trends.history import recent_changes
 
-    branch = None if settings.noise_branch == "*" else settings.noise_branch
+    branch = None if settings.noise_branch == "*" else settings.noise_branch or "main"
     with open_store(settings.db_path, readonly=True) as store:
         found = recent_changes(store, [r.case_id for r in run.results], run.environment.device_name, branch)
     return tuple(
