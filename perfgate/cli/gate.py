@@ -95,11 +95,10 @@ def baseline_reanchor(args: argparse.Namespace) -> int:
     from perfgate.baseline import Update
     from perfgate.baseline.reanchor import reanchored
     from perfgate.baseline.write import update_baseline_file
+    from perfgate.gate.run import with_noise_branch
     from perfgate.measure.environment import utc_now, who
     from perfgate.store import open_store
     from perfgate.store.window import recent_passing_gate_medians
-
-    from perfgate.gate.run import with_noise_branch
 
     settings = command_settings(args)
     if not settings.noise_branch:

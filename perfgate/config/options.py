@@ -320,7 +320,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "noise_branch",
-        'the branch whose passing runs feed the noise window (default: the repository\'s default branch, '
+        "the branch whose passing runs feed the noise window (default: the repository's default branch, "
         'origin\'s HEAD, else the one of main/master that exists; "*": any branch)',
         v.nonempty_text,
         key="noise_branch",

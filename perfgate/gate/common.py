@@ -46,6 +46,7 @@ def signed_rank_p(values: Sequence[float]) -> float:
         return 1.0
     order = sorted(range(m), key=lambda i: abs(nonzero[i]))
     ranks = [0.0] * m
+    ties = 0.0  # sum of t^3 - t over groups of equal |value|: they narrow the statistic's spread
     i = 0
     while i < m:
         j = i
@@ -53,10 +54,11 @@ def signed_rank_p(values: Sequence[float]) -> float:
             j += 1
         for k in range(i, j + 1):
             ranks[order[k]] = (i + j) / 2.0 + 1.0
+        ties += (j - i + 1) ** 3 - (j - i + 1)
         i = j + 1
     positive = math.fsum(r for r, v in zip(ranks, nonzero, strict=True) if v > 0)
     w = max(positive, m * (m + 1) / 2.0 - positive)
-    mean, sd = m * (m + 1) / 4.0, math.sqrt(m * (m + 1) * (2 * m + 1) / 24.0)
+    mean, sd = m * (m + 1) / 4.0, math.sqrt(m * (m + 1) * (2 * m + 1) / 24.0 - ties / 48.0)
     return 0.5 * math.erfc((w - mean - 0.5) / sd / math.sqrt(2.0))
 
 
