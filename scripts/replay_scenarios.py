@@ -159,8 +159,9 @@ class Replica:
         self.ids = [f"sim/test_case.py::test_{i:04d}" for i in range(len(scenario.noises))]
         self.base_ms = 0.05 * np.exp(self.rng.uniform(0, 4, len(self.ids)))
         self.settings = Settings(
-            enabled=True, db_path=root / "history.db", baseline_dir=root / "baselines", rootdir=root
+            enabled=True, db_path=root / "history.db", baseline_dir=root / "baselines", rootdir=root, noise_branch="main"
         )
+        (root / "pyproject.toml").write_text('[tool.perfgate]\nnoise_branch = "main"\n')  # read by the re-anchor CLI
         self.path = root / "baselines" / "simulated-h100.json"
         self.path.parent.mkdir(parents=True, exist_ok=True)
 

@@ -190,8 +190,9 @@ def change_point_lines(run: Run, settings: Settings) -> tuple[str, ...]:
     return tuple(
         f"{c.case_id}: a {c.change_pct:+.1f}% step between run {c.last_before.run_id} "
         f"({c.last_before.git_commit[:12] or 'no commit'}) and run {c.first_after.run_id} "
-        f"({c.first_after.git_commit[:12] or 'no commit'}): review with `perfgate history --changes`, "
-        f"accept with --accept"
+        f"({c.first_after.git_commit[:12] or 'no commit'})"
+        + (": the same commit on both sides, a machine change, not the code" if c.cause == "machine" else "")
+        + ": review with `perfgate history --changes`, accept with --accept"
         for c in found
     )
 

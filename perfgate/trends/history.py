@@ -48,6 +48,13 @@ class HistoryChange:
     def slower(self) -> bool:
         return self.step.change_pct > 0
 
+    @property
+    def cause(self) -> str:
+        """"machine" when the last run before and the first after measured the same commit: the code did
+        not change across the step, so the machine (or its software) did; "code or machine" otherwise."""
+        same = self.last_before.git_commit and self.last_before.git_commit == self.first_after.git_commit
+        return "machine" if same else "code or machine"
+
 
 @dataclass(frozen=True)
 class CaseChanges:
