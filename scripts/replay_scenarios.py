@@ -11,8 +11,8 @@ code scenarios, a change to one case (a creep, a step). For every independent ca
    `pytest --perfgate` calls: the noise window read from the SQLite history (store/window.py), suspects
    re-measured by a confirmer that draws fresh processes (gate/confirm.py), the verdicts, the findings
    (common-mode shift, change points from trends/), the run stored with its verdicts;
-3. the user's policy: once a common-mode shift has been named on three runs, `perfgate baseline
-   reanchor` (the command line itself, on the same files) re-anchors the baseline.
+3. the user's policy: once a common-mode shift has been named on three runs and five runs have been
+   stored since it was first named, `perfgate baseline reanchor --runs 5` (the command line itself, on the same files) re-anchors the baseline.
 
 Printed per scenario: unchanged runs that failed (a case without a code change REGRESSED), of how many; for
 a code change, after how many runs it was named and by which finding (regressed, a change point, the
@@ -47,6 +47,7 @@ ENV = Environment("cuda", "Simulated H100", compute_capability="9.0", driver_ver
 UPDATED = replace(ENV, driver_version="555.42")
 CALIBRATION_PROCESSES = 6
 REANCHOR_AFTER = 3  # runs naming a common-mode shift (since the last re-anchor) before the simulated user re-anchors
+REANCHOR_RUNS = 5  # ... on this many runs, all since the shift was first named
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,11 @@ class Replica:
         self.ids = [f"sim/test_case.py::test_{i:04d}" for i in range(len(scenario.noises))]
         self.base_ms = 0.05 * np.exp(self.rng.uniform(0, 4, len(self.ids)))
         self.settings = Settings(
-            enabled=True, db_path=root / "history.db", baseline_dir=root / "baselines", rootdir=root, noise_branch="main"
+            enabled=True,
+            db_path=root / "history.db",
+            baseline_dir=root / "baselines",
+            rootdir=root,
+            noise_branch="main",
         )
         (root / "pyproject.toml").write_text('[tool.perfgate]\nnoise_branch = "main"\n')  # read by the re-anchor CLI
         self.path = root / "baselines" / "simulated-h100.json"
@@ -202,7 +207,17 @@ class Replica:
         from perfgate.cli import main
 
         code = main(
-            ["baseline", "reanchor", str(self.path), "--db", str(self.settings.db_path), "--rootdir", str(self.root)]
+            [
+                "baseline",
+                "reanchor",
+                str(self.path),
+                "--db",
+                str(self.settings.db_path),
+                "--rootdir",
+                str(self.root),
+                "--runs",
+                str(REANCHOR_RUNS),
+            ]
         )
         if code != 0:
             raise SystemExit(f"replay_scenarios: perfgate baseline reanchor exited {code}")
@@ -214,7 +229,7 @@ def replay(scenario: Scenario, seed: int, tally: Tally, quiet_out: Callable[[], 
         rep.calibrate()
         named: int | None = None
         seen: set[str] = set()
-        common_streak, common_seen, last_reanchor = 0, False, 0
+        common_streak, common_seen, first_named = 0, False, 0
         for run in range(1, scenario.runs + 1):
             with quiet_out():
                 out = rep.gate(run)
@@ -228,13 +243,14 @@ def replay(scenario: Scenario, seed: int, tally: Tally, quiet_out: Callable[[], 
             kinds = {f.kind for f in g.findings}
             if FindingKind.COMMON_SHIFT in kinds:
                 common_streak += 1
+                first_named = first_named or run
                 if not common_seen and run >= scenario.onset:
                     tally.common_named.append(run - scenario.onset)
                 common_seen = True
-            if common_streak >= REANCHOR_AFTER and run - last_reanchor >= 5:  # five runs to take the level from
-                rep.reanchor()
+            if common_streak >= REANCHOR_AFTER and run - first_named + 1 >= REANCHOR_RUNS:
+                rep.reanchor()  # on the last REANCHOR_RUNS runs: all of them since the shift was first named
                 tally.reanchors += 1
-                common_streak, last_reanchor = 0, run
+                common_streak, first_named = 0, 0
             if changed and run >= scenario.onset:
                 for by in _named_by(g, changed):
                     if by not in seen:

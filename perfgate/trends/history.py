@@ -50,7 +50,7 @@ class HistoryChange:
 
     @property
     def cause(self) -> str:
-        """"machine" when the last run before and the first after measured the same commit: the code did
+        """ "machine" when the last run before and the first after measured the same commit: the code did
         not change across the step, so the machine (or its software) did; "code or machine" otherwise."""
         same = self.last_before.git_commit and self.last_before.git_commit == self.first_after.git_commit
         return "machine" if same else "code or machine"
