@@ -12,7 +12,8 @@ code scenarios, a change to one case (a creep, a step). For every independent ca
    re-measured by a confirmer that draws fresh processes (gate/confirm.py), the verdicts, the findings
    (common-mode shift, change points from trends/), the run stored with its verdicts;
 3. the user's policy: once a common-mode shift has been named on three runs and five runs have been
-   stored since it was first named, `perfgate baseline reanchor --runs 5` (the command line itself, on the same files) re-anchors the baseline.
+   stored since it was first named, `perfgate baseline reanchor --runs 5` (the command line itself, on
+   the same files) re-anchors the baseline.
 
 Printed per scenario: unchanged runs that failed (a case without a code change REGRESSED), of how many; for
 a code change, after how many runs it was named and by which finding (regressed, a change point, the
