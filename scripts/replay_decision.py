@@ -216,10 +216,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--window",
         type=int,
-        default=12,
+        default=10,
         help="history window (passing runs) beside the calibration; the shipped noise_window is 30, "
-        "the recorded sessions allow 12 with 6 processes held out (the rule asks for up to 6 at 1,000 cases "
-        "with 18 reference processes)",
+        "the recorded sessions allow 10 with 8 processes held out (the rule asks for up to 8 at 1,000 cases "
+        "with 16 reference processes)",
     )
     p.add_argument("--stages", type=int, default=3, help="processes a failure needs (1 + confirm_runs)")
     p.add_argument("--budget", type=float, default=1.0, help="per-run false-alarm budget (%%)")

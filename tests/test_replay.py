@@ -16,7 +16,7 @@ def _replay(**overrides):
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up while it loads
     spec.loader.exec_module(module)
-    args = argparse.Namespace(draws=60, window=12, stages=3, budget=1.0, min_effect=1.0, seed=11, json=None)
+    args = argparse.Namespace(draws=200, window=10, stages=3, budget=1.0, min_effect=1.0, seed=11, json=None)
     vars(args).update(overrides)
     return module.run(args)
 

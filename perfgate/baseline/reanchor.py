@@ -2,7 +2,7 @@
 
 After a common-mode shift (gate/common.py: a driver update, a new board, a machine that drifted), every
 case's calibration still describes the spread of its processes, only not their level. A re-anchor scales
-each case's calibration process values by one factor: the median over the cases of (mean of its last N
+each case's calibration process values by one factor: the median over the cases of (median of its last N
 passing gate runs on the tracked branch) / (its calibration centre). Relative spreads, and so the noise and
 what each case detects, stay as calibrated; nothing is measured. With `per_case`, each case takes its own
 factor instead: that also accepts changes of single cases (use it only when they are known to be intended).
@@ -32,7 +32,8 @@ def case_factor(case: BaselineCase, recent_ms: Sequence[float]) -> float | None:
     values = case.time_values()
     if not case.calibrated or len(recent_ms) < MIN_RUNS:
         return None
-    return statistics.fmean(recent_ms) / statistics.fmean(values)
+    # the median run: a process that landed in a slower state now and then does not move the anchor
+    return statistics.median(recent_ms) / statistics.fmean(values)
 
 
 def reanchored(

@@ -183,13 +183,15 @@ def _without_noise(
 
 
 def stages_needed(n_ref: int, alpha: float, least: int, most: int) -> int:
-    """The fewest processes (at least `least`, at most `most`) for which the distribution-free bound can
-    reach alpha: all k fresh processes of unchanged code beyond every one of n_ref reference processes has
-    probability 1 / C(n_ref + k, k), whatever the noise's shape (a second mode, heavy tails). With six
-    calibration processes and alpha = 1e-4 (a 100-case suite) that is 11 (MAX_STAGES caps it at 8: a bound of
-    3.3e-4 for the worst-shaped noise); with a full window (36 reference processes) it is 4."""
+    """The fewest processes (at least `least`, at most `most`) for which the distribution-free bound reaches
+    alpha at the SECOND most extreme of n_ref reference processes: all k fresh processes of unchanged code
+    beyond the j-th most extreme has probability C(j - 1 + k, k) / C(n_ref + k, k), whatever the noise's
+    shape (a second mode, heavy tails), and j = 2 (C(k + 1, k) = k + 1) keeps one wild or unrepresentative
+    reference process from deciding the threshold. With six calibration processes and alpha = 1e-4 (a
+    100-case suite) that is 20 (MAX_STAGES caps it at 8: a bound of 3.3e-4 at the most extreme process for
+    the worst-shaped noise); with a full window (36 reference processes) it is 4."""
     k = max(1, least)
-    while k < most and math.comb(n_ref + k, k) * alpha < 1.0:
+    while k < most and math.comb(n_ref + k, k) * alpha < k + 1:  # C(k + 1, k) = k + 1: the second extreme
         k += 1
     return k
 

@@ -49,7 +49,9 @@ def estimate_noise(calibration: Sequence[float], window: Sequence[float], floor_
     centre = math.fsum(cal) / len(cal) if cal else math.fsum(win) / len(win)
     ranked = [100.0 * (v - centre) / centre for v in cal]  # raw values: exact for the rank bound
     residuals, win_df = window_residuals_pct(win)
-    if win_df:  # the window's shape about its median line, at the calibration's median, spread like fresh
+    if win_df and cal and not window_moved(ranked, win, centre, residuals, win_df):
+        ranked += [100.0 * (v - centre) / centre for v in win]  # where they are: exchangeable, exact
+    elif win_df:  # moved: its shape about its median line, at the calibration's median, spread like fresh
         cal_median = statistics.median(ranked) if ranked else 0.0
         widen = math.sqrt(len(win) / win_df)
         ranked += [cal_median + r * widen for r in window_shape_pct(win)]
@@ -91,6 +93,33 @@ def window_residuals_pct(values: Sequence[float]) -> tuple[list[float], int]:
     if any(lv <= 0 for lv in level):
         return [], 0
     return [100.0 * (v - lv) / lv for v, lv in zip(values, level, strict=True)], n - (2 if slope else 1)
+
+
+MOVED_Z = 3.0  # a window level or trend this many standard errors from the calibration's has moved
+
+
+def window_moved(
+    cal_pct: Sequence[float], win: Sequence[float], centre: float, residuals: Sequence[float], win_df: int
+) -> bool:
+    """Whether the window's level (its median) or its trend (Theil-Sen, over the window) lies more than
+    MOVED_Z standard errors from the calibration's level: then it is location (an environment change, a
+    drift, a creep) and only its shape may join the reference. Otherwise its processes join where they
+    are, and the reference stays exchangeable with the fresh processes (the rank bound's premise)."""
+    n_c, n_w = len(cal_pct), len(win)
+    mean_c = math.fsum(cal_pct) / n_c
+    var = (math.fsum((d - mean_c) ** 2 for d in cal_pct) + math.fsum(r * r for r in residuals)) / max(
+        1, n_c - 1 + win_df
+    )
+    sd = math.sqrt(var)
+    if sd <= 0:
+        return False
+    level = statistics.median(100.0 * (v - centre) / centre for v in win)
+    if abs(level - mean_c) > MOVED_Z * sd * math.sqrt(math.pi / (2 * n_w) + 1.0 / n_c):
+        return True
+    if n_w < DETREND_MIN_RUNS:
+        return False
+    slope = statistics.median((win[j] - win[i]) / (j - i) for i in range(n_w) for j in range(i + 1, n_w))
+    return abs(100.0 * slope * (n_w - 1) / centre) > MOVED_Z * sd * math.sqrt(12.0 / n_w)
 
 
 def window_shape_pct(values: Sequence[float]) -> list[float]:
