@@ -335,6 +335,17 @@ def test_the_noise_window_reads_recent_passing_gate_runs_of_one_branch_and_devic
         assert [p.run_id for p in since["a"]] == [ids[7], ids[6]]  # a change point resets the window
 
 
+def test_an_inconclusive_run_does_not_widen_the_noise_it_is_judged_by(tmp_path):
+    """A suspected change that was neither shown nor ruled out is no draw of unchanged code: with it in the
+    window a +3% step on a 12 us op became "unchanged" for good within ~10 runs (issue 31)."""
+    with open_store(tmp_path / "h.db") as store:
+        store.save_run(_run({"a": 1.0}), _gate({"a": Verdict.UNCHANGED}))
+        store.save_run(_run({"a": 1.03}), _gate({"a": Verdict.INCONCLUSIVE}))
+        store.save_run(_run({"a": 0.99}), _gate({"a": Verdict.IMPROVED}))
+        window = recent_passing_gate_medians(store, ENV.comparability_key(), "main", 30, ["a"])
+    assert [p.median_ms for p in window["a"]] == pytest.approx([0.99, 1.0], rel=0.02)
+
+
 def test_the_noise_window_carries_speedups(tmp_path):
     from perfgate.model import Speedup
 
