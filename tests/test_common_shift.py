@@ -78,3 +78,15 @@ def test_a_shift_below_the_floor_or_of_mixed_signs_is_none():
     mixed = {c: ((3.0 if i % 2 else -3.0), 0.3) for i, c in enumerate("abcdefgh")}
     assert common_shift(mixed, 1.0, None, None) is None
     assert common_shift({c: (3.0, 0.3) for c in "abcde"}, 1.0, None, None) is None  # five cases cannot tell
+
+
+def test_cases_that_did_not_move_with_a_shift_are_neither_improved_nor_regressed_by_it(tmp_path):
+    """A shift of +3% on seven of ten cases: the three that stayed put are not "improved"; and after a
+    speed-up of every case (-3%), one that stayed put is not "regressed"."""
+    up = gate(tmp_path, dict.fromkeys(CASES[:7], 1.03))
+    assert up.common_shift is not None
+    assert all(c.verdict not in (Verdict.IMPROVED, Verdict.REGRESSED) for c in up.comparisons)
+    down = gate(tmp_path, dict.fromkeys(CASES, 0.97) | {CASES[0]: 1.0})
+    assert down.common_shift is not None and down.common_shift.shift_pct < 0
+    assert not down.failed
+    assert next(c for c in down.comparisons if c.case_id == CASES[0]).verdict is not Verdict.REGRESSED

@@ -105,6 +105,11 @@ def decide(
     if noise is None:
         changes = [100.0 * (x - centre) / centre for x in current]
         return _without_noise(changes, threshold_pct, rule, baseline_samples, current_samples)
+    # a common-mode shift excuses a case only in its own direction: a regression must lie beyond T against
+    # the centre moved up by a positive shift AND against the calibration's; an improvement likewise. A
+    # case that did not move with a shift is then neither "improved" nor "regressed" by it.
+    up = [100.0 * (x / (centre * (1.0 + max(shift_pct, 0.0) / 100.0)) - 1.0) for x in current]
+    down = [100.0 * (x / (centre * (1.0 + min(shift_pct, 0.0) / 100.0)) - 1.0) for x in current]
     centre *= 1.0 + shift_pct / 100.0
     changes = [100.0 * (x - centre) / centre for x in current]
     mean_change = math.fsum(changes) / len(changes)
@@ -124,15 +129,16 @@ def decide(
     down_now = down_k if j >= k else threshold(j, tuple(-d for d in noise.lower_pct))
     se = noise.noise_pct * math.sqrt(1.0 / j + 1.0 / n_c + shift_variance)
     verdict = Verdict.UNCHANGED
-    if all(d > t_now for d in changes):
+    if all(d > t_now for d in up):
         verdict = Verdict.REGRESSED
-    elif all(d < -down_now for d in changes):
+    elif all(d < -down_now for d in down):
         verdict = Verdict.IMPROVED
     else:
         band = noise_band_pct(noise.noise_pct, noise.df, j, n_c)
-        if mean_change > band and mean_change + band > t_k:
+        mean_up = math.fsum(up) / len(up)
+        if min(mean_change, mean_up) > band and min(mean_change, mean_up) + band > t_k:
             verdict = Verdict.INCONCLUSIVE
-    suspect = j < k and (all(d > t_k for d in changes) or all(d < -down_k for d in changes))
+    suspect = j < k and (all(d > t_k for d in up) or all(d < -down_k for d in down))
     half = t_quantile(0.5 + INTERVAL_CONFIDENCE / 2, noise.df) * se
     detects = t_k + unit * NormalDist().inv_cdf(POWER ** (1.0 / k))
     return Decision(
