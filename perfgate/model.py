@@ -269,10 +269,27 @@ class Environment:
     perfgate_version: str = ""
     hostname: str = ""
     platform: str = ""
+    # the host CPU (measure/machine.py), for host-timed runs what device_name is made from; "" when not
+    # recorded (perfgate <= 0.2.0)
+    cpu_brand: str = ""
+    cpu_model: str = ""  # "family 6 model 143", "implementer 0x41 part 0xd0c"
+    cpu_cores: str = ""  # logical cores, as text like every environment field
+    cpu_caches: str = ""  # "L2 2 MiB, L3 32 MiB"
+    os_release: str = ""  # "Linux 6.8.0"
 
     def comparability_key(self) -> tuple[str, str, str]:
         """Runs on another device model (or another timer) are not comparable."""
         return (self.device_kind, self.device_name, self.compute_capability)
+
+    def comparable_with(self, other: Environment) -> bool:
+        """Same device model and timer; a host baseline of perfgate <= 0.2.0, keyed by the bare brand string,
+        stays comparable with today's name for that brand (which may add the CPU's model id)."""
+        if self.comparability_key() == other.comparability_key():
+            return True
+        if self.device_kind != "host" or other.device_kind != "host":
+            return False
+        old, new = (self, other) if not self.cpu_model else (other, self)
+        return not old.cpu_model and not old.cpu_brand and bool(new.cpu_brand) and old.device_name == new.cpu_brand
 
 
 @dataclass(frozen=True)

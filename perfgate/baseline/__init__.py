@@ -103,9 +103,16 @@ def slug(device_name: str) -> str:
 
 
 def baseline_path(baseline_dir: Path, env: Environment) -> Path:
-    """baselines/nvidia-h100-80gb-hbm3.json; host-timed runs get a host- prefix."""
+    """baselines/nvidia-h100-80gb-hbm3.json; host-timed runs get a host- prefix. A host whose name now adds
+    its CPU's model id to a brand that names none keeps the baseline perfgate <= 0.2.0 wrote under the bare
+    brand (host-amd-epyc.json), where there is one and none under today's name."""
     prefix = "" if env.device_kind == "cuda" else "host-"
-    return Path(baseline_dir) / f"{prefix}{slug(env.device_name)}.json"
+    path = Path(baseline_dir) / f"{prefix}{slug(env.device_name)}.json"
+    if env.device_kind == "host" and env.cpu_brand and env.cpu_brand != env.device_name and not path.exists():
+        legacy = Path(baseline_dir) / f"{prefix}{slug(env.cpu_brand)}.json"
+        if legacy.is_file():
+            return legacy
+    return path
 
 
 def load_baseline(path: Path) -> Baseline | None:

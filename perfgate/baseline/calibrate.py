@@ -62,7 +62,7 @@ def _check_child(i: int, child: ChildRun, earlier: list[Run]) -> None:
         )
     if not child.results or child.environment is None:
         raise PerfgateError(f"perfgate calibrate: process {i} measured no perf case; no baseline written")
-    if earlier and earlier[0].environment.comparability_key() != child.environment.comparability_key():
+    if earlier and not earlier[0].environment.comparable_with(child.environment):
         raise PerfgateError(
             f"perfgate calibrate: process {i} ran on {child.environment.device_name}, process 1 on "
             f"{earlier[0].environment.device_name}; no baseline written"

@@ -10,6 +10,7 @@ from pathlib import Path
 from perfgate.baseline import BaselineCase, load_baseline
 from perfgate.cli.settings import command_settings
 from perfgate.errors import BaselineError, PerfgateError
+from perfgate.model import Environment
 
 
 def compare(args: argparse.Namespace) -> int:
@@ -63,6 +64,8 @@ def baseline_show(args: argparse.Namespace) -> int:
         assert b is not None
         state = "calibrated" if b.calibrated else "uncalibrated"
         print(f"{f}: {b.environment.device_name} ({b.environment.device_kind}), {len(b.cases)} case(s), {state}")
+        if machine := _machine_line(b.environment):
+            print(f"  host: {machine}")
         for u in b.updates[-3:]:
             runs = f" from {u.calibrated_runs} processes" if u.calibrated_runs else ""
             print(f"  updated {u.at} by {u.by} at {u.commit[:12] or '-'}{runs}: {u.reason}")
@@ -88,6 +91,18 @@ def baseline_show(args: argparse.Namespace) -> int:
             )
         )
     return 0
+
+
+def _machine_line(env: Environment) -> str:
+    """What else decides whether a host's times compare: cores, caches, architecture, OS, Python."""
+    parts = [
+        f"{env.cpu_cores} logical cores" if env.cpu_cores else "",
+        env.cpu_caches,
+        env.platform,
+        env.os_release,
+        f"Python {env.python_version}" if env.python_version else "",
+    ]
+    return ", ".join(p for p in parts if p)
 
 
 def _pct(value: float | None) -> str:

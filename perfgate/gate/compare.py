@@ -47,11 +47,7 @@ MEMORY_METRICS = (PEAK_ALLOCATED, PEAK_HOST)  # re-measured by confirmation proc
 
 
 def comparable(baseline: Baseline | None, current_env: Environment, settings: Settings) -> bool:
-    return (
-        baseline is None
-        or settings.allow_env_mismatch
-        or baseline.environment.comparability_key() == current_env.comparability_key()
-    )
+    return baseline is None or settings.allow_env_mismatch or baseline.environment.comparable_with(current_env)
 
 
 def gated_tests(results: Sequence[CaseResult], baseline: Baseline | None, settings: Settings) -> int:
@@ -159,7 +155,7 @@ def _unpaired(
 
 
 def _env_note(base_env: Environment, cur: Environment, base: BaselineCase, res: CaseResult) -> str:
-    if base.timer is not res.timing.timer and base_env.comparability_key() == cur.comparability_key():
+    if base.timer is not res.timing.timer and base_env.comparable_with(cur):
         return f"baseline timed with {base.timer.value}, this run with {res.timing.timer.value}"
     return (
         f"baseline measured on {base_env.device_name} ({base_env.device_kind}), this run on {cur.device_name} "

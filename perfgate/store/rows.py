@@ -41,6 +41,11 @@ ENV_COLUMNS = (
     "perfgate_version",
     "hostname",
     "platform",
+    "cpu_brand",
+    "cpu_model",
+    "cpu_cores",
+    "cpu_caches",
+    "os_release",
 )
 RUN_COLUMNS = (
     "run_uid",

@@ -13,7 +13,7 @@ refused before anything is read.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # Version 1, as written by perfgate 0.1.0 through sqlite-utils (read back from a database it created).
 MIGRATION_1 = """
@@ -302,6 +302,16 @@ MIGRATION_8 = """
 ALTER TABLE cases ADD COLUMN code TEXT;
 """
 
+# Version 9: the host CPU of each run (measure/machine.py): its brand string and model id (what a host
+# device_name is made from), logical cores, caches and OS release (NULL: not recorded).
+MIGRATION_9 = """
+ALTER TABLE runs ADD COLUMN cpu_brand TEXT;
+ALTER TABLE runs ADD COLUMN cpu_model TEXT;
+ALTER TABLE runs ADD COLUMN cpu_cores TEXT;
+ALTER TABLE runs ADD COLUMN cpu_caches TEXT;
+ALTER TABLE runs ADD COLUMN os_release TEXT;
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     MIGRATION_1,
     MIGRATION_2,
@@ -311,4 +321,5 @@ MIGRATIONS: tuple[str, ...] = (
     MIGRATION_6,
     MIGRATION_7,
     MIGRATION_8,
+    MIGRATION_9,
 )
