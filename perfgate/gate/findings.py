@@ -8,6 +8,7 @@ model.STRICT_KINDS fail the gate. Everything here is derived from the stored run
 from __future__ import annotations
 
 import fnmatch
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -195,12 +196,21 @@ def host_changes(before: HostState, now: HostState) -> list[tuple[str, float, st
     return out
 
 
+def _why_nothing_measured(run: Run) -> str:
+    """ "2 perf test(s) collected, none measured: 2 skipped (needs a CUDA GPU)": how the perf tests ended."""
+    tests = run.info.unmeasured
+    if not tests:
+        return "no perf test ran (none collected, or every one deselected)"
+    by_outcome = Counter(t.outcome.value for t in tests)
+    reasons = Counter(t.reason for t in tests if t.reason)
+    why = f" ({'; '.join(r for r, _ in reasons.most_common(2))})" if reasons else ""
+    ended = ", ".join(f"{n} {outcome}" for outcome, n in by_outcome.most_common())
+    return f"{len(tests)} perf test(s) collected, none measured: {ended}{why}"
+
+
 def _run_level(run: Run, baseline: Baseline | None, facts: GateFacts) -> Iterator[Finding]:
     if not run.results:
-        yield Finding(
-            FindingKind.NO_CASES,
-            "no perf case was measured (every perf test skipped, deselected or failed before measuring)",
-        )
+        yield Finding(FindingKind.NO_CASES, _why_nothing_measured(run))
         return
     if baseline is None:
         where = facts.baseline_path or "the baseline directory"
