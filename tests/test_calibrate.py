@@ -1,6 +1,7 @@
 """`perfgate calibrate`: a baseline from N fresh processes, then gated on its between-process noise."""
 
 import json
+import re
 import sqlite3
 
 import pytest
@@ -36,6 +37,19 @@ def project(pytester, monkeypatch):
     perf_project(pytester, monkeypatch, PERF_TEST, PYPROJECT, clear=("FAIL_IT",), SLEEP_MS="2")
     monkeypatch.chdir(pytester.path)
     return pytester
+
+
+def test_calibration_shows_each_process_and_its_cases_while_it_runs(project, capsys, monkeypatch):
+    monkeypatch.setenv("PERFGATE_PROGRESS", "log")  # the plain lines a CI log gets
+    assert main(["calibrate", "--runs", "3", "--reason", "progress", "--", "test_perf.py"]) == 0
+    captured = capsys.readouterr()
+    err = captured.err.splitlines()
+    assert "perfgate: calibration process 1/3: started" in err  # how many cases: not known yet
+    assert "perfgate: calibration process 2/3 (2 step(s)): started" in err
+    ends = [line for line in err if line.startswith("perfgate: calibration process") and " in " in line]
+    assert len(ends) == 3 and all(": 2/2 in " in e or ": 2 done in " in e for e in ends), err
+    assert "\r" not in captured.err
+    assert re.search(r"2 case\(s\) from 3 processes in \d", captured.out)  # the whole calibration's cost
 
 
 def test_calibration_writes_process_medians_noise_and_what_each_case_detects(project, capsys):

@@ -4,6 +4,7 @@ baseline for this device (the work is in baseline/calibrate.py)."""
 from __future__ import annotations
 
 import argparse
+import time
 from dataclasses import replace
 
 from perfgate.baseline import Baseline, baseline_path
@@ -13,6 +14,7 @@ from perfgate.baseline.write import calibrated_baseline, update_baseline_file
 from perfgate.cli.settings import command_settings
 from perfgate.errors import ConfigError
 from perfgate.measure.environment import who
+from perfgate.report.progress import elapsed_text, open_progress
 
 MIN_RUNS = 3
 
@@ -26,7 +28,9 @@ def calibrate_command(args: argparse.Namespace) -> int:
     if not args.reason.strip():
         raise ConfigError("perfgate calibrate: --reason must say why the baseline changes")
     settings = command_settings(args, enabled=True)
-    calibration = calibrate(settings, args.runs, list(args.pytest_args))
+    started = time.monotonic()
+    with open_progress() as progress:
+        calibration = calibrate(settings, args.runs, list(args.pytest_args), progress)
     runs = calibration.runs
     env = runs[0].environment
     path = settings.baseline_file or baseline_path(settings.baseline_dir, env)
@@ -49,7 +53,10 @@ def calibrate_command(args: argparse.Namespace) -> int:
     print("\n".join(_table(new, measured)))
     for line in calibration_notes(new, runs, calibration.autotuned_first):
         print(line)
-    print(f"perfgate: wrote calibrated baseline {path}: {len(runs[0].results)} case(s) from {len(runs)} processes")
+    print(
+        f"perfgate: wrote calibrated baseline {path}: {len(runs[0].results)} case(s) from {len(runs)} processes "
+        f"in {elapsed_text(time.monotonic() - started)}"
+    )
     return 0
 
 

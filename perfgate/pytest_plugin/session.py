@@ -82,6 +82,11 @@ class PerfgateSession:
                 f"its own name with perfgate.measure(..., name=...)"
             )
         self.results[result.case_id] = result
+        if self.child_output is not None:  # the parent counts this process's cases as they are measured
+            from perfgate.measure.processes import progress_path
+
+            with progress_path(self.child_output).open("a", encoding="utf-8") as fh:
+                fh.write(result.case_id.replace("\n", " ") + "\n")
 
     def kernel_recorder(self) -> Any:
         """What records each case's compiled kernels, made once per session; None when nothing is recorded

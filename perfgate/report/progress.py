@@ -217,7 +217,7 @@ def open_progress(stream: TextIO | None = None, *, quiet: bool = False) -> Itera
     out = stream if stream is not None else sys.stderr
     mode = _mode(out, quiet)
     if mode == "quiet":
-        yield QuietProgress()
+        yield QuietProgress(out)  # notes are output, not progress: they still go to `out`
         return
     if mode == "live":
         try:
