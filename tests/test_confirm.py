@@ -1,9 +1,14 @@
 """Confirmation before failing: a suspect case is re-measured in fresh processes; only a regression that
 survives them fails the gate. (The parent runs in-process; the confirmation children are real processes.)"""
 
+import io
+
 import pytest
 
-from tests.helpers import comparisons_by_case, gate_json, perf_project, results_json
+from perfgate.config.settings import Settings
+from perfgate.gate.confirm import confirm_suspects
+from perfgate.report.progress import LogProgress
+from tests.helpers import calibrated_of, comparisons_by_case, gate_json, make_run, noisy, perf_project, results_json
 
 PERF_TEST = """
 import os, pathlib
@@ -73,3 +78,20 @@ def test_confirmation_can_be_switched_off(project, monkeypatch):
     result = project.runpytest("--perfgate", "-p", "no:cacheprovider", "--perfgate-confirm-runs", "0")
     assert result.ret == 1
     assert "confirmed" not in result.stdout.str() and "suspect" not in result.stdout.str()
+
+
+def test_a_confirmation_round_is_shown_while_it_runs_not_after(tmp_path):
+    baseline = calibrated_of(make_run({"t::a": noisy(1.0), "t::b": noisy(2.0)}), tmp_path)
+    slow = make_run({"t::a": noisy(1.5, seed=1), "t::b": noisy(2.0, seed=2)})
+    out = io.StringIO()
+    seen_while_running: list[str] = []
+
+    def confirmer(case_ids):
+        seen_while_running.append(out.getvalue())
+        return {r.case_id: r for r in slow.results if r.case_id in case_ids}
+
+    messages: list[str] = []
+    confirm_suspects(slow, baseline, Settings(confirm_runs=2), confirmer, messages, progress=LogProgress(out))
+    assert seen_while_running[0].endswith("confirmation round 1 of 2: 1 suspect case(s) (1 step(s)): started\n")
+    assert "confirmation round 1 of 2: 1 suspect case(s): 1/1 in " in out.getvalue()
+    assert len(seen_while_running) == 2 and len(messages) == 2  # the cost lines stay in the gate's output
