@@ -248,6 +248,14 @@ class CaseResult:
         return (self.timing.median_ms, *self.confirmation_medians_ms)
 
     @property
+    def time_ms(self) -> float:
+        """The case's time in this run, the one number every output shows ("current"): the mean of its
+        processes' medians (this process, then any confirmation process), as the baseline's time is the
+        mean of its calibration processes' (docs/decision-rule.md)."""
+        values = self.process_medians_ms
+        return sum(values) / len(values)
+
+    @property
     def process_speedups(self) -> tuple[float, ...]:
         """This run's speedup first, then the confirmation processes' (empty without a reference)."""
         return (self.speedup.median, *self.confirmation_speedups) if self.speedup is not None else ()

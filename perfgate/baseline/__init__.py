@@ -71,6 +71,13 @@ class BaselineCase:
         """The calibration's process medians (an uncalibrated case: its one median)."""
         return self.process_medians_ms or (self.median_ms,)
 
+    @property
+    def time_ms(self) -> float:
+        """The baseline's time for this case, the one number every output shows and the gate compares with:
+        the mean of its calibration processes' medians (the decision rule's centre M, docs/decision-rule.md)."""
+        values = self.time_values()
+        return sum(values) / len(values)
+
     def speedup_values(self) -> tuple[float, ...]:
         """The calibration's process speedups as reciprocals (lower is better, like time); () without one."""
         return tuple(1.0 / s for s in self.process_speedups)

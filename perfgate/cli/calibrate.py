@@ -67,7 +67,7 @@ def _table(b: Baseline, cases: set[str]) -> list[str]:
     rows = [
         (
             cid,
-            fmt_value(c.median_ms, "ms"),
+            fmt_value(c.time_ms, "ms"),
             f"{c.noise_pct:.2f}%" if c.noise_pct is not None else "-",
             f">= {c.threshold_pct:.2f}%" if c.threshold_pct is not None else "-",
             str(len(c.process_medians_ms)),
@@ -76,4 +76,4 @@ def _table(b: Baseline, cases: set[str]) -> list[str]:
         for cid, c in sorted(b.cases.items())
         if cid in cases
     ]
-    return render_table(rows, ("case", "median", "noise", "detects", "processes", "autotune"))
+    return render_table(rows, ("case", "time", "noise", "detects", "processes", "autotune"))

@@ -72,7 +72,7 @@ def baseline_show(args: argparse.Namespace) -> int:
         rows = [
             (
                 cid,
-                fmt_value(c.median_ms, "ms"),
+                fmt_value(c.time_ms, "ms"),
                 _pct(c.noise_pct),
                 _detects(c.threshold_pct),
                 _speedup(c),
@@ -86,7 +86,7 @@ def baseline_show(args: argparse.Namespace) -> int:
         print(
             "\n".join(
                 render_table(
-                    rows, ("case", "median", "noise", "detects", "speedup", "noise", "detects", "samples", "metrics")
+                    rows, ("case", "time", "noise", "detects", "speedup", "noise", "detects", "samples", "metrics")
                 )
             )
         )

@@ -200,8 +200,7 @@ def compare_time(
     lo, hi = d.ci_low_pct, d.ci_high_pct
     if d.noise is None and intervals:
         lo, hi = median_change_ci_pct(base.samples_ms, res.samples_ms) or (None, None)
-    centre = sum(base.time_values()) / len(base.time_values())
-    current = sum(res.process_medians_ms) / len(res.process_medians_ms)
+    centre, current = base.time_ms, res.time_ms  # the one definition of each (docs/decision-rule.md)
     return Comparison(
         case_id=res.case_id,
         metric=TIME_METRIC,

@@ -45,7 +45,9 @@ class TrendRow:
     case_id: str
     verdict: str  # the case's most severe verdict when it was gated, "" otherwise
     timer: str
-    median_ms: float
+    time_ms: float  # the run's time for the case, as the gate showed it: the mean of its processes' medians
+    processes: int  # this process and its confirmation processes
+    median_ms: float  # this process's samples: median, quartiles, count
     q1_ms: float
     q3_ms: float
     n_samples: int
@@ -137,6 +139,8 @@ def _trend_row(store: Store, r: dict[str, Any]) -> TrendRow:
         case.case_id,
         verdict.value if verdict else "",
         t.timer.value,
+        case.time_ms,
+        len(case.process_medians_ms),
         t.median_ms,
         t.q1_ms,
         t.q3_ms,
