@@ -364,6 +364,9 @@ class Comparison:
     detects_pct: float | None = None  # the change caught with 80% power ("detects >= X%")
     gated: bool = True  # False: reported only (a case with a reference is gated on its speedup)
     suspect: bool = False  # beyond the threshold on fewer processes than a verdict needs: measure again
+    # a smaller absolute change (in `unit`) is noise whatever its percent (peak memory: 64 KiB; a percentage:
+    # 1 point); None: no such floor. Shown beside the threshold, so "+28.6% unchanged" explains itself.
+    min_change: float | None = None
 
 
 class FindingKind(str, enum.Enum):

@@ -358,7 +358,14 @@ def _metric_row(
         note=new.source,
         processes=len(verdicts),
         suspect=suspect,
+        min_change=(_floor(old.name, new.unit) or None) if kind is not MetricKind.DERIVED else None,
     )
+
+
+def _floor(name: str, unit: str) -> float:
+    """The absolute change (in `unit`) under which a metric's move is noise, whatever its percent."""
+    spec = spec_for(name)
+    return PERCENT_POINTS_FLOOR if unit == "%" else (spec.floor if spec else 0.0)
 
 
 def _tolerance_verdict(
@@ -367,9 +374,7 @@ def _tolerance_verdict(
     if kind is MetricKind.DERIVED:
         return Verdict.UNCHANGED
     worse = _worse_by(old.value, value, percent_change(old.value, value), direction)
-    spec = spec_for(old.name)
-    floor = PERCENT_POINTS_FLOOR if unit == "%" else (spec.floor if spec else 0.0)
-    if abs(value - old.value) < floor or worse is None:
+    if abs(value - old.value) < _floor(old.name, unit) or worse is None:
         return Verdict.UNCHANGED
     if worse > threshold_pct + 1e-9:
         return Verdict.REGRESSED

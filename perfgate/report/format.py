@@ -57,7 +57,17 @@ def fmt_detects(c: Comparison) -> str:
         return f"≥ {fmt_pct(c.detects_pct)}%"
     if c.threshold_pct is None:
         return "-"
-    return "any" if c.threshold_pct == 0 else f"> {fmt_pct(c.threshold_pct)}%"
+    pct = "any" if c.threshold_pct == 0 else f"> {fmt_pct(c.threshold_pct)}%"
+    return f"{pct} and ≥ {fmt_floor(c.min_change, c.unit)}" if c.min_change else pct
+
+
+def fmt_floor(value: float, unit: str) -> str:
+    """An absolute floor as it was set: 64 KiB, 1 point."""
+    if unit == "%":
+        return f"{value:g} point" + ("" if value == 1 else "s")
+    if unit == "byte" and value >= 1024 and value % 1024 == 0:
+        return f"{value / 1024:g} KiB"
+    return fmt_value(value, unit)
 
 
 def fmt_verdict(c: Comparison, loud: bool = False) -> str:
