@@ -1,13 +1,13 @@
 """The verdicts as JUnit XML, which CI systems (GitLab, Jenkins, Azure, GitHub test reporters) display natively.
 
 One <testcase> per case: classname and name from the case id (`dir/test_x.py::test_y[p]` -> `dir.test_x`,
-`test_y[p]`), time = the case's time in seconds (the mean of its process medians, as the gate shows it). A case fails (<failure>) when a gated comparison has a
-verdict the gate fails on, with each change and threshold in the message; it is skipped (<skipped>) when any
-gated comparison was not decided (new, missing from this run, not comparable, inconclusive), each named in
-the message; otherwise (every gated metric decided) it passed.
-Strict-mode findings that fail the gate fail their case, or a testcase of their own when they name none.
-Every number is a <property>. Text is escaped by xml.etree; characters XML 1.0 cannot hold at all (control
-characters, lone surrogates) are replaced, so any case name gives a well-formed file.
+`test_y[p]`), time = the case's time in seconds (the mean of its process medians, as the gate shows it). A
+case fails (<failure>) when a gated comparison has a verdict the gate fails on, with each change and
+threshold in the message; it is skipped (<skipped>) when any gated comparison was not decided (new, missing
+from this run, not comparable, inconclusive), each named in the message; otherwise (every gated metric
+decided) it passed. Strict-mode findings that fail the gate fail their case, or a testcase of their own when
+they name none. Every number is a <property>. Text is escaped by xml.etree; characters XML 1.0 cannot hold
+at all (control characters, lone surrogates) are replaced, so any case name gives a well-formed file.
 """
 
 from __future__ import annotations
