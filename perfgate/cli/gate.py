@@ -7,9 +7,10 @@ import statistics
 import sys
 from pathlib import Path
 
-from perfgate.baseline import BaselineCase, load_baseline
+from perfgate.baseline import Baseline, BaselineCase, load_baseline, parse_baseline
 from perfgate.cli.settings import command_settings
 from perfgate.errors import BaselineError, PerfgateError
+from perfgate.inputs import is_pipe, parse_json, read_pipe
 from perfgate.model import Environment
 
 
@@ -40,7 +41,7 @@ def compare(args: argparse.Namespace) -> int:
         )
     )
     print(f"perfgate: run {run.run_id} ({run.info.started_at}, commit {run.info.git_commit[:12] or '-'}) vs {path}")
-    print("\n".join([*outcome.messages, *render_terminal(outcome.gate)]))
+    print("\n".join([*outcome.messages, *render_terminal(outcome.gate, full=settings.full_table)]))
     return outcome.exit_code
 
 
@@ -117,11 +118,21 @@ def _speedup(case: BaselineCase) -> str:
     return f"{statistics.median(case.process_speedups):.2f}x" if case.process_speedups else "-"
 
 
+def _diff_side(path: Path) -> Baseline | None:
+    """A baseline file, or a pipe holding one: `perfgate baseline diff <(git show main:baselines/x.json) NEW`."""
+    if not is_pipe(path):
+        return load_baseline(path)
+    data = read_pipe(path, BaselineError)
+    if not data.strip():
+        raise BaselineError(path, "the pipe sent nothing (does the file exist at that commit?)")
+    return parse_baseline(path, parse_json(data, path, BaselineError))
+
+
 def baseline_diff(args: argparse.Namespace) -> int:
     from perfgate.report.baseline_diff import render_baseline_diff
 
-    old = load_baseline(args.old)
-    new = load_baseline(args.new)
+    old = _diff_side(args.old)
+    new = _diff_side(args.new)
     if new is None:
         raise BaselineError(args.new, "no such file")
     print(render_baseline_diff(old, new, markdown=args.format == "md"), end="")
