@@ -208,3 +208,23 @@ def test_a_memory_change_under_its_floor_says_why_it_is_unchanged(tmp_path):
     assert row.change_pct == pytest.approx(28.57, abs=0.01) and row.verdict is Verdict.UNCHANGED
     assert row.min_change == 64 * 1024 and fmt_detects(row) == "> 5% and ≥ 64 KiB"
     assert "+28.6% | > 5% and ≥ 64 KiB |" in render_markdown(gate)  # the summary's row, where it was hidden
+
+
+@pytest.mark.parametrize(
+    ("case_id", "expected"),
+    [
+        (
+            "kernels/tests/performance/test_fused_attention_kernels.py::test_flash[causal-bf16]",
+            "…/performance/test_fused_attention_kernels.py::test_flash[causal-bf16]",
+        ),
+        (
+            "kernels/tests/test_fused_attention_kernels.py::test_flash_attention_forward[causal-bf16-4096-128]",
+            "…/test_fused_attention_kernels.py::test_flash_…d[causal-bf16-4096-128]",
+        ),
+    ],
+)
+def test_the_terminal_never_cuts_a_case_id_inside_its_file_name(case_id, expected):
+    from perfgate.report.format import shorten
+
+    label = shorten(case_id, 70)
+    assert label == expected and len(label) <= 70
