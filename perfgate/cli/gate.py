@@ -18,7 +18,6 @@ def compare(args: argparse.Namespace) -> int:
     """Re-gate a stored run with the plugin's orchestration: same thresholds (stored with each case), same
     confirmation medians, same baseline resolution; creates nothing but the outputs asked for."""
     from perfgate.gate.run import GateRequest, resolve_baseline, run_gate
-    from perfgate.report.terminal import render_terminal
     from perfgate.store import open_store
 
     settings = command_settings(args, enabled=True)
@@ -41,7 +40,7 @@ def compare(args: argparse.Namespace) -> int:
         )
     )
     print(f"perfgate: run {run.run_id} ({run.info.started_at}, commit {run.info.git_commit[:12] or '-'}) vs {path}")
-    print("\n".join([*outcome.messages, *render_terminal(outcome.gate, full=settings.full_table)]))
+    print("\n".join([*outcome.messages, *outcome.terminal]))
     return outcome.exit_code
 
 

@@ -48,6 +48,7 @@ class PerfgateSession:
     run_id: int | None = None
     exit_code: int = 0
     messages: list[str] = field(default_factory=list)  # shown in the terminal summary
+    terminal: list[str] = field(default_factory=list)  # the gate's table and findings, ending with its headline
     error: str = ""
     nodeid_prefix: str = ""  # before node ids when pytest's rootdir moved above the project (rootdir.py)
     ab_server: Any = None  # an A/B worker's end of the protocol (perfgate.ab.serve.CaseServer)
