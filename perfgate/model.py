@@ -310,13 +310,18 @@ class UnmeasuredTest:
 
 
 class RunKind(str, enum.Enum):
-    """Why a run was made (stored with it: the noise of a case is read from gate runs only)."""
+    """Why a run was made (stored with it: the noise of a case is read from gate runs only; an A/B run's
+    two sides stay out of trends, change points and the noise window unless asked for)."""
 
     GATE = "gate"  # pytest --perfgate
     CALIBRATION = "calibration"  # one of perfgate calibrate's fresh processes
     CONFIRMATION = "confirmation"  # a fresh process re-measuring suspects (not stored today)
     IMPORT = "import"  # perfgate import-benchmark
-    AB = "ab"  # reserved: base and head measured side by side
+    AB_BASE = "ab-base"  # A/B mode: the base commit's side (an older commit, measured beside the head)
+    AB_HEAD = "ab-head"  # A/B mode: the head's side, gated against the base (its verdicts are stored)
+
+
+AB_KINDS = (RunKind.AB_BASE, RunKind.AB_HEAD)
 
 
 @dataclass(frozen=True)
@@ -332,6 +337,7 @@ class RunInfo:
     run_uid: str = ""  # stable identity across machines: merging histories twice adds nothing
     unmeasured: tuple[UnmeasuredTest, ...] = ()
     kind: RunKind | None = RunKind.GATE  # None: stored before run kinds were recorded
+    ab_pair: str = ""  # A/B mode: the identity both sides of one comparison share ("" for any other run)
 
 
 @dataclass(frozen=True)

@@ -290,6 +290,7 @@ def _history_parser(sub: Any) -> None:
         (
             "perfgate history --last 10",
             "perfgate history --case '*softmax*' --format csv",
+            "perfgate history --kind ab --last 10",
             "perfgate history --changes --branch main",
             "perfgate history --changes --case '*softmax*' --accept 'new driver: +2% expected'",
         ),
@@ -305,6 +306,13 @@ def _history_parser(sub: Any) -> None:
     )
     h.add_argument("--last", type=arg_types.COUNT, metavar="N", default=20, help="the last N runs (default 20)")
     h.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
+    h.add_argument(
+        "--kind",
+        choices=("gate", "calibration", "import", "ab", "all"),
+        default="",
+        help="only runs of this kind: ab lists both sides of A/B comparisons, which are otherwise left out "
+        "(default: every kind but ab)",
+    )
     h.add_argument(
         "--changes",
         action="store_true",
