@@ -398,6 +398,7 @@ class FindingKind(str, enum.Enum):
     BASELINE_CHANGED = "baseline changed since the base ref"
     BASELINE_CHANGE_STATED = "baseline change stated"  # changed, and the pull request says it is intended
     BASELINE_UNVERIFIED = "baseline not checked against the base ref"
+    SELECTION_CHANGED = "test selection changed since the base ref"  # A/B: the head's pytest selection options
 
 
 STRICT_KINDS = frozenset(
@@ -413,6 +414,7 @@ STRICT_KINDS = frozenset(
         FindingKind.BEYOND_CEILING,
         FindingKind.BASELINE_CHANGED,
         FindingKind.BASELINE_UNVERIFIED,
+        FindingKind.SELECTION_CHANGED,
     }
 )
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate.ab.protocol import AbError
-from perfgate.ab.run import AbOutcome, AbRequest, run_ab
+from perfgate.ab.run import AbOutcome, run_ab
+from perfgate.ab.setup import AbRequest
 from perfgate.ab.worktree import git, repository_root, resolve_commit
 from perfgate.errors import PerfgateError, one_line
 from perfgate.metrics import TIME_METRIC

@@ -190,18 +190,12 @@ def _ab_parsers(sub: Any) -> None:
         "and alternate base and head in short rounds on the same GPU; each case's verdict is "
         "on its head/base ratio (docs/ab.md). Same as `pytest --perfgate --perfgate-base REF`.",
     )
-    _settings_options(
-        a,
-        "db_path",
-        "store",
-        "summary_path",
-        "json_path",
-        "worktree_dir",
-        "ab_rounds",
-        "ab_process",
-        "strict",
-        "ab_skip_same_code",
-    )
+    from perfgate.config.options import by_attr
+    from perfgate.report.outputs import output_options
+
+    outputs = [attr for attr in output_options() if by_attr()[attr].cli]  # every output, as in baseline mode
+    settings = ("db_path", "store", "baseline_dir", "baseline_file", *outputs, "worktree_dir", "ab_rounds")
+    _settings_options(a, *settings, "ab_process", "strict", "ab_skip_same_code")
     a.add_argument("ref", metavar="REF", help="the base: a branch, tag or commit git knows")
     a.add_argument("pytest_args", nargs="*", help="after --: what pytest runs (default: its testpaths)")
     a.add_argument(

@@ -4,6 +4,7 @@ a pytest parent (the work is perfgate.ab.run and perfgate.ab.bisect, the same as
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -12,7 +13,8 @@ from perfgate.cli.settings import command_settings
 
 
 def ab(args: argparse.Namespace) -> int:
-    from perfgate.ab.run import AbRequest, run_ab
+    from perfgate.ab.run import run_ab
+    from perfgate.ab.setup import AbRequest
 
     settings = command_settings(args, enabled=True, base=args.ref)
     outcome = run_ab(
@@ -24,13 +26,16 @@ def ab(args: argparse.Namespace) -> int:
             seed=args.seed,
         )
     )
-    print("\n".join(outcome.messages))
+    from perfgate.report.scrub import terminal_scrubber
+
+    scrubber = terminal_scrubber(os.environ)  # a CI log is published: secrets masked (the table already is)
+    print("\n".join([*(scrubber.text(m) for m in outcome.messages), *outcome.terminal]))
     return outcome.exit_code
 
 
 def bisect(args: argparse.Namespace) -> int:
     from perfgate.ab.bisect import bisect as search
-    from perfgate.ab.run import AbRequest
+    from perfgate.ab.setup import AbRequest
     from perfgate.report.progress import elapsed_text, open_progress
 
     settings = command_settings(args, enabled=True, store=False)
