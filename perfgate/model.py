@@ -250,6 +250,14 @@ class CaseResult:
         return (self.timing.median_ms, *self.confirmation_medians_ms)
 
     @property
+    def time_ms(self) -> float:
+        """The case's time in this run, the one number every output shows ("current"): the mean of its
+        processes' medians (this process, then any confirmation process), as the baseline's time is the
+        mean of its calibration processes' (docs/decision-rule.md)."""
+        values = self.process_medians_ms
+        return sum(values) / len(values)
+
+    @property
     def process_speedups(self) -> tuple[float, ...]:
         """This run's speedup first, then the confirmation processes' (empty without a reference)."""
         return (self.speedup.median, *self.confirmation_speedups) if self.speedup is not None else ()
@@ -271,10 +279,27 @@ class Environment:
     perfgate_version: str = ""
     hostname: str = ""
     platform: str = ""
+    # the host CPU (measure/machine.py), for host-timed runs what device_name is made from; "" when not
+    # recorded (perfgate <= 0.2.0)
+    cpu_brand: str = ""
+    cpu_model: str = ""  # "family 6 model 143", "implementer 0x41 part 0xd0c"
+    cpu_cores: str = ""  # logical cores, as text like every environment field
+    cpu_caches: str = ""  # "L2 2 MiB, L3 32 MiB"
+    os_release: str = ""  # "Linux 6.8.0"
 
     def comparability_key(self) -> tuple[str, str, str]:
         """Runs on another device model (or another timer) are not comparable."""
         return (self.device_kind, self.device_name, self.compute_capability)
+
+    def comparable_with(self, other: Environment) -> bool:
+        """Same device model and timer; a host baseline of perfgate <= 0.2.0, keyed by the bare brand string,
+        stays comparable with today's name for that brand (which may add the CPU's model id)."""
+        if self.comparability_key() == other.comparability_key():
+            return True
+        if self.device_kind != "host" or other.device_kind != "host":
+            return False
+        old, new = (self, other) if not self.cpu_model else (other, self)
+        return not old.cpu_model and not old.cpu_brand and bool(new.cpu_brand) and old.device_name == new.cpu_brand
 
 
 @dataclass(frozen=True)
@@ -287,13 +312,18 @@ class UnmeasuredTest:
 
 
 class RunKind(str, enum.Enum):
-    """Why a run was made (stored with it: the noise of a case is read from gate runs only)."""
+    """Why a run was made (stored with it: the noise of a case is read from gate runs only; an A/B run's
+    two sides stay out of trends, change points and the noise window unless asked for)."""
 
     GATE = "gate"  # pytest --perfgate
     CALIBRATION = "calibration"  # one of perfgate calibrate's fresh processes
     CONFIRMATION = "confirmation"  # a fresh process re-measuring suspects (not stored today)
     IMPORT = "import"  # perfgate import-benchmark
-    AB = "ab"  # reserved: base and head measured side by side
+    AB_BASE = "ab-base"  # A/B mode: the base commit's side (an older commit, measured beside the head)
+    AB_HEAD = "ab-head"  # A/B mode: the head's side, gated against the base (its verdicts are stored)
+
+
+AB_KINDS = (RunKind.AB_BASE, RunKind.AB_HEAD)
 
 
 @dataclass(frozen=True)
@@ -309,6 +339,7 @@ class RunInfo:
     run_uid: str = ""  # stable identity across machines: merging histories twice adds nothing
     unmeasured: tuple[UnmeasuredTest, ...] = ()
     kind: RunKind | None = RunKind.GATE  # None: stored before run kinds were recorded
+    ab_pair: str = ""  # A/B mode: the identity both sides of one comparison share ("" for any other run)
 
 
 @dataclass(frozen=True)
@@ -342,6 +373,9 @@ class Comparison:
     gated: bool = True  # False: reported only (a case with a reference is gated on its speedup)
     suspect: bool = False  # beyond the threshold on fewer processes than a verdict needs: measure again
     stages: int = 0  # processes a failure of this metric needs (0: not a between-process decision)
+    # a smaller absolute change (in `unit`) is noise whatever its percent (peak memory: 64 KiB; a percentage:
+    # 1 point); None: no such floor. Shown beside the threshold, so "+28.6% unchanged" explains itself.
+    min_change: float | None = None
 
 
 class FindingKind(str, enum.Enum):
@@ -368,6 +402,7 @@ class FindingKind(str, enum.Enum):
     BASELINE_CHANGED = "baseline changed since the base ref"
     BASELINE_CHANGE_STATED = "baseline change stated"  # changed, and the pull request says it is intended
     BASELINE_UNVERIFIED = "baseline not checked against the base ref"
+    SELECTION_CHANGED = "test selection changed since the base ref"  # A/B: the head's pytest selection options
 
 
 STRICT_KINDS = frozenset(
@@ -384,6 +419,7 @@ STRICT_KINDS = frozenset(
         FindingKind.BASELINE_CHANGED,
         FindingKind.BASELINE_UNVERIFIED,
         FindingKind.COMMON_SHIFT,
+        FindingKind.SELECTION_CHANGED,
     }
 )
 

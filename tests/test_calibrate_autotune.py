@@ -89,7 +89,7 @@ class _StandinChildRunner:
     def __init__(self, rootdir: Path, settings: Settings, baseline_file: Path | None = None) -> None:
         self.baseline_file = baseline_file
 
-    def run(self, pytest_args: list[str]) -> ChildRun:
+    def run(self, pytest_args: list[str], on_case=None) -> ChildRun:
         _StandinChildRunner.pinned_with.append(self.baseline_file)
         run = _StandinChildRunner.processes[len(_StandinChildRunner.pinned_with) - 1]
         return ChildRun(run.results, (), ENV, 0)

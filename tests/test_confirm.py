@@ -1,9 +1,15 @@
 """Confirmation before failing: a suspect case is re-measured in fresh processes; only a regression that
 survives them fails the gate. (The parent runs in-process; the confirmation children are real processes.)"""
 
+import io
+import re
+
 import pytest
 
-from tests.helpers import comparisons_by_case, gate_json, perf_project, results_json
+from perfgate.config.settings import Settings
+from perfgate.gate.confirm import confirm_suspects
+from perfgate.report.progress import LogProgress
+from tests.helpers import calibrated_of, comparisons_by_case, gate_json, make_run, noisy, perf_project, results_json
 
 PERF_TEST = """
 import os, pathlib
@@ -94,3 +100,23 @@ def test_a_first_run_then_a_function_one_and_a_half_times_slower_fails_with_the_
             "*slower by more than 25% in every process (3)*run perfgate calibrate*",
         ]
     )
+
+
+def test_a_confirmation_round_is_shown_while_it_runs_not_after(tmp_path):
+    baseline = calibrated_of(make_run({"t::a": noisy(1.0), "t::b": noisy(2.0)}), tmp_path)
+    slow = make_run({"t::a": noisy(1.5, seed=1), "t::b": noisy(2.0, seed=2)})
+    out = io.StringIO()
+    seen_while_running: list[str] = []
+
+    def confirmer(case_ids):
+        seen_while_running.append(out.getvalue())
+        return {r.case_id: r for r in slow.results if r.case_id in case_ids}
+
+    messages: list[str] = []
+    confirm_suspects(slow, baseline, Settings(confirm_runs=2), confirmer, messages, progress=LogProgress(out))
+    # as many rounds as the case's reference needs (gate/decision.py: stages_needed), each shown as it starts
+    assert re.search(
+        r"confirmation round 1 of \d+: 1 suspect case\(s\) \(1 step\(s\)\): started\n$", seen_while_running[0]
+    )
+    assert re.search(r"confirmation round 1 of \d+: 1 suspect case\(s\): 1/1 in ", out.getvalue())
+    assert len(seen_while_running) >= 2 and len(messages) == len(seen_while_running)  # a cost line per round

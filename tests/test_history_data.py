@@ -172,6 +172,13 @@ def test_the_datasette_metadata_describes_every_table_view_and_column_of_a_real_
     assert set(expected_schema().tables) | set(expected_schema().views) == objects
 
 
+def test_the_datasette_metadata_names_the_schema_version_the_code_writes():
+    from perfgate.store.schema import SCHEMA_VERSION
+
+    description = datasette_metadata("h")["databases"]["h"]["description"]
+    assert description == f"A perfgate history (schema version {SCHEMA_VERSION})"
+
+
 def test_datasette_serves_the_history_with_the_shipped_metadata(bracketed, capsys):
     datasette = pytest.importorskip("datasette.app")
     code, out, _ = _cli(capsys, "db", "metadata", "--db", str(bracketed))

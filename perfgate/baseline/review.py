@@ -58,8 +58,9 @@ def _isolated_notes(case_id: str, case: BaselineCase) -> list[str]:
             continue
         odd = next(v for v in values if v not in kept)
         centre = sum(kept) / len(kept)
+        shown = fmt_value(odd, "ms") if what == "time" else f"{odd:.4g}x"
         out.append(
-            f"perfgate note: {case_id}: one calibration process's {what} ({odd:.4g}) lies {_rel(odd, centre)} "
+            f"perfgate note: {case_id}: one calibration process's {what} ({shown}) lies {_rel(odd, centre)} "
             f"from all the others; it counts in the noise until the history holds "
             f"{EXCLUSION_MIN_PROCESSES} processes: recalibrate if it was a fluke"
         )

@@ -4,6 +4,7 @@ baseline for this device (the work is in baseline/calibrate.py)."""
 from __future__ import annotations
 
 import argparse
+import time
 from dataclasses import replace
 
 from perfgate.baseline import Baseline, baseline_path
@@ -15,6 +16,7 @@ from perfgate.config.settings import Settings
 from perfgate.errors import ConfigError
 from perfgate.measure.environment import who
 from perfgate.model import CaseResult
+from perfgate.report.progress import elapsed_text, open_progress
 
 MIN_RUNS = 3
 
@@ -28,7 +30,9 @@ def calibrate_command(args: argparse.Namespace) -> int:
     if not args.reason.strip():
         raise ConfigError("perfgate calibrate: --reason must say why the baseline changes")
     settings = command_settings(args, enabled=True)
-    calibration = calibrate(settings, args.runs, list(args.pytest_args))
+    started = time.monotonic()
+    with open_progress() as progress:
+        calibration = calibrate(settings, args.runs, list(args.pytest_args), progress)
     runs = calibration.runs
     env = runs[0].environment
     path = settings.baseline_file or baseline_path(settings.baseline_dir, env)
@@ -51,7 +55,10 @@ def calibrate_command(args: argparse.Namespace) -> int:
     print("\n".join(_table(new, measured, settings)))
     for line in calibration_notes(new, runs, calibration.autotuned_first, settings.ceiling_pct):
         print(line)
-    print(f"perfgate: wrote calibrated baseline {path}: {len(runs[0].results)} case(s) from {len(runs)} processes")
+    print(
+        f"perfgate: wrote calibrated baseline {path}: {len(runs[0].results)} case(s) from {len(runs)} processes "
+        f"in {elapsed_text(time.monotonic() - started)}"
+    )
     return 0
 
 
@@ -70,7 +77,7 @@ def _table(b: Baseline, cases: dict[str, CaseResult], settings: Settings) -> lis
         rows.append(
             (
                 cid,
-                fmt_value(c.median_ms, "ms"),
+                fmt_value(c.time_ms, "ms"),
                 f"{c.noise_pct:.2f}%" if c.noise_pct is not None else "-",
                 f">= {c.threshold_pct:.2f}%" if c.threshold_pct is not None else "-",
                 f"{span[0]:.2f}-{span[1]:.2f}%" if span else "-",
@@ -78,4 +85,4 @@ def _table(b: Baseline, cases: dict[str, CaseResult], settings: Settings) -> lis
                 "; ".join(f"{k}: {v}" for k, v in c.autotune) or "-",
             )
         )
-    return render_table(rows, ("case", "median", "noise", "detects", "90% range", "processes", "autotune"))
+    return render_table(rows, ("case", "time", "noise", "detects", "90% range", "processes", "autotune"))

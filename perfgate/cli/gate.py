@@ -7,16 +7,17 @@ import statistics
 import sys
 from pathlib import Path
 
-from perfgate.baseline import BaselineCase, load_baseline
+from perfgate.baseline import Baseline, BaselineCase, load_baseline, parse_baseline
 from perfgate.cli.settings import command_settings
 from perfgate.errors import BaselineError, PerfgateError
+from perfgate.inputs import is_pipe, parse_json, read_pipe
+from perfgate.model import Environment
 
 
 def compare(args: argparse.Namespace) -> int:
     """Re-gate a stored run with the plugin's orchestration: same thresholds (stored with each case), same
     confirmation medians, same baseline resolution; creates nothing but the outputs asked for."""
     from perfgate.gate.run import GateRequest, resolve_baseline, run_gate
-    from perfgate.report.terminal import render_terminal
     from perfgate.store import open_store
 
     settings = command_settings(args, enabled=True)
@@ -39,7 +40,7 @@ def compare(args: argparse.Namespace) -> int:
         )
     )
     print(f"perfgate: run {run.run_id} ({run.info.started_at}, commit {run.info.git_commit[:12] or '-'}) vs {path}")
-    print("\n".join([*outcome.messages, *render_terminal(outcome.gate)]))
+    print("\n".join([*outcome.messages, *outcome.terminal]))
     return outcome.exit_code
 
 
@@ -63,13 +64,15 @@ def baseline_show(args: argparse.Namespace) -> int:
         assert b is not None
         state = "calibrated" if b.calibrated else "uncalibrated"
         print(f"{f}: {b.environment.device_name} ({b.environment.device_kind}), {len(b.cases)} case(s), {state}")
+        if machine := _machine_line(b.environment):
+            print(f"  host: {machine}")
         for u in b.updates[-3:]:
             runs = f" from {u.calibrated_runs} processes" if u.calibrated_runs else ""
             print(f"  updated {u.at} by {u.by} at {u.commit[:12] or '-'}{runs}: {u.reason}")
         rows = [
             (
                 cid,
-                fmt_value(c.median_ms, "ms"),
+                fmt_value(c.time_ms, "ms"),
                 _pct(c.noise_pct),
                 _detects(c.threshold_pct),
                 _speedup(c),
@@ -83,7 +86,7 @@ def baseline_show(args: argparse.Namespace) -> int:
         print(
             "\n".join(
                 render_table(
-                    rows, ("case", "median", "noise", "detects", "speedup", "noise", "detects", "samples", "metrics")
+                    rows, ("case", "time", "noise", "detects", "speedup", "noise", "detects", "samples", "metrics")
                 )
             )
         )
@@ -137,6 +140,18 @@ def baseline_reanchor(args: argparse.Namespace) -> int:
     return 0
 
 
+def _machine_line(env: Environment) -> str:
+    """What else decides whether a host's times compare: cores, caches, architecture, OS, Python."""
+    parts = [
+        f"{env.cpu_cores} logical cores" if env.cpu_cores else "",
+        env.cpu_caches,
+        env.platform,
+        env.os_release,
+        f"Python {env.python_version}" if env.python_version else "",
+    ]
+    return ", ".join(p for p in parts if p)
+
+
 def _pct(value: float | None) -> str:
     return f"{value:.2f}%" if value is not None else "-"
 
@@ -149,11 +164,21 @@ def _speedup(case: BaselineCase) -> str:
     return f"{statistics.median(case.process_speedups):.2f}x" if case.process_speedups else "-"
 
 
+def _diff_side(path: Path) -> Baseline | None:
+    """A baseline file, or a pipe holding one: `perfgate baseline diff <(git show main:baselines/x.json) NEW`."""
+    if not is_pipe(path):
+        return load_baseline(path)
+    data = read_pipe(path, BaselineError)
+    if not data.strip():
+        raise BaselineError(path, "the pipe sent nothing (does the file exist at that commit?)")
+    return parse_baseline(path, parse_json(data, path, BaselineError))
+
+
 def baseline_diff(args: argparse.Namespace) -> int:
     from perfgate.report.baseline_diff import render_baseline_diff
 
-    old = load_baseline(args.old)
-    new = load_baseline(args.new)
+    old = _diff_side(args.old)
+    new = _diff_side(args.new)
     if new is None:
         raise BaselineError(args.new, "no such file")
     print(render_baseline_diff(old, new, markdown=args.format == "md"), end="")

@@ -50,11 +50,7 @@ MEMORY_METRICS = (PEAK_ALLOCATED, PEAK_HOST)  # re-measured by confirmation proc
 
 
 def comparable(baseline: Baseline | None, current_env: Environment, settings: Settings) -> bool:
-    return (
-        baseline is None
-        or settings.allow_env_mismatch
-        or baseline.environment.comparability_key() == current_env.comparability_key()
-    )
+    return baseline is None or settings.allow_env_mismatch or baseline.environment.comparable_with(current_env)
 
 
 def gated_tests(results: Sequence[CaseResult], baseline: Baseline | None, settings: Settings) -> int:
@@ -186,7 +182,7 @@ def _unpaired(
 
 
 def _env_note(base_env: Environment, cur: Environment, base: BaselineCase, res: CaseResult) -> str:
-    if base.timer is not res.timing.timer and base_env.comparability_key() == cur.comparability_key():
+    if base.timer is not res.timing.timer and base_env.comparable_with(cur):
         return f"baseline timed with {base.timer.value}, this run with {res.timing.timer.value}"
     return (
         f"baseline measured on {base_env.device_name} ({base_env.device_kind}), this run on {cur.device_name} "
@@ -245,8 +241,7 @@ def compare_time(
     lo, hi = d.ci_low_pct, d.ci_high_pct
     if d.noise is None and intervals:
         lo, hi = median_change_ci_pct(base.samples_ms, res.samples_ms) or (None, None)
-    centre = sum(base.time_values()) / len(base.time_values())
-    current = sum(res.process_medians_ms) / len(res.process_medians_ms)
+    centre, current = base.time_ms, res.time_ms  # the one definition of each (docs/decision-rule.md)
     return Comparison(
         case_id=res.case_id,
         metric=TIME_METRIC,
@@ -416,7 +411,14 @@ def _metric_row(
         note=new.source,
         processes=len(verdicts),
         suspect=suspect,
+        min_change=(_floor(old.name, new.unit) or None) if kind is not MetricKind.DERIVED else None,
     )
+
+
+def _floor(name: str, unit: str) -> float:
+    """The absolute change (in `unit`) under which a metric's move is noise, whatever its percent."""
+    spec = spec_for(name)
+    return PERCENT_POINTS_FLOOR if unit == "%" else (spec.floor if spec else 0.0)
 
 
 def _tolerance_verdict(
@@ -425,9 +427,7 @@ def _tolerance_verdict(
     if kind is MetricKind.DERIVED:
         return Verdict.UNCHANGED
     worse = _worse_by(old.value, value, percent_change(old.value, value), direction)
-    spec = spec_for(old.name)
-    floor = PERCENT_POINTS_FLOOR if unit == "%" else (spec.floor if spec else 0.0)
-    if abs(value - old.value) < floor or worse is None:
+    if abs(value - old.value) < _floor(old.name, unit) or worse is None:
         return Verdict.UNCHANGED
     if worse > threshold_pct + 1e-9:
         return Verdict.REGRESSED

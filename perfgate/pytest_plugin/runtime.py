@@ -305,6 +305,7 @@ def _gate(config: pytest.Config, state: PerfgateSession, tests_failed: bool) -> 
     )
     state.gate, state.run_id, state.exit_code = outcome.gate, outcome.run.run_id, outcome.exit_code
     state.messages += outcome.messages
+    state.terminal = list(outcome.terminal)
     return outcome.exit_code
 
 
@@ -342,23 +343,22 @@ def _write_child_output(state: PerfgateSession) -> None:
 
 def last_line(state: PerfgateSession) -> str:
     """What the terminal ends with when perfgate fails the run: the gate's headline, or the error."""
-    from perfgate.report.terminal import headline
+    from perfgate.report.scrub import terminal_scrubber
 
-    if state.error or state.gate is None:
-        return state.error.splitlines()[0] if state.error else "perfgate: gate FAILED"
-    return headline(state.gate)
+    if state.error or not state.terminal:
+        return (
+            terminal_scrubber(os.environ).text(state.error.splitlines()[0]) if state.error else "perfgate: gate FAILED"
+        )
+    return state.terminal[-1]
 
 
 def summary_lines(state: PerfgateSession) -> list[str]:
     """The terminal's perfgate section: the CI log is published too, so secrets are masked (paths and the
-    hostname stay: the terminal is the user's own)."""
-    from perfgate.report.scrub import Scrubber, secret_env_values
-    from perfgate.report.terminal import render_terminal
+    hostname stay: the terminal is the user's own). The gate's own lines come scrubbed from its tail."""
+    from perfgate.report.scrub import terminal_scrubber
 
-    scrubber = Scrubber(None, publish_host=True, secret_values=secret_env_values(os.environ))
+    scrubber = terminal_scrubber(os.environ)
     lines = [scrubber.text(m) for m in state.messages]
     if state.error:
         return lines + [scrubber.text(state.error)]
-    if state.gate is not None:
-        lines += render_terminal(scrubber.gate(state.gate), state.settings.full_table)
-    return lines
+    return lines + state.terminal

@@ -48,6 +48,7 @@ class PerfgateSession:
     run_id: int | None = None
     exit_code: int = 0
     messages: list[str] = field(default_factory=list)  # shown in the terminal summary
+    terminal: list[str] = field(default_factory=list)  # the gate's table and findings, ending with its headline
     error: str = ""
     nodeid_prefix: str = ""  # before node ids when pytest's rootdir moved above the project (rootdir.py)
     ab_server: Any = None  # an A/B worker's end of the protocol (perfgate.ab.serve.CaseServer)
@@ -82,6 +83,11 @@ class PerfgateSession:
                 f"its own name with perfgate.measure(..., name=...)"
             )
         self.results[result.case_id] = result
+        if self.child_output is not None:  # the parent counts this process's cases as they are measured
+            from perfgate.measure.processes import progress_path
+
+            with progress_path(self.child_output).open("a", encoding="utf-8") as fh:
+                fh.write(result.case_id.replace("\n", " ") + "\n")
 
     def kernel_recorder(self) -> Any:
         """What records each case's compiled kernels, made once per session; None when nothing is recorded

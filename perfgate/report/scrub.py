@@ -188,3 +188,9 @@ class Scrubber:
 def export_scrubber(root: Path | None, publish_host: bool, environ: Mapping[str, str]) -> Scrubber:
     """The scrubber for what leaves the machine: outputs, the uploaded history (`perfgate db export`)."""
     return Scrubber(root, publish_host, secret_env_values(environ))
+
+
+def terminal_scrubber(environ: Mapping[str, str]) -> Scrubber:
+    """The scrubber for the terminal: a CI log is published too, so secrets are masked; paths and the
+    hostname stay (the terminal is the user's own)."""
+    return Scrubber(None, publish_host=True, secret_values=secret_env_values(environ))

@@ -319,10 +319,13 @@ class Store:
         self, case_id: str, device_name: str | None = None, limit: int = 50, up_to_run: int | None = None
     ) -> list[HistoryPoint]:
         """Median time of one case over the last `limit` runs (up to run `up_to_run`: a re-gated older run
-        is charted against its own past, not later runs), oldest first (for trend charts)."""
+        is charted against its own past, not later runs), oldest first (for trend charts). A/B runs are not
+        part of a case's trend (store/ab_pairs.py)."""
+        from perfgate.store.kinds import OUTSIDE_AB
+
         sql = (
             "SELECT r.id AS run_id, r.started_at, r.git_commit, c.median_ms, c.q1_ms, c.q3_ms "
-            "FROM cases c JOIN runs r ON r.id = c.run_id WHERE c.case_id = ?"
+            f"FROM cases c JOIN runs r ON r.id = c.run_id WHERE c.case_id = ? AND {OUTSIDE_AB}"
         )
         params: list[Any] = [case_id]
         if device_name:

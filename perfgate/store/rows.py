@@ -41,6 +41,11 @@ ENV_COLUMNS = (
     "perfgate_version",
     "hostname",
     "platform",
+    "cpu_brand",
+    "cpu_model",
+    "cpu_cores",
+    "cpu_caches",
+    "os_release",
 )
 RUN_COLUMNS = (
     "run_uid",
@@ -53,6 +58,7 @@ RUN_COLUMNS = (
     "profile_settings",
     *ENV_COLUMNS,
     "kind",
+    "ab_pair",
 )
 STAT_COLUMNS = (
     "timer",
@@ -125,6 +131,7 @@ def run_row(run: Run) -> tuple[Any, ...]:
     }
     values.update({c: getattr(e, c) for c in ENV_COLUMNS})
     values["kind"] = i.kind.value if i.kind is not None else None
+    values["ab_pair"] = i.ab_pair or None
     return tuple(values[c] for c in RUN_COLUMNS)
 
 
@@ -220,6 +227,7 @@ def run_from_row(row: dict[str, Any], results: tuple[CaseResult, ...], unmeasure
         run_uid=checks.text(row["run_uid"], f"{where} run_uid"),
         unmeasured=unmeasured,
         kind=run_kind(row["kind"], where),
+        ab_pair=checks.text(row["ab_pair"], f"{where} ab_pair"),
     )
     return Run(info=info, environment=env, results=results, run_id=int(row["id"]))
 
