@@ -12,7 +12,8 @@ from perfgate.model import CaseResult, HostState, Run, Timer
 from perfgate.report.format import fmt_value
 
 USEFUL_DETECT_PCT = 10.0  # a case that cannot see a change this large gates nothing worth gating
-TINY_CALL_MS = {Timer.CUDA_EVENT: 0.005, Timer.HOST: 0.001}  # launch/timer overhead dominates below this
+TINY_CALL_MS = {Timer.CUDA_EVENT: 0.005}  # launch/timer overhead dominates below this; the host clock: 1 us
+HOST_TINY_CALL_MS = 0.001
 BUSY_LOAD_PER_CPU = 0.5
 STEAL_PCT = 2.0
 
@@ -92,7 +93,7 @@ def reasons(results: Sequence[CaseResult]) -> list[str]:
     out = []
     medians = sorted(r.timing.median_ms for r in results)
     timer = results[0].timing.timer
-    if medians[len(medians) // 2] < TINY_CALL_MS[timer]:
+    if medians[len(medians) // 2] < TINY_CALL_MS.get(timer, HOST_TINY_CALL_MS):
         out.append(
             f"one call takes {fmt_value(medians[len(medians) // 2], 'ms')}, where timer and launch overhead "
             "set the spread: time more work per call"
