@@ -358,3 +358,28 @@ def test_calibrated_at_varying_clocks_a_lower_clock_passes_and_more_cycles_fail(
     rows = {(c["case_id"].split("::")[-1], c["metric"]): c for c in results_json(sm_project)["comparisons"]}
     assert rows["test_gemm", CYCLES_METRIC]["verdict"] == "regressed"
     gate.stdout.fnmatch_lines(["*test_gemm*cycles*Mcycles*REGRESSED*"])
+
+
+def test_the_sm_clock_probe_compiles_for_hopper_and_reads_both_counters_on_sm_0():
+    """No GPU here: Triton compiles the probe for sm_90 anyway (the interpreter has no inline assembly)."""
+    triton = pytest.importorskip("triton")
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    source = ASTSource(fn=sm_clock._stamp_kernel(), signature={"out_ptr": "*i64", "index": "i32"}, constexprs={})
+    ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 1}).asm["ptx"]
+    reads = [
+        line.split()[0] + " " + line.split()[-1]
+        for line in ptx.splitlines()
+        if "%globaltimer" in line or "%clock64" in line
+    ]
+    assert reads == ["mov.u64 %globaltimer;", "mov.u64 %clock64;"]  # one after the other, in that order
+    assert "%smid" in ptx and ptx.count("st.global.b64") == 2
+
+
+def test_the_probe_reads_the_mean_clock_between_two_stamps_and_none_where_sm_0_was_missed():
+    probe = object.__new__(sm_clock.SmTimestamps)
+    # (globaltimer ns, clock64 cycles) per stamp: 1 ms at 1755 MHz, then a stamp no block wrote (zeros)
+    probe._host = [5_000_000, 9_000_000, 6_000_000, 9_000_000 + 1_755_000, 0, 0]
+    assert probe.mhz(0, 1) == pytest.approx(1755.0)
+    assert probe.mhz(1, 2) is None and probe.mhz(0, 2) is None

@@ -143,3 +143,17 @@ def test_under_preemption_the_wall_clock_case_fails_and_the_cpu_time_case_passes
     rows = {c["case_id"].split("::")[-1]: c for c in doc["comparisons"] if c["metric"] == "median_ms"}
     assert rows["test_wall"]["verdict"] == "regressed" and rows["test_wall"]["change_pct"] > 400
     assert rows["test_cpu"]["verdict"] == "unchanged" and abs(rows["test_cpu"]["change_pct"]) < 1
+
+
+def test_a_run_whose_noise_window_holds_a_preempted_process_thirteen_times_slower_is_stored(tmp_path):
+    # a wall-clock window process of 27 ms against a 2 ms centre (+1300%) made the store refuse the run (exit 4)
+    from perfgate.model import CaseThresholds, NoiseEstimate, Run, RunInfo
+    from perfgate.store import open_store
+
+    noise = NoiseEstimate(180.0, 9, 4, upper_pct=(1303.09, 400.0), lower_pct=(-3.0,))
+    res = case("t::f", noisy(2.0), timer=Timer.HOST, thresholds=CaseThresholds(time_noise=noise))
+    with open_store(tmp_path / "h.db") as store:
+        run_id = store.save_run(
+            Run(RunInfo("2026-11-21T00:00:00+00:00", "2026-11-21T00:01:00+00:00"), HOST_ENV, (res,))
+        )
+        assert store.load_run(run_id).results[0].thresholds.time_noise.upper_pct == (1303.09, 400.0)

@@ -17,7 +17,7 @@ from perfgate.measure.host_state import HostSampler
 from perfgate.measure.memory import peak_memory
 from perfgate.measure.phases import FIRST_CALLS, KERNELS, MEMORY, SAMPLES, Phases
 from perfgate.measure.rounds import FixedRounds, run_rounds
-from perfgate.measure.sm_clock import cycle_stats, probe_for
+from perfgate.measure.sm_clock import cycle_stats, probe_for, unavailable
 from perfgate.measure.timer import cuda_available, host_clock_for, measure_calls
 from perfgate.metrics import SPEEDUP_METRIC
 from perfgate.model import CaseResult, CaseThresholds, Metric, Speedup, Timer
@@ -116,10 +116,19 @@ def measure_case(spec: CaseSpec, device: NvmlDevice | None = None) -> CaseResult
         speedup=speedup,
         nodeid=spec.nodeid,
         location=spec.location,
-        profile_notes=tuple(f"autotune: {p}" for p in watch.problems),
+        profile_notes=tuple(f"autotune: {p}" for p in watch.problems) + _cycles_note(timer, probe, cycles),
         calls_per_sample=m.calls_per_sample[-1] if m.calls_per_sample else 1,
         cycles=cycles,
     )
+
+
+def _cycles_note(timer: Timer, probe: object, cycles: object) -> tuple[str, ...]:
+    """Why a CUDA case has no cycles (it is then gated on time): the probe could not run, or missed its samples."""
+    if timer is not Timer.CUDA_EVENT or cycles is not None:
+        return ()
+    if probe is None:
+        return (f"cycles: no SM clock probe ({unavailable() or 'not available'}): gated on time",)
+    return ("cycles: fewer than half of the samples had an SM clock reading: gated on time",)
 
 
 def measure_rounds_case(spec: CaseSpec, plan: FixedRounds) -> tuple[CaseResult, Any]:

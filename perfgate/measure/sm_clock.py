@@ -45,6 +45,7 @@ class ClockProbe(Protocol):
 
 ProbeFactory = Callable[[Timer], "ClockProbe | None"]
 _installed: list[ProbeFactory | None] = [None]  # one slot: a test's stand-in
+_unavailable: list[str] = []  # why the GPU probe could not run in this process (said once per case, in its notes)
 
 
 def install(factory: ProbeFactory | None) -> ProbeFactory | None:
@@ -62,6 +63,11 @@ def probe_for(timer: Timer) -> ClockProbe | None:
     if timer is not Timer.CUDA_EVENT:
         return None
     return SmTimestamps.create()
+
+
+def unavailable() -> str:
+    """Why this process has no SM clock probe on CUDA ("" when it has one, or never tried)."""
+    return _unavailable[0] if _unavailable else ""
 
 
 def clock_mhz(cycles: int, ns: int) -> float | None:
@@ -96,7 +102,8 @@ class SmTimestamps:
             probe.stamp(1)
             torch.cuda.synchronize()
             probe.mhz(0, 1)
-        except Exception:  # noqa: BLE001 - no Triton, no PTX (ROCm), a driver that refuses: no cycles, not a failure
+        except Exception as err:  # noqa: BLE001 - no Triton, no PTX (ROCm), a refusing driver: no cycles, no failure
+            _unavailable[:] = [f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:200]]
             return None
         return probe
 
@@ -128,8 +135,8 @@ def _stamp_kernel() -> Any:
     import triton
     import triton.language as tl
 
-    @triton.jit(do_not_specialize=["index"])  # type: ignore[untyped-decorator]  # one kernel for every index
-    def stamp(out_ptr: Any, index: Any) -> None:
+    @triton.jit(do_not_specialize=["index"])  # one kernel for every index
+    def stamp(out_ptr, index):  # type: ignore[no-untyped-def]  # Triton reads annotations
         sm = tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r", [], dtype=tl.int32, is_pure=True, pack=1)
         ns = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
         cycles = tl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
