@@ -383,3 +383,17 @@ def test_the_probe_reads_the_mean_clock_between_two_stamps_and_none_where_sm_0_w
     probe._host = [5_000_000, 9_000_000, 6_000_000, 9_000_000 + 1_755_000, 0, 0]
     assert probe.mhz(0, 1) == pytest.approx(1755.0)
     assert probe.mhz(1, 2) is None and probe.mhz(0, 2) is None
+
+
+def test_baseline_show_lists_each_case_cycles_beside_its_time(tmp_path, capsys):
+    from perfgate.baseline.write import write_baseline
+    from perfgate.cli import main
+
+    runs = [
+        Run(RunInfo("", ""), ENV, (with_cycles(case("g", noisy(1.0, seed=i), flops=10**12), 2.0 + 0.002 * i),))
+        for i in range(3)
+    ]
+    write_baseline(calibrated_baseline(None, runs, tmp_path / "b.json", "t", "r", SETTINGS))
+    assert main(["baseline", "show", str(tmp_path / "b.json")]) == 0
+    out = capsys.readouterr().out
+    assert "cycles" in out.splitlines()[2] and "2.002 Mcycles" in out

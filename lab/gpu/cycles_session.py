@@ -180,7 +180,13 @@ def measure_effects(out: Path, levels: list[float]) -> None:
     if cc.HOST:
         cc.install_host(1980.0)
     timer = Timer.HOST if cc.HOST else Timer.CUDA_EVENT
-    device = None if cc.HOST else gpu_state.open_device()
+    device = None
+    if not cc.HOST:  # by UUID: NVML numbers every GPU, CUDA_VISIBLE_DEVICES only the visible ones
+        import torch
+
+        from perfgate.measure.environment import _uuid
+
+        device = gpu_state.open_device(_uuid(torch.cuda.get_device_properties(torch.cuda.current_device())))
     options = MeasureOptions(warmup_ms=25, min_samples=40, max_samples=200, budget_ms=600, memory=False)
 
     def medians(calls: list[Any]) -> list[tuple[float, float]]:

@@ -78,6 +78,9 @@ def baseline_show(args: argparse.Namespace) -> int:
                 _speedup(c),
                 _pct(c.speedup_noise_pct),
                 _detects(c.speedup_threshold_pct),
+                fmt_value(sum(c.process_mcycles) / len(c.process_mcycles), "Mcycles") if c.process_mcycles else "-",
+                _pct(c.mcycles_noise_pct),
+                _detects(c.mcycles_threshold_pct),
                 str(len(c.samples_ms)),
                 str(len(c.metrics)),
             )
@@ -86,7 +89,21 @@ def baseline_show(args: argparse.Namespace) -> int:
         print(
             "\n".join(
                 render_table(
-                    rows, ("case", "time", "noise", "detects", "speedup", "noise", "detects", "samples", "metrics")
+                    rows,
+                    (
+                        "case",
+                        "time",
+                        "noise",
+                        "detects",
+                        "speedup",
+                        "noise",
+                        "detects",
+                        "cycles",
+                        "noise",
+                        "detects",
+                        "samples",
+                        "metrics",
+                    ),
                 )
             )
         )
