@@ -98,6 +98,12 @@ class Load:
             p.wait(timeout=30)
 
 
+def detects(project: Path) -> dict[str, float | None]:
+    """What each case detects (%), from the calibrated baseline."""
+    doc = json.loads(next((project / "baselines").glob("*.json")).read_text())
+    return {cid.split("::")[-1]: c.get("threshold_pct") for cid, c in doc["cases"].items()}
+
+
 def calibrate(project: Path, runs: int) -> dict[str, float]:
     cal = _run([sys.executable, "-m", "perfgate", "calibrate", "--runs", str(runs), "--reason", "load"], project)
     if cal.returncode != 0:
@@ -137,7 +143,7 @@ def gate(project: Path, i: int, centres: dict[str, float]) -> dict[str, Any]:
     return record
 
 
-def summary(runs: list[dict[str, Any]], centres: dict[str, float]) -> list[str]:
+def summary(runs: list[dict[str, Any]], centres: dict[str, float], sees: dict[str, float | None]) -> list[str]:
     lines = []
     for name, label in (("test_wall", "wall clock"), ("test_cpu", "thread CPU time")):
         alarms = sum(r[name]["verdict"] == "regressed" for r in runs)
@@ -145,10 +151,12 @@ def summary(runs: list[dict[str, Any]], centres: dict[str, float]) -> list[str]:
         pre = sum(r[name]["preempted_samples"] for r in runs)
         total = sum(r[name]["samples"] for r in runs)
         worst = max((r[name]["max_sample_ms"] or 0.0) for r in runs)
+        sees_pct = sees.get(name)
         lines.append(
             f"host-timer-load: {label:15s}: false alarms {alarms}/{len(runs)} runs; calibration median "
-            f"{centres[name]:.3f} ms; run medians {min(firsts):.3f}-{max(firsts):.3f} ms (median "
-            f"{statistics.median(firsts):.3f}); samples > 2x calibration {pre}/{total}, slowest {worst:.2f} ms"
+            f"{centres[name]:.3f} ms, detects >= {sees_pct if sees_pct is not None else float('nan'):.1f}%; "
+            f"run medians {min(firsts):.3f}-{max(firsts):.3f} ms (median {statistics.median(firsts):.3f}); "
+            f"samples > 2x calibration {pre}/{total}, slowest {worst:.2f} ms"
         )
     shares = [r["test_wall"]["cpu_share_pct"] for r in runs if r["test_wall"]["cpu_share_pct"] is not None]
     if shares:
@@ -193,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"({', '.join(f'{v:.3f}' for v in c['process_medians_ms'])} ms)",
                 flush=True,
             )
-        lines = summary(runs, centres)
+        lines = summary(runs, centres, detects(project))
         lines.append(f"host-timer-load: {time.monotonic() - started:.0f} s")
         print("\n".join(lines))
         doc = {"loops": loops, "load": args.load, "calibration_medians_ms": centres, "runs": runs}
