@@ -228,7 +228,8 @@ def test_confirmation_processes_add_their_cycles_and_the_noise_window_its_own(tm
     runs = [Run(RunInfo("", ""), ENV, (with_cycles(case("g", noisy(1.0, seed=i)), 2.0 + 0.01 * i),)) for i in range(3)]
     base = calibrated_baseline(None, runs, tmp_path / "b.json", "t", "r", SETTINGS)
     (noisy_first,) = with_noise([first], base, SETTINGS, {"g": WindowValues(mcycles=(2.05, 1.95, 2.0))})
-    assert noisy_first.thresholds.cycles_noise.df == 5 and noisy_first.thresholds.cycles_noise.window_runs == 3
+    noise = noisy_first.thresholds.cycles_noise
+    assert noise.processes == 6 and noise.window_runs == 3  # three calibration processes and three from the window
 
 
 def test_the_history_stores_cycles_and_the_noise_window_reads_them(tmp_path):
@@ -397,3 +398,30 @@ def test_baseline_show_lists_each_case_cycles_beside_its_time(tmp_path, capsys):
     assert main(["baseline", "show", str(tmp_path / "b.json")]) == 0
     out = capsys.readouterr().out
     assert "cycles" in out.splitlines()[2] and "2.002 Mcycles" in out
+
+
+def test_a_driver_update_that_moves_every_kernel_cycles_is_one_common_shift_and_reanchors(tmp_path):
+    from perfgate.baseline import Update
+    from perfgate.baseline.reanchor import reanchored
+
+    spread = (0.997, 1.0, 1.003, 0.999, 1.001, 1.0)
+    ids = [f"t.py::gemm{i}" for i in range(8)]
+    base_results = tuple(with_cycles(case(cid, noisy(1.0), flops=10**12), 2.0) for cid in ids)
+    base = baseline_of(Run(RunInfo("", ""), ENV, base_results), tmp_path)
+    cases = {
+        cid: replace(c, process_medians_ms=tuple(spread), process_mcycles=tuple(2.0 * f for f in spread))
+        for cid, c in base.cases.items()
+    }
+    base = replace(base, cases=cases)
+    # every kernel runs 4% more cycles (a new driver); the clock is the same
+    run = [with_cycles(case(cid, noisy(1.04, seed=i), flops=10**12), 2.08) for i, cid in enumerate(ids)]
+    gate = compare_run(run, base, ENV, replace(SETTINGS, confirm_runs=0))
+    assert gate.common_shift is not None and gate.common_shift.shift_pct == pytest.approx(4.0, abs=0.5)
+    rows = [c for c in gate.comparisons if c.metric == CYCLES_METRIC]
+    assert all(c.gated and c.verdict is Verdict.UNCHANGED for c in rows) and not gate.failed
+    assert "common-mode shift (+4.0%)" in rows[0].note
+    update = Update(at="now", by="t", commit="c", reason="driver", cases=0)
+    moved = reanchored(
+        base, {cid: [1.04] * 3 for cid in ids}, ENV, update, recent_mcycles={cid: [2.08] * 3 for cid in ids}
+    )
+    assert moved.baseline.cases[ids[0]].process_mcycles == pytest.approx(tuple(2.08 * f for f in spread))

@@ -140,7 +140,8 @@ def baseline_reanchor(args: argparse.Namespace) -> int:
         commit = next((p.git_commit for points in found.values() for p in points if p.run_id == newest), "")
     recent = {cid: [p.median_ms for p in points] for cid, points in found.items()}
     update = Update(at=utc_now(), by=who(), commit=commit, reason=args.reason, cases=0)
-    result = reanchored(baseline, recent, env, update, per_case=args.per_case)
+    mcycles = {cid: [p.median_mcycles for p in points if p.median_mcycles is not None] for cid, points in found.items()}
+    result = reanchored(baseline, recent, env, update, per_case=args.per_case, recent_mcycles=mcycles)
     if result is None:
         raise PerfgateError(
             f"perfgate baseline reanchor: no case of {args.path} has 3 passing gate runs on "

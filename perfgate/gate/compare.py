@@ -113,7 +113,8 @@ def compare_run(
             time_row = compare_time(res, base, settings, alpha, intervals, gated=time_gated, shift=shift, choice=choice)
             explicit = res.thresholds.time_pct if res.thresholds.time_pct_explicit else None
             reason = choice.reason if speedup_row is None else "the speedup is gated"
-            cycles_row = compare_cycles(res, base, settings, _rule(res, settings, alpha, explicit), on_cycles, reason)
+            rule_now = _rule(res, settings, alpha, explicit)
+            cycles_row = compare_cycles(res, base, settings, rule_now, on_cycles, reason, shift if on_cycles else None)
             metric_rows = compare_metrics(res, base, skip=(SPEEDUP_METRIC,), stages=1 + settings.confirm_runs)
             static_rows = compare_compiled(res.case_id, base.compiled, res.compiled, rule)
             rows.append(time_row)
@@ -152,7 +153,9 @@ def compare_run(
 def run_shift(
     results: Sequence[CaseResult], baseline: Baseline | None, env: Environment, settings: Settings
 ) -> CommonShift | None:
-    """The run's common-mode shift (gate/common.py) over its calibrated, time-gated cases' first processes."""
+    """The run's common-mode shift (gate/common.py) over its calibrated cases' first processes, each in the measure
+    it is gated on: time, or cycles for a compute-bound case (its time follows the SM clock, a driver update
+    moves its cycles)."""
     if baseline is None:
         return None
     changes = {}
@@ -163,13 +166,14 @@ def run_shift(
         if _speedup_values(res, base) and not settings.gate_time_with_reference:
             continue  # gated on its speedup, where a shared shift cancels
         if choose_measure(res, base, env.device_name, settings).measure is GatedMeasure.CYCLES:
-            continue  # gated in cycles: its time follows the SM clock, which is not the shift looked for
-        values = base.time_values()
+            values, now, resolved = base.cycle_values(), res.process_mcycles[0], res.thresholds.cycles_noise
+        else:
+            values, now, resolved = base.time_values(), res.timing.median_ms, res.thresholds.time_noise
         centre = sum(values) / len(values)
-        noise = _noise(res.thresholds.time_noise, values, res, settings)
+        noise = _noise(resolved, values, res, settings)
         if noise is not None:
             unit = noise.noise_pct * math.sqrt(1.0 + 1.0 / len(values))
-            changes[res.case_id] = (100.0 * (res.timing.median_ms - centre) / centre, unit)
+            changes[res.case_id] = (100.0 * (now - centre) / centre, unit)
     return common_shift(changes, settings.min_effect_pct, baseline.environment, env)
 
 

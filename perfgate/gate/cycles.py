@@ -11,7 +11,7 @@ from perfgate.config.settings import Settings
 from perfgate.gate.decision import Decision, Rule, decide
 from perfgate.gate.noise import estimate_noise, noise_floor
 from perfgate.metrics import CYCLES_METRIC
-from perfgate.model import CaseResult, Comparison, Direction, NoiseEstimate
+from perfgate.model import CaseResult, CommonShift, Comparison, Direction, NoiseEstimate
 
 UNIT = "Mcycles"
 
@@ -26,22 +26,39 @@ def cycles_noise(
     return estimate_noise(base.cycle_values(), window_mcycles, floor)
 
 
-def cycles_decision(res: CaseResult, base: BaselineCase, rule: Rule, settings: Settings) -> Decision | None:
-    """The verdict on the case's process medians in cycles (noise resolved with the run, else the calibration's);
+def cycles_decision(
+    res: CaseResult, base: BaselineCase, rule: Rule, settings: Settings, shift: CommonShift | None = None
+) -> Decision | None:
+    """The verdict on the case's process medians in cycles (noise resolved with the run, else the calibration's),
+    against the centre moved by the run's common-mode shift when it is gated and there is one (gate/common.py);
     None when the run or the baseline has none."""
     current = res.process_mcycles
     if not current or not base.process_mcycles:
         return None
     noise = res.thresholds.cycles_noise or cycles_noise(res, base, (), settings)
-    return decide(base.cycle_values(), current, noise, rule, threshold_pct=res.thresholds.time_pct)
+    return decide(
+        base.cycle_values(),
+        current,
+        noise,
+        rule,
+        threshold_pct=res.thresholds.time_pct,
+        shift_pct=shift.shift_pct if shift is not None else 0.0,
+        shift_variance=shift.variance_share if shift is not None else 0.0,
+    )
 
 
 def compare_cycles(
-    res: CaseResult, base: BaselineCase, settings: Settings, rule: Rule, gated: bool, why: str
+    res: CaseResult,
+    base: BaselineCase,
+    settings: Settings,
+    rule: Rule,
+    gated: bool,
+    why: str,
+    shift: CommonShift | None = None,
 ) -> Comparison | None:
     """The cycles row (unit Mcycles): gated for a compute-bound case, else reported beside the time; `why` is the
     choice's reason (gate/bottleneck.py)."""
-    d = cycles_decision(res, base, rule, settings)
+    d = cycles_decision(res, base, rule, settings, shift)
     if d is None or res.cycles is None:
         return None
     centre = sum(base.cycle_values()) / len(base.cycle_values())
@@ -50,6 +67,8 @@ def compare_cycles(
     clocks = f"SM clock {c.clock_median_mhz:.0f} MHz ({c.clock_min_mhz:.0f}-{c.clock_max_mhz:.0f})"
     source = f"noise from {d.noise.df + 1} processes ({d.noise.window_runs} from the history)" if d.noise else ""
     note = f"gated: {why}" if gated else f"reported, not gated ({why})"
+    if shift is not None and d.noise is not None:
+        note += f"; change against the run's common-mode shift ({shift.shift_pct:+.1f}%)"
     return Comparison(
         case_id=res.case_id,
         metric=CYCLES_METRIC,
