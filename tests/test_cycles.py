@@ -361,13 +361,15 @@ def test_calibrated_at_varying_clocks_a_lower_clock_passes_and_more_cycles_fail(
     gate.stdout.fnmatch_lines(["*test_gemm*cycles*Mcycles*REGRESSED*"])
 
 
-def test_the_sm_clock_probe_compiles_for_hopper_and_reads_both_counters_on_sm_0():
+def test_the_sm_clock_probe_compiles_for_hopper_and_reads_both_counters_on_sm_0(monkeypatch):
     """No GPU here: Triton compiles the probe for sm_90 anyway (the interpreter has no inline assembly)."""
     triton = pytest.importorskip("triton")
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    source = ASTSource(fn=sm_clock._stamp_kernel(), signature={"out_ptr": "*i64", "index": "i32"}, constexprs={})
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)  # the kernel tests' interpreter makes no compilable kernel
+    kernel = sm_clock._stamp_kernel.__wrapped__()  # built afresh: not the cached one an interpreted test may hold
+    source = ASTSource(fn=kernel, signature={"out_ptr": "*i64", "index": "i32"}, constexprs={})
     ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 1}).asm["ptx"]
     reads = [
         line.split()[0] + " " + line.split()[-1]
