@@ -15,7 +15,7 @@ from perfgate.report.format import (
     fmt_value,
     fmt_verdict,
     metric_title,
-    movement,
+    why_line,
 )
 
 HEADERS = ("case", "metric", "baseline", "current", "change", "detects", "verdict")
@@ -85,7 +85,7 @@ def render_terminal(gate: GateResult, full: bool = False, top_n: int = TOP_N) ->
     if not full:
         lines += _counts(gate, hidden)
     for case_id, rows in gate.explanations.items():
-        lines.append(f"why {labels.get(case_id, case_id)}: " + "; ".join(movement(r) for r in rows))
+        lines.append(f"why {labels.get(case_id, case_id)}: {why_line(rows)}")
     notes = [
         c
         for c in gate.comparisons
