@@ -2,6 +2,9 @@
 cases (gate/bottleneck.py). Without a GPU: a stand-in SM whose frequency the test sets (tests/manual_clock.py's
 FakeSm) on the manual clock, so a slowdown that only lowers the clock is told apart from a real one exactly."""
 
+import os
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
@@ -361,16 +364,26 @@ def test_calibrated_at_varying_clocks_a_lower_clock_passes_and_more_cycles_fail(
     gate.stdout.fnmatch_lines(["*test_gemm*cycles*Mcycles*REGRESSED*"])
 
 
-def test_the_sm_clock_probe_compiles_for_hopper_and_reads_both_counters_on_sm_0(monkeypatch):
-    """No GPU here: Triton compiles the probe for sm_90 anyway (the interpreter has no inline assembly)."""
-    triton = pytest.importorskip("triton")
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
+_COMPILE_PROBE = """
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+import triton
+from perfgate.measure import sm_clock
+source = ASTSource(fn=sm_clock._stamp_kernel(), signature={"out_ptr": "*i64", "index": "i32"}, constexprs={})
+print(triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 1}).asm["ptx"])
+"""
 
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)  # the kernel tests' interpreter makes no compilable kernel
-    kernel = sm_clock._stamp_kernel.__wrapped__()  # built afresh: not the cached one an interpreted test may hold
-    source = ASTSource(fn=kernel, signature={"out_ptr": "*i64", "index": "i32"}, constexprs={})
-    ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 1}).asm["ptx"]
+
+@pytest.mark.slow  # a fresh interpreter compiling through Triton's backend: seconds
+def test_the_sm_clock_probe_compiles_for_hopper_and_reads_both_counters_on_sm_0():
+    """No GPU here: Triton compiles the probe for sm_90 anyway (the interpreter has no inline assembly). In a
+    process of its own: Triton imported once under TRITON_INTERPRET (the kernel tests) keeps its interpreted
+    functions for the life of the process, and its compiler then refuses them."""
+    pytest.importorskip("triton")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-c", _COMPILE_PROBE], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ptx = proc.stdout
     reads = [
         line.split()[0] + " " + line.split()[-1]
         for line in ptx.splitlines()
