@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from perfgate.atomic import make_dir
 from perfgate.config.settings import Settings
 from perfgate.errors import PerfgateError
 from perfgate.report.scrub import Scrubber, export_scrubber
@@ -68,8 +69,11 @@ def write_site(
     started = clock()
     out_dir = Path(out_dir)
     _check_target(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    make_dir(out_dir.parent, f"--html {out_dir}")
+    try:
+        build = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    except OSError as err:  # /proc, a read-only file system
+        raise PerfgateError(f"perfgate: --html {out_dir}: cannot write a site there: {err.strerror or err}") from err
     try:
         digests, runs = _build(store, build, settings, options)
         _replace(build, out_dir)
