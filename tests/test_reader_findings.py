@@ -381,3 +381,55 @@ def test_per_launch_charts_draw_at_most_the_longest_launches(tmp_path):
         assert fig.get_size_inches()[1] < 40
     scatter = charts.bottleneck_figure(diags).axes[0]
     assert len(scatter.texts) == charts.MAX_CHART_LAUNCHES
+
+
+# --- found by the semantic mutation campaign (tests/semantic.py) ------------------------------------------------
+
+
+def test_a_copied_torch_kernel_event_is_refused_not_counted_twice(tmp_path):
+    kernel = _event("X", "kernel", "gemm", 0, 7, 10, 5, correlation=3, stream=7)
+    path = trace(tmp_path, [kernel, dict(kernel)])
+    assert "repeats another exactly" in refused("analyze", path, "--format", "json")
+
+
+def test_an_ncu_rate_faster_than_any_memory_is_refused(tmp_path, h100_data):
+    j = _column(h100_data, "dram__bytes.sum.per_second")
+    path = csv_with(
+        tmp_path, h100_data, lambda ls: [ls[0], with_cell(ls[1], j, "byte/s"), with_cell(ls[2], j, "3000000000000000")]
+    )
+    assert "faster than any memory moves" in refused("analyze", path, "--format", "json")
+
+
+def test_an_ncu_number_with_two_dots_is_refused_not_dropped(tmp_path, h100_data):
+    j = _column(h100_data, DURATION)
+    path = csv_with(tmp_path, h100_data, lambda ls: ls[:2] + [with_cell(ls[2], j, "1.980.000")] + ls[3:])
+    assert "'1.980.000' is not a number as ncu writes one" in refused("analyze", path, "--format", "json")
+
+
+def _timing(doc):
+    return doc["results"][0]["timing"]
+
+
+def _child_file(tmp_path, edit):
+    from tests.mutations import DATA
+
+    doc = json.loads((DATA / "child_results.json").read_text())
+    edit(doc)
+    path = tmp_path / "child.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (lambda d: d["results"].append(dict(d["results"][0])), "appears twice"),
+        (lambda d: _timing(d).update(median_ms=_timing(d)["q3_ms"]), "timing.median_ms"),
+        (lambda d: _timing(d).update(mean_ms=_timing(d)["mean_ms"] * 1.01), "timing.mean_ms"),
+    ],
+)
+def test_a_child_result_that_contradicts_its_samples_or_repeats_a_case_is_refused(tmp_path, edit, problem):
+    from perfgate.measure.processes import parse_child_output
+
+    with pytest.raises(PerfgateError, match=problem):
+        parse_child_output(_child_file(tmp_path, edit), 0)

@@ -20,7 +20,7 @@ from typing import TextIO
 from perfgate.errors import ReportFileError
 from perfgate.inputs import check_regular_file
 from perfgate.parse.invariants import INT64_MAX
-from perfgate.parse.ncu_values import Budget, check_name, check_unit, check_value
+from perfgate.parse.ncu_values import Budget, check_name, check_unit, check_value, implausible
 from perfgate.parse.records import MetricTable, NcuLaunch
 from perfgate.parse.units import LocaleNumber, parse_number, ungrouped, unit_scale
 
@@ -157,7 +157,7 @@ def _launch(
             if written - written == 0:  # finite as written, past float range once scaled: refused as too large
                 check_value(path, launch_id, name, written, unit)
             continue  # NaN/inf as written: ncu could not compute it; absent, never a number
-        if not 0 <= number <= INT64_MAX:
+        if implausible(number, base_unit):
             check_value(path, launch_id, name, number, base_unit)
         names.append(name)
         values.append(number + 0.0)  # -0.0 + 0.0 is 0.0: a "-0" cell is never shown as -0 %

@@ -36,6 +36,7 @@ from perfgate.parse.records import ApiCall, KernelLaunch, MemoryOp, NvtxRange, T
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 MEMORY_CATS = {"gpu_memcpy": None, "gpu_memset": "memset"}
 READ_CATS = frozenset({"kernel", "user_annotation", *LAUNCH_CATS, *MEMORY_CATS})
+GPU_CATS = frozenset({"kernel", *MEMORY_CATS})
 COPY_KINDS = {"HtoD": "Host-to-Device", "DtoH": "Device-to-Host", "DtoD": "Device-to-Device", "PtoP": "Peer-to-Peer"}
 MAX_US = 1e15  # 31 years of microseconds: anything larger is not a timestamp (and 1e18 ns fits int64)
 MAX_TRACE_BYTES = MAX_JSON_BYTES * 4  # decompressed, too: a small .gz can hold gigabytes
@@ -168,6 +169,7 @@ class TraceStream:
         """The complete events of the categories perfgate reads ("X", or "B"/"E" pairs), categories in
         perfgate's names; a trace that holds none refuses the file, naming what it holds instead."""
         begins, others, read = _Begins(self.path, self.dropped), Counter[str](), 0
+        seen: set[int] = set()
         for raw in events:
             e = begins.complete(raw)
             if e is None:
@@ -182,10 +184,27 @@ class TraceStream:
             if span_ns(e) is None:
                 self.dropped.add(f"{cat} trace events whose ts/dur is not a number in [0, {MAX_US:.0e}) us")
                 continue
+            if cat in GPU_CATS:
+                self._check_new(e, seen)
             yield e
         begins.unclosed()
         if not read:
             raise ReportFileError(self.path, _nothing_to_read(others))
+
+    def _check_new(self, e: dict[str, Any], seen: set[int]) -> None:
+        """A GPU event repeating another exactly (name, start, duration, process, thread, stream, correlation id)
+        is a copied trace, as a copied table is in an nsys export: refused, never counted twice. A 64-bit hash
+        per GPU event (~50 bytes each in the set) keeps memory well under the trace's own size."""
+        a = args_of(e)
+        fields = (e["cat"], e.get("name"), e.get("ts"), e.get("dur"), e.get("pid"), e.get("tid"))
+        key = hash(tuple(str(v)[:200] for v in fields) + tuple(str(a.get(k))[:40] for k in ("correlation", "stream")))
+        if key in seen:
+            raise ReportFileError(
+                self.path,
+                f"{e['cat']} event {name_of(e)[:80]!r} at ts {str(e.get('ts'))[:40]} us repeats another exactly "
+                f"(same start, duration, stream and correlation id): a copied trace would be counted twice",
+            )
+        seen.add(key)
 
     def _header(self, key: str, value: Any) -> None:
         if key == "deviceProperties" and isinstance(value, list) and value and isinstance(value[0], dict):

@@ -79,11 +79,14 @@ def ungrouped(text: str) -> str:
 
 def parse_number(text: str) -> float | None:
     """'4,096' -> 4096.0; '' or 'n/a' -> None (absent, not 0). A number in another locale's format ('1,5',
-    '1.234,5': 1.5 and 1234.5 there, 15 and 1.2345 read here) raises LocaleNumber."""
+    '1.234,5', '1.980.000': 1.5, 1234.5 and 1980000 there) raises LocaleNumber: read here it would be another
+    number, or none."""
     t = ungrouped(text)
     if not t or t.lower() in {"n/a", "nan", "-"}:
         return None
     try:
         return float(t)
     except ValueError:
+        if _NUMERIC.fullmatch(t):
+            raise LocaleNumber(t) from None
         return None
