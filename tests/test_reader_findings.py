@@ -433,3 +433,12 @@ def test_a_child_result_that_contradicts_its_samples_or_repeats_a_case_is_refuse
 
     with pytest.raises(PerfgateError, match=problem):
         parse_child_output(_child_file(tmp_path, edit), 0)
+
+
+def test_a_text_value_keeps_its_columns_base_unit_whatever_the_prefix(tmp_path, h100_data):
+    from perfgate.parse.ncu_csv import read_ncu_csv
+
+    name = "sass__inst_executed_register_spilling_mem_shared"  # "no data" in every launch, in byte
+    j = _column(h100_data, name)
+    path = csv_with(tmp_path, h100_data, lambda ls: [ls[0], with_cell(ls[1], j, "Kbyte"), *ls[2:]])
+    assert {la.metrics[name].unit for la in read_ncu_csv(path)} == {"byte"}

@@ -148,7 +148,7 @@ def _launch(
             if cell.strip() and not _NUMERIC.fullmatch(cell.strip()):
                 names.append(name)
                 values.append(cell.strip())
-                units.append(unit)
+                units.append(base_unit)  # as for numbers: "Kbyte" and "byte" columns read the same
             continue  # empty cell: the metric is absent for this launch
         written = number
         for factor in factors:  # as to_base_unit does, one multiplication at a time
