@@ -12,9 +12,12 @@ from dataclasses import asdict
 from itertools import pairwise
 from typing import Any
 
+from perfgate.compiled import codec as compiled_codec
 from perfgate.model import (
     CaseResult,
     CaseThresholds,
+    CodeRole,
+    CodeSource,
     Environment,
     GpuState,
     HostState,
@@ -51,6 +54,9 @@ def case_to_dict(r: CaseResult) -> dict[str, Any]:
     out["autotune"] = [list(p) for p in r.autotune]
     out["thresholds"]["metrics"] = [list(p) for p in r.thresholds.metrics]
     out["extra_info"] = dict(r.extra_info)
+    out["phases_s"] = [list(p) for p in r.phases_s]
+    out["compiled"] = compiled_codec.to_dict(r.compiled) if r.compiled is not None else None
+    out["code"] = [{**asdict(c), "role": c.role.value} for c in r.code]
     cleaned: dict[str, Any] = finite_or_none(out)
     return cleaned
 
@@ -85,6 +91,9 @@ def case_from_dict(d: Any) -> CaseResult:
             calls_per_sample=int(d.get("calls_per_sample", 1)),
             group=str(d.get("group") or ""),
             extra_info=tuple((str(k), v) for k, v in dict(d.get("extra_info") or {}).items()),
+            compiled=compiled_codec.from_dict(d["compiled"], "compiled") if d.get("compiled") is not None else None,
+            phases_s=tuple((str(k), float(v)) for k, v in d.get("phases_s", ())),
+            code=code_from_list(d.get("code") or ()),
         )
     except (KeyError, TypeError, ValueError, IndexError, OverflowError) as err:
         raise CodecError(f"not a perfgate case result ({type(err).__name__}: {err})") from err
@@ -92,6 +101,17 @@ def case_from_dict(d: Any) -> CaseResult:
     if problem:
         raise CodecError(f"case {result.case_id[:120]!r}: {problem}")
     return result
+
+
+def code_from_list(items: Any) -> tuple[CodeSource, ...]:
+    """A case's provenance (CodeSource records) from JSON; ValueError/TypeError/KeyError when it is not one."""
+    out = []
+    for item in items:
+        fields = {k: item[k] for k in ("name", "path", "tree", "loader") if k in item}
+        if not all(isinstance(v, str) for v in fields.values()) or not fields.get("name"):
+            raise TypeError("a code source needs a name and string fields")
+        out.append(CodeSource(role=CodeRole(item["role"]), **fields))
+    return tuple(out)
 
 
 _ROUNDING = 1e-9  # numpy's mean and interpolated quantiles may sit a few ulps outside [min, max]

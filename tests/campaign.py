@@ -58,14 +58,15 @@ class Clean(Exception):
 
 
 def _cli(argv: list[str]) -> str:
-    """A command's stdout; Clean on exit 2 with one line on stderr; AssertionError on anything else."""
+    """A command's stdout; Clean on exit 2 (bad input) or 4 (a contradiction) with one line on stderr;
+    AssertionError on anything else."""
     from perfgate.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(argv)
     lines = err.getvalue().strip().splitlines()
-    if code == 2 and len(lines) == 1:
+    if code in (2, 4) and len(lines) == 1:
         raise Clean(lines[0])
     if code != 0:
         raise AssertionError(f"perfgate {argv[0]} exited {code}: {err.getvalue()[-300:]!r}")

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate.compiled.records import CompiledCase
 from perfgate.errors import BaselineError
 from perfgate.inputs import load_json_file
 from perfgate.model import Environment, GpuState, HostState, Metric, Timer
@@ -60,6 +61,7 @@ class BaselineCase:
     autotune_process_speedup: float | None = None
     host_state: HostState | None = None  # the machine while the representative process measured it
     sample_points_ms: tuple[float, ...] = ()  # the quantile summary `samples_ms` was expanded from, as read
+    compiled: CompiledCase | None = None  # its compiled kernels, for the static gate (gate/static.py)
 
     @property
     def calibrated(self) -> bool:
@@ -68,6 +70,13 @@ class BaselineCase:
     def time_values(self) -> tuple[float, ...]:
         """The calibration's process medians (an uncalibrated case: its one median)."""
         return self.process_medians_ms or (self.median_ms,)
+
+    @property
+    def time_ms(self) -> float:
+        """The baseline's time for this case, the one number every output shows and the gate compares with:
+        the mean of its calibration processes' medians (the decision rule's centre M, docs/decision-rule.md)."""
+        values = self.time_values()
+        return sum(values) / len(values)
 
     def speedup_values(self) -> tuple[float, ...]:
         """The calibration's process speedups as reciprocals (lower is better, like time); () without one."""
@@ -101,9 +110,16 @@ def slug(device_name: str) -> str:
 
 
 def baseline_path(baseline_dir: Path, env: Environment) -> Path:
-    """baselines/nvidia-h100-80gb-hbm3.json; host-timed runs get a host- prefix."""
+    """baselines/nvidia-h100-80gb-hbm3.json; host-timed runs get a host- prefix. A host whose name now adds
+    its CPU's model id to a brand that names none keeps the baseline perfgate <= 0.2.0 wrote under the bare
+    brand (host-amd-epyc.json), where there is one and none under today's name."""
     prefix = "" if env.device_kind == "cuda" else "host-"
-    return Path(baseline_dir) / f"{prefix}{slug(env.device_name)}.json"
+    path = Path(baseline_dir) / f"{prefix}{slug(env.device_name)}.json"
+    if env.device_kind == "host" and env.cpu_brand and env.cpu_brand != env.device_name and not path.exists():
+        legacy = Path(baseline_dir) / f"{prefix}{slug(env.cpu_brand)}.json"
+        if legacy.is_file():
+            return legacy
+    return path
 
 
 def load_baseline(path: Path) -> Baseline | None:
@@ -246,7 +262,19 @@ def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
         autotuned.get("autotune_process_speedup"),
         _host_state(path, where, c.get("host_state")),
         points,
+        _compiled(path, where, c.get("compiled")),
     )
+
+
+def _compiled(path: Path, where: str, raw: Any) -> CompiledCase | None:
+    if raw is None:
+        return None
+    from perfgate.compiled.codec import from_dict
+
+    try:
+        return from_dict(raw, "compiled")
+    except ValueError as err:
+        raise BaselineError(path, f"{where}: {err}") from err
 
 
 def summary_points(samples_ms: Sequence[float]) -> tuple[float, ...]:

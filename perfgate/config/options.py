@@ -12,11 +12,13 @@ Precedence for a value: default < `[tool.perfgate]` < environment (PERFGATE_DB) 
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate.compiled.records import StaticPolicy
 from perfgate.config import validate as v
 from perfgate.errors import ConfigError
 from perfgate.model import AbProcess
@@ -70,6 +72,17 @@ class Option:
     def where(self) -> str:
         """How a user spells it, for messages."""
         return self.flag or self.cli or f"[tool.perfgate] {self.key}"
+
+    def help_as(self, spelling: str) -> str:
+        """The help where options are spelt as `spelling` ("flag": pytest, "cli": a perfgate command, "key":
+        pyproject): `{json_samples}` in a help names that option as this interface spells it, so a
+        command's --help never names a pytest-only flag."""
+
+        def spelt(m: re.Match[str]) -> str:
+            other = by_attr()[m.group(1)]
+            return str(getattr(other, spelling) or other.where)
+
+        return re.sub(r"\{([a-z_]+)\}", spelt, self.help)
 
 
 _P = v.path
@@ -188,7 +201,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "json_path",
-        "write the JSON results here (perfgate_json_version 3; samples with --perfgate-json-samples)",
+        "write the JSON results here (perfgate_json_version 3; every timed sample too with {json_samples})",
         _P,
         flag="--perfgate-json",
         cli="--json",
@@ -241,9 +254,10 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "json_samples",
-        "include every timed sample in --perfgate-json (large at many cases)",
+        "include every timed sample in the JSON results (large at many cases)",
         v.boolean,
         flag="--perfgate-json-samples",
+        cli="--json-samples",
         arg=Arg.FLAG,
     ),
     Option(
@@ -251,6 +265,7 @@ OPTIONS: tuple[Option, ...] = (
         "list every row in the terminal, not only failing and changed rows and the counts",
         v.boolean,
         flag="--perfgate-full-table",
+        cli="--full-table",
         arg=Arg.FLAG,
     ),
     Option(
@@ -319,7 +334,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "noise_branch",
-        'the branch whose passing runs feed the noise window ("*": any branch)',
+        "the branch whose passing runs feed the noise window (default: the repository's default branch, "
+        'origin\'s HEAD, else the one of main/master that exists; "*": any branch)',
         v.nonempty_text,
         key="noise_branch",
     ),
@@ -357,6 +373,46 @@ OPTIONS: tuple[Option, ...] = (
         key="pin_autotune",
         flag="--perfgate-pin-autotune",
         arg=Arg.FLAG,
+    ),
+    # --- the compiled kernels and the static gate (gate/static.py, docs/compiled-kernels.md) -------------------
+    Option(
+        "compiled_kernels",
+        "record each case's compiled kernels (registers, spills, shared memory, launch, theoretical occupancy, "
+        "SASS hash) and gate on them (--perfgate-no-compiled-kernels: neither)",
+        v.boolean,
+        key="compiled_kernels",
+        flag="--perfgate-no-compiled-kernels",
+        arg=Arg.NO_FLAG,
+    ),
+    Option(
+        "static_registers",
+        "static gate: a kernel's registers per thread up by more than static_registers_margin: 'fail', 'warn' or 'off'",
+        v.choice(StaticPolicy),
+        key="static_registers",
+    ),
+    Option(
+        "static_registers_margin",
+        "static gate: registers per thread a kernel may gain before static_registers applies",
+        v.integer(0, 255),
+        key="static_registers_margin",
+    ),
+    Option(
+        "static_spills",
+        "static gate: a kernel that spills where it did not, or more: 'fail', 'warn' or 'off'",
+        v.choice(StaticPolicy),
+        key="static_spills",
+    ),
+    Option(
+        "static_occupancy",
+        "static gate: a kernel's theoretical occupancy down a step: 'fail', 'warn' or 'off'",
+        v.choice(StaticPolicy),
+        key="static_occupancy",
+    ),
+    Option(
+        "static_shared_memory",
+        "static gate: a kernel's shared memory per block up: 'fail', 'warn' or 'off'",
+        v.choice(StaticPolicy),
+        key="static_shared_memory",
     ),
     # --- how a case is timed (MeasureOptions; the marker may change each) ----------------------------------
     Option(
@@ -451,6 +507,17 @@ OPTIONS: tuple[Option, ...] = (
         metavar="DIR",
     ),
     Option(
+        "ab_skip_same_code",
+        "A/B mode: a case whose sides launch the same compiled code (same SASS, launches, inputs and library "
+        "versions) is reported 'unchanged (same code)' without measuring it (--perfgate-ab-measure-same-code: "
+        "measure it anyway)",
+        v.boolean,
+        key="ab_skip_same_code",
+        flag="--perfgate-ab-measure-same-code",
+        cli="--measure-same-code",
+        arg=Arg.NO_FLAG,
+    ),
+    Option(
         "ab_timeout_s",
         "A/B mode: the longest a worker may take for one step (collecting, a test, compiling "
         "a case, a round) before it is called hung (s)",
@@ -515,10 +582,10 @@ def marker_keys() -> set[str]:
     return {o.attr for o in OPTIONS if o.marker} | set(MARKER_TABLE_KEYS)
 
 
-def argparse_kwargs(opt: Option) -> dict[str, Any]:
+def argparse_kwargs(opt: Option, spelling: str = "flag") -> dict[str, Any]:
     """What argparse (and pytest's parser, which mirrors it) needs for this option's flag. Every default is
     None: "not given" must not override the configured value."""
-    kwargs: dict[str, Any] = {"help": opt.help, "default": None}
+    kwargs: dict[str, Any] = {"help": opt.help_as(spelling), "default": None}
     if opt.arg is Arg.FLAG:
         kwargs["action"] = "store_true"
     elif opt.arg is Arg.NO_FLAG:
@@ -551,7 +618,7 @@ def add_cli_options(parser: Any, attrs: Iterable[str]) -> None:
         opt = table[attr]
         if opt.cli is None:
             raise KeyError(f"option {attr!r} has no command-line flag")
-        parser.add_argument(opt.cli, dest=attr, **argparse_kwargs(opt))
+        parser.add_argument(opt.cli, dest=attr, **argparse_kwargs(opt, "cli"))
 
 
 def cli_values(args: Any, attrs: Iterable[str]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from perfgate.compiled.records import StaticPolicy
 from perfgate.config import options as opts
 from perfgate.config import validate as cs
 from perfgate.errors import ConfigError
@@ -76,7 +77,7 @@ class Settings:
     false_alarm_pct: float = 1.0  # per run, divided over its gated tests (gate/decision.py)
     confirm_runs: int = 2  # fresh processes a suspect must also fail in
     noise_window: int = 30  # recent passing runs on noise_branch whose process values join the noise
-    noise_branch: str = "main"  # "*": every branch
+    noise_branch: str = ""  # "": the repository's default branch (gate/run.py); "*": every branch
     gate_time_with_reference: bool = False  # a case with a reference is gated on its speedup only
     noise_floor_pct: float | None = None  # None: 0.1% for CUDA events, 0.5% for the host clock
     measure: MeasureOptions = MeasureOptions()
@@ -112,6 +113,12 @@ class Settings:
     peak_tflops: float | None = None  # roofline ceilings; None = the device's spec, else best measured
     peak_gbps: float | None = None
     pin_autotune: bool = False
+    compiled_kernels: bool = True  # record each case's compiled kernels (perfgate/compiled/)
+    static_registers: StaticPolicy = StaticPolicy.FAIL  # the static gate (gate/static.py), per metric
+    static_registers_margin: int = 16
+    static_spills: StaticPolicy = StaticPolicy.FAIL
+    static_occupancy: StaticPolicy = StaticPolicy.FAIL
+    static_shared_memory: StaticPolicy = StaticPolicy.WARN
     publish_host: bool = False  # hostname and absolute paths in published outputs (opt-in)
     chart_url: str = ""  # where the charts are published (links in a job summary need absolute URLs)
     site_url: str = ""  # where `perfgate report --html` is published: the summary links to the case pages
@@ -121,6 +128,7 @@ class Settings:
     ab_rounds: int = 20  # A/B mode: rounds per case and stage (budget_ms / ab_rounds per side and round)
     worktree_dir: Path | None = None  # A/B mode: cached base worktrees (None: $XDG_CACHE_HOME/perfgate/worktrees)
     ab_timeout_s: float = 900.0  # A/B mode: the longest one worker step may take before it is called hung
+    ab_skip_same_code: bool = True  # A/B mode: a case with the same compiled code on both sides is not measured
     rootdir: Path = Path(".")
     pyproject: Path | None = None  # where the table came from, for messages
 

@@ -14,6 +14,7 @@ from perfgate.measure.gpu_state import NvmlDevice
 from perfgate.measure.host_clock import Invocation
 from perfgate.measure.host_state import HostSampler
 from perfgate.measure.memory import peak_memory
+from perfgate.measure.phases import FIRST_CALLS, KERNELS, MEMORY, SAMPLES, Phases
 from perfgate.measure.rounds import FixedRounds, run_rounds
 from perfgate.measure.timer import cuda_available, measure_calls
 from perfgate.metrics import SPEEDUP_METRIC
@@ -40,6 +41,7 @@ class CaseSpec:
     autotune_pins: Mapping[str, str] = field(default_factory=dict)
     nodeid: str = ""
     location: tuple[str, int] | None = None
+    kernels: Any = None  # a compiled.record.KernelRecorder: record the kernels the case launches (CUDA only)
 
 
 def reference_name(ref: Callable[..., Any]) -> str:
@@ -60,15 +62,21 @@ def measure_case(spec: CaseSpec, device: NvmlDevice | None = None) -> CaseResult
     call = Invocation(spec.fn, spec.args, kwargs)
     ref_call = Invocation(spec.reference, spec.args, kwargs) if spec.reference is not None else None
     watch = AutotuneWatch(spec.autotune_pins)
+    phase = Phases()
     try:
-        first_calls(call, ref_call, spec, timer, watch)
+        with phase(FIRST_CALLS):
+            first_calls(call, ref_call, spec, timer, watch)
+        with phase(KERNELS):
+            seen = watch_kernels(spec, call, timer)
         host = HostSampler().start()
-        m = measure_calls([ref_call, call] if ref_call is not None else [call], spec.options, timer, device)
+        with phase(SAMPLES):
+            m = measure_calls([ref_call, call] if ref_call is not None else [call], spec.options, timer, device)
         host_state = host.stop()
         samples = m.samples_ms[-1]
         metrics: list[Metric] = []
         if spec.options.memory:
-            metrics += peak_memory(call, timer)
+            with phase(MEMORY):
+                metrics += peak_memory(call, timer)
         speedup = None
         if spec.reference is not None:
             ref_samples = m.samples_ms[0]
@@ -78,8 +86,12 @@ def measure_case(spec: CaseSpec, device: NvmlDevice | None = None) -> CaseResult
             metrics.append(Metric(SPEEDUP_METRIC, median, "x", "speedup", name))
     finally:
         watch.release()
+    with phase(KERNELS):
+        compiled = compiled_kernels(spec, seen, call)
     return CaseResult(
         case_id=spec.case_id,
+        compiled=compiled,
+        phases_s=phase.items(),
         timing=summarize(samples, m.timer, spec.bytes_moved, spec.flops),
         samples_ms=samples,
         metrics=tuple(metrics),
@@ -120,6 +132,19 @@ def measure_rounds_case(spec: CaseSpec, plan: FixedRounds) -> tuple[CaseResult, 
         calls_per_sample=plan.iterations,
     )
     return case, m.result
+
+
+def watch_kernels(spec: CaseSpec, call: Callable[[], Any], timer: Timer) -> Any:
+    """One more call with the compiled-kernel hooks on (compiled/record.py), outside the timing; None when the
+    session records no kernels or the case is not timed on a GPU."""
+    if spec.kernels is None or timer is not Timer.CUDA_EVENT:
+        return None
+    return spec.kernels.watch(call, spec.args, spec.kwargs)
+
+
+def compiled_kernels(spec: CaseSpec, seen: Any, call: Callable[[], Any]) -> Any:
+    """The facts of what watch_kernels saw (read after the samples: cuobjdump, a CUDA module's launches)."""
+    return None if seen is None else spec.kernels.compiled(seen, call)
 
 
 def first_calls(

@@ -39,6 +39,9 @@ class Measurement:
     samples_ms: tuple[tuple[float, ...], ...]  # one tuple per callable, same length, interleaved order
     gpu_state: GpuState | None = None
     calls_per_sample: tuple[int, ...] = ()  # host clock: the calibrated loop of each callable (CUDA: 1 each)
+    # CUDA: times the caching allocator went to the device (cudaMalloc, cudaFree, a retry after freeing its
+    # cache) while the samples were timed: a host stall inside the events (None: not known)
+    device_allocations: int | None = None
 
 
 def cuda_available() -> bool:
@@ -108,7 +111,10 @@ def _measure_cuda(
             for call in calls:
                 call()
         n = sample_count(per_round_ms, options)
+        allocations = device_allocations()
         samples, chunks = _cuda_chunks(calls, flush, n, per_round_ms)
+        after = device_allocations()
+        during = after - allocations if after is not None and allocations is not None else None
     finally:
         if sampler is not None:
             sampler.__exit__(None, None, None)
@@ -116,7 +122,20 @@ def _measure_cuda(
     if sampler is not None and device is not None:
         samples, excluded = _drop_throttled(samples, chunks, sampler.readings, options)
         state = gpu_state.summarize_state(sampler.readings, device, waited_ms, excluded)
-    return Measurement(Timer.CUDA_EVENT, _trim_cold(samples), state)
+    return Measurement(Timer.CUDA_EVENT, _trim_cold(samples), state, device_allocations=during)
+
+
+ALLOCATOR_DEVICE_CALLS = ("num_device_alloc", "num_device_free", "num_alloc_retries", "num_ooms")
+
+
+def device_allocations() -> int | None:
+    """How often the CUDA caching allocator has gone to the device so far (torch.cuda.memory_stats);
+    None when this torch does not count it."""
+    import torch
+
+    stats = torch.cuda.memory_stats()
+    counts = [stats.get(key) for key in ALLOCATOR_DEVICE_CALLS]
+    return sum(int(c) for c in counts if c is not None) if any(c is not None for c in counts) else None
 
 
 def flush_buffer() -> Any:

@@ -154,7 +154,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = config.stash.get(SESSION_KEY, None)
-    if state is None or not state.owns_process or (not state.messages and state.gate is None and not state.error):
+    if state is None or not state.owns_process or (not state.messages and not state.terminal and not state.error):
         return
     from perfgate.pytest_plugin.runtime import summary_lines
 

@@ -207,6 +207,7 @@ class PerfgateFixture:
             autotune_pins=session.autotune_pins(case_id),
             nodeid=self._nodeid,
             location=self._location,
+            kernels=session.kernel_recorder(),
         )
 
 

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 
 from perfgate.metrics import GROUPS, MetricGroup, columns
 from perfgate.model import Comparison, Environment, Finding, GateResult, Run, Verdict
+from perfgate.report.compiled import compiled_section
 from perfgate.report.format import (
     case_label,
     distinct_short,
@@ -73,7 +74,7 @@ def render_markdown(gate: GateResult, charts: Sequence[ChartLink] = (), top_n: i
         out += [f"### ❌ Strict-mode failures ({len(strict)})", ""] + [_finding_line(f, gate.strict) for f in strict]
         out.append("")
     if gate.explanations:
-        out += ["### Why (profiler metrics of the regressed cases)", ""]
+        out += ["### Why (what changed with the regressed cases: compiled kernels, profiler metrics)", ""]
         out += [
             f"- `{_code(shorten(cid, 80))}`: " + "; ".join(_escape(movement(r)) for r in rows)
             for cid, rows in gate.explanations.items()
@@ -81,7 +82,8 @@ def render_markdown(gate: GateResult, charts: Sequence[ChartLink] = (), top_n: i
     out += _attention(notes, gate.strict, top_n)
     if changed:
         out += [f"### Changed ({len(changed)})", ""] + _table(changed, top_n, labels) + [""]
-    out += _speedups(run, top_n) + _metric_tables(run, top_n)
+    out += _speedups(run, top_n) + compiled_section(run.results if run else (), top_n, _escape, _code)
+    out += _metric_tables(run, top_n)
     problems = [c for c in rest if c.verdict in (Verdict.NOT_COMPARABLE, Verdict.PROFILE_FAILED) and c.note]
     if problems:
         out += ["### Could not compare", ""]

@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from perfgate.compiled.records import CompiledCase
 from perfgate.model import CaseResult, Comparison, Environment, Finding, GateResult, Run, UnmeasuredTest
 from perfgate.report.secret_patterns import Span, find, is_placeholder, merge, shannon_entropy
 from perfgate.store.verdicts import RunVerdicts
@@ -274,6 +275,7 @@ class Scrubber:
             speedup=replace(r.speedup, reference=self.identifier(r.speedup.reference)) if r.speedup else None,
             group=self.identifier(r.group),
             extra_info=tuple((self.identifier(k), self._value(v)) for k, v in r.extra_info),
+            compiled=self._compiled(r.compiled),
         )
 
     def _value(self, value: Any) -> Any:
@@ -286,6 +288,13 @@ class Scrubber:
             return {self.identifier(str(k)): self._value(v) for k, v in value.items()}
         return value
 
+    def _compiled(self, c: CompiledCase | None) -> CompiledCase | None:
+        """A case's arguments (a string argument may be a token) and what could not be read (a tool's stderr)."""
+        if c is None:
+            return None
+        kernels = tuple(replace(k, detail=self.text(k.detail)) for k in c.kernels)
+        return replace(c, kernels=kernels, inputs=self.text(c.inputs), notes=tuple(self.text(n) for n in c.notes))
+
 
 def export_scrubber(root: Path | None, publish_host: bool, environ: Mapping[str, str]) -> Scrubber:
     """The scrubber for what leaves the machine: outputs, the uploaded history (`perfgate db export`)."""
@@ -296,3 +305,9 @@ def scrub_rendered(text: str, environ: Mapping[str, str]) -> str:
     """A text rendered from a results file that another job wrote (a PR comment, annotations): token
     formats and this job's secret values masked, as in case ids, so the rendered ids match the file's."""
     return masked(text, value_spans(text, secret_env_values(environ)) + find(text))
+
+
+def terminal_scrubber(environ: Mapping[str, str]) -> Scrubber:
+    """The scrubber for the terminal: a CI log is published too, so secrets are masked; paths and the
+    hostname stay (the terminal is the user's own)."""
+    return Scrubber(None, publish_host=True, secret_values=secret_env_values(environ))

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from perfgate.metrics import TIME_METRIC
-from perfgate.model import Comparison, Finding, GateResult, Verdict
+from perfgate.metrics import STATIC_PREFIX, TIME_METRIC
+from perfgate.model import Comparison, Finding, FindingKind, GateResult, Verdict
 from perfgate.report.format import (
     distinct_short,
     fmt_change,
@@ -89,16 +89,27 @@ def render_terminal(gate: GateResult, full: bool = False, top_n: int = TOP_N) ->
     notes = [
         c
         for c in gate.comparisons
-        if c.verdict in (Verdict.NOT_COMPARABLE, Verdict.PROFILE_FAILED, Verdict.BELOW_TARGET) and c.note
+        if c.note
+        and (
+            c.verdict in (Verdict.NOT_COMPARABLE, Verdict.PROFILE_FAILED, Verdict.BELOW_TARGET)
+            or (c.metric.startswith(STATIC_PREFIX) and c.verdict is not Verdict.UNCHANGED)
+        )
     ]
     notes.sort(key=lambda c: c.verdict not in gate.fail_on)
     limit = len(notes) if full else max(top_n, sum(c.verdict in gate.fail_on for c in notes))
-    lines += [f"{c.verdict.value}: {labels.get(c.case_id, c.case_id)}: {c.note.splitlines()[0]}" for c in notes[:limit]]
+    lines += [f"{_note_head(c)}: {labels.get(c.case_id, c.case_id)}: {c.note.splitlines()[0]}" for c in notes[:limit]]
     if len(notes) > limit:
         lines.append(f"perfgate: … and {len(notes) - limit:,} more note(s) (--perfgate-full-table lists them)")
     lines += _findings(gate, full, top_n)
     lines.append(headline(gate))
     return lines
+
+
+def _note_head(c: Comparison) -> str:
+    """`regressed (static, _matmul_kernel)` for the static gate's rows: which kernel, and that no timing said it."""
+    if c.metric.startswith(STATIC_PREFIX):
+        return f"{c.verdict.value} (static{', ' + c.kernel if c.kernel else ''})"
+    return c.verdict.value
 
 
 def _counts(gate: GateResult, hidden: int) -> list[str]:
@@ -152,5 +163,7 @@ def headline(gate: GateResult) -> str:
     strict = [f for f in gate.findings if f.fails_strict]
     if strict and gate.strict:
         parts.append(f"{len(strict)} strict-mode failure(s)")
+    if not gate.failed and not gate.comparisons and any(f.kind is FindingKind.NO_CASES for f in gate.findings):
+        return "perfgate: nothing measured: no gate ran (--perfgate-strict fails such a run)"
     status = "FAILED" if gate.failed else "passed"
     return f"perfgate: gate {status}: {len(time_rows)} case(s): " + (", ".join(parts) if parts else "nothing compared")

@@ -22,7 +22,7 @@ from urllib.parse import quote
 from perfgate.errors import StoreError
 from perfgate.inputs import check_regular_file
 from perfgate.model import CaseResult, Metric, Run, Verdict
-from perfgate.store import checks, rows
+from perfgate.store import checks, kernels, rows
 from perfgate.store.migrate import migrate, schema_version
 from perfgate.store.schema import SCHEMA_VERSION
 from perfgate.store.verdicts import RunVerdicts
@@ -157,6 +157,8 @@ class Store:
             rows.autotune_rows(run_id, res),
         )
         c.executemany(rows.insert_sql("speedups", rows.SPEEDUP_COLUMNS), rows.speedup_rows(run_id, res))
+        c.executemany(rows.insert_sql("compiled_cases", kernels.CASE_COLUMNS), kernels.case_rows(run_id, res))
+        c.executemany(rows.insert_sql("kernels", kernels.KERNEL_COLUMNS), kernels.kernel_rows(run_id, res))
         c.executemany(
             "INSERT INTO unmeasured_tests (run_id, nodeid, outcome, reason) VALUES (?, ?, ?, ?)",
             rows.unmeasured_rows(run_id, run.info),
@@ -294,11 +296,16 @@ class Store:
             r["case_id"]: rows.speedup_from_row(r)
             for r in self.query("SELECT * FROM speedups WHERE run_id = ?", (run_id,))
         }
+        compiled = kernels.compiled_from_rows(
+            self.query("SELECT * FROM compiled_cases WHERE run_id = ?", (run_id,)),
+            self.query("SELECT * FROM kernels WHERE run_id = ?", (run_id,)),
+        )
         for r in self.query("SELECT * FROM cases WHERE run_id = ? ORDER BY case_id", (run_id,)):
             cid = r["case_id"]
-            yield rows.case_from_row(
+            case = rows.case_from_row(
                 r, tuple(metrics.get(cid, ())), gpu.get(cid), tuple(autotune.get(cid, ())), speedups.get(cid)
             )
+            yield replace(case, compiled=compiled.get(cid))
 
     def load_verdicts(self, run_id: int) -> RunVerdicts | None:
         """What the gate said when the run was stored; None for a run that was not gated (a calibration,
@@ -319,10 +326,13 @@ class Store:
         self, case_id: str, device_name: str | None = None, limit: int = 50, up_to_run: int | None = None
     ) -> list[HistoryPoint]:
         """Median time of one case over the last `limit` runs (up to run `up_to_run`: a re-gated older run
-        is charted against its own past, not later runs), oldest first (for trend charts)."""
+        is charted against its own past, not later runs), oldest first (for trend charts). A/B runs are not
+        part of a case's trend (store/ab_pairs.py)."""
+        from perfgate.store.kinds import OUTSIDE_AB
+
         sql = (
             "SELECT r.id AS run_id, r.started_at, r.git_commit, c.median_ms, c.q1_ms, c.q3_ms "
-            "FROM cases c JOIN runs r ON r.id = c.run_id WHERE c.case_id = ?"
+            f"FROM cases c JOIN runs r ON r.id = c.run_id WHERE c.case_id = ? AND {OUTSIDE_AB}"
         )
         params: list[Any] = [case_id]
         if device_name:

@@ -13,7 +13,7 @@ import math
 from datetime import datetime
 from typing import Any
 
-from perfgate.model import CaseThresholds, HostState, NoiseEstimate
+from perfgate.model import CaseThresholds, CodeSource, HostState, NoiseEstimate
 from perfgate.parse.invariants import MAX_TIME_MS, has_control, printable
 
 # What a stored threshold may be: percentages up to a 10x change, alpha a real significance level.
@@ -187,7 +187,7 @@ def noise(raw: object, where: str) -> NoiseEstimate:
     if not isinstance(raw, dict) or set(raw) - set(NoiseEstimate.__dataclass_fields__) or "noise_pct" not in raw:
         raise StoredValueError(f"{where}: not a noise estimate")
     counts = {}
-    for key in ("df", "window_runs", "excluded"):
+    for key in ("df", "window_runs", "excluded", "processes"):
         value = raw.get(key, 1 if key == "df" else 0)
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_NOISE_PROCESSES:
             raise StoredValueError(f"{where}.{key}: {_shown(value)} is not a count")
@@ -202,6 +202,7 @@ def noise(raw: object, where: str) -> NoiseEstimate:
         counts["excluded"],
         upper,
         lower,
+        counts["processes"],
     )
 
 
@@ -245,3 +246,17 @@ def ordered(stats: dict[str, float], where: str) -> None:
 def _shown(value: object) -> str:
     shown = repr(value)
     return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+def code(raw: object, where: str) -> tuple[CodeSource, ...]:
+    """A case's provenance: a JSON list of code sources (role, name, path, tree, loader), or nothing."""
+    from perfgate.codec import code_from_list
+
+    items = json_value(raw, where, list)
+    try:
+        sources = code_from_list(items)
+    except (KeyError, TypeError, ValueError) as err:
+        raise StoredValueError(f"{where}: not a list of code sources ({type(err).__name__}: {err})") from None
+    if any(has_control(c.name) or has_control(c.path) for c in sources):
+        raise StoredValueError(f"{where}: a code source holds a control character")
+    return sources

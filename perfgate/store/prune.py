@@ -20,7 +20,18 @@ from perfgate.errors import StoreError
 from perfgate.store import PAGE_SIZE, Store
 
 # child tables first: each references runs(id)
-RUN_TABLES = ("verdicts", "cases", "metrics", "gpu_state", "autotune", "speedups", "unmeasured_tests", "runs")
+RUN_TABLES = (
+    "verdicts",
+    "cases",
+    "metrics",
+    "gpu_state",
+    "autotune",
+    "speedups",
+    "unmeasured_tests",
+    "kernels",
+    "compiled_cases",
+    "runs",
+)
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,11 @@ ENV_COLUMNS = (
     "perfgate_version",
     "hostname",
     "platform",
+    "cpu_brand",
+    "cpu_model",
+    "cpu_cores",
+    "cpu_caches",
+    "os_release",
 )
 RUN_COLUMNS = (
     "run_uid",
@@ -53,6 +58,7 @@ RUN_COLUMNS = (
     "profile_settings",
     *ENV_COLUMNS,
     "kind",
+    "ab_pair",
 )
 STAT_COLUMNS = (
     "timer",
@@ -86,6 +92,7 @@ CASE_COLUMNS = (
     "verdict",
     "host_state",
     "confirmation_memory",
+    "code",
 )
 SPEEDUP_COLUMNS = ("run_id", "case_id", "reference", "median", "ci_low", "ci_high", "reference_samples_f64")
 VERDICT_COLUMNS = ("run_id", "case_id", "metric", "kernel", "verdict", "change_pct", "threshold_pct")
@@ -124,6 +131,7 @@ def run_row(run: Run) -> tuple[Any, ...]:
     }
     values.update({c: getattr(e, c) for c in ENV_COLUMNS})
     values["kind"] = i.kind.value if i.kind is not None else None
+    values["ab_pair"] = i.ab_pair or None
     return tuple(values[c] for c in RUN_COLUMNS)
 
 
@@ -158,6 +166,7 @@ def case_row(run_id: int, r: CaseResult, verdict: str | None = None) -> tuple[An
         verdict,
         json.dumps(asdict(r.host_state)) if r.host_state else None,
         json.dumps(list(r.confirmation_memory)),
+        json.dumps([{**asdict(c), "role": c.role.value} for c in r.code]) if r.code else None,
     )
 
 
@@ -218,6 +227,7 @@ def run_from_row(row: dict[str, Any], results: tuple[CaseResult, ...], unmeasure
         run_uid=checks.text(row["run_uid"], f"{where} run_uid"),
         unmeasured=unmeasured,
         kind=run_kind(row["kind"], where),
+        ab_pair=checks.text(row["ab_pair"], f"{where} ab_pair"),
     )
     return Run(info=info, environment=env, results=results, run_id=int(row["id"]))
 
@@ -277,6 +287,7 @@ def case_from_row(
         ),
         confirmation_memory=checks.positive_list(row["confirmation_memory"], f"{where} confirmation_memory", high=None),
         host_state=checks.host_state(row["host_state"], f"{where} host_state"),
+        code=checks.code(row.get("code"), f"{where} code"),
         nodeid=checks.text(row["nodeid"], f"{where} nodeid"),
         location=_location(row, where),
         device_uuid=checks.text(row["device_uuid"], f"{where} device_uuid"),

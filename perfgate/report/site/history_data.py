@@ -15,6 +15,7 @@ from typing import Any
 from perfgate.metrics import CATALOGUE, PEAK_ALLOCATED
 from perfgate.model import MetricKind
 from perfgate.store import Store, checks
+from perfgate.store.kinds import OUTSIDE_AB
 
 # Profiler metrics gated by default (counters and measured ratios), charted per kernel on the case page.
 GATED_COUNTERS = tuple(
@@ -130,7 +131,7 @@ _POINTS_SQL = (
     "FROM cases c JOIN runs r ON r.id = c.run_id "
     "LEFT JOIN speedups s ON s.run_id = c.run_id AND s.case_id = c.case_id "
     "LEFT JOIN gpu_state g ON g.run_id = c.run_id AND g.case_id = c.case_id "
-    "WHERE c.case_id = ? ORDER BY 2, c.run_id"
+    f"WHERE c.case_id = ? AND {OUTSIDE_AB} ORDER BY 2, c.run_id"  # A/B runs are not the case's series
 )
 # on its own: as a subquery above, SQLite picks the (case_id, name) index and reads every run's row per run
 _PEAK_SQL = "SELECT run_id, value FROM metrics WHERE case_id = ? AND name = ? AND kernel = ''"
@@ -219,7 +220,7 @@ def latest_runs_by_device(store: Store) -> Iterator[tuple[str, int]]:
     """(case id, the id of the latest run that measured it) per device model, for the overview's verdicts."""
     rows = store.query(
         "SELECT c.case_id, max(c.run_id) AS run_id FROM cases c JOIN runs r ON r.id = c.run_id "
-        "GROUP BY c.case_id, coalesce(r.device_name, '') ORDER BY 1"
+        f"WHERE {OUTSIDE_AB} GROUP BY c.case_id, coalesce(r.device_name, '') ORDER BY 1"
     )
     for r in rows:
         yield r["case_id"], int(r["run_id"])
