@@ -205,7 +205,7 @@ def _measure(req: AbRequest, setup: Setup, costs: _Costs, messages: list[str], p
     if m.sharing_ended:  # a side broke the shared host's contract: the fresh pair is separate too
         setup = replace(setup, shared=False)
     results = located(side_results(m), _checkouts(setup))
-    incomparable = judge(results, _changed(setup, req)) if m.failure is None else {}
+    incomparable = judge(results, _changed(setup, req), setup.shared) if m.failure is None else {}
     if s.profile and m.failure is None:
         with costs.phase("profilers"):
             trees = {Side.BASE: (setup.base, setup.base.path), Side.HEAD: (setup.head, setup.head.path)}
