@@ -10,10 +10,11 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from datetime import datetime
 from typing import Any
 
 from perfgate.model import CaseThresholds, CodeSource, CycleStats, GatedMeasure, HostState, NoiseEstimate
-from perfgate.parse.invariants import MAX_TIME_MS, has_control
+from perfgate.parse.invariants import MAX_TIME_MS, has_control, printable
 
 # What a stored threshold may be: percentages up to a 10x change, alpha a real significance level.
 MAX_THRESHOLD_PCT = 1000.0
@@ -69,6 +70,34 @@ def text(value: object, where: str) -> str:
     if not isinstance(value, str):
         raise StoredValueError(f"{where}: {_shown(value)} is not text")
     return value
+
+
+MAX_RUN_TEXT = 4096  # a branch, a commit, an argv: longer is no run perfgate wrote
+
+
+def run_text(value: object, where: str) -> str:
+    """A run's text (branch, commit, argv, host, device, versions): text, at most MAX_RUN_TEXT characters,
+    its control characters replaced (U+FFFD). A history from elsewhere is read, not trusted: a branch
+    holding an escape sequence or a newline and `::error::` would print them into a terminal or a CI log."""
+    out = text(value, where)
+    if len(out) > MAX_RUN_TEXT:
+        raise StoredValueError(f"{where}: {len(out):,} characters of text (at most {MAX_RUN_TEXT:,})")
+    return printable(out)
+
+
+def run_time(value: object, where: str) -> str:
+    """started_at / finished_at: an ISO 8601 time as perfgate writes one ("" when the run has none). Runs
+    are ordered, pruned (`--older-than`) and shown by it: anything else is not a run perfgate stored."""
+    out = text(value, where)
+    if not out:
+        return out
+    try:
+        ok = not has_control(out) and len(out) <= 64 and datetime.fromisoformat(out) is not None
+    except ValueError:
+        ok = False
+    if not ok:
+        raise StoredValueError(f"{where}: {_shown(out)} is not an ISO 8601 time")
+    return out
 
 
 def case_id(value: object, where: str) -> str:

@@ -81,8 +81,8 @@ def recent_passing_gate_medians(
             out[case_id].append(
                 PassingGateMedian(
                     run_id=int(run_id),
-                    git_commit=checks.text(commit, where),
-                    started_at=checks.text(started_at, where),
+                    git_commit=checks.run_text(commit, where),
+                    started_at=checks.run_time(started_at, where),
                     median_ms=checks.time_ms(median_ms, f"{where} median_ms", positive=True),
                     speedup=None
                     if speedup is None
