@@ -12,10 +12,15 @@ from dataclasses import asdict
 from itertools import pairwise
 from typing import Any
 
+from perfgate.compiled import codec as compiled_codec
 from perfgate.model import (
     CaseResult,
     CaseThresholds,
+    CodeRole,
+    CodeSource,
+    CycleStats,
     Environment,
+    GatedMeasure,
     GpuState,
     HostState,
     Metric,
@@ -51,6 +56,9 @@ def case_to_dict(r: CaseResult) -> dict[str, Any]:
     out["autotune"] = [list(p) for p in r.autotune]
     out["thresholds"]["metrics"] = [list(p) for p in r.thresholds.metrics]
     out["extra_info"] = dict(r.extra_info)
+    out["phases_s"] = [list(p) for p in r.phases_s]
+    out["compiled"] = compiled_codec.to_dict(r.compiled) if r.compiled is not None else None
+    out["code"] = [{**asdict(c), "role": c.role.value} for c in r.code]
     cleaned: dict[str, Any] = finite_or_none(out)
     return cleaned
 
@@ -85,6 +93,11 @@ def case_from_dict(d: Any) -> CaseResult:
             calls_per_sample=int(d.get("calls_per_sample", 1)),
             group=str(d.get("group") or ""),
             extra_info=tuple((str(k), v) for k, v in dict(d.get("extra_info") or {}).items()),
+            compiled=compiled_codec.from_dict(d["compiled"], "compiled") if d.get("compiled") is not None else None,
+            phases_s=tuple((str(k), float(v)) for k, v in d.get("phases_s", ())),
+            code=code_from_list(d.get("code") or ()),
+            cycles=CycleStats(**d["cycles"]) if d.get("cycles") else None,
+            confirmation_mcycles=tuple(float(v) for v in d.get("confirmation_mcycles", ())),
         )
     except (KeyError, TypeError, ValueError, IndexError, OverflowError) as err:
         raise CodecError(f"not a perfgate case result ({type(err).__name__}: {err})") from err
@@ -92,6 +105,17 @@ def case_from_dict(d: Any) -> CaseResult:
     if problem:
         raise CodecError(f"case {result.case_id[:120]!r}: {problem}")
     return result
+
+
+def code_from_list(items: Any) -> tuple[CodeSource, ...]:
+    """A case's provenance (CodeSource records) from JSON; ValueError/TypeError/KeyError when it is not one."""
+    out = []
+    for item in items:
+        fields = {k: item[k] for k in ("name", "path", "tree", "loader") if k in item}
+        if not all(isinstance(v, str) for v in fields.values()) or not fields.get("name"):
+            raise TypeError("a code source needs a name and string fields")
+        out.append(CodeSource(role=CodeRole(item["role"]), **fields))
+    return tuple(out)
 
 
 _ROUNDING = 1e-9  # numpy's mean and interpolated quantiles may sit a few ulps outside [min, max]
@@ -112,7 +136,28 @@ def case_problem(r: CaseResult) -> str | None:
     wrote it; anything else wrote something perfgate must not gate."""
     if has_control(r.case_id):
         return "the case id holds a control character (a newline, an escape...)"
-    return _timing_problem(r.timing) or _values_problem(r) or _speedup_problem(r.speedup)
+    return (
+        _timing_problem(r.timing)
+        or _values_problem(r)
+        or _speedup_problem(r.speedup)
+        or _samples_problem(r.timing, r.samples_ms)
+        or _cycles_problem(r.cycles)
+    )
+
+
+def _samples_problem(t: TimingStats, samples: tuple[float, ...]) -> str | None:
+    """Statistics that are not their samples': perfgate computes them from the samples it keeps (stats.summarize),
+    so a median or mean its samples do not give was edited or damaged."""
+    if not samples or len(samples) != t.n_samples:
+        return None
+    from perfgate.stats import summarize
+
+    ref = summarize(samples, t.timer)
+    for key in ("median_ms", "mean_ms", "min_ms", "max_ms", "q1_ms", "q3_ms"):
+        got, want = getattr(t, key), getattr(ref, key)
+        if abs(got - want) > _ROUNDING * max(abs(got), abs(want), 1e-300):
+            return f"timing.{key} ({got:g}) is not what its {len(samples)} samples give ({want:g})"
+    return None
 
 
 def _timing_problem(t: TimingStats) -> str | None:
@@ -149,6 +194,7 @@ def _values_problem(r: CaseResult) -> str | None:
         ("confirmation_medians_ms", r.confirmation_medians_ms),
         ("confirmation_speedups", r.confirmation_speedups),
         ("confirmation_memory", r.confirmation_memory),
+        ("confirmation_mcycles", r.confirmation_mcycles),
     ):
         if any(not _number(v) or v < 0 for v in values):
             return f"{name} must hold finite numbers >= 0"
@@ -173,6 +219,18 @@ def _speedup_problem(sp: Speedup | None) -> str | None:
     return None
 
 
+def _cycles_problem(c: CycleStats | None) -> str | None:
+    if c is None:
+        return None
+    if not all(_number(v) and v > 0 for v in (c.median_mcycles, c.clock_min_mhz, c.clock_median_mhz, c.clock_max_mhz)):
+        return "cycles: median_mcycles and the clocks must be finite numbers > 0"
+    if not c.clock_min_mhz <= c.clock_median_mhz <= c.clock_max_mhz:
+        return "cycles: the clocks must be in order (min <= median <= max)"
+    if not _count(c.probed_samples) or c.probed_samples < 1:
+        return "cycles.probed_samples must be an integer >= 1"
+    return None
+
+
 _THRESHOLD_FIELDS = frozenset(CaseThresholds.__dataclass_fields__)
 _NOISE_FIELDS = frozenset(NoiseEstimate.__dataclass_fields__)
 
@@ -184,7 +242,9 @@ def thresholds_from_dict(raw: object) -> CaseThresholds:
         raise CodecError("thresholds must be an object")
     values = {k: v for k, v in raw.items() if k in _THRESHOLD_FIELDS}
     values["metrics"] = tuple((str(k), float(v)) for k, v in values.get("metrics", ()))
-    for key in ("time_noise", "speedup_noise"):
+    if "gated_measure" in values:
+        values["gated_measure"] = GatedMeasure(values["gated_measure"])
+    for key in ("time_noise", "speedup_noise", "cycles_noise"):
         noise = values.get(key)
         if noise is not None:
             if not isinstance(noise, dict):

@@ -13,7 +13,9 @@ def one_line(text: str, limit: int = 400) -> str:
 
 
 class PerfgateError(Exception):
-    """Base class; `str(err)` is the one line shown to the user."""
+    """Base class; `str(err)` is the one line shown to the user, `exit_status` the command's status."""
+
+    exit_status = 2  # bad input; 4: an input that contradicts itself (perfgate/ci/recompute.py)
 
     def __init__(self, message: str) -> None:
         super().__init__(one_line(message))

@@ -53,14 +53,24 @@ class MetricSpec:
 
 
 TIME_METRIC = "median_ms"
+CYCLES_METRIC = "median_mcycles"  # the time in SM cycles (measure/sm_clock.py): gated for compute-bound cases
 PEAK_ALLOCATED = "memory.peak_allocated_bytes"
 PEAK_RESERVED = "memory.peak_reserved_bytes"
 PEAK_HOST = "memory.peak_host_bytes"
 SPEEDUP_METRIC = "speedup"
+# the static gate's metrics (gate/static.py): from the compiled kernels, compared exactly, per kernel
+STATIC_PREFIX = "kernel."
+STATIC_REGISTERS = "kernel.registers_per_thread"
+STATIC_SPILLS = "kernel.spill_bytes"
+STATIC_OCCUPANCY = "kernel.occupancy_pct"
+STATIC_SHARED = "kernel.shared_bytes"
+STATIC_LAUNCHED = "kernel.launched"
+NCU_WHY = "ncu.why"  # ncu's diagnosis of a regressed case's kernel (gate/why.py): words, not a value
 
 _SPECS = {
     # timing run
     TIME_METRIC: MetricSpec("time", "ms", LOWER, TIMED, 3.0),
+    CYCLES_METRIC: MetricSpec("cycles", "Mcycles", LOWER, TIMED, 3.0),
     "gbps": MetricSpec("bandwidth", "GB/s", HIGHER, DERIVED, 0.0),
     "tflops": MetricSpec("throughput", "TFLOP/s", HIGHER, DERIVED, 0.0),
     # memory per call (measure/memory.py): allocator peaks are deterministic for most kernels
@@ -70,6 +80,12 @@ _SPECS = {
     PEAK_HOST: MetricSpec("peak Python memory", "byte", LOWER, COUNTER, 5.0, floor=64 * 1024),
     # speedup against a reference timed alternately in the same process (measure/interleave.py)
     SPEEDUP_METRIC: MetricSpec("speedup", "x", HIGHER, MEASURED, 5.0),
+    # the compiled kernels (perfgate/compiled/), read without a profiler: compared exactly by gate/static.py
+    STATIC_REGISTERS: MetricSpec("registers/thread (compiled)", "register/thread", LOWER, COUNTER, 0.0),
+    STATIC_SPILLS: MetricSpec("spill bytes (compiled)", "byte", LOWER, COUNTER, 0.0),
+    STATIC_OCCUPANCY: MetricSpec("theoretical occupancy (compiled)", "%", HIGHER, COUNTER, 0.0),
+    STATIC_SHARED: MetricSpec("shared memory/block (compiled)", "byte/block", LOWER, COUNTER, 0.0),
+    STATIC_LAUNCHED: MetricSpec("kernels launched", "", LOWER, DERIVED, 0.0),
     # Nsight Systems, per kernel name within a case (per call of the case's callable)
     "nsys.launches_per_call": MetricSpec("launches/call (nsys)", "", LOWER, COUNTER, 0.0),
     "nsys.kernel_ns_per_call": MetricSpec("GPU time/call (nsys)", "ns", LOWER, MEASURED, 10.0),

@@ -7,8 +7,11 @@ never 0.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+from perfgate.compiled.records import CompiledCase
 
 
 class Direction(str, enum.Enum):
@@ -49,12 +52,44 @@ class Timer(str, enum.Enum):
     """What took a case's samples. Cases timed by different timers are never compared."""
 
     CUDA_EVENT = "cuda_event"
-    HOST = "host"  # perfgate's host clock: calibrated loops of calls (measure/host_clock.py)
+    HOST = "host"  # perfgate's host clock: wall time, calibrated loops of calls (measure/host_clock.py)
+    HOST_THREAD_CPU = "host_thread_cpu"  # the same loops on the measuring thread's CPU time (time.thread_time_ns)
+    HOST_PROCESS_CPU = "host_process_cpu"  # ... on the process's CPU time, every thread (time.process_time_ns)
     PYTEST_BENCHMARK = "pytest_benchmark"  # imported from pytest-benchmark's JSON: its own calibration and rounds
+
+    @property
+    def on_host(self) -> bool:
+        """Perfgate's own host timers (wall or CPU time): the machine around a case is part of what they read."""
+        return self in (Timer.HOST, Timer.HOST_THREAD_CPU, Timer.HOST_PROCESS_CPU)
+
+
+class HostTimer(str, enum.Enum):
+    """Which host clock times a host case (`host_timer`): the wall clock, or CPU time (measure/host_clock.py)."""
+
+    WALL = "wall"
+    THREAD_CPU = "thread_cpu"
+    PROCESS_CPU = "process_cpu"
+
+    @property
+    def timer(self) -> Timer:
+        return {
+            HostTimer.WALL: Timer.HOST,
+            HostTimer.THREAD_CPU: Timer.HOST_THREAD_CPU,
+            HostTimer.PROCESS_CPU: Timer.HOST_PROCESS_CPU,
+        }[self]
+
+
+class GatedMeasure(str, enum.Enum):
+    """Which of a case's measures is gated (`gated_measure`; gate/bottleneck.py): its time, its time in SM cycles
+    (time x the SM clock each sample ran at), or whichever its bottleneck makes stable."""
+
+    AUTO = "auto"  # cycles for a compute-bound case, time otherwise (declared work against the roofline, or ncu)
+    TIME = "time"
+    CYCLES = "cycles"
 
 
 class AbProcess(str, enum.Enum):
-    """A/B mode: where the base and head sides run (perfgate/ab/shared.py)."""
+    """A/B mode: where the base and head sides run (perfgate/ab/host/)."""
 
     AUTO = "auto"  # shared unless a tree holds native code
     SHARED = "shared"  # one process, each tree's modules imported side by side
@@ -125,6 +160,19 @@ class GpuState:
 
 
 @dataclass(frozen=True)
+class CycleStats:
+    """A case's samples in SM cycles: each sample's time times the mean SM clock over that very sample, read by a
+    clock probe around it (measure/sm_clock.py). A compute-bound kernel's cycles do not move with the clock the
+    power cap sets; its time does."""
+
+    median_mcycles: float  # the median over samples of time x clock, in millions of cycles
+    clock_median_mhz: float  # the SM clock the samples ran at (median, lowest, highest)
+    clock_min_mhz: float
+    clock_max_mhz: float
+    probed_samples: int  # samples with a clock reading (a probe that missed leaves its sample out)
+
+
+@dataclass(frozen=True)
 class HostState:
     """The machine around a case while it was sampled: on the host clock it is part of what is measured, so a
     change of it (load, CPU frequency, stolen time) is named beside a verdict (gate/findings.py)."""
@@ -134,6 +182,9 @@ class HostState:
     threads: int  # threads alive in the measuring process
     cpu_mhz: float | None = None  # mean current frequency of those CPUs (None: not readable here)
     steal_pct: float | None = None  # share of CPU time the hypervisor took during the case (None: not Linux)
+    # the measuring thread's CPU time over the wall time of its samples (%): well under 100 when it was preempted
+    # (a host case on the wall clock then reads the waits too; host_timer = "thread_cpu" does not)
+    cpu_share_pct: float | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +211,7 @@ class NoiseEstimate:
     # process of unchanged code that far out makes a failure, whatever the noise's shape (gate/decision.py)
     upper_pct: tuple[float, ...] = ()
     lower_pct: tuple[float, ...] = ()
+    processes: int = 0  # reference processes behind the extremes (0: written before it was kept; df + 1)
 
 
 @dataclass(frozen=True)
@@ -175,10 +227,31 @@ class CaseThresholds:
     false_alarm_pct: float = 1.0  # the run's false-alarm budget, divided over its gated tests
     time_noise: NoiseEstimate | None = None  # None: from the baseline's calibration alone
     speedup_noise: NoiseEstimate | None = None
+    gated_measure: GatedMeasure = GatedMeasure.AUTO  # time or SM cycles (gate/bottleneck.py)
+    cycles_noise: NoiseEstimate | None = None
 
     def metric_pct(self, name: str) -> float | None:
         """Explicit threshold for a metric, or None (the catalogue decides)."""
         return dict(self.metrics).get(name)
+
+
+class CodeRole(str, enum.Enum):
+    """What a piece of a case's code is (A/B mode's provenance, perfgate/ab/provenance.py)."""
+
+    MEASURED = "measured"  # the callable measured (its innermost function, through wrappers)
+    REFERENCE = "reference"  # the reference callable
+    MODULE = "module"  # a module of the project imported by the side, first seen at this case
+
+
+@dataclass(frozen=True)
+class CodeSource:
+    """Where one piece of the code a case ran came from: the file, and which checkout holds it."""
+
+    role: CodeRole
+    name: str  # a module's dotted name; a callable's "module:qualname"
+    path: str  # relative to the checkout holding it; absolute outside every checkout; "" for built-in code
+    tree: str = ""  # "base", "head" or "checkout" (the one perfgate ran in); "" outside them
+    loader: str = ""  # the loader, or the import hook that served it (and where it pointed)
 
 
 @dataclass(frozen=True)
@@ -207,6 +280,11 @@ class CaseResult:
     calls_per_sample: int = 1  # calls timed together per sample (host clock loop, pedantic iterations)
     group: str = ""  # pytest-benchmark's `benchmark.group` / marker group
     extra_info: tuple[tuple[str, Any], ...] = ()  # pytest-benchmark's `benchmark.extra_info` (JSON values)
+    compiled: CompiledCase | None = None  # the kernels one call launched, as compiled (perfgate/compiled/)
+    phases_s: tuple[tuple[str, float], ...] = ()  # where measuring it went (measure/phases.py); not stored
+    code: tuple[CodeSource, ...] = ()  # A/B mode: where the code it measured came from (ab/provenance.py)
+    cycles: CycleStats | None = None  # its samples in SM cycles (None: no clock probe, e.g. the host clock)
+    confirmation_mcycles: tuple[float, ...] = ()  # the confirmation processes' median cycles (Mcycles)
 
     def with_metrics(
         self, extra: tuple[Metric, ...], errors: tuple[str, ...] = (), notes: tuple[str, ...] = ()
@@ -222,6 +300,19 @@ class CaseResult:
     def process_medians_ms(self) -> tuple[float, ...]:
         """This run's median first, then the confirmation processes'."""
         return (self.timing.median_ms, *self.confirmation_medians_ms)
+
+    @property
+    def time_ms(self) -> float:
+        """The case's time in this run, the one number every output shows ("current"): the mean of its
+        processes' medians (this process, then any confirmation process), as the baseline's time is the
+        mean of its calibration processes' (docs/decision-rule.md)."""
+        values = self.process_medians_ms
+        return sum(values) / len(values)
+
+    @property
+    def process_mcycles(self) -> tuple[float, ...]:
+        """This run's median cycles first, then the confirmation processes' (empty without a clock probe)."""
+        return (self.cycles.median_mcycles, *self.confirmation_mcycles) if self.cycles is not None else ()
 
     @property
     def process_speedups(self) -> tuple[float, ...]:
@@ -245,10 +336,27 @@ class Environment:
     perfgate_version: str = ""
     hostname: str = ""
     platform: str = ""
+    # the host CPU (measure/machine.py), for host-timed runs what device_name is made from; "" when not
+    # recorded (perfgate <= 0.2.0)
+    cpu_brand: str = ""
+    cpu_model: str = ""  # "family 6 model 143", "implementer 0x41 part 0xd0c"
+    cpu_cores: str = ""  # logical cores, as text like every environment field
+    cpu_caches: str = ""  # "L2 2 MiB, L3 32 MiB"
+    os_release: str = ""  # "Linux 6.8.0"
 
     def comparability_key(self) -> tuple[str, str, str]:
         """Runs on another device model (or another timer) are not comparable."""
         return (self.device_kind, self.device_name, self.compute_capability)
+
+    def comparable_with(self, other: Environment) -> bool:
+        """Same device model and timer; a host baseline of perfgate <= 0.2.0, keyed by the bare brand string,
+        stays comparable with today's name for that brand (which may add the CPU's model id)."""
+        if self.comparability_key() == other.comparability_key():
+            return True
+        if self.device_kind != "host" or other.device_kind != "host":
+            return False
+        old, new = (self, other) if not self.cpu_model else (other, self)
+        return not old.cpu_model and not old.cpu_brand and bool(new.cpu_brand) and old.device_name == new.cpu_brand
 
 
 @dataclass(frozen=True)
@@ -261,13 +369,18 @@ class UnmeasuredTest:
 
 
 class RunKind(str, enum.Enum):
-    """Why a run was made (stored with it: the noise of a case is read from gate runs only)."""
+    """Why a run was made (stored with it: the noise of a case is read from gate runs only; an A/B run's
+    two sides stay out of trends, change points and the noise window unless asked for)."""
 
     GATE = "gate"  # pytest --perfgate
     CALIBRATION = "calibration"  # one of perfgate calibrate's fresh processes
     CONFIRMATION = "confirmation"  # a fresh process re-measuring suspects (not stored today)
     IMPORT = "import"  # perfgate import-benchmark
-    AB = "ab"  # reserved: base and head measured side by side
+    AB_BASE = "ab-base"  # A/B mode: the base commit's side (an older commit, measured beside the head)
+    AB_HEAD = "ab-head"  # A/B mode: the head's side, gated against the base (its verdicts are stored)
+
+
+AB_KINDS = (RunKind.AB_BASE, RunKind.AB_HEAD)
 
 
 @dataclass(frozen=True)
@@ -283,6 +396,7 @@ class RunInfo:
     run_uid: str = ""  # stable identity across machines: merging histories twice adds nothing
     unmeasured: tuple[UnmeasuredTest, ...] = ()
     kind: RunKind | None = RunKind.GATE  # None: stored before run kinds were recorded
+    ab_pair: str = ""  # A/B mode: the identity both sides of one comparison share ("" for any other run)
 
 
 @dataclass(frozen=True)
@@ -315,6 +429,10 @@ class Comparison:
     detects_pct: float | None = None  # the change caught with 80% power ("detects >= X%")
     gated: bool = True  # False: reported only (a case with a reference is gated on its speedup)
     suspect: bool = False  # beyond the threshold on fewer processes than a verdict needs: measure again
+    stages: int = 0  # processes a failure of this metric needs (0: not a between-process decision)
+    # a smaller absolute change (in `unit`) is noise whatever its percent (peak memory: 64 KiB; a percentage:
+    # 1 point); None: no such floor. Shown beside the threshold, so "+28.6% unchanged" explains itself.
+    min_change: float | None = None
 
 
 class FindingKind(str, enum.Enum):
@@ -334,12 +452,14 @@ class FindingKind(str, enum.Enum):
     UNCALIBRATED = "uncalibrated baseline"
     HOST_DRIFT = "host state changed since calibration"
     CHANGE_POINT = "step change in the history"
+    COMMON_SHIFT = "common-mode shift"  # most cases moved together: environment, machine or shared code
     NOT_MEASURED = "baseline case not measured"  # not collected, deselected, renamed, or measured under another name
     ALLOWED_MISSING = "baseline case allowed to be missing"  # [tool.perfgate] allow_missing, with its reason
     BEYOND_CEILING = "beyond the ceiling"  # a process slower than ceiling_pct, whatever the noise says
     BASELINE_CHANGED = "baseline changed since the base ref"
     BASELINE_CHANGE_STATED = "baseline change stated"  # changed, and the pull request says it is intended
     BASELINE_UNVERIFIED = "baseline not checked against the base ref"
+    SELECTION_CHANGED = "test selection changed since the base ref"  # A/B: the head's pytest selection options
 
 
 STRICT_KINDS = frozenset(
@@ -355,8 +475,26 @@ STRICT_KINDS = frozenset(
         FindingKind.BEYOND_CEILING,
         FindingKind.BASELINE_CHANGED,
         FindingKind.BASELINE_UNVERIFIED,
+        FindingKind.COMMON_SHIFT,
+        FindingKind.SELECTION_CHANGED,
     }
 )
+
+
+@dataclass(frozen=True)
+class CommonShift:
+    """Most of a run's cases moved together against their calibration (gate/common.py)."""
+
+    shift_pct: float  # the median case's change (%), the amount every centre is moved by
+    moved: int  # cases whose change has the shift's sign
+    cases: int  # cases that took part
+    spread_pct: float  # the median distance of a case's change from the shift (%)
+    changed: tuple[str, ...] = ()  # "driver 550.54 -> 555.42", per changed environment field
+
+    @property
+    def variance_share(self) -> float:
+        """The error of the shift in units of one case's noise, squared: var(median of m) ~ pi / 2 * s^2 / m."""
+        return math.pi / 2.0 / self.cases
 
 
 @dataclass(frozen=True)
@@ -390,6 +528,7 @@ class GateResult:
     findings: tuple[Finding, ...] = ()
     strict: bool = False
     calibrated: bool = False
+    common_shift: CommonShift | None = None  # most cases moved together; each was judged against it
 
     @property
     def failed(self) -> bool:

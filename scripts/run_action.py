@@ -5,7 +5,8 @@ each step: for trying the action on a GPU box without GitHub (tests/action_runne
 
 RUNNER_DIR keeps the runner's tool cache (history, Triton and extension caches) between calls, so a
 second call shows the warm cost. Prints one line per step (kind, exit status, seconds), the annotations,
-and where the results are.
+and where the results are; then what the trusted report job would decide from them (`perfgate ci verdict
+--require-strict`, the check `perfgate ci report` makes before it sets the commit status).
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ def main() -> int:
     summary = args.runner_dir / f"job-summary-{int(time.time())}.md"
     summary.write_text((args.runner_dir / "summary").read_text())
     print(f"job {'failed' if job.failed else 'passed'} in {wall:.1f} s; results: {results}; job summary: {summary}")
+    if upload is not None:
+        import subprocess
+
+        verdict = [sys.executable, "-I", "-m", "perfgate", "ci", "verdict", "--require-strict"]
+        done = subprocess.run([*verdict, f"{results}/perfgate.json"], check=False, timeout=120)
+        print(f"trusted report job: ci verdict exited {done.returncode} (0 success, 1 failure, else error)")
     return 1 if job.failed else 0
 
 

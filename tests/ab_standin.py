@@ -10,7 +10,9 @@ what goes wrong where: {"tests": {"test_x.py::test_a": {"test_x.py::test_a": 1.0
 rounds of every case, or all of them without N: what alternation cannot cancel);
 "first_process_offset_pct": {SIDE: pct} (the same, in the first worker of that side only: a fresh pair
 of processes does not have it); "fresh_check_fails": [CASE] (the output check fails in a fresh pair's
-workers only);
+workers only); "skips": {NODEID: REASON} (the test skips before it measures); with STANDIN_LOG set, each
+test a worker runs is appended to that file as "SIDE SEED NODEID";
+"sass": {CASE: HASH} (the case records one compiled kernel with that SASS hash: A/B's "same code" check);
 "AA@round:CASE" crashes only the
 worker of that side (BASE, HEAD or AA). A round's samples are the declared
 time times a seeded log-normal noise (the seed differs per side, so the A/A twin is an independent
@@ -41,6 +43,7 @@ from perfgate.ab.protocol import (
     event_message,
     reply_message,
 )
+from perfgate.compiled.records import CompiledCase, KernelFacts, KernelSource
 from perfgate.model import CaseResult, Environment, Metric, Speedup, TestOutcome, Timer, TimingStats
 
 ENV = Environment(device_kind="host", device_name="stand-in GPU", hostname="standin")
@@ -66,8 +69,16 @@ def main() -> None:
         raise SystemExit(1)
     broken = spec.get("collect_errors", {})  # {file: error}: its tests do not import in this tree
     tests = {n: c for n, c in spec["tests"].items() if keyword in n and n.split("::")[0] not in broken}
-    send(end, Collected(tuple(tests), tuple(broken.items()), ENV))
+    only = send(end, Collected(tuple(tests), tuple(broken.items()), ENV)).get("only")
+    if only is not None:  # the coordinator asked for these tests only (a fresh pair): the others never run
+        tests = {n: c for n, c in tests.items() if n in only}
     for nodeid, cases in tests.items():
+        if os.environ.get("STANDIN_LOG"):
+            with open(os.environ["STANDIN_LOG"], "a") as log:
+                print(side, seed, nodeid, file=log)
+        if nodeid in spec.get("skips", {}):
+            send(end, TestDone(nodeid, TestOutcome.SKIPPED, spec["skips"][nodeid]))
+            continue
         failed = ""
         for case_id, ms in cases.items():
             failed = serve(end, spec, case_id, nodeid, float(ms), rng) or failed
@@ -77,9 +88,11 @@ def main() -> None:
     end.send(event_message(End(1 if any(n in spec.get("test_fails", ()) for n in tests) else 0)))
 
 
-def send(end: WorkerEnd, event: Collected | TestDone) -> None:
+def send(end: WorkerEnd, event: Collected | TestDone) -> dict:
     end.send(event_message(event))
-    assert end.receive()["cmd"] == "continue"
+    reply = end.receive()
+    assert reply["cmd"] == "continue"
+    return reply
 
 
 def serve(end: WorkerEnd, spec: dict, case_id: str, nodeid: str, ms: float, rng: random.Random) -> str:
@@ -103,7 +116,8 @@ def serve(end: WorkerEnd, spec: dict, case_id: str, nodeid: str, ms: float, rng:
             if case_id in spec.get("check_fails", ()) or case_id in fresh_fails:
                 end.send(reply_message(Failed("AssertionError: output differs from the reference (stand-in)")))
                 return "AssertionError: output differs from the reference (stand-in)"
-            end.send(reply_message(Prepared(skeleton(case_id, nodeid, ms, reference), ms + (reference or 0.0))))
+            case = skeleton(case_id, nodeid, ms, reference, spec.get("sass", {}).get(case_id))
+            end.send(reply_message(Prepared(case, ms + (reference or 0.0))))
         elif cmd["cmd"] == "round":
             drift = 1 + spec.get("drift_pct", 0.0) / 100 * math.sin(rounds)
             if rounds < spec.get("offset_rounds", rounds + 1):
@@ -115,7 +129,7 @@ def serve(end: WorkerEnd, spec: dict, case_id: str, nodeid: str, ms: float, rng:
             end.send(reply_message(RoundSamples(samples, refs)))
 
 
-def skeleton(case_id: str, nodeid: str, ms: float, reference: float | None) -> CaseResult:
+def skeleton(case_id: str, nodeid: str, ms: float, reference: float | None, sass: str | None = None) -> CaseResult:
     speedup = (
         Speedup("stand-in reference", (reference,), reference / ms, reference / ms, reference / ms)
         if reference
@@ -125,7 +139,23 @@ def skeleton(case_id: str, nodeid: str, ms: float, reference: float | None) -> C
     if speedup is not None:
         metrics += (Metric("speedup", speedup.median, "x", "speedup", speedup.reference),)
     timing = TimingStats(Timer.HOST, 1, ms, ms, 0.0, ms, ms, ms, ms)  # (no numpy: a stand-in starts fast)
-    return CaseResult(case_id, timing, (ms,), metrics, speedup=speedup, nodeid=nodeid)
+    return CaseResult(case_id, timing, (ms,), metrics, speedup=speedup, nodeid=nodeid, compiled=compiled(case_id, sass))
+
+
+def compiled(case_id: str, sass: str | None) -> CompiledCase | None:
+    if sass is None:
+        return None
+    kernel = KernelFacts(
+        name=f"{case_id.rsplit('::', 1)[-1]}_kernel",
+        source=KernelSource.TRITON,
+        registers_per_thread=32,
+        block=(128, 1, 1),
+        grid=(1024, 1, 1),
+        num_warps=4,
+        sass_sha=sass,
+        key=f"{case_id.rsplit('::', 1)[-1]}_kernel",
+    )
+    return CompiledCase((kernel,), "inputs", "f32[1024](1)@cuda", "sm_90", (("torch", "2.11.0"),))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,17 @@
 """Just enough of the GitHub Actions runner to execute action.yml's `run` steps on this machine.
 
 It evaluates the expression subset the action uses (`inputs.*`, `steps.*.outputs.*`, `github.*`, `==`,
-`!=`, `&&`, `||`, `!`, `always()`, `startsWith()`), passes env the way the runner does (GITHUB_ENV,
-GITHUB_OUTPUT, GITHUB_ACTION_PATH), runs each script with `bash -eo pipefail` like the runner's default
-shell, and records `uses:` steps instead of running them (they are other repositories' actions).
+`!=`, `&&`, `||`, `!`, `always()`, `startsWith()`), runs each script with `bash -eo pipefail` like the runner's
+default shell, and records `uses:` steps instead of running them (they are other repositories' actions).
+
+The runner's file commands are emulated from its source (actions/runner, src/Runner.Worker/
+FileCommandManager.cs and Handlers/Handler.cs): before each step a fresh, empty file per command under
+`$RUNNER_TEMP/_runner_file_commands/<prefix><guid>` (the previous step's deleted), named to the step by
+GITHUB_ENV, GITHUB_PATH, GITHUB_OUTPUT, GITHUB_STEP_SUMMARY, GITHUB_STATE, GITHUB_ARTIFACTS(_LIST); after it,
+set_env_ (NAME=VALUE and NAME<<DELIMITER blocks; NODE_OPTIONS refused) goes into every later step's
+environment, add_path_ in front of every later step's PATH (the latest first), set_output_ into the step's
+outputs and step_summary_ into the job summary. So what a test plants in those files reaches later steps here
+exactly as it would on GitHub.
 """
 
 from __future__ import annotations
@@ -11,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +44,95 @@ class StepRun:
 class JobRun:
     steps: list[StepRun]
     failed: bool
-    env: dict[str, str]
+    env: dict[str, str]  # the job's environment after the last step (set_env applied)
+    prepend_path: list[str] = field(default_factory=list)  # add_path, in the order added
+
+
+# (prefix, the variable that names it to the step): FileCommandManager's extensions
+FILE_COMMANDS = (
+    ("add_path_", "GITHUB_PATH"),
+    ("set_env_", "GITHUB_ENV"),
+    ("step_summary_", "GITHUB_STEP_SUMMARY"),
+    ("set_output_", "GITHUB_OUTPUT"),
+    ("save_state_", "GITHUB_STATE"),
+    ("artifacts_list_", "GITHUB_ARTIFACTS_LIST"),
+    ("artifacts_", "GITHUB_ARTIFACTS"),
+)
+SET_ENV_BLOCKED = ("NODE_OPTIONS",)
+
+
+class FileCommands:
+    """The per-step command files of one job, created and processed the way the runner does."""
+
+    def __init__(self, temp: Path, summary: Path) -> None:
+        self.directory = temp / "_runner_file_commands"
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.summary = summary
+        self.suffix = ""
+        self.env: dict[str, str] = {}
+        self.prepend_path: list[str] = []
+
+    def initialize(self) -> dict[str, str]:
+        """Before a step: the previous step's files deleted, fresh empty ones; their variables."""
+        old, self.suffix = self.suffix, str(uuid.uuid4())
+        names = {}
+        for prefix, variable in FILE_COMMANDS:
+            if old:
+                (self.directory / f"{prefix}{old}").unlink(missing_ok=True)
+            path = self.directory / f"{prefix}{self.suffix}"
+            path.write_text("")
+            names[variable] = str(path)
+        return names
+
+    def process(self) -> dict[str, str]:
+        """After a step: env and PATH for every later step, the job summary; the step's outputs."""
+        path = self.directory / f"add_path_{self.suffix}"
+        for line in _text(path).splitlines():
+            if line:
+                self.prepend_path = [p for p in self.prepend_path if p != line] + [line]
+        for key, value in env_file_pairs(_text(self.directory / f"set_env_{self.suffix}")):
+            if key.upper() not in SET_ENV_BLOCKED:
+                self.env[key] = value
+        with self.summary.open("a") as out:
+            out.write(_text(self.directory / f"step_summary_{self.suffix}"))
+        return dict(env_file_pairs(_text(self.directory / f"set_output_{self.suffix}")))
+
+    def step_env(self, base: dict[str, str]) -> dict[str, str]:
+        env = {**base, **self.env}
+        if self.prepend_path:
+            env["PATH"] = os.pathsep.join([*reversed(self.prepend_path), env.get("PATH", "")])
+        return env
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+
+def env_file_pairs(text: str) -> list[tuple[str, str]]:
+    """EnvFileKeyValuePairs: NAME=VALUE lines and NAME<<DELIMITER ... DELIMITER blocks."""
+    pairs, lines, i = [], text.split("\n"), 0
+    while i < len(lines):
+        line = lines[i].removesuffix("\r")
+        i += 1
+        if not line:
+            continue
+        eq, heredoc = line.find("="), line.find("<<")
+        if eq >= 0 and (heredoc < 0 or eq < heredoc):
+            key, value = line.split("=", 1)
+            pairs.append((key, value))
+            continue
+        if heredoc < 0:
+            raise ValueError(f"invalid file command line {line!r}")
+        key, delimiter = line.split("<<", 1)
+        body = []
+        while i < len(lines) and lines[i].removesuffix("\r") != delimiter:
+            body.append(lines[i])
+            i += 1
+        if i >= len(lines):
+            raise ValueError(f"no closing delimiter {delimiter!r}")
+        i += 1
+        pairs.append((key, "\n".join(body)))
+    return pairs
 
 
 def _python_expr(expr: str) -> str:
@@ -80,12 +177,6 @@ def substitute(text: str, context: dict[str, Any]) -> str:
     return EXPRESSION.sub(lambda m: str(evaluate(m.group(1), context) or ""), text)
 
 
-def _read_pairs(path: Path) -> dict[str, str]:
-    pairs = dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
-    path.write_text("")
-    return pairs
-
-
 def run_action(
     inputs: dict[str, str],
     workdir: Path,
@@ -102,16 +193,13 @@ def run_action(
     github = {"event_name": "push", "repository": "o/r", "token": "t", "event": {}, **(github or {})}
     context: dict[str, Any] = {"github": github, "steps": {}, "runner": {"temp": str(runner_dir / "temp")}}
     context["inputs"] = {k: substitute(v, context) for k, v in {**values, **inputs}.items()}
-    files = {name: runner_dir / name for name in ("env", "output", "summary")}
-    for f in files.values():
-        f.write_text("")
     (runner_dir / "temp").mkdir(exist_ok=True)
+    summary = runner_dir / "summary"
+    summary.write_text("")
+    files = FileCommands(runner_dir / "temp", summary)
     job_env = {
         **(base_env or dict(os.environ)),
         "GITHUB_ACTION_PATH": str(ROOT),
-        "GITHUB_ENV": str(files["env"]),
-        "GITHUB_OUTPUT": str(files["output"]),
-        "GITHUB_STEP_SUMMARY": str(files["summary"]),
         "RUNNER_TEMP": str(runner_dir / "temp"),
         "RUNNER_TOOL_CACHE": str(runner_dir / "tool-cache"),
         "GITHUB_REPOSITORY": github["repository"],
@@ -139,7 +227,12 @@ def run_action(
                 )
             )
             continue
-        env = {**job_env, **{k: substitute(str(v), context) for k, v in step.get("env", {}).items()}}
+        names = files.initialize()
+        env = {
+            **files.step_env(job_env),
+            **names,
+            **{k: substitute(str(v), context) for k, v in step.get("env", {}).items()},
+        }
         proc = subprocess.run(
             ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
             cwd=workdir,
@@ -149,9 +242,9 @@ def run_action(
             timeout=timeout_s,
             check=False,
         )
-        job_env.update(_read_pairs(files["env"]))
+        outputs = files.process()
         if step.get("id"):
-            context["steps"][step["id"]] = {"outputs": _read_pairs(files["output"])}
+            context["steps"][step["id"]] = {"outputs": outputs}
         steps.append(StepRun("run", proc.returncode, proc.stdout + proc.stderr))
         failed = failed or proc.returncode != 0
-    return JobRun(steps, failed, job_env)
+    return JobRun(steps, failed, {**job_env, **files.env}, list(files.prepend_path))

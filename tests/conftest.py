@@ -24,6 +24,8 @@ _PRELOAD = (
     "xdist",
     "xdist.plugin",
     "pytest_benchmark.plugin",
+    "psycopg",  # a history on the test server: psycopg's binary core raises its first import's error classes
+    "sqlalchemy.dialects.postgresql.psycopg",
 )
 
 

@@ -387,10 +387,11 @@ def read_results_json(path: Path) -> Any:
 
 
 def _exit(code: int, stderr: str, what: str) -> int:
-    """A command's contract: exit 0, or exit 2 with one line on stderr (raised here as the clean error)."""
+    """A command's contract: exit 0, or exit 2 (4: input that contradicts itself) with one line on stderr
+    (raised here as the clean error)."""
     from perfgate.errors import PerfgateError
 
-    if code == 2 and len(stderr.strip().splitlines()) == 1:
+    if code in (2, 4) and len(stderr.strip().splitlines()) == 1:
         raise PerfgateError(stderr.strip())
     if code != 0:
         raise AssertionError(f"{what} exited {code} with {stderr!r}")

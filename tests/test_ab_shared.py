@@ -1,4 +1,4 @@
-"""A/B mode with every side in one process (perfgate/ab/shared.py): each tree's modules, working
+"""A/B mode with every side in one process (perfgate/ab/host/): each tree's modules, working
 directory, sys.path and environment its own while the process is shared; the choice between shared and
 separate; a side that takes the process down. Real pytest workers on the host clock (a 10x slower head:
 no tight timing)."""
@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.ab import process_state, shared, sharing
+from perfgate.ab.host import baton as host
+from perfgate.ab.host import environ, sharing
+from perfgate.ab.host.handover import Handed, Registry
 from perfgate.model import AbProcess
 from tests.ab_repo import git, make_repo
 
@@ -129,12 +131,13 @@ def test_each_tree_runs_under_its_own_warning_filters(tmp_path):
     assert re.search(r"test_perf.py::test_sort +time .* REGRESSED", out), out
 
 
-def test_a_signal_handler_in_a_shared_process_says_what_to_do(tmp_path):
+def test_a_signal_handler_set_by_a_side_ends_the_shared_comparison_and_it_is_measured_separately(tmp_path):
     sets_alarm = "import signal\n\ndef pytest_runtest_setup(item):\n    signal.signal(signal.SIGALRM, signal.SIG_DFL)\n"
     repo = _project(tmp_path / "proj", conftest=sets_alarm)
     proc, _ = _ab(repo, tmp_path)
     out = proc.stdout + proc.stderr
-    assert 'perfgate: A/B: set ab_process = "separate": signal.signal(14, ...) in the base' in out, out
+    assert "the shared comparison ended (the " in out and "set a signal handler (signal.signal(14, ...))" in out, out
+    assert "measured in a process per tree" in out and re.search(r"test_perf.py::test_sort +time .* REGRESSED", out)
 
 
 def test_a_base_session_cut_short_fails_strict_mode_closed(tmp_path):
@@ -215,20 +218,22 @@ def _tree(root: Path, value: str) -> Path:
     return root
 
 
-def _side(baton: shared.Baton, tree: Path, name: str, tmp_path: Path) -> shared.SideState:
-    boot = shared.SideBoot(name, str(tree), str(tree), {"SIDE": name}, str(tmp_path / f"{name}.log"), [], -1)
-    return shared.SideState(boot, baton, [str(tree / "venv" / "lib" / "site-packages"), *sys.path], dict(os.environ))
+def _side(baton: host.Baton, tree: Path, name: str, tmp_path: Path) -> host.SideState:
+    boot = host.SideBoot(name, str(tree), str(tree), {"SIDE": name}, str(tmp_path / f"{name}.log"), [], -1)
+    env = environ.python_view()
+    return host.SideState(boot, baton, [str(tree / "venv" / "lib" / "site-packages"), *sys.path], env)
+
+
+def _baton(*handed: Handed) -> host.Baton:
+    """A baton carrying only `handed` (the test process's own warnings and torch stay as they are)."""
+    return host.Baton(frozenset(n.partition(".")[0] for n in sys.modules), registry=Registry(lambda: handed))
 
 
 def test_the_baton_carries_each_sides_modules_path_cwd_and_environment(tmp_path, process_wide, monkeypatch):
     import importlib
 
-    monkeypatch.setattr(
-        process_state, "PROCESS_STATE", ()
-    )  # the test process's own warnings and torch stay as they are
-
     base, head = _tree(tmp_path / "base", "base"), _tree(tmp_path / "head", "head")
-    baton = shared.Baton(frozenset(n.partition(".")[0] for n in sys.modules))
+    baton = _baton()
     sides = _side(baton, base, "base", tmp_path), _side(baton, head, "head", tmp_path)
     baton.sides = sides
     odd = type(sys)("odd_module")  # torch.classes has a `__path__` that is not a list: shared, not a failure
@@ -253,12 +258,9 @@ def test_a_process_wide_setting_is_each_sides_own_and_pristine_for_a_side_that_n
     tmp_path, process_wide, monkeypatch
 ):
     value = {"dtype": "float32"}  # stands for torch's default dtype: one value for the whole process
-    setting = process_state.ProcessSetting(
-        "dtype", lambda: True, lambda: value["dtype"], lambda v: value.update(dtype=v), lambda: "float32"
-    )
-    monkeypatch.setattr(process_state, "PROCESS_STATE", (setting,))
+    setting = Handed("dtype", lambda: value["dtype"], lambda v: value.update(dtype=v))
     base, head = _tree(tmp_path / "base", "base"), _tree(tmp_path / "head", "head")
-    baton = shared.Baton(frozenset(n.partition(".")[0] for n in sys.modules))
+    baton = _baton(setting)
     b, h = _side(baton, base, "base", tmp_path), _side(baton, head, "head", tmp_path)
     baton.sides = (b, h)
     with baton.holding(h):
@@ -270,17 +272,70 @@ def test_a_process_wide_setting_is_each_sides_own_and_pristine_for_a_side_that_n
 
 
 def test_a_failing_hand_over_still_frees_the_baton(tmp_path, process_wide, monkeypatch):
-    monkeypatch.setattr(process_state, "PROCESS_STATE", ())
     tree = _tree(tmp_path / "base", "base")
-    baton = shared.Baton(frozenset(n.partition(".")[0] for n in sys.modules))
+    baton = _baton()
     side = _side(baton, tree, "base", tmp_path)
     baton.sides = (side,)
 
     def cuda_fault() -> None:
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
-    monkeypatch.setattr(shared, "_finish_gpu_work", cuda_fault)
+    monkeypatch.setattr(host, "_finish_gpu_work", cuda_fault)
     with pytest.raises(RuntimeError, match="illegal memory access"), baton.holding(side):
         pass
     assert baton.lock.acquire(blocking=False)  # the other sides are not left waiting forever
     baton.lock.release()
+
+
+SWITCHES_SEEN = textwrap.dedent("""
+    import os
+    import sys
+    from pathlib import Path
+
+    import torch
+
+    import mylib
+
+    def test_sort(perfgate):
+        hooks = sum(type(f).__name__ == "AssertionRewritingHook" for f in sys.meta_path)
+        b = torch.backends
+        seen = (b.cuda.flash_sdp_enabled(), b.cuda.mem_efficient_sdp_enabled(), b.cudnn.enabled, hooks)
+        with open(os.environ["SIDES_SEEN"] + ".switches", "a") as out:
+            print(Path("marker.txt").read_text().strip(), *seen, file=out)
+        perfgate(mylib.work, [0.5] * 300)
+""")
+TURNS_OFF = (
+    "import torch\n\ntorch.backends.cuda.enable_flash_sdp(False)\ntorch.backends.cuda.enable_mem_efficient_sdp(False)\n"
+)
+TURNS_OFF += "torch.backends.cudnn.enabled = False\n"
+
+
+def test_a_base_conftest_turning_off_sdpa_and_cudnn_leaves_the_heads_switches_and_import_hooks_alone(tmp_path):
+    repo = _project(
+        tmp_path / "proj",
+        base_files={"conftest.py": TURNS_OFF, "test_perf.py": SWITCHES_SEEN},
+        head_files={"conftest.py": "", "test_perf.py": SWITCHES_SEEN},
+    )
+    proc, _ = _ab(repo, tmp_path, "--perfgate-ab-process", "shared")
+    out = proc.stdout + proc.stderr
+    assert "base and head in one process" in out and "shared comparison ended" not in out, out
+    seen = {tuple(line.split()) for line in (tmp_path / "seen.txt.switches").read_text().splitlines()}
+    # each side its own switches, and only its own session's assertion-rewriting hook in sys.meta_path
+    assert seen == {("base", "False", "False", "False", "1"), ("head", "True", "True", "True", "1")}, seen
+
+
+LEAVES_STATE = (
+    "import os\nimport threading\nimport time\n\n"
+    'os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"\n'
+    'threading.Thread(target=time.sleep, args=(120,), name="leftover", daemon=True).start()\n'
+)
+
+
+def test_a_side_that_changes_what_the_baton_does_not_carry_ends_sharing_naming_it(tmp_path):
+    repo = _project(tmp_path / "proj", conftest=LEAVES_STATE)
+    proc, seen = _ab(repo, tmp_path, "--perfgate-strict")
+    out = proc.stdout + proc.stderr
+    ended = next((line for line in out.splitlines() if "the shared comparison ended" in line), "")
+    assert "Python threads (started leftover)" in ended and "environment variable CUBLAS_WORKSPACE_CONFIG" in ended
+    assert "measured in a process per tree" in ended, out
+    assert re.search(r"test_perf.py::test_sort +time .* REGRESSED", out) and len({pid for *_, pid in seen}) == 6

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from perfgate.ab.compare import inconclusive_text
+from perfgate.ab.findings import inconclusive_text
 from perfgate.ab.verdict import WILD_SHARE, AaNoise, RatioDecision, RatioRule, decide_ratio, tame, with_fresh_pair
 from perfgate.model import Verdict
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import textwrap
+from pathlib import Path
+
 import pytest
 
 from perfgate.ab.protocol import AbError
-from perfgate.ab.worktree import checkout, resolve_commit
+from perfgate.ab.worktree import checkout, resolve_commit, verify
 from tests.ab_repo import cases, commit, git, make_repo
 
 
@@ -68,3 +73,71 @@ def test_outside_a_git_checkout_is_one_line(tmp_path):
 
     with pytest.raises(AbError, match="needs a git checkout"):
         repository_root(tmp_path)
+
+
+def test_an_untracked_file_left_in_a_cached_worktree_is_never_reused(repo, tmp_path):
+    tree = checkout(repo, "main", tmp_path / "wt")
+    (tree.path / "conftest.py").write_text("import mylib\nmylib.N = 3\n")  # left by an earlier run's head
+    again = checkout(repo, "main", tmp_path / "wt")
+    assert not again.reused and not (again.path / "conftest.py").exists()
+
+
+def test_an_edit_that_keeps_the_files_size_and_time_is_still_seen(repo, tmp_path):
+    tree = checkout(repo, "main", tmp_path / "wt")
+    target = tree.path / "standin.json"
+    past = target.stat().st_mtime - 100
+    os.utime(target, (past, past))
+    git(tree.path, "update-index", "--refresh")  # git's stat cache now trusts that size and time
+    target.write_text(target.read_text().replace("0.3", "9.9"))  # same size
+    os.utime(target, (past, past))  # same time: `git status` sees nothing
+    again = checkout(repo, "main", tmp_path / "wt")
+    assert not again.reused and '"noise_pct": 0.3' in (again.path / "standin.json").read_text()
+
+
+def test_what_a_base_session_leaves_in_ignored_files_is_no_change_and_is_cleared_before_reuse(repo, tmp_path):
+    (repo / ".gitignore").write_text("__pycache__/\n.pytest_cache/\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-q", "-m", "ignore caches")
+    tree = checkout(repo, "main", tmp_path / "wt")
+    (tree.path / "__pycache__").mkdir()
+    (tree.path / "__pycache__" / "mylib.cpython-311.pyc").write_bytes(b"stale or forged byte code")
+    (tree.path / ".pytest_cache").mkdir()
+    assert verify(tree) == []  # ignored: what a base session legitimately leaves
+    again = checkout(repo, "main", tmp_path / "wt")
+    assert again.reused and not (again.path / "__pycache__").exists()
+
+
+def test_a_change_to_the_base_during_the_run_is_named(repo, tmp_path):
+    tree = checkout(repo, "main", tmp_path / "wt")
+    (tree.path / "standin.json").write_text("{}")
+    (tree.path / "sitecustomize.py").write_text("")
+    assert verify(tree) == ["sitecustomize.py (added)", "standin.json (changed)"]
+
+
+# the head's conftest writes a conftest into every other worktree of the repository: the base's tests then
+# run its mylib three times slower too (hiding the head's slowdown), in this run or any later one
+POISONS = textwrap.dedent("""
+    import subprocess
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parents[1]
+    listed = subprocess.run(["git", "worktree", "list", "--porcelain"], capture_output=True, text=True, cwd=here)
+    for line in listed.stdout.splitlines():
+        tree = Path(line.removeprefix("worktree ")).resolve()
+        if line.startswith("worktree ") and tree != here:
+            (tree / "tests" / "conftest.py").write_text("import mylib\\n\\nmylib.N = 3\\n")
+""")
+
+
+def test_a_head_that_writes_into_the_base_worktree_fails_strict_and_poisons_no_later_run(tmp_path):
+    from tests.ab_layouts import ab, project, verdicts
+
+    repo = project(tmp_path, "pythonpath", head_files={"tests/conftest.py": POISONS})
+    first, _ = ab(Path(sys.executable), repo, tmp_path, "--perfgate-ab-process", "separate", "--perfgate-strict")
+    out = first.stdout + first.stderr
+    assert first.returncode == 1 and "changed during the run (tests/conftest.py (added))" in out, out
+    (repo / "tests" / "conftest.py").unlink()  # the next pull request is honest, and as slow
+    git(repo, "commit", "-q", "-am", "head: no conftest")
+    second, doc = ab(Path(sys.executable), repo, tmp_path, "--perfgate-base", "HEAD~2", "--perfgate-strict")
+    out = second.stdout + second.stderr
+    assert "worktree created" in out and verdicts(doc) == {"tests/test_perf.py::test_sort": "regressed"}, out

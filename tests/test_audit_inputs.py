@@ -314,17 +314,24 @@ def test_ci_commands_read_the_recorded_results_file(tmp_path, h100_data):
     assert run_cli("ci", "annotate", path)[0] == 0
 
 
+def _regressed_by_half(doc, **extra):
+    """The first row regressed by 50%, its numbers (and its case's time) edited to agree (ci/recompute.py)."""
+    row = doc["comparisons"][0]
+    assert row["metric"] == "median_ms" and row["direction"] == "lower_is_better"
+    row.update(verdict="regressed", current=row["baseline"] * 1.5, change_pct=50.0, **extra)
+    timing = next(c for c in doc["cases"] if c["case_id"] == row["case_id"])["timing"]
+    timing.update(median_ms=row["current"], max_ms=max(timing["max_ms"], row["current"]))
+
+
 def test_a_regressed_row_fails_the_verdict_whatever_gate_failed_says(tmp_path, h100_data):
     doc = recorded_results(h100_data)
-    row = doc["comparisons"][0]
-    row.update(verdict="regressed", change_pct=50.0 if row["direction"] == "lower_is_better" else -50.0)
+    _regressed_by_half(doc)
     assert run_cli("ci", "verdict", results_file(tmp_path, doc))[0] == 1
 
 
 def test_a_regressed_row_the_gate_does_not_gate_on_is_a_warning_annotation(tmp_path, h100_data):
     doc = recorded_results(h100_data)
-    row = doc["comparisons"][0]
-    row.update(verdict="regressed", gated=False, change_pct=50.0 if row["direction"] == "lower_is_better" else -50.0)
+    _regressed_by_half(doc, gated=False)
     code, out, _ = run_cli("ci", "annotate", results_file(tmp_path, doc))
     assert code == 0 and "::warning" in out and "::error" not in out
 

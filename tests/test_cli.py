@@ -157,6 +157,35 @@ def test_baseline_diff_lists_changed_cases(tmp_path, capsys):
     assert "`t::b`" not in out
 
 
+def test_baseline_diff_reads_the_old_side_from_a_pipe_as_bash_process_substitution_gives_it(tmp_path, capsys):
+    """`perfgate baseline diff <(git show main:baselines/x.json) baselines/x.json`: the old side is /dev/fd/N."""
+    import os
+    import threading
+
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    write_baseline(updated_baseline(None, make_run({"t::a": [1.0, 1.0]}), old, "x", "before"))
+    write_baseline(updated_baseline(None, make_run({"t::a": [1.2, 1.2]}), new, "x", "slower <a|b>"))
+    read_end, write_end = os.pipe()
+
+    def writer():
+        with os.fdopen(write_end, "wb") as fh:
+            fh.write(old.read_bytes())
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        code, out, err = run_cli(capsys, "baseline", "diff", "--format", "text", f"/dev/fd/{read_end}", str(new))
+    finally:
+        thread.join()
+        os.close(read_end)
+    assert code == 0, err
+    # plain text: no table, no Markdown escaping of the reason
+    assert out.splitlines() == [
+        "1 of 1 case(s) changed in new.json: slower <a|b>",
+        "  t::a: 1 ms -> 1.2 ms (+20.0%; detects -)",
+    ]
+
+
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
@@ -164,15 +193,18 @@ def test_ci_init_writes_a_workflow_that_loads_back(tmp_path, capsys):
     import yaml
 
     path = tmp_path / ".github" / "workflows" / "perfgate.yml"
-    assert run_cli(capsys, "ci", "init", "--output", str(path), "--action-ref", f"me/perfgate@{SHA}")[0] == 0
+    argv = ("ci", "init", "--output", str(path), "--action-ref", f"me/perfgate@{SHA}", "--default-branch", "main")
+    assert run_cli(capsys, *argv)[0] == 0
     doc = yaml.safe_load(path.read_text())
     jobs = doc["jobs"]
     assert jobs["gate"]["permissions"] == {"contents": "read"}
-    assert jobs["report"]["permissions"] == {"pull-requests": "write"}
-    assert jobs["gate"]["steps"][3]["uses"] == f"me/perfgate@{SHA}"
-    assert doc["on"]["pull_request_target"] == {"types": ["labeled"]}  # never `synchronize`: new commits need a label
+    assert jobs["report"]["permissions"] == {"pull-requests": "write", "statuses": "write"}
+    assert next(s for s in jobs["gate"]["steps"] if "uses" in s and "perfgate@" in s["uses"])["uses"] == (
+        f"me/perfgate@{SHA}"
+    )
+    assert doc["on"]["pull_request_target"] == {"types": ["labeled", "synchronize"]}
     assert jobs["gate"]["steps"][0]["with"]["persist-credentials"] is False
-    assert run_cli(capsys, "ci", "init", "--output", str(path), "--action-ref", f"me/perfgate@{SHA}")[0] == 2
+    assert run_cli(capsys, *argv)[0] == 2  # nothing overwritten without --force
 
 
 def test_ci_init_takes_the_fleets_history_url_from_a_secret_for_trusted_runs_and_prunes_weekly(tmp_path, capsys):
@@ -205,10 +237,28 @@ def test_ci_init_takes_the_fleets_history_url_from_a_secret_for_trusted_runs_and
 )
 def test_ci_init_pins_the_action_by_a_full_commit_sha(tmp_path, capsys, ref):
     path = tmp_path / "perfgate.yml"
-    code, _, err = run_cli(capsys, "ci", "init", "--output", str(path), "--action-ref", ref)
+    code, _, err = run_cli(capsys, "ci", "init", "--output", str(path), "--action-ref", ref, "--default-branch", "main")
     assert code == 2 and "must pin the action by a full commit sha" in err and not path.exists()
 
 
 def test_ci_init_needs_the_action_ref(tmp_path, capsys):
     with pytest.raises(SystemExit):
         run_cli(capsys, "ci", "init", "--output", str(tmp_path / "perfgate.yml"))
+
+
+def test_an_unknown_option_is_refused_with_the_commands_own_usage_and_its_spelling(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["compare", "--perfgate-full-table"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.startswith("usage: perfgate compare ")
+    assert "--perfgate-full-table is pytest's spelling; perfgate commands take --full-table" in err
+
+
+def test_compare_takes_the_full_table_and_its_help_names_only_its_own_flags(history, capsys, monkeypatch):
+    monkeypatch.chdir(history.parent)
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    helptext = capsys.readouterr().out
+    assert "--full-table" in helptext and "--json-samples" in helptext and "--perfgate-" not in helptext
+    code, out, _ = run_cli(capsys, "compare", "--db", str(history), "--full-table")
+    assert code in (0, 1) and "not listed:" not in out  # every row, not the counts

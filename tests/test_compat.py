@@ -12,11 +12,14 @@ from pathlib import Path
 import pytest
 
 from perfgate.cli import main
+from perfgate.measure import environment
+from perfgate.measure.machine import HostMachine
 from tests.conftest import DATA
 from tests.helpers import perf_project, results_json
 
 COMPAT = DATA / "compat"
 CASES = ("test_host.py::test_sorted", "test_host.py::test_sum")
+OLD_CPU = "AMD EPYC"  # the CPU the old version ran on (baselines/host-amd-epyc.json)
 OLD_RUNS = 4  # three calibration processes, then one gate run (the one results.json describes)
 
 
@@ -48,7 +51,7 @@ def _json_out(capsys: pytest.CaptureFixture[str], argv: list[str]) -> list[dict]
 def test_the_old_history_lists_its_runs_and_a_cases_trend(project, capsys):
     runs = _json_out(capsys, ["history", "--format", "json"])
     assert [r["run_id"] for r in runs] == list(range(1, OLD_RUNS + 1))
-    assert {r["device_name"] for r in runs} == {"AMD EPYC"} and all(r["cases"] == 2 for r in runs)
+    assert {r["device_name"] for r in runs} == {OLD_CPU} and all(r["cases"] == 2 for r in runs)
     trend = _json_out(capsys, ["history", "--case", "*test_sum", "--format", "json"])
     medians = old_baseline()["cases"]["test_host.py::test_sum"]["process_medians_ms"]
     assert [p["median_ms"] for p in trend[:3]] == medians  # the calibration processes, as the baseline says
@@ -68,6 +71,11 @@ def test_the_old_baseline_gates_the_old_run_with_its_calibrated_noise(project):
 
 
 def test_a_gate_run_today_uses_the_old_baseline_and_lands_in_the_old_history(project, pytester, monkeypatch):
+    # the old baseline is keyed by the CPU it was made on: today's run is on that CPU, whatever this host is;
+    # today's name adds the model id to a brand that names none, and the old file is still the one used
+    machine = HostMachine(OLD_CPU, "family 25 model 17", "x86_64", 2, 2**21, 2**25, "Linux 6.1")
+    assert machine.name != OLD_CPU
+    monkeypatch.setattr(environment, "host_machine", lambda: machine)
     perf_project(
         pytester,
         monkeypatch,
@@ -98,7 +106,7 @@ def test_the_old_results_json_is_read_by_the_ci_helpers(project, capsys):
     from perfgate.report.comment import read_results
 
     read = read_results(results)
-    assert not read.failed and read.device == "AMD EPYC"
+    assert not read.failed and read.device == OLD_CPU
     assert {(r.case_id, r.verdict) for r in read.rows if r.metric == "median_ms"} == {(c, "unchanged") for c in CASES}
     assert main(["db", "export", str(project / "one-run.db"), "--results", str(results)]) == 0
     with sqlite3.connect(project / "one-run.db") as con:

@@ -134,6 +134,18 @@ def test_the_composite_action_installs_perfgate_from_its_own_checkout(source, tm
 
 
 @pytest.mark.slow  # builds and resolves the package: its own stage of .ci/run
+def test_the_report_action_installs_perfgate_from_its_own_commit(source, tmp_path):
+    steps = yaml.safe_load((ROOT / "report" / "action.yml").read_text())["runs"]["steps"]
+    installs = [line for s in steps for line in s.get("run", "").splitlines() if "pip install" in line]
+    assert len(installs) == 1
+    requirement = re.search(r'pip install --quiet "([^"]+)"', installs[0])
+    assert requirement is not None and requirement[1] == "${GITHUB_ACTION_PATH}/.."
+    (source / "report").mkdir(exist_ok=True)
+    resolved = pip_dry_run(str(source / "report" / ".."), tmp_path)
+    assert resolved["metadata"]["name"] == "perfgate" and resolved["metadata"]["version"] == _version()
+
+
+@pytest.mark.slow  # builds and resolves the package: its own stage of .ci/run
 def test_the_ci_init_workflow_installs_perfgate_from_the_actions_commit(source, tmp_path, capsys):
     repo = tmp_path / "perfgate-repo"
     shutil.copytree(source, repo)
@@ -151,9 +163,10 @@ def test_the_ci_init_workflow_installs_perfgate_from_the_actions_commit(source, 
     run([*git, "commit", "-q", "-m", "perfgate"], cwd=repo)
     sha = run(["git", "rev-parse", "HEAD"], cwd=repo).strip()
     workflow = tmp_path / "perfgate.yml"
-    assert main(["ci", "init", "--output", str(workflow), "--action-ref", f"me/perfgate@{sha}"]) == 0
-    report = yaml.safe_load(workflow.read_text())["jobs"]["report"]["steps"]
-    installs = [s["run"] for s in report if "pip install" in s.get("run", "")]
+    argv = ["ci", "init", "--output", str(workflow), "--action-ref", f"me/perfgate@{sha}", "--default-branch", "main"]
+    assert main(argv) == 0
+    baseline = yaml.safe_load(workflow.with_name("perfgate-baseline.yml").read_text())
+    installs = [s["run"].strip() for s in baseline["jobs"]["open-pr"]["steps"] if "pip install" in s.get("run", "")]
     assert installs == [f'python -m pip install --quiet "perfgate @ git+https://github.com/me/perfgate@{sha}"']
     requirement = re.search(r'"([^"]+)"', installs[0])[1]
     resolved = pip_dry_run(requirement.replace("https://github.com/me/perfgate", repo.as_uri()), tmp_path)

@@ -83,6 +83,8 @@ class Variant:
     pull_request: bool = True  # GITHUB_BASE_REF=main, as on a pull request's run
     expect: str = ""  # the defence that stops it, as the run says it
     process: bool = False  # ends the process: run in a child, not in-process
+    nested: bool = False  # the project whose tests live in tests/perf, gated as `pytest tests/perf` (nested_template)
+    forged_at: str = ""  # a directory the pull request adds with the 10x baseline, case ids relative to tests/perf
 
 
 NOT_MEASURED = "baseline case not measured"
@@ -125,6 +127,8 @@ def _timer(doc: dict[str, Any]) -> None:
     _case(doc)["timer"] = "cuda_event"
 
 
+NESTED = "tests/perf"  # the nested project's test directory (nested_template)
+NESTED_BASELINES = f"{NESTED}/baselines"
 PYTEST_INI_K = '[pytest]\naddopts = -k "not slow"\n'
 ADDOPTS = '\n[tool.pytest.ini_options]\naddopts = "{}"\n'
 
@@ -336,7 +340,11 @@ VARIANTS: dict[str, Variant] = {
     "median raised to the slow time": Variant(baseline=_median_times_ten, expect=CHANGED),
     "case removed from the baseline": Variant(baseline=_remove_case, expect=CHANGED),
     "calibration removed": Variant(baseline=_uncalibrated, expect=CHANGED),
-    "calibration removed, no base ref": Variant(baseline=_uncalibrated, pull_request=False, expect=CEILING),
+    # uncalibrated, the 10x slower case is a gross regression (beyond 25% in every process): it fails as
+    # REGRESSED before the ceiling is needed (issue 31 req 6)
+    "calibration removed, no base ref": Variant(
+        baseline=_uncalibrated, pull_request=False, expect="gross regression fails even without"
+    ),
     "baseline deleted": Variant({"baselines": None}, expect="no baseline"),
     "baseline of another device": Variant(baseline=_device, pull_request=False, expect="not comparable"),
     "baseline timer changed": Variant(baseline=_timer, pull_request=False, expect="not comparable"),
@@ -618,6 +626,59 @@ VARIANTS: dict[str, Variant] = {
         pull_request=False,
         expect=CEILING,
     ),
+    # --- the project root moved, bringing its own [tool.perfgate] and baselines (issue 32) --------------------------
+    # the project keeps its tests in tests/perf and CI runs `pytest tests/perf`; a configuration file beside the
+    # tests makes tests/perf pytest's root: case ids lose their prefix, and tests/perf/baselines is read instead
+    "pytest.ini beside the tests, with its own baseline": Variant(
+        {f"{NESTED}/pytest.ini": "[pytest]\n"}, nested=True, forged_at=NESTED_BASELINES, expect=CHANGED
+    ),
+    ".pytest.ini beside the tests, with its own baseline": Variant(
+        {f"{NESTED}/.pytest.ini": "[pytest]\n"}, nested=True, forged_at=NESTED_BASELINES, expect=CHANGED
+    ),
+    "pytest.toml beside the tests, with its own baseline": Variant(
+        {f"{NESTED}/pytest.toml": "[pytest]\n"}, nested=True, forged_at=NESTED_BASELINES, expect=CHANGED
+    ),
+    "tox.ini [pytest] beside the tests, with its own baseline": Variant(
+        {f"{NESTED}/tox.ini": "[pytest]\n"}, nested=True, forged_at=NESTED_BASELINES, expect=CHANGED
+    ),
+    "setup.cfg [tool:pytest] beside the tests, with its own baseline": Variant(
+        {f"{NESTED}/setup.cfg": "[tool:pytest]\n"}, nested=True, forged_at=NESTED_BASELINES, expect=CHANGED
+    ),
+    "pyproject.toml beside the tests, with pytest's table and a laxer [tool.perfgate]": Variant(
+        {f"{NESTED}/pyproject.toml": "[tool.pytest.ini_options]\n" + PYPROJECT + "min_effect_pct = 50\n"},
+        nested=True,
+        forged_at=NESTED_BASELINES,
+        expect=CHANGED,
+    ),
+    "pytest.ini beside the tests pointing baseline_dir elsewhere": Variant(
+        {
+            f"{NESTED}/pytest.ini": "[pytest]\n",
+            f"{NESTED}/pyproject.toml": PYPROJECT + 'baseline_dir = "../../elsewhere"\n',
+        },
+        nested=True,
+        forged_at="elsewhere",
+        expect=CHANGED,
+    ),
+    "pytest's root moved by a conftest": Variant(
+        {
+            f"{NESTED}/conftest.py": conftest(
+                "import pathlib\nimport pytest\n\n@pytest.hookimpl(tryfirst=True)\ndef pytest_configure(config):\n"
+                "    config._rootpath = pathlib.Path(__file__).parent\n"
+            )
+        },
+        nested=True,
+        forged_at=NESTED_BASELINES,
+        expect=CHANGED,
+    ),
+    "--rootdir in addopts, with a baseline there": Variant(
+        {"pyproject.toml": PYPROJECT + ADDOPTS.format(f"--rootdir={NESTED}")},
+        nested=True,
+        forged_at=NESTED_BASELINES,
+        expect=REGRESSED,  # pytest places its root before it reads addopts: nothing moved
+    ),
+    "confcutdir in a new pytest.ini": Variant(
+        {"pytest.ini": f"[pytest]\nconfcutdir = {NESTED}\n"}, nested=True, expect=CHANGED
+    ),
 }
 
 
@@ -647,7 +708,57 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert base is not None and set(base.cases) == {"test_fast.py::test_fast", SLOW_CASE}
     write_baseline(calibrated(base, {cid: [c.median_ms * f for f in QUIET_PROCESSES] for cid, c in base.cases.items()}))
     shutil.rmtree(root / ".perfgate")
-    forged = root / "forged"  # ignored by git: a pull request's file that the base branch does not have
+    forged = root / "forged"  # not committed: a pull request's file that the base branch does not have
+    _commit_as_main(root)
+    forged.mkdir()
+    doc = json.loads(path.read_text())
+    _median_times_ten(doc)
+    (forged / path.name).write_text(json.dumps(doc))
+    (forged / "host.json").write_text(json.dumps(doc))
+    return root
+
+
+@pytest.fixture(scope="module")
+def nested_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The base branch of a project that keeps its perf tests in tests/perf, gated as `pytest tests/perf`: the
+    calibrated baseline (case ids tests/perf/...) in baselines/ at the root, committed on main (and origin/main).
+    `forged/` (untracked) holds what a pull request would add: the 10x baseline with ids relative to tests/perf."""
+    root = tmp_path_factory.mktemp("nested-base")
+    tests = root / NESTED
+    tests.mkdir(parents=True)
+    (tests / "conftest.py").write_text(MANUAL_CLOCK_CONFTEST)
+    (tests / "test_fast.py").write_text(FAST)
+    (tests / "test_slow.py").write_text(SLOW.format(factor=1))
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    (root / ".gitignore").write_text(".perfgate/\n__pycache__/\n")
+    env = {k: v for k, v in _environ().items() if k not in CI_ENV}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--perfgate", "-p", "no:cacheprovider", "-q", NESTED],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    path = next((root / "baselines").glob("*.json"))
+    base = load_baseline(path)
+    assert base is not None and f"{NESTED}/{SLOW_CASE}" in base.cases
+    write_baseline(calibrated(base, {cid: [c.median_ms * f for f in QUIET_PROCESSES] for cid, c in base.cases.items()}))
+    shutil.rmtree(root / ".perfgate")
+    _commit_as_main(root)
+    doc = json.loads(path.read_text())
+    doc["cases"] = {cid.removeprefix(f"{NESTED}/"): case for cid, case in doc["cases"].items()}
+    for cid, case in doc["cases"].items():
+        case["case_id"] = cid
+    _median_times_ten(doc)
+    (root / "forged").mkdir()
+    (root / "forged" / path.name).write_text(json.dumps(doc))
+    return root
+
+
+def _commit_as_main(root: Path) -> None:
     for git in (
         ["init", "-q", "-b", "main"],
         ["add", "-A"],
@@ -655,12 +766,6 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ["update-ref", "refs/remotes/origin/main", "HEAD"],
     ):
         subprocess.run(["git", *git], cwd=root, check=True, capture_output=True, timeout=60)
-    forged.mkdir()
-    doc = json.loads(path.read_text())
-    _median_times_ten(doc)
-    (forged / path.name).write_text(json.dumps(doc))
-    (forged / "host.json").write_text(json.dumps(doc))
-    return root
 
 
 def _environ() -> dict[str, str]:
@@ -681,8 +786,26 @@ def pull_request(template: Path, pytester: pytest.Pytester, monkeypatch: pytest.
     return pytester
 
 
+@pytest.fixture
+def nested_pull_request(
+    nested_template: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> pytest.Pytester:
+    """A pull request's checkout of the nested project, with tests/perf/test_slow.py ten times slower."""
+    shutil.copytree(nested_template, pytester.path, dirs_exist_ok=True, symlinks=True)
+    (pytester.path / NESTED / "test_slow.py").write_text(SLOW.format(factor=10))
+    for var in (*CI_ENV, "PERFGATE_MEASURE_CHILD", "PERFGATE_PROFILE_CHILD"):
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("PYTEST_ADDOPTS", LEAN_PYTEST_ADDOPTS)
+    return pytester
+
+
 def apply(project: pytest.Pytester, variant: Variant, monkeypatch: pytest.MonkeyPatch) -> None:
     root = project.path
+    if variant.forged_at:
+        forged = next((root / "forged").glob("*.json"))
+        (root / variant.forged_at).mkdir(parents=True, exist_ok=True)
+        shutil.copy(forged, root / variant.forged_at / forged.name)
     for name, text in variant.files.items():
         target = root / name
         if text is None:
@@ -701,7 +824,8 @@ def apply(project: pytest.Pytester, variant: Variant, monkeypatch: pytest.Monkey
 
 
 def strict_gate(project: pytest.Pytester, variant: Variant = Variant()) -> tuple[int, str]:
-    args = ("--perfgate", "--perfgate-strict", "-p", "no:cacheprovider", *variant.args)
+    paths = (NESTED,) if variant.nested else ()
+    args = ("--perfgate", "--perfgate-strict", "-p", "no:cacheprovider", *variant.args, *paths)
     run = project.runpytest_subprocess if variant.process else project.runpytest
     result = run(*args)
     return int(result.ret), result.stdout.str() + result.stderr.str()
@@ -725,12 +849,22 @@ def test_there_are_at_least_fifty_variants():
     assert len(VARIANTS) >= 50
 
 
-@pytest.mark.slow  # 89 gates: a stage of its own in .ci/run; the four cases around them stay in the default run
+def test_the_nested_projects_unchanged_pull_request_passes_and_its_slowdown_fails(nested_pull_request, monkeypatch):
+    monkeypatch.setenv("GITHUB_BASE_REF", "main")
+    code, out = strict_gate(nested_pull_request, Variant(nested=True))
+    assert code == 1 and f"{NESTED}/{SLOW_CASE}" in out and REGRESSED in out, out
+    (nested_pull_request.path / NESTED / "test_slow.py").write_text(SLOW.format(factor=1))
+    code, out = strict_gate(nested_pull_request, Variant(nested=True))
+    assert code == 0 and "baseline changed" not in out, out
+
+
+@pytest.mark.slow  # 99 gates: a stage of its own in .ci/run; the cases around them stay in the default run
 @pytest.mark.parametrize("name", sorted(VARIANTS), ids=lambda n: n.replace(" ", "-"))
-def test_no_variant_talks_strict_mode_out_of_failing(pull_request, monkeypatch, name):
+def test_no_variant_talks_strict_mode_out_of_failing(request, monkeypatch, name):
     variant = VARIANTS[name]
-    apply(pull_request, variant, monkeypatch)
-    code, out = strict_gate(pull_request, variant)
+    project = request.getfixturevalue("nested_pull_request" if variant.nested else "pull_request")
+    apply(project, variant, monkeypatch)
+    code, out = strict_gate(project, variant)
     assert code != 0, out
     assert variant.expect in out, out
 

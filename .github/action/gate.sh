@@ -33,10 +33,11 @@ rm -f "$RESULTS/perfgate.json"
 started=$(date -u +%Y-%m-%dT%H:%M:%S+00:00)
 verdict_args=(--not-before "$started")
 [ "${STRICT:-true}" = "true" ] && verdict_args+=(--require-strict)
-# the tests run without the runner's command files: what they write there must not reach later steps
-# (an environment variable for the step that holds a token, a forged exit-code output)
-env -u GITHUB_ENV -u GITHUB_OUTPUT -u GITHUB_PATH -u GITHUB_STATE -u BASH_ENV \
-  "${PYTHON:-python3}" -m pytest "${args[@]}" "${flags[@]}"
+# the tests run away from the runner's command files (perfgate/ci/confine.py): no variable points at them,
+# RUNNER_TEMP is a private directory, and what the tests (or a process they leave behind, killed when they end)
+# change there is put back and fails the job: nothing they plant (BASH_ENV, a PATH entry, an output) reaches a
+# later step. perfgate runs it isolated (-I) and was imported before the tests ran.
+"${PYTHON:-python3}" -I -m perfgate ci confine -- "${PYTHON:-python3}" -m pytest "${args[@]}" "${flags[@]}"
 code=$?
 echo "perfgate: pytest exited with $code"
 if [ ! -f "$RESULTS/perfgate.json" ]; then

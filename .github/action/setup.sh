@@ -59,6 +59,12 @@ else
   cache="${CACHE_DIR:-$base/cache}"
   seed="${CACHE_SEED:-}"
 fi
+if [ "${ACTIONS_CACHE:-}" = "true" ] && [ -z "${CACHE_DIR:-}" ]; then
+  # actions/cache restores into one fixed path (its key includes the path): the same for pull requests and
+  # pushes, in this job's temporary directory; only a push run of the default branch saves it (action.yml)
+  cache="${RUNNER_TEMP:-/tmp}/perfgate-kernel-cache"
+  seed=""
+fi
 
 rm -rf "$results"
 mkdir -p "$results" "$cache/triton" "$cache/kernels"
@@ -70,6 +76,7 @@ fi
 {
   echo "TRITON_CACHE_DIR=$cache/triton"
   echo "PERFGATE_KERNEL_CACHE=$cache/kernels"
+  echo "PERFGATE_CUBIN_CACHE=$cache/cubins"
   if [ -n "$server" ]; then
     echo "PERFGATE_DB=$server"
   elif [ "$history" != "none" ]; then
@@ -77,6 +84,18 @@ fi
     echo "PERFGATE_DB=$history"
   fi
 } >> "$GITHUB_ENV"
-echo "dir=$results" >> "$GITHUB_OUTPUT"
+# the build caches' key: what invalidates every compiled kernel at once (the action adds the kernel sources' hash)
+versions=$("${PYTHON:-python3}" -c 'import importlib.metadata as m
+def v(d):
+    try:
+        return m.version(d)
+    except m.PackageNotFoundError:
+        return "none"
+print("torch" + v("torch") + "-triton" + v("triton"))' 2>/dev/null || echo "unknown")
+{
+  echo "dir=$results"
+  echo "cache=$cache"
+  echo "cache-key=perfgate-kernels-${RUNNER_OS:-os}-${versions//[^A-Za-z0-9._+-]/_}"
+} >> "$GITHUB_OUTPUT"
 shown="$history"; [ -n "$server" ] && shown="the server of db-url"
 echo "perfgate: history ${shown}, caches ${cache}, results ${results}"

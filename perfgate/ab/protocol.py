@@ -59,6 +59,15 @@ class WorkerFailed(AbError):
         self.cause = cause
 
 
+class SharingEnded(WorkerFailed):
+    """The shared host stopped itself: a side changed process-wide state the baton does not hand over
+    (perfgate/ab/host/). Not a failure of the code: the run is measured again in a process per tree."""
+
+    def __init__(self, side: Side, why: str) -> None:
+        super().__init__(side, f"ended the shared process: {why}")
+        self.why = why
+
+
 # --- events (worker -> coordinator, unasked) ----------------------------------------------------------
 
 

@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from perfgate.ab import imports, provenance
+from perfgate.ab.host.process import end_sharing
 from perfgate.ab.placement import free_cuda_bytes, moved, why_not_movable
 from perfgate.ab.protocol import (
     CaseReady,
@@ -29,16 +31,17 @@ from perfgate.ab.protocol import (
     event_message,
     reply_message,
 )
+from perfgate.compiled.records import CompiledCase
 from perfgate.errors import one_line
 from perfgate.measure.autotune import AutotuneWatch
-from perfgate.measure.case import CaseSpec, first_calls, reference_name
+from perfgate.measure.case import CaseSpec, case_timer, compiled_kernels, first_calls, reference_name, watch_kernels
 from perfgate.measure.gpu_state import NvmlDevice
 from perfgate.measure.host_clock import Invocation
 from perfgate.measure.memory import peak_memory
 from perfgate.measure.protocol import cool_down
-from perfgate.measure.timer import cuda_available, measure_calls
+from perfgate.measure.timer import measure_calls
 from perfgate.metrics import SPEEDUP_METRIC
-from perfgate.model import CaseResult, Metric, Speedup, Timer
+from perfgate.model import CaseResult, CodeRole, CodeSource, Metric, Speedup, Timer
 from perfgate.stats import ratio_ci, summarize
 
 ROUND_WARMUP_MS = 5.0
@@ -50,13 +53,16 @@ class CaseServer:
 
     def __init__(self, end: WorkerEnd) -> None:
         self.end = end
+        self.seen_modules: set[str] = set()  # sys.modules names already looked at for provenance
 
-    def announce(self, event: Collected | TestDone) -> None:
-        """Say where the worker is and wait until the coordinator lets it go on."""
+    def announce(self, event: Collected | TestDone) -> dict[str, Any]:
+        """Say where the worker is and wait until the coordinator lets it go on; its command (after the
+        collection it may name the only tests to run)."""
         self.end.send(event_message(event))
         command = self.end.receive()
         if command["cmd"] != "continue":
             raise ValueError(f"perfgate: A/B worker: expected 'continue', got {command['cmd']!r}")
+        return command
 
     def finish(self, exitstatus: int) -> None:
         self.end.send(event_message(End(exitstatus)))
@@ -89,7 +95,19 @@ class CaseServer:
         except Exception as err:
             self.end.send(reply_message(Failed(one_line(f"{type(err).__name__}: {err}", 300))))
             raise  # the test fails in this tree, as it would in a plain run
-        self.end.send(reply_message(prepared))
+        code = self._code(case.spec.fn, case.spec.reference)
+        self.end.send(reply_message(replace(prepared, case=replace(prepared.case, code=code))))
+
+    def _code(self, fn: Any, reference: Any) -> tuple[CodeSource, ...]:
+        """Where this case's code came from (provenance.py): its callables, and the project's modules
+        imported since the last case; nothing outside an A/B worker."""
+        trees = imports.current()
+        if trees is None:
+            return ()
+        code = provenance.callable_code(fn, CodeRole.MEASURED)
+        if reference is not None:
+            code += provenance.callable_code(reference, CodeRole.REFERENCE)
+        return tuple(code + provenance.new_modules(trees, self.seen_modules, imports.boot_tops()))
 
 
 class _Case:
@@ -98,9 +116,10 @@ class _Case:
     def __init__(self, spec: CaseSpec, device: NvmlDevice | None) -> None:
         self.spec = spec
         self.device = device
-        self.timer = spec.timer or (Timer.CUDA_EVENT if cuda_available() else Timer.HOST)
+        self.timer = case_timer(spec)
         self.watch: AutotuneWatch | None = None
         self.metrics: tuple[Metric, ...] = ()
+        self.compiled: CompiledCase | None = None
         self.samples: list[float] = []
         self.per_call_ms: float | None = None  # one round of the callables, from prepare's estimate
         self.reference_samples: list[float] = []
@@ -126,8 +145,10 @@ class _Case:
             raise ValueError("perfgate: check=True needs a reference= callable to compare with")
         self.watch = AutotuneWatch(pins)
         first_calls(self.call, self.ref_call, self.spec, self.timer, self.watch)
+        seen = watch_kernels(self.spec, self.call, self.timer)
         if self.spec.options.memory:
             self.metrics = tuple(peak_memory(self.call, self.timer))
+        self.compiled = compiled_kernels(self.spec, seen, self.call)  # what "same code" compares (same_code.py)
         notes: tuple[str, ...] = ()
         if self.timer is Timer.CUDA_EVENT and self.spec.options.move_inputs:
             why_not = why_not_movable(self.spec.args, self.spec.kwargs, free_cuda_bytes())
@@ -148,6 +169,13 @@ class _Case:
         placement = moved(self.spec.args, self.spec.kwargs, self.rng) if self.move else None  # alive for the round
         calls = self.calls(placement.args, placement.kwargs) if placement else self.calls()
         m = self._measure(n_samples, calls)
+        if m.device_allocations:
+            # one caching allocator for every side of a shared host: a timed call that had to go to the device
+            # (cudaMalloc / cudaFree stall the host inside the events) measures the sharing, not the code
+            end_sharing(
+                f"{self.spec.case_id}'s timed calls waited on the CUDA caching allocator every side shares "
+                f"({m.device_allocations} cudaMalloc / cudaFree / retries in one round)"
+            )
         samples = tuple(m.samples_ms[-1])
         refs = tuple(m.samples_ms[0]) if self.ref_call is not None else ()
         self.samples += samples
@@ -193,6 +221,7 @@ class _Case:
             speedup=speedup,
             nodeid=spec.nodeid,
             location=spec.location,
+            compiled=self.compiled,
         )
 
     def release(self) -> None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from perfgate.ab.protocol import WORKER_ENV, AbError, Pipe, Side, WorkerFailed
+from perfgate.ab.protocol import WORKER_ENV, AbError, Pipe, SharingEnded, Side, WorkerFailed
 from perfgate.errors import one_line
 from perfgate.measure.handshake import MEASURE_CHILD_ENV
 from perfgate.measure.processes import PROFILE_CHILD_ENV
@@ -41,17 +41,17 @@ WORKER_PYTEST_ARGS = (
     "--continue-on-collection-errors",
 )
 
-# `python -c BOOT TOOL TREE OTHER PYTEST_ARGS...`: the tool's perfgate first, then the tree, then pytest
+# `python -c BOOT TOOL TREE OTHER ORIGIN PYTEST_ARGS...`: the tool's perfgate first, then the tree (its own
+# sys.path and import hooks, perfgate/ab/imports.py), then pytest
 BOOT = """\
-import os, sys
-tool, tree, other = sys.argv[1:4]
-del sys.argv[1:4]
-strip = {os.path.realpath(p) for p in (other, os.path.join(other, "src"), tree, os.path.join(tree, "src")) if p}
-sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.realpath(p) not in strip]
+import sys
+tool, tree, other, origin = sys.argv[1:5]
+del sys.argv[1:5]
+sys.path[:] = [p for p in sys.path if p not in ("", ".")]
 sys.path.insert(0, tool)
-import perfgate.pytest_plugin, perfgate.ab.serve
+import perfgate.pytest_plugin, perfgate.ab.serve, perfgate.ab.imports
 sys.path.remove(tool)
-sys.path.insert(0, tree)
+perfgate.ab.imports.boot_separate(tree, origin, [other] if other else [])
 import pytest
 sys.exit(pytest.main(sys.argv[1:]))
 """
@@ -65,13 +65,15 @@ class WorkerSpec:
     pytest_args: tuple[str, ...]
     other_tree: Path | None = None  # the other side's root: never on this worker's sys.path
     env: dict[str, str] = field(default_factory=dict)  # build caches of its tree
+    origin: Path | None = None  # the checkout the environment's installs point into (None: this tree)
 
 
-# `python -c SHARED_BOOT TOOL SIDES_JSON`: every side in one process (perfgate/ab/shared.py)
+# `python -c SHARED_BOOT TOOL SIDES_JSON`: every side in one process (perfgate/ab/host/)
 SHARED_BOOT = """\
 import sys
 tool, sides = sys.argv[1:3]
 del sys.argv[1:3]
+sys.path[:] = [p for p in sys.path if p not in ("", ".")]
 sys.path.insert(0, tool)
 import perfgate.pytest_plugin, perfgate.ab.serve, perfgate.pytest_plugin.shared_host
 sys.path.remove(tool)
@@ -99,6 +101,7 @@ class PytestLauncher:
             tool,
             str(spec.tree),
             str(spec.other_tree or ""),
+            str(spec.origin or ""),
             *WORKER_PYTEST_ARGS,
             *spec.pytest_args,
         ]
@@ -140,8 +143,10 @@ class Worker:
 
     @classmethod
     def start_shared(cls, specs: Sequence[WorkerSpec], launcher: Launcher, log_dir: Path) -> list[Worker]:
-        """Every side in one host process (perfgate/ab/shared.py), in the order given; a log per side."""
-        from perfgate.ab.shared import SHARED_PYTEST_ARGS, SideBoot
+        """Every side in one host process (perfgate/ab/host/), in the order given; a log per side."""
+        from perfgate.ab.host.baton import SideBoot
+        from perfgate.ab.host.process import SHARED_PYTEST_ARGS
+        from perfgate.ab.host.sharing import preloads
 
         log_dir.mkdir(parents=True, exist_ok=True)
         pipes = [_Pipes() for _ in specs]
@@ -150,6 +155,7 @@ class Worker:
                 side=spec.side.value,
                 tree=str(spec.tree),
                 cwd=str(spec.cwd),
+                origin=str(spec.origin or ""),
                 env={**spec.env, WORKER_ENV: p.worker_value},
                 log=str(log_dir / f"{spec.side.name.lower()}.log"),
                 args=[*WORKER_PYTEST_ARGS, *SHARED_PYTEST_ARGS, *spec.pytest_args],
@@ -157,7 +163,8 @@ class Worker:
             )
             for spec, p in zip(specs, pipes)
         ]
-        argv = launcher.shared_argv(SideBoot.encode(boots, log_dir / "running"))
+        preload = preloads([spec.tree for spec in specs])
+        argv = launcher.shared_argv(SideBoot.encode(boots, log_dir / "running", preload))
         host_log = log_dir / "shared.log"
         process = _spawn(argv, specs[0].cwd, _inherited_env(), host_log, pipes, "the shared worker process")
         host = SharedHost(process, host_log, log_dir / "running", len(specs))
@@ -190,6 +197,9 @@ class Worker:
             self.stop(whole_process=True)
             return WorkerFailed(self.side, f"{err.cause} (stopped it; log {self.log_path})")
         if self.host is not None:
+            ended = self.host.sharing_ended()
+            if ended:
+                return SharingEnded(self.side, ended)
             return WorkerFailed(self.side, self.host.explained(self.log_path, doing))
         try:
             code = self.process.wait(timeout=STOP_GRACE_S)
@@ -221,10 +231,18 @@ class SharedHost:
 
     process: subprocess.Popen[bytes]
     log_path: Path
-    holder_path: Path  # names the side that ran last (shared.running_side)
+    holder_path: Path  # names the side that ran last (host.process.running_side)
     open_sides: int
     grace_s: float = STOP_GRACE_S  # the sides' sessions end on their own once their pipes close
     stopped_for: str = ""  # why perfgate ended the process itself (a side hung)
+
+    def sharing_ended(self) -> str:
+        """Why the host ended the shared comparison itself (a side broke the contract); "" otherwise."""
+        from perfgate.ab.host.process import sharing_ended
+
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=1.0)
+        return sharing_ended(self.holder_path) if self.process.poll() is not None else ""
 
     def side_stopped(self) -> bool:
         self.open_sides -= 1
@@ -233,7 +251,7 @@ class SharedHost:
     def explained(self, side_log: Path, doing: str) -> str:
         """Why a side's pipe ended: its session alone (the process goes on), or the whole process, named with
         the side that was running then and that side's last lines."""
-        from perfgate.ab.shared import running_side
+        from perfgate.ab.host.process import running_side
 
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=1.0)  # a process that is going down: its status

@@ -4,8 +4,19 @@ One worktree per commit, under `worktree_dir/<repository>/<commit>`, reused whil
 commit (a new commit on the base branch makes a new one; the oldest beyond KEEP are removed). Build caches
 live beside it, per worktree: Triton's kernel cache and torch's extension builds (a CUDA extension is
 compiled once per base commit, not once per job). A worktree is created under a temporary name and moved
-into place only once git has checked it out completely, then a marker beside it names its commit: an
-interrupted checkout is never mistaken for a finished one, and the next run removes what it left.
+into place only once git has checked it out completely, then a marker beside it names its commit and the
+digest of its contents: an interrupted checkout is never mistaken for a finished one, and the next run
+removes what it left.
+
+The base tree is read-only to a run. Its contents (`contents`: HEAD, and the bytes of every tracked file
+and of every untracked file git does not ignore) are taken when it is checked out or reused and again after
+the comparison (`changes`): a run whose base changed fails strict mode and the worktree is discarded. A
+cached worktree is reused only as a fresh checkout: its ignored files (byte-code caches, .pytest_cache,
+build directories: what a base session legitimately leaves) are removed first, and then its contents must
+be the ones recorded when it was made, so an edited file, an untracked file left by an earlier run (a
+conftest.py, a sitecustomize.py) or a rewritten byte-code cache never runs in a later base session.
+Ignored files created *during* a run are not covered (a base session makes them legitimately), and this
+is detection, not a sandbox: code that can write the base worktree can write the environment too.
 """
 
 from __future__ import annotations
@@ -13,8 +24,10 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfgate.ab.protocol import AbError
@@ -38,6 +51,7 @@ class Tree:
     reused: bool = False
     cache_dir: Path | None = None  # its build caches (None: the environment's own)
     seconds: float = 0.0  # what creating (or finding) it cost
+    contents: Contents | None = None  # what it held when the run took it (a cached worktree: checked)
 
     def env(self) -> dict[str, str]:
         """The build-cache variables for a worker in this tree."""
@@ -83,6 +97,57 @@ def resolve_commit(repo: Path, ref: str) -> str:
     return proc.stdout.strip()
 
 
+@dataclass(frozen=True)
+class Contents:
+    """What git sees of a worktree: its HEAD, and a digest of every tracked file and every untracked file
+    it does not ignore (mode and bytes; a symbolic link's target; a tracked file deleted as such)."""
+
+    head: str
+    files: Mapping[str, str] = field(default_factory=dict)  # path -> sha256
+
+    @property
+    def digest(self) -> str:
+        h = hashlib.sha256(self.head.encode())
+        for path in sorted(self.files):
+            h.update(f"\0{path}\0{self.files[path]}".encode(errors="surrogateescape"))
+        return h.hexdigest()
+
+
+def contents(tree: Path) -> Contents:
+    """HEAD and the digest of each file git lists (tracked, and untracked but not ignored)."""
+    head = git(tree, "rev-parse", "HEAD")
+    listed = git(tree, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--deduplicate")
+    return Contents(head, {p: _file_digest(tree / p) for p in listed.split("\0") if p})
+
+
+def _file_digest(path: Path) -> str:
+    try:
+        st = path.lstat()
+        if stat.S_ISLNK(st.st_mode):
+            return "link:" + os.readlink(path)
+        if not stat.S_ISREG(st.st_mode):
+            return f"mode:{stat.S_IFMT(st.st_mode):o}"  # a directory (a submodule), a fifo...
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+        return f"{st.st_mode & 0o111:o}:{h.hexdigest()}"
+    except FileNotFoundError:
+        return "deleted"
+    except OSError as err:
+        return f"unreadable:{err.errno}"
+
+
+def changes(before: Contents, after: Contents, limit: int = 5) -> list[str]:
+    """What differs between two takes of a worktree's contents: the paths (and HEAD), at most `limit`."""
+    out = [f"HEAD {before.head[:12]} -> {after.head[:12]}"] if before.head != after.head else []
+    for path in sorted(set(before.files) | set(after.files)):
+        was, now = before.files.get(path), after.files.get(path)
+        if was != now:
+            out.append(f"{path} ({'added' if was is None else 'removed' if now is None else 'changed'})")
+    return out[:limit] + ([f"and {len(out) - limit} more"] if len(out) > limit else [])
+
+
 def is_dirty(tree: Path) -> bool:
     """Changes to tracked files (untracked ones are not part of the code that was committed)."""
     return bool(git(tree, "status", "--porcelain", "--untracked-files=no"))
@@ -102,17 +167,20 @@ def checkout(repo: Path, ref: str, cache_dir: Path | None = None, commit: str | 
     label = f"{ref} @ {commit[:12]}" if ref != commit else commit[:12]
     try:
         with exclusive_lock(final, timeout_s=GIT_TIMEOUT_S):
-            reused = _usable(final, commit)
-            if not reused:
+            found = _usable(final, commit)
+            reused = found is not None
+            if found is None:
                 _remove(repo, final)
+                shutil.rmtree(_cache(final), ignore_errors=True)  # its build caches and A/A came from that tree
                 _create(repo, commit, final)
-            atomic_write_text(_ready(final), commit + "\n")  # its mtime is the last use, for pruning
+                found = contents(final)
+            atomic_write_text(_ready(final), f"{commit}\n{found.digest}\n")  # mtime: the last use, for pruning
             _prune(repo, home, keep=final)
     except LockTimeout as err:
         raise AbError(f"perfgate: A/B: the worktree for {label} is busy: {err}") from err
     except OSError as err:
         raise AbError(f"perfgate: A/B: cannot prepare the worktree {final}: {err.strerror or err}") from err
-    return Tree(final, commit, label, reused, home / f"{commit}.cache", time.monotonic() - started)
+    return Tree(final, commit, label, reused, _cache(final), time.monotonic() - started, found)
 
 
 def _repository_key(repo: Path) -> str:
@@ -125,15 +193,46 @@ def _ready(tree: Path) -> Path:
     return tree.with_name(tree.name + READY)
 
 
-def _usable(path: Path, commit: str) -> bool:
-    """A finished checkout of this commit that nobody edited."""
+def _usable(path: Path, commit: str) -> Contents | None:
+    """The contents of a finished checkout of this commit, once its ignored files (what base sessions leave:
+    byte-code caches, .pytest_cache, build directories) are removed, when they are the ones recorded when it
+    was made; None when anything differs (an edited or an added file) or it cannot be read."""
     marker = _ready(path)
-    if not path.is_dir() or not marker.is_file() or marker.read_text(encoding="utf-8").strip() != commit:
-        return False
+    if not path.is_dir() or not marker.is_file():
+        return None
+    recorded = marker.read_text(encoding="utf-8").split()
+    if len(recorded) != 2 or recorded[0] != commit:
+        return None  # another commit, an interrupted checkout, or a marker from before contents were recorded
     try:
-        return git(path, "rev-parse", "HEAD") == commit and not is_dirty(path)
+        git(path, "clean", "-ffdqX")
+        found = contents(path)
     except AbError:
-        return False
+        return None
+    return found if found.head == commit and found.digest == recorded[1] else None
+
+
+def verify(tree: Tree) -> list[str]:
+    """What changed in a worktree since the run took it (`changes`); [] when nothing did."""
+    if tree.contents is None:
+        return []
+    try:
+        return changes(tree.contents, contents(tree.path))
+    except AbError as err:
+        return [f"its contents cannot be read ({err})"]
+
+
+def discard(repo: Path, tree: Tree) -> None:
+    """A worktree that changed during a run, gone with its caches: the next run checks it out afresh."""
+    try:
+        with exclusive_lock(tree.path, timeout_s=GIT_TIMEOUT_S):
+            _remove(repo, tree.path)
+            shutil.rmtree(_cache(tree.path), ignore_errors=True)
+    except (LockTimeout, OSError):
+        _ready(tree.path).unlink(missing_ok=True)  # at least never reused
+
+
+def _cache(tree: Path) -> Path:
+    return tree.with_name(f"{tree.name}.cache")
 
 
 def _create(repo: Path, commit: str, final: Path) -> None:
@@ -173,7 +272,7 @@ def _prune(repo: Path, home: Path, keep: Path) -> None:
     )
     for old in [p for p in trees if p != keep][KEEP - 1 :]:
         _remove(repo, old)
-        shutil.rmtree(old.with_name(f"{old.name}.cache"), ignore_errors=True)
+        shutil.rmtree(_cache(old), ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate.compiled.records import CompiledCase
 from perfgate.errors import BaselineError
 from perfgate.inputs import load_json_file
 from perfgate.model import Environment, GpuState, HostState, Metric, Timer
@@ -36,6 +37,7 @@ MAX_UPDATES_KEPT = 20
 MIN_CALIBRATION_PROCESSES = 3  # fewer process medians cannot estimate a spread
 SAMPLE_SUMMARY_POINTS = 33  # quantiles at 0, 1/32, ..., 1: minimum, quartiles, median and maximum exact
 MAX_SAMPLE_COUNT = 1_000_000  # max_samples allows no more
+MAX_MCYCLES = 1e12  # MAX_TIME_MS at 10 GHz: no measured sample holds more cycles
 _ENV_FIELDS = tuple(Environment.__dataclass_fields__)
 
 
@@ -60,6 +62,12 @@ class BaselineCase:
     autotune_process_speedup: float | None = None
     host_state: HostState | None = None  # the machine while the representative process measured it
     sample_points_ms: tuple[float, ...] = ()  # the quantile summary `samples_ms` was expanded from, as read
+    compiled: CompiledCase | None = None  # its compiled kernels, for the static gate (gate/static.py)
+    # one per calibration process: its median in SM cycles (time x the clock each sample ran at), when every
+    # process read the clock (measure/sm_clock.py); what a compute-bound case is gated on (gate/bottleneck.py)
+    process_mcycles: tuple[float, ...] = ()
+    mcycles_noise_pct: float | None = None
+    mcycles_threshold_pct: float | None = None
 
     @property
     def calibrated(self) -> bool:
@@ -69,9 +77,20 @@ class BaselineCase:
         """The calibration's process medians (an uncalibrated case: its one median)."""
         return self.process_medians_ms or (self.median_ms,)
 
+    @property
+    def time_ms(self) -> float:
+        """The baseline's time for this case, the one number every output shows and the gate compares with:
+        the mean of its calibration processes' medians (the decision rule's centre M, docs/decision-rule.md)."""
+        values = self.time_values()
+        return sum(values) / len(values)
+
     def speedup_values(self) -> tuple[float, ...]:
         """The calibration's process speedups as reciprocals (lower is better, like time); () without one."""
         return tuple(1.0 / s for s in self.process_speedups)
+
+    def cycle_values(self) -> tuple[float, ...]:
+        """The calibration's process medians in SM cycles (Mcycles); () when it read no clock."""
+        return self.process_mcycles
 
 
 @dataclass(frozen=True)
@@ -101,9 +120,16 @@ def slug(device_name: str) -> str:
 
 
 def baseline_path(baseline_dir: Path, env: Environment) -> Path:
-    """baselines/nvidia-h100-80gb-hbm3.json; host-timed runs get a host- prefix."""
+    """baselines/nvidia-h100-80gb-hbm3.json; host-timed runs get a host- prefix. A host whose name now adds
+    its CPU's model id to a brand that names none keeps the baseline perfgate <= 0.2.0 wrote under the bare
+    brand (host-amd-epyc.json), where there is one and none under today's name."""
     prefix = "" if env.device_kind == "cuda" else "host-"
-    return Path(baseline_dir) / f"{prefix}{slug(env.device_name)}.json"
+    path = Path(baseline_dir) / f"{prefix}{slug(env.device_name)}.json"
+    if env.device_kind == "host" and env.cpu_brand and env.cpu_brand != env.device_name and not path.exists():
+        legacy = Path(baseline_dir) / f"{prefix}{slug(env.cpu_brand)}.json"
+        if legacy.is_file():
+            return legacy
+    return path
 
 
 def load_baseline(path: Path) -> Baseline | None:
@@ -216,6 +242,11 @@ def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
     speedups: tuple[float, ...] = ()
     if c.get("process_speedups") not in (None, []):
         speedups = _numbers(path, where, "process_speedups", c["process_speedups"], MIN_CALIBRATION_PROCESSES, True)
+    mcycles: tuple[float, ...] = ()
+    if c.get("process_mcycles") not in (None, []):
+        mcycles = _numbers(
+            path, where, "process_mcycles", c["process_mcycles"], MIN_CALIBRATION_PROCESSES, True, MAX_MCYCLES
+        )
     # the median is one of its own numbers: of the calibration processes' medians, else of the samples
     spread = procs or samples
     if not min(spread) * (1 - 1e-9) <= median <= max(spread) * (1 + 1e-9):
@@ -227,7 +258,14 @@ def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
         )
     optional = {
         k: _finite(path, where, k, c[k], positive=False)
-        for k in ("noise_pct", "threshold_pct", "speedup_noise_pct", "speedup_threshold_pct")
+        for k in (
+            "noise_pct",
+            "threshold_pct",
+            "speedup_noise_pct",
+            "speedup_threshold_pct",
+            "mcycles_noise_pct",
+            "mcycles_threshold_pct",
+        )
         if c.get(k) is not None
     }
     autotuned = {
@@ -253,7 +291,22 @@ def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
         autotuned.get("autotune_process_speedup"),
         _host_state(path, where, c.get("host_state")),
         points,
+        _compiled(path, where, c.get("compiled")),
+        mcycles,
+        optional.get("mcycles_noise_pct"),
+        optional.get("mcycles_threshold_pct"),
     )
+
+
+def _compiled(path: Path, where: str, raw: Any) -> CompiledCase | None:
+    if raw is None:
+        return None
+    from perfgate.compiled.codec import from_dict
+
+    try:
+        return from_dict(raw, "compiled")
+    except ValueError as err:
+        raise BaselineError(path, f"{where}: {err}") from err
 
 
 def summary_points(samples_ms: Sequence[float]) -> tuple[float, ...]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.baseline import Baseline, baseline_path, parse_baseline
+from perfgate.config.layout import Invocation, RootRule, WorkingTree, place_root
 from perfgate.config.project import read_pyproject
 from perfgate.config.settings import Settings, settings_from_config
 from perfgate.errors import BaselineError, ConfigError, PerfgateError
@@ -52,9 +53,18 @@ class BaseCheck:
     stated: bool = False  # the pull request states the change is intended
 
 
-def check_against_base(ref: str, settings: Settings, env: Environment, baseline_file: Path) -> BaseCheck:
-    """Compare the baseline the gate reads (and `[tool.perfgate]`) with the base ref's. Never raises for a
-    missing git, ref or file: those are `unverified`, which strict mode also fails."""
+def check_against_base(
+    ref: str,
+    settings: Settings,
+    env: Environment,
+    baseline_file: Path | None,
+    invocation: Invocation | None = None,
+    rule: RootRule | None = None,
+) -> BaseCheck:
+    """Compare what the gate reads with what the base ref's files make the same invocation read: the project
+    root (config/layout.py: pytest's rule, `rule`, on both trees), `[tool.perfgate]`, and (baseline mode,
+    `baseline_file` given) the baseline. Never raises for a missing git, ref or file: those are `unverified`,
+    which strict mode also fails."""
     stated = settings.accept_baseline_change
     try:
         git = _Git(settings.rootdir)
@@ -62,13 +72,16 @@ def check_against_base(ref: str, settings: Settings, env: Environment, baseline_
         commit = git.commit(ref)
     except PerfgateError as err:
         return BaseCheck(ref, unverified=str(err).removeprefix("perfgate: "), stated=stated)
-    changes: list[str] = []
+    placing = (invocation, rule) if invocation is not None and rule is not None else None
+    base_root, changes = _root_changes(git, commit, top, settings.rootdir, placing, ref)
     head_table, _ = read_pyproject(settings.rootdir)
-    base_table = _base_table(git, commit, _relative(settings.rootdir / "pyproject.toml", top) or "pyproject.toml")
+    base_table = _base_table(git, commit, _relative(base_root / "pyproject.toml", top) or "pyproject.toml")
     keys = sorted(k for k in {*head_table, *base_table} if head_table.get(k) != base_table.get(k))
     if keys:
         changes.append(f"[tool.perfgate] differs from {ref} in {', '.join(keys)}")
-    base_path = _base_baseline_path(settings, base_table, env, changes, ref)
+    if baseline_file is None:  # A/B mode reads no baseline
+        return BaseCheck(ref, tuple(changes), stated=stated)
+    base_path = _base_baseline_path(base_root, base_table, env, changes, ref)
     head_rel, base_rel = _relative(baseline_file, top), _relative(base_path, top) if base_path else None
     if base_path is not None and head_rel != base_rel:
         changes.append(f"the gate reads {head_rel or baseline_file}, {ref}'s configuration reads {base_rel}")
@@ -82,12 +95,43 @@ def check_against_base(ref: str, settings: Settings, env: Environment, baseline_
     return BaseCheck(ref, tuple(changes), added, stated=stated)
 
 
+def _root_changes(
+    git: _Git, commit: str, top: Path, root: Path, placing: tuple[Invocation, RootRule] | None, ref: str
+) -> tuple[Path, list[str]]:
+    """The root the base ref's files give this invocation, and how the gate's differs from it: a pull request
+    that adds a pytest.ini (tox.ini, setup.cfg, pytest.toml) beside its tests, a `confcutdir`, or a conftest
+    that moves pytest's root would otherwise bring its own pyproject.toml and baseline directory."""
+    if placing is None:
+        return root, []
+    try:
+        head = place_root(WorkingTree(top), top, *placing)
+        base = place_root(_CommitTree(git, commit), top, *placing)
+    except ConfigError as err:
+        return root, [f"the project root cannot be placed the way {ref} places it ({err})"]
+    gate = _relative(root, top)
+    gate = "" if gate == "." else gate  # layout.Placed's spelling of the top
+    shown = "outside the repository" if gate is None else gate or "."
+    changes = []
+    if head.root != gate:
+        changes.append(
+            f"the gate works in {shown} where the pull request's own files place pytest's root at "
+            f"{head.describe()}: a conftest, plugin or option moved it"
+        )
+    if base.root != head.root:  # another configuration file at the same root moves nothing perfgate reads
+        changes.append(
+            f"the project root moved: pytest's root is {head.describe()}, {ref}'s files place it at {base.describe()}"
+        )
+    if base.confcutdir != head.confcutdir:
+        changes.append(f"confcutdir is {head.confcutdir!r} where {ref}'s configuration has {base.confcutdir!r}")
+    return (top / base.root if base.root is not None else root), changes
+
+
 def _base_baseline_path(
-    settings: Settings, base_table: dict[str, Any], env: Environment, changes: list[str], ref: str
+    base_root: Path, base_table: dict[str, Any], env: Environment, changes: list[str], ref: str
 ) -> Path | None:
     """The baseline file the base ref's configuration reads for this device."""
     try:
-        base = settings_from_config(base_table, where=f"{ref}:pyproject.toml [tool.perfgate]", rootdir=settings.rootdir)
+        base = settings_from_config(base_table, where=f"{ref}:pyproject.toml [tool.perfgate]", rootdir=base_root)
     except ConfigError as err:
         changes.append(f"{ref}'s [tool.perfgate] no longer reads ({err})")
         return None
@@ -179,3 +223,40 @@ class _Git:
         """The file at `rel` in `commit`, None when it has none."""
         code, out = self._run("show", f"{commit}:{rel}")
         return out if code == 0 else None
+
+    def entries(self, commit: str, rel_dir: str) -> dict[str, str]:
+        """name -> 'blob' | 'tree' of the directory `rel_dir` ("" the top) in `commit`."""
+        where = ("--", f"{rel_dir}/") if rel_dir else ()
+        code, out = self._run("ls-tree", "-z", "--full-tree", commit, *where)
+        if code != 0:
+            return {}
+        found = {}
+        for entry in filter(None, out.split("\0")):
+            meta, _, path = entry.partition("\t")
+            found[path.rsplit("/", 1)[-1]] = meta.split(" ")[1] if meta.count(" ") >= 2 else ""
+        return found
+
+
+class _CommitTree:
+    """A commit's files, as config/layout.py reads a tree."""
+
+    def __init__(self, git: _Git, commit: str) -> None:
+        self.git, self.commit = git, commit
+        self._dirs: dict[str, dict[str, str]] = {}
+
+    def _entries(self, rel_dir: str) -> dict[str, str]:
+        if rel_dir not in self._dirs:
+            self._dirs[rel_dir] = self.git.entries(self.commit, rel_dir)
+        return self._dirs[rel_dir]
+
+    def kind(self, rel: str) -> str | None:
+        if not rel:
+            return "dir"
+        parent, _, name = rel.rpartition("/")
+        return {"blob": "file", "tree": "dir"}.get(self._entries(parent).get(name, ""))
+
+    def read(self, rel: str) -> bytes | None:
+        if self.kind(rel) != "file":
+            return None
+        text = self.git.show(self.commit, rel)
+        return None if text is None else text.encode("utf-8")

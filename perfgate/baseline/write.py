@@ -29,6 +29,7 @@ from perfgate.baseline import (
     load_baseline,
     summary_points,
 )
+from perfgate.compiled.records import CompiledCase
 from perfgate.config.settings import Settings
 from perfgate.errors import BaselineError
 from perfgate.metrics import spec_for
@@ -53,6 +54,7 @@ def case_from_result(res: CaseResult, process_medians_ms: tuple[float, ...] = ()
         autotune=res.autotune,
         gpu_state=res.gpu_state,
         host_state=res.host_state,
+        compiled=res.compiled,
     )
 
 
@@ -112,6 +114,7 @@ def _calibrated_case(results: list[CaseResult], settings: Settings, cases: int, 
             autotune_process_median_ms=warmup.timing.median_ms,
             autotune_process_speedup=warmup.speedup.median if warmup.speedup else None,
         )
+    case = _calibrated_cycles(case, kept, settings, cases)
     speedups = tuple(r.speedup.median for r in kept if r.speedup is not None)
     if len(speedups) < MIN_CALIBRATION_PROCESSES or len(speedups) != len(kept):
         return case
@@ -125,20 +128,62 @@ def _calibrated_case(results: list[CaseResult], settings: Settings, cases: int, 
     )
 
 
-def _review_decision(values: Sequence[float], res: CaseResult, settings: Settings, cases: int) -> Decision:
+def _calibrated_cycles(case: BaselineCase, kept: Sequence[CaseResult], settings: Settings, cases: int) -> BaselineCase:
+    """Every process's median in SM cycles, when every process read the clock (a compute-bound case is gated
+    on them: gate/bottleneck.py), with the noise and what they detect, for review."""
+    mcycles = tuple(r.cycles.median_mcycles for r in kept if r.cycles is not None)
+    if len(mcycles) < MIN_CALIBRATION_PROCESSES or len(mcycles) != len(kept):
+        return case
+    d = _review_decision(mcycles, kept[0], settings, cases)
+    return replace(
+        case,
+        process_mcycles=mcycles,
+        mcycles_noise_pct=_round(d.noise.noise_pct if d.noise else None),
+        mcycles_threshold_pct=_round(d.detects_pct),
+    )
+
+
+def _review_decision(
+    values: Sequence[float], res: CaseResult, settings: Settings, cases: int, noise_scale: float = 1.0
+) -> Decision:
     """The rule applied to a process at the calibration's centre: what the case detects (80% power) in a
-    gate of this many cases, before any history joins its noise."""
-    from perfgate.gate.decision import Rule, decide, per_test_alpha
+    gate of this many cases, before any history joins its noise (`noise_scale`: with the noise estimate
+    scaled, for the range of what it detects)."""
+    from perfgate.gate.decision import MAX_STAGES, Rule, decide, per_test_alpha
     from perfgate.gate.noise import estimate_noise, noise_floor
 
     noise = estimate_noise(values, (), noise_floor(res.timing.timer, settings.noise_floor_pct))
+    if noise is not None and noise_scale != 1.0:
+        noise = replace(noise, noise_pct=noise.noise_pct * noise_scale)
     t = res.thresholds
     rule = Rule(
         alpha=per_test_alpha(settings.false_alarm_pct, cases),
         stages=1 + settings.confirm_runs,
         floor_pct=t.time_pct if t.time_pct_explicit else t.min_effect_pct,
+        max_stages=MAX_STAGES if settings.confirm_runs else 1,
     )
     return decide(values, [sum(values) / len(values)], noise, rule)
+
+
+def detects_range(
+    values: Sequence[float], res: CaseResult, settings: Settings, cases: int, confidence: float = 0.9
+) -> tuple[float, float] | None:
+    """What the case detects if its true noise were at either end of the noise estimate's `confidence`
+    interval (chi-square on its degrees of freedom): six processes know their spread to within about -35%
+    / +110% at 90%, and "detects >= 1.3%" is that uncertain."""
+    from perfgate.stats import chi2_quantile
+
+    df = len(values) - 1
+    if df < 1:
+        return None
+    tail = (1.0 - confidence) / 2.0
+    ends = []
+    for q in (1.0 - tail, tail):  # a large chi-square: the noise was overestimated, the true one is lower
+        d = _review_decision(values, res, settings, cases, noise_scale=(df / chi2_quantile(q, df)) ** 0.5)
+        if d.detects_pct is None:
+            return None
+        ends.append(d.detects_pct)
+    return ends[0], ends[1]
 
 
 def _round(x: float | None) -> float | None:
@@ -196,7 +241,11 @@ def _render_case(c: BaselineCase, last: bool) -> list[str]:
         fields.append(f'"threshold_pct": {_short(c.threshold_pct)}')
     if c.process_speedups:
         fields.append(f'"process_speedups": [{", ".join(_short(v) for v in c.process_speedups)}]')
+    if c.process_mcycles:
+        fields.append(f'"process_mcycles": [{", ".join(_short(v) for v in c.process_mcycles)}]')
     for key, value in (
+        ("mcycles_noise_pct", c.mcycles_noise_pct),
+        ("mcycles_threshold_pct", c.mcycles_threshold_pct),
         ("speedup_noise_pct", c.speedup_noise_pct),
         ("speedup_threshold_pct", c.speedup_threshold_pct),
         ("autotune_process_median_ms", c.autotune_process_median_ms),
@@ -214,6 +263,8 @@ def _render_case(c: BaselineCase, last: bool) -> list[str]:
         fields.append(f'"gpu_state": {json.dumps(_gpu_dict(c.gpu_state), sort_keys=True)}')
     if c.host_state is not None:
         fields.append(f'"host_state": {json.dumps(_gpu_dict(c.host_state), sort_keys=True)}')
+    if c.compiled is not None:
+        fields.append(_render_compiled(c.compiled))
     metric_rows = [
         json.dumps(
             {"source": m.source, "kernel": m.kernel, "name": m.name, "value": m.value, "unit": m.unit}, sort_keys=True
@@ -224,6 +275,19 @@ def _render_case(c: BaselineCase, last: bool) -> list[str]:
     out += [f"        {row}{',' if j < len(metric_rows) - 1 else ''}" for j, row in enumerate(metric_rows)]
     out += ["      ]", f"    }}{'' if last else ','}"]
     return out
+
+
+def _render_compiled(c: CompiledCase) -> str:
+    """One line per kernel, so a review sees which kernel's facts moved."""
+    from perfgate.compiled.codec import to_dict
+
+    data = to_dict(c)
+    kernels = data.pop("kernels")
+    head = json.dumps(data, sort_keys=True)[:-1]
+    if not kernels:
+        return f'"compiled": {head}, "kernels": []}}'
+    rows = [f"        {json.dumps(k, sort_keys=True)}" for k in kernels]
+    return f'"compiled": {head}, "kernels": [\n' + ",\n".join(rows) + "\n      ]}"
 
 
 def _written_samples(c: BaselineCase) -> tuple[float, ...]:

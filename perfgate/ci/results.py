@@ -5,7 +5,8 @@ The file comes from a job that ran pull-request code, so it is data to verify, n
 Refused, with one line naming the file (ReportFileError): a version this perfgate does not know; a
 missing `gate`, or its `failed`/`strict` not booleans; a verdict or finding kind that is not perfgate's
 (never silently dropped); a regressed or improved verdict whose change points the other way; a strict
-gate that measured nothing yet passed; a number that cannot be (a negative median or current value, a change below
+gate that measured nothing yet passed; a verdict its own numbers rule out (perfgate/ci/recompute.py, exit
+status 4); a number that cannot be (a negative median or current value, a change below
 -100 % of a non-negative quantity, a negative threshold or noise, min > median > max); a measured case
 without a verdict (a gate that compared nothing has not passed). The gate counts as failed when the file
 says so or when any gated row's verdict is one it fails on, or a strict finding in strict mode (fail
@@ -24,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from perfgate.ci.recompute import check_verdicts
 from perfgate.errors import ReportFileError
 from perfgate.inputs import load_json_file
 from perfgate.model import Direction, FindingKind, Verdict
@@ -99,6 +101,7 @@ def read_checked_results(path: Path) -> CheckedResults:
         )
     if gate["strict"] and not gate["failed"] and not rows and not any(c.get("timing") is not None for c in cases):
         raise ReportFileError(path, "a strict gate that measured no case says it passed: strict mode fails that run")
+    check_verdicts(path, doc, gate["strict"])  # exit 4: a verdict its own numbers rule out
     failing = any(r["verdict"] in fail_on and r.get("gated") is not False for r in rows) or (
         gate["strict"] and any(f.get("fails_strict") is True for f in findings)
     )

@@ -1,26 +1,23 @@
-"""`perfgate ci init`: a starter GitHub Actions workflow for the composite action, written with PyYAML and
-validated by loading it back.
+"""`perfgate ci init`: the workflows for the composite actions, written with PyYAML and validated by loading
+them back. One shape per kind of runner (docs/github-actions.md explains each choice):
 
-The starter is the safe shape, not the shortest one (docs/github-actions.md explains each choice):
-- the GPU job runs for pushes to the default branch, manual dispatch, and a pull request only when a
-  maintainer adds the `perfgate` label: `pull_request_target` runs the default branch's copy of this
-  file, which the pull request cannot edit, and `synchronize` is not a trigger, so new commits need
-  the label again (the report job removes it);
-- the GPU job holds a read-only token and no git credentials; a pull request's run writes its own copy
-  of the caches (seeded from the trusted one) and no shared history;
-- the gate job checks out exactly the commit that was labelled (the event's head sha, verified after the
-  checkout) with the full history, so the baseline is compared with the pull request's base commit; a
-  `perfgate-baseline` label states that a baseline change is intended;
-- labelled pull requests run only on ephemeral runners: the action refuses a persistent self-hosted one
-  unless the repository variable PERFGATE_EPHEMERAL_RUNNERS is "true";
-- the report job runs on a GitHub-hosted runner, only the default branch's code: it removes the approval
-  label first (`always()`: a failed or cancelled run keeps no approval), then renders the comment from the
-  results files (every string from them shown as code) and edits only its own comment;
-- a weekly scheduled run gates the default branch and applies the action's retention (`db prune`); with
-  `--db-secret NAME` the history is the fleet's server whose URL that secret holds, for trusted runs only;
-- every action, perfgate's included, is pinned to a full commit SHA (the versions below were current
-  when this was written); `perfgate ci init` refuses a tag, and the report job installs perfgate from the
-  same commit of the action's repository (pip's git form: nothing unpublished is asked of an index).
+- a self-hosted GPU runner (`--runner-label gpu-h100`): pushes to the default branch, manual dispatch, and a
+  pull request only when a maintainer adds the `perfgate` label (or `perfgate-baseline`, which also accepts
+  its baseline change): `pull_request_target` runs the default branch's copy of the workflow, the gate job
+  checks out exactly the commit the label event names, holds a read-only token and leaves an artifact; a
+  report job on a GitHub-hosted runner, which runs none of the pull request's code, checks the artifact, sets
+  the required commit status on that commit, comments, and takes the labels back; a push to the pull request
+  (`synchronize`) takes them back too. Labelled pull requests run only on ephemeral runners.
+- a GitHub-hosted runner (`--runner-label ubuntu-latest`, a CPU project on the host clock): plain
+  `pull_request`, no label needed (no secret is at stake: fork pull requests get a read-only token); the
+  verdict, the required status and the comment come from a `workflow_run` workflow (perfgate-report.yml) that
+  runs the default branch's code with the write token and reads the run's artifact.
+- both: a Python of its own (actions/setup-python: current images refuse pip into the system Python), the
+  default branch as the repository names it, a baseline-update workflow (perfgate-baseline.yml), every action
+  pinned to a full commit sha (perfgate's own too: a tag can be moved), and every argument checked so nothing
+  from the command line becomes a `${{ }}` expression in the files; a weekly scheduled run gates the default
+  branch and lets the action apply its retention (`db prune`); with `--db-secret NAME` the history is the
+  fleet's server whose URL that secret holds, handed to trusted runs only (never a pull request's).
 """
 
 from __future__ import annotations
@@ -30,23 +27,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate.ci import workflow_jobs as jobs
 from perfgate.errors import PerfgateError, require
 
-LABEL = "perfgate"
-BASELINE_LABEL = "perfgate-baseline"  # the pull request states that its baseline change is intended
-CHECKOUT = "actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1"  # v7.0.1 (COMMENTS names each version)
-SETUP_PYTHON = "actions/setup-python@5fda3b95a4ea91299a34e894583c3862153e4b97"  # v7.0.0
-DOWNLOAD_ARTIFACT = "actions/download-artifact@3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c"  # v8.0.1
-IS_PR = "github.event_name == 'pull_request_target'"
-
-
-HEAD_SHA = "${{ github.event.pull_request.head.sha || github.sha }}"
 _ACTION_REF = re.compile(r"(?P<owner>[\w.-]+)/(?P<repo>[\w.-]+)(?:/(?P<path>[\w./-]+))?@(?P<sha>[0-9a-f]{40})")
-VERIFY_HEAD = (
-    'test "$(git rev-parse HEAD)" = "$EXPECTED" || '
-    '{ echo "::error title=perfgate::checked out $(git rev-parse HEAD), not the labelled $EXPECTED"; '
-    "exit 1; }\n"
-)
+HOSTED_LABEL = re.compile(r"(ubuntu|windows|macos)-[0-9a-z.-]+")  # GitHub's own runner images
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+_BRANCH = re.compile(r"(?!-)(?!.*\.\.)(?!.*//)(?!.*@\{)[A-Za-z0-9._/-]{1,200}(?<!\.lock)(?<![/.])")
+_PYTHON = re.compile(r"3\.(?:[0-9]{1,2}|x)(?:\.[0-9]{1,3})?")
+_SECRET = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
+# weekly: the gate on the default branch, then the action's retention (db prune: keep-runs, keep-days)
+WEEKLY = [{"cron": "17 3 * * 1"}]
+MAX_PYTEST_ARGS = 500
+GIT_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +54,11 @@ class ActionRef:
     @property
     def uses(self) -> str:
         return f"{self.owner}/{self.repo}{'/' + self.path if self.path else ''}@{self.sha}"
+
+    @property
+    def report_uses(self) -> str:
+        """The report action, beside the measuring one."""
+        return f"{self.owner}/{self.repo}/{self.path + '/' if self.path else ''}report@{self.sha}"
 
     def pip_requirement(self, url: str = "") -> str:
         """perfgate from this commit of the action's repository (pip's direct reference to a git commit)."""
@@ -81,143 +79,186 @@ def parse_action_ref(text: str) -> ActionRef:
     return ActionRef(m["owner"], m["repo"], (m["path"] or "").strip("/"), m["sha"])
 
 
-def _db_url(db_secret: str) -> dict[str, str]:
-    """The action's db-url from a repository secret, for trusted runs only: a labelled pull request's job
-    (which runs its code) is never handed the secret."""
-    if not db_secret:
-        return {}
-    return {"db-url": f"${{{{ github.event_name != 'pull_request_target' && secrets.{db_secret} || '' }}}}"}
+def _checked(option: str, value: str, pattern: re.Pattern[str] | None, what: str) -> str:
+    """An argument bound for a workflow file: never an expression GitHub would evaluate, never a control
+    character, and of the shape its place needs."""
+    if "${{" in value or any(not ch.isprintable() for ch in value) or (pattern and not pattern.fullmatch(value)):
+        raise PerfgateError(f"perfgate: {option} must be {what}, got {value[:80]!r}")
+    return value
 
 
-def _gate_job(action: ActionRef, runner_label: str, pytest_args: str, db_secret: str = "") -> dict[str, Any]:
-    checkout = {
-        "uses": CHECKOUT,
-        "with": {
-            "ref": HEAD_SHA,
-            "persist-credentials": False,
-            "fetch-depth": 0,  # the base commit, for the baseline check
-            "allow-unsafe-pr-checkout": f"${{{{ {IS_PR} }}}}",
-        },
-    }
-    return {
-        "name": "gate",
-        "if": f"github.event_name != 'pull_request_target' || github.event.label.name == '{LABEL}'",
-        "runs-on": ["self-hosted", "linux", runner_label],
-        "timeout-minutes": 60,
-        "permissions": {"contents": "read"},  # checkout only: the job that runs PR code can write nothing
-        "steps": [
-            checkout,
-            {"name": "the labelled commit, nothing newer", "env": {"EXPECTED": HEAD_SHA}, "run": VERIFY_HEAD},
-            {"name": "install the project", "run": "python3 -m pip install --quiet -e ."},
-            {
-                "uses": action.uses,
-                "with": {
-                    "pytest-args": pytest_args,
-                    "strict": "true",
-                    "comment": "false",
-                    "accept-baseline-change": (
-                        f"${{{{ contains(github.event.pull_request.labels.*.name, '{BASELINE_LABEL}') }}}}"
-                    ),
-                    "ephemeral-runner": "${{ vars.PERFGATE_EPHEMERAL_RUNNERS == 'true' }}",
-                    "history": f"${{{{ {IS_PR} && 'none' || '' }}}}",
-                    "cache-dir": f"${{{{ {IS_PR} && format('{{0}}/perfgate-pr-cache', runner.temp) || '' }}}}",
-                    "cache-seed": f"${{{{ {IS_PR} && format('{{0}}/perfgate/{{1}}/cache', runner.tool_cache, "
-                    "github.repository) || '' }}",
-                    **_db_url(db_secret),
-                },
-            },
-        ],
-    }
-
-
-def _report_job(action: ActionRef) -> dict[str, Any]:
-    unlabel = (
-        f'gh pr edit "$PR" --repo "$GITHUB_REPOSITORY" --remove-label {LABEL} || '
-        'echo "::warning title=perfgate::could not remove the approval label"\n'
-    )
-    comment = (
-        'perfgate ci comment --results results/perfgate.json --commit "$HEAD_SHA" '
-        '--repo "$GITHUB_REPOSITORY" --pr "$PR"\n'
-    )
-    token = {
-        "GITHUB_TOKEN": "${{ github.token }}",
-        "GH_TOKEN": "${{ github.token }}",
-        "PR": "${{ github.event.pull_request.number }}",
-    }
-    return {
-        "name": "report",
-        "needs": "gate",
-        "if": f"always() && needs.gate.result != 'skipped' && {IS_PR}",
-        "runs-on": "ubuntu-latest",
-        "timeout-minutes": 10,
-        "permissions": {"pull-requests": "write"},  # the sticky comment and removing the approval label
-        "steps": [
-            {"name": "new commits need a maintainer's label again", "if": "always()", "env": token, "run": unlabel},
-            {"uses": SETUP_PYTHON, "with": {"python-version": "3.11"}},
-            {
-                "name": "install perfgate (the action's commit)",
-                "run": f'python -m pip install --quiet "{action.pip_requirement()}"',
-            },
-            {"uses": DOWNLOAD_ARTIFACT, "with": {"name": "perfgate-results", "path": "results"}},
-            {
-                "name": "the comment, rendered here from the results",
-                "run": comment,
-                "env": {**token, "HEAD_SHA": "${{ github.event.pull_request.head.sha }}"},
-            },
-        ],
-    }
-
-
-def starter_workflow(
-    action_ref: str, runner_label: str, pytest_args: str = "tests/perf", db_secret: str = ""
-) -> dict[str, Any]:
+def choices(
+    action_ref: str,
+    runner_label: str,
+    pytest_args: str,
+    default_branch: str,
+    runner: str = "auto",
+    python_version: str = "3.11",
+    db_secret: str = "",
+) -> jobs.Choices:
     action = parse_action_ref(action_ref)
-    if db_secret and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,99}", db_secret):
-        raise PerfgateError(
-            f"perfgate: --db-secret must name a repository secret (letters, digits, _), got {db_secret[:40]!r}"
+    label = _checked("--runner-label", runner_label, _LABEL, "a runner label (letters, digits, '.', '_', '-')")
+    if len(pytest_args) > MAX_PYTEST_ARGS:
+        raise PerfgateError(f"perfgate: --pytest-args is longer than {MAX_PYTEST_ARGS} characters")
+    return jobs.Choices(
+        action=action.uses,
+        report=action.report_uses,
+        pip_requirement=action.pip_requirement(),
+        runner_label=label,
+        hosted=runner == "hosted" or (runner == "auto" and bool(HOSTED_LABEL.fullmatch(label))),
+        pytest_args=_checked("--pytest-args", pytest_args.strip() or ".", None, "pytest's arguments, no ${{ }}"),
+        python_version=_checked("--python-version", python_version, _PYTHON, "a Python 3 version such as 3.11"),
+        default_branch=_checked("--default-branch", default_branch, _BRANCH, "a branch name"),
+        db_secret=_checked("--db-secret", db_secret, _SECRET, "a repository secret's name (letters, digits, _)")
+        if db_secret
+        else "",
+    )
+
+
+def detect_default_branch(where: Path) -> str:
+    """The repository's default branch: origin's HEAD, else the branch checked out, else git's init default."""
+    from perfgate.measure.tools import run_tool
+
+    def git(*args: str) -> str:
+        out = run_tool(["git", *args], GIT_TIMEOUT_S, cwd=where, check=False)
+        return out.stdout.strip() if out.returncode == 0 else ""
+
+    remote = git("symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD")
+    if remote.startswith("origin/"):
+        return remote.removeprefix("origin/")
+    current = git("symbolic-ref", "--quiet", "--short", "HEAD")
+    if current:
+        return current
+    raise PerfgateError(
+        f"perfgate: cannot tell {where}'s default branch (no origin/HEAD, no branch checked out): pass --default-branch"
+    )
+
+
+def workflows(c: jobs.Choices, name: str) -> dict[str, dict[str, Any]]:
+    """file stem -> workflow, for the kind of runner chosen."""
+    branches = {"branches": [c.default_branch]}
+    if c.hosted:
+        gate = {
+            "name": name,
+            "on": {
+                "push": branches,
+                "pull_request": {"types": ["opened", "synchronize", "reopened", "labeled"]},
+                "workflow_dispatch": {},
+                "schedule": WEEKLY,
+            },
+            "permissions": {},
+            "concurrency": {
+                "group": f"{name}-${{{{ github.event.pull_request.number || github.ref }}}}",
+                "cancel-in-progress": True,  # a newer push supersedes the run of the commit before it
+            },
+            "jobs": {
+                "gate": jobs.gate_job(
+                    c,
+                    accept=f"${{{{ github.event.label.name == '{jobs.BASELINE_LABEL}' }}}}",
+                    condition=f"github.event.action != 'labeled' || github.event.label.name == '{jobs.BASELINE_LABEL}'",
+                )
+            },
+        }
+        report = {
+            "name": f"{name}-report",
+            "on": {"workflow_run": {"workflows": [name], "types": ["completed"]}},
+            "permissions": {},
+            # one report at a time per commit, in the order its runs ended: the last run's verdict stands
+            "concurrency": {
+                "group": f"{name}-report-${{{{ github.event.workflow_run.head_sha }}}}",
+                "cancel-in-progress": False,
+            },
+            "jobs": {
+                "report": jobs.report_job(
+                    c,
+                    "github.event.workflow_run.event == 'pull_request' && "
+                    "github.event.workflow_run.conclusion != 'skipped'",
+                    run_id="${{ github.event.workflow_run.id }}",
+                )
+            },
+        }
+        out = {name: gate, f"{name}-report": report}
+    else:
+        approved = (
+            f"github.event_name != 'pull_request_target' || (github.event.action == 'labeled' && "
+            f"(github.event.label.name == '{jobs.LABEL}' || github.event.label.name == '{jobs.BASELINE_LABEL}'))"
         )
+        gate = {
+            "name": name,
+            "on": {
+                "push": branches,
+                "workflow_dispatch": {},
+                "pull_request_target": {"types": ["labeled", "synchronize"]},
+                "schedule": WEEKLY,
+            },
+            "permissions": {},
+            # the label in the group: another label's event, or a push, never cancels a gate
+            "concurrency": {
+                "group": f"{name}-${{{{ github.event.pull_request.number || github.ref }}}}-"
+                "${{ github.event.label.name || github.event.action || 'push' }}",
+                "cancel-in-progress": True,
+            },
+            "jobs": {
+                "unlabel": jobs.unlabel_job(c),
+                "gate": jobs.gate_job(
+                    c, accept=f"${{{{ github.event.label.name == '{jobs.BASELINE_LABEL}' }}}}", condition=approved
+                ),
+                "report": jobs.report_job(
+                    c, f"always() && needs.gate.result != 'skipped' && {jobs.IS_PR_TARGET}", needs="gate"
+                ),
+            },
+        }
+        out = {name: gate}
+    out[f"{name}-baseline"] = _baseline_workflow(c, name)
+    return out
+
+
+def _baseline_workflow(c: jobs.Choices, name: str) -> dict[str, Any]:
     return {
-        "name": "perfgate",
+        "name": f"{name}-baseline",
         "on": {
-            "push": {"branches": ["main"]},
-            "workflow_dispatch": {},
-            "pull_request_target": {"types": ["labeled"]},
-            # weekly: the gate on the default branch, then the action's retention (db prune: keep-runs, keep-days)
-            "schedule": [{"cron": "17 3 * * 1"}],
+            "workflow_dispatch": {
+                "inputs": {
+                    "reason": {
+                        "description": "Why the baseline changes (the baseline's update log)",
+                        "required": True,
+                        "type": "string",
+                    },
+                    "runs": {"description": "Fresh processes to calibrate from", "default": 6, "type": "number"},
+                }
+            }
         },
         "permissions": {},
-        # the label in the group: another label's event (a run that does nothing) never cancels a gate
-        "concurrency": {
-            "group": "perfgate-${{ github.event.pull_request.number || github.ref }}-"
-            "${{ github.event.label.name || 'push' }}",
-            "cancel-in-progress": True,
-        },
-        "jobs": {"gate": _gate_job(action, runner_label, pytest_args, db_secret), "report": _report_job(action)},
+        "concurrency": {"group": f"{name}-baseline", "cancel-in-progress": False},
+        "jobs": {"calibrate": jobs.calibrate_job(c), "open-pr": jobs.open_pr_job(c)},
     }
 
 
+# (a line of the rendered file, the comment it gets): why each permission, pin and reviewed finding, where zizmor
+# and a reviewer look for it
 COMMENTS = (
-    ("  pull_request_target:\n", "zizmor: ignore[dangerous-triggers] only on a maintainer's label"),
-    ("    runs-on:\n", "zizmor: ignore[self-hosted-runner] the GPU; labelled pull requests only on ephemeral runners"),
-    ("      contents: read\n", "checkout only: the job that runs pull-request code can write nothing"),
-    ("      pull-requests: write\n", "the sticky comment and removing the approval label"),
-    (f"uses: {CHECKOUT}\n", "v7.0.1"),
-    (f"uses: {SETUP_PYTHON}\n", "v7.0.0"),
-    (f"uses: {DOWNLOAD_ARTIFACT}\n", "v8.0.1"),
+    ("  pull_request_target:\n", "zizmor: ignore[dangerous-triggers] runs PR code only on a maintainer's label"),
+    ("  workflow_run:\n", "zizmor: ignore[dangerous-triggers] runs no PR code: checks the run's artifact"),
+    ("    - self-hosted\n", "zizmor: ignore[self-hosted-runner] the GPU; labelled pull requests only on ephemeral"),
+    ("      contents: read\n", "checkout only: a job that runs the project's code can write nothing"),
+    ("      contents: write\n", "a new branch, never the protected one"),
+    ("      pull-requests: write\n", "the pull request's comment and approval labels"),
+    ("      statuses: write\n", "the commit status branch protection requires"),
+    ("      actions: read\n", "the measuring run's artifact"),
+    *((f"uses: {pin}\n", version) for pin, version in jobs.PINS.items()),
 )
-DB_URL_LINE = "        db-url: ${{ github.event_name != 'pull_request_target' && secrets."
+DB_URL_LINE = "        db-url: ${{ !startsWith(github.event_name, 'pull_request') && secrets."
 DB_URL_COMMENT = (
-    "zizmor: ignore[secrets-outside-env] trusted runs only: a labelled pull request's job is handed ''; "
+    "zizmor: ignore[secrets-outside-env] trusted runs only: a pull request's job is handed ''; "
     "a deployment environment would gate every push on a reviewer"
 )
 HEADER = """\
-# Written by `perfgate ci init`; docs/github-actions.md explains it and the settings that make it safe:
-# a runner group for the GPU runners that accepts only this workflow file at the default branch, approval
-# for external contributors' workflows, and ephemeral runners for label-approved pull requests.
+# Written by `perfgate ci init`; docs/github-actions.md explains it, the settings that make it safe and what it
+# does not protect. Make the `perfgate` commit status required in branch protection.
 """
 
 
-def render_workflow(action_ref: str, runner_label: str, pytest_args: str = "tests/perf", db_secret: str = "") -> str:
+def render(doc: dict[str, Any]) -> str:
     require("yaml", "ci", "perfgate ci init")  # one line naming the extra when PyYAML is missing
     import yaml
 
@@ -228,34 +269,29 @@ def render_workflow(action_ref: str, runner_label: str, pytest_args: str = "test
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
 
     Dumper.add_representer(str, block_scripts)
-    doc = starter_workflow(action_ref, runner_label, pytest_args, db_secret)
     text = HEADER + yaml.dump(doc, Dumper=Dumper, sort_keys=False, width=120)
-    comments = COMMENTS + ((DB_URL_LINE, DB_URL_COMMENT),) if db_secret else COMMENTS
-    for line, comment in comments:  # why each permission, pin and reviewed finding: where zizmor looks for it
-        if line not in text:
-            raise PerfgateError(f"perfgate: the starter workflow lost the line {line.strip()!r}")
-        text = _commented(text, line, comment)
+    for line, comment in COMMENTS:
+        text = text.replace(line, f"{line.rstrip(chr(10))}  # {comment}\n")
+    if DB_URL_LINE in text:  # the reviewed finding, at the end of the line that starts with it
+        at = text.index("\n", text.index(DB_URL_LINE))
+        text = f"{text[:at]}  # {DB_URL_COMMENT}{text[at:]}"
     back = yaml.safe_load(text)
     # YAML 1.1 reads a bare `on` as true; PyYAML quotes it, and GitHub reads the quoted key as "on"
     if back.get("on", back.get(True)) != doc["on"] or back["jobs"] != doc["jobs"]:
-        raise PerfgateError("perfgate: the starter workflow did not survive a YAML round trip")
+        raise PerfgateError("perfgate: a workflow did not survive a YAML round trip")
     return text
 
 
-def _commented(text: str, line: str, comment: str) -> str:
-    """`comment` at the end of the first line that starts with `line` (a whole line when it ends in a newline)."""
-    at = text.index(line)
-    end = text.index("\n", at)
-    return f"{text[:end]}  # {comment}{text[end:]}"
-
-
-def write_workflow(
-    path: Path, action_ref: str, runner_label: str, force: bool, pytest_args: str = "tests/perf", db_secret: str = ""
-) -> str:
+def write_workflows(path: Path, c: jobs.Choices, force: bool) -> list[Path]:
+    """The workflows beside `path` (its stem names them); nothing written when one exists without --force."""
     from perfgate.report.publish import write_text
 
-    if path.exists() and not force:
-        raise PerfgateError(f"perfgate: {path} exists; pass --force to overwrite it")
-    text = render_workflow(action_ref, runner_label, pytest_args, db_secret)
-    write_text(path, text)
-    return text
+    docs = workflows(c, path.stem)
+    targets = {path.with_name(f"{stem}{path.suffix or '.yml'}"): doc for stem, doc in docs.items()}
+    existing = [str(p) for p in targets if p.exists()]
+    if existing and not force:
+        raise PerfgateError(f"perfgate: {', '.join(existing)} exist(s); pass --force to overwrite")
+    texts = {p: render(doc) for p, doc in targets.items()}  # every one renders before any is written
+    for p, text in texts.items():
+        write_text(p, text)
+    return list(texts)

@@ -26,11 +26,15 @@ def main(argv: list[str] | None = None) -> int:
         return int(handler(args) or 0)
     except PerfgateError as err:
         print(str(err), file=sys.stderr)
-        return 2
+        return err.exit_status
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `perfgate history | head`
         return 0
+    except OSError as err:  # a file a command was told to use and cannot (each command names its own where it can)
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"perfgate: {where}{err.strerror or err}", file=sys.stderr)
+        return 2
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -41,12 +45,28 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     if "--" in argv:
         at = argv.index("--")
         argv, extra = argv[:at], argv[at + 1 :]
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's own parser, with its usage (the top-level usage names no option)
+        command: argparse.ArgumentParser = getattr(args, "command_parser", parser)
+        command.error(f"unrecognized arguments: {' '.join(unknown)}{_pytest_flag_hint(unknown)}")
     if extra is not None:
         if not hasattr(args, "pytest_args"):
             parser.error("arguments after -- are pytest's; this command runs no pytest")
         args.pytest_args = [*args.pytest_args, *extra]
     return args
+
+
+def _pytest_flag_hint(unknown: list[str]) -> str:
+    """`--perfgate-full-table` given to a command: the command's own spelling, where it has one."""
+    from perfgate.config.options import OPTIONS
+
+    flag = unknown[0].split("=", 1)[0]
+    option = next((o for o in OPTIONS if o.flag == flag), None)
+    if option is None:
+        return ""
+    if option.cli:
+        return f" ({flag} is pytest's spelling; perfgate commands take {option.cli})"
+    return f" ({flag} is a pytest option only)"
 
 
 def _version() -> str:
@@ -96,6 +116,7 @@ def _command(
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=_examples(*examples),
     )
+    parser.set_defaults(command_parser=parser)  # its own usage for its errors (_parse)
     return parser
 
 
@@ -124,7 +145,17 @@ def _compare_parser(sub: Any) -> None:
     from perfgate.report.outputs import output_options
 
     outputs = [attr for attr in output_options() if by_attr()[attr].cli]  # every output that has a command flag
-    _settings_options(c, "db_path", "baseline_dir", "baseline_file", *outputs, "allow_env_mismatch", "strict")
+    _settings_options(
+        c,
+        "db_path",
+        "baseline_dir",
+        "baseline_file",
+        *outputs,
+        "json_samples",
+        "full_table",
+        "allow_env_mismatch",
+        "strict",
+    )
     c.add_argument("--run", type=arg_types.RUN_ID, metavar="ID", help="run id (default: the latest)")
     c.set_defaults(func=_lazy("perfgate.cli.gate", "compare"))
 
@@ -164,9 +195,12 @@ def _ab_parsers(sub: Any) -> None:
         "and alternate base and head in short rounds on the same GPU; each case's verdict is "
         "on its head/base ratio (docs/ab.md). Same as `pytest --perfgate --perfgate-base REF`.",
     )
-    _settings_options(
-        a, "db_path", "store", "summary_path", "json_path", "worktree_dir", "ab_rounds", "ab_process", "strict"
-    )
+    from perfgate.config.options import by_attr
+    from perfgate.report.outputs import output_options
+
+    outputs = [attr for attr in output_options() if by_attr()[attr].cli]  # every output, as in baseline mode
+    settings = ("db_path", "store", "baseline_dir", "baseline_file", *outputs, "worktree_dir", "ab_rounds")
+    _settings_options(a, *settings, "ab_process", "strict", "ab_skip_same_code")
     a.add_argument("ref", metavar="REF", help="the base: a branch, tag or commit git knows")
     a.add_argument("pytest_args", nargs="*", help="after --: what pytest runs (default: its testpaths)")
     a.add_argument(
@@ -227,6 +261,18 @@ def _baseline_parser(sub: Any) -> None:
     diff.add_argument("new", type=Path, help="the baseline after")
     diff.add_argument("--format", choices=("md", "text"), default="md", help="Markdown (default) or plain text")
     diff.set_defaults(func=_lazy("perfgate.cli.gate", "baseline_diff"))
+    re = _command(
+        bsub,
+        "reanchor",
+        "move the centres onto the level of the last passing runs (after a common-mode shift); noise kept",
+        ("perfgate baseline reanchor baselines/nvidia-h100-80gb-hbm3.json --reason 'driver 555'",),
+    )
+    _settings_options(re, "db_path")
+    re.add_argument("path", type=Path, help="the baseline file to re-anchor")
+    re.add_argument("--runs", type=int, default=5, help="passing gate runs per case to take the level from (>= 3)")
+    re.add_argument("--per-case", action="store_true", help="each case by its own factor (accepts single changes)")
+    re.add_argument("--reason", default="re-anchored after a common-mode shift", help="recorded in the baseline")
+    re.set_defaults(func=_lazy("perfgate.cli.gate", "baseline_reanchor"))
 
 
 def _analyze_parser(sub: Any) -> None:
@@ -255,6 +301,7 @@ def _history_parser(sub: Any) -> None:
         (
             "perfgate history --last 10",
             "perfgate history --case '*softmax*' --format csv",
+            "perfgate history --kind ab --last 10",
             "perfgate history --changes --branch main",
             "perfgate history --changes --case '*softmax*' --accept 'new driver: +2% expected'",
         ),
@@ -270,6 +317,13 @@ def _history_parser(sub: Any) -> None:
     )
     h.add_argument("--last", type=arg_types.COUNT, metavar="N", default=20, help="the last N runs (default 20)")
     h.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
+    h.add_argument(
+        "--kind",
+        choices=("gate", "calibration", "import", "ab", "all"),
+        default="",
+        help="only runs of this kind: ab lists both sides of A/B comparisons, which are otherwise left out "
+        "(default: every kind but ab)",
+    )
     h.add_argument(
         "--changes",
         action="store_true",
@@ -453,7 +507,8 @@ def _ci_parser(sub: Any) -> None:
         csub,
         "verdict",
         "exit 1 when a results file says the gate failed, 2 when it is missing or "
-        "unreadable (the action checks the gate's own verdict, not only pytest's status)",
+        "unreadable, 4 when its verdicts contradict its own numbers (the action checks the gate's own "
+        "verdict, not only pytest's status)",
         ("perfgate ci verdict results/perfgate.json",),
     )
     ver.add_argument("results", type=Path, nargs="+", help="perfgate.json files written by --perfgate-json")
@@ -466,26 +521,43 @@ def _ci_parser(sub: Any) -> None:
         "--require-strict", action="store_true", help="refuse (exit 2) a results file written without --perfgate-strict"
     )
     ver.set_defaults(func=_lazy("perfgate.cli.ci", "verdict"))
+    _ci_boundary_parsers(csub)
     init = _command(
         csub,
         "init",
-        "write a starter workflow that runs the perfgate composite action",
-        ("perfgate ci init --runner-label gpu-h100 --action-ref owner/perfgate@<40-hex commit sha>",),
+        "write the workflows for the perfgate actions: the gate, its trusted report, baseline updates",
+        (
+            "perfgate ci init --runner-label gpu-h100 --action-ref owner/perfgate@<40-hex commit sha>",
+            "perfgate ci init --runner-label ubuntu-latest --action-ref owner/perfgate@<40-hex commit sha>",
+        ),
     )
     init.add_argument(
         "--output",
         type=Path,
         default=Path(".github/workflows/perfgate.yml"),
-        help="where to write the workflow (default .github/workflows/perfgate.yml)",
+        help="the gate's workflow; -report.yml (hosted runners) and -baseline.yml are written beside it "
+        "(default .github/workflows/perfgate.yml)",
     )
     init.add_argument(
         "--action-ref",
         required=True,
         help="OWNER/REPO@COMMIT_SHA of the perfgate action: pinned by a full 40-hex commit, never by "
-        "a movable tag (the report job installs perfgate from the same commit)",
+        "a movable tag (its report action and the perfgate the workflows install come from the same commit)",
     )
-    init.add_argument("--runner-label", default="gpu", help="the self-hosted GPU runner's label")
+    init.add_argument(
+        "--runner-label",
+        default="gpu",
+        help="the runner's label: a self-hosted GPU runner's (gpu-h100), or a GitHub-hosted image (ubuntu-latest)",
+    )
+    init.add_argument(
+        "--runner",
+        choices=("auto", "self-hosted", "hosted"),
+        default="auto",
+        help="the kind of runner (auto: hosted for ubuntu-*, windows-*, macos-* labels)",
+    )
     init.add_argument("--pytest-args", default="tests/perf", help="what the gate runs (default tests/perf)")
+    init.add_argument("--python-version", default="3.11", help="the Python actions/setup-python installs")
+    init.add_argument("--default-branch", default="", help="default: the repository's (origin/HEAD, else the current)")
     init.add_argument(
         "--db-secret",
         default="",
@@ -493,8 +565,58 @@ def _ci_parser(sub: Any) -> None:
         help="the repository secret holding the fleet's history URL (postgresql://...): the gate stores there "
         "(default: a SQLite history on each runner)",
     )
-    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    init.add_argument("--force", action="store_true", help="overwrite existing files")
     init.set_defaults(func=_lazy("perfgate.cli.ci", "init"))
+
+
+def _ci_boundary_parsers(csub: Any) -> None:
+    """The commands either side of the trust boundary: `report` and `unlabel` (the trusted job), `confine`
+    (the measuring job's tests)."""
+    rep = _command(
+        csub,
+        "report",
+        "the trusted job's step: approval labels off, the results checked (ci verdict), the commit status set "
+        "on the gated commit, the comment edited; exit status ci verdict's",
+        ("GITHUB_TOKEN=... perfgate ci report --results results/perfgate.json --repo o/r --sha <40 hex> --pr 12",),
+    )
+    rep.add_argument("--results", type=Path, nargs="+", required=True, metavar="JSON", help="the perfgate.json files")
+    rep.add_argument("--repo", required=True, help="owner/name")
+    rep.add_argument("--sha", required=True, help="the gated commit (40 hex): the status is set on it")
+    rep.add_argument("--pr", type=int, help="the pull request to comment on")
+    rep.add_argument(
+        "--pr-head", default="", help="OWNER:BRANCH: the open pull request from there at --sha (a fork's run)"
+    )
+    rep.add_argument("--context", default="perfgate", help="the commit status's name (branch protection requires it)")
+    rep.add_argument("--target-url", default="", help="where the status links (the workflow run)")
+    rep.add_argument("--remove-labels", default="", help="comma-separated approval labels to take off first")
+    rep.add_argument("--no-comment", dest="comment", action="store_false", help="set the status only")
+    rep.add_argument("--require-strict", action="store_true", help="a results file without strict mode is an error")
+    rep.add_argument("--marker", default="perfgate", help="one sticky comment per marker")
+    rep.add_argument("--author", help="the login the token comments as (default: asked of the API)")
+    rep.add_argument("--token-env", default="GITHUB_TOKEN", help="environment variable holding the token")
+    rep.add_argument("--api-url", default="https://api.github.com", help="GitHub REST API base URL")
+    rep.set_defaults(func=_lazy("perfgate.cli.ci", "report"))
+    unl = _command(
+        csub,
+        "unlabel",
+        "take approval labels off a pull request (on every push: an approval is for one commit)",
+        ("GITHUB_TOKEN=... perfgate ci unlabel --repo o/r --pr 12 --labels perfgate,perfgate-baseline",),
+    )
+    unl.add_argument("--repo", required=True, help="owner/name")
+    unl.add_argument("--pr", type=int, required=True, help="pull request number")
+    unl.add_argument("--labels", required=True, help="comma-separated label names")
+    unl.add_argument("--token-env", default="GITHUB_TOKEN", help="environment variable holding the token")
+    unl.add_argument("--api-url", default="https://api.github.com", help="GitHub REST API base URL")
+    unl.set_defaults(func=_lazy("perfgate.cli.ci", "unlabel"))
+    con = _command(
+        csub,
+        "confine",
+        "run a command (the gate's pytest) away from the GitHub runner's command files: what it writes "
+        "there is put back and fails the command (exit 3), processes it leaves behind are killed",
+        ("perfgate ci confine -- python -m pytest --perfgate tests/perf",),
+    )
+    con.add_argument("pytest_args", nargs="*", metavar="CMD", help="the command, after --")
+    con.set_defaults(func=_lazy("perfgate.cli.ci", "confine"))
 
 
 def _lazy(module: str, name: str) -> Handler:

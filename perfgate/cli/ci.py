@@ -6,6 +6,7 @@ import argparse
 import os
 import re
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -16,10 +17,11 @@ from perfgate.inputs import read_bytes
 def annotate(args: argparse.Namespace) -> int:
     from perfgate.ci.results import read_checked_results
     from perfgate.report.annotations import check_results, workflow_commands
+    from perfgate.report.scrub import scrub_rendered
 
     checked = read_checked_results(args.results)
     for line in workflow_commands(check_results(args.results, checked.doc)):
-        print(line)
+        print(scrub_rendered(line, os.environ))
     return 0
 
 
@@ -38,6 +40,9 @@ def comment(args: argparse.Namespace) -> int:
         if args.results
         else [read_bytes(path, ReportFileError).decode("utf-8", errors="replace") for path in args.summary]
     )
+    from perfgate.report.scrub import scrub_rendered
+
+    summaries = [scrub_rendered(s, os.environ) for s in summaries]
     result = upsert_comment(GitHubApi(args.api_url, args.repo, token), args.pr, summaries, args.marker, args.author)
     extra = f", {result.deleted_duplicates} duplicate(s) removed" if result.deleted_duplicates else ""
     print(f"perfgate: {result.action} comment {result.comment_id} on {args.repo}#{args.pr}{extra}")
@@ -105,11 +110,105 @@ def _not_this_run(started_at: datetime | None, strict: bool, not_before: datetim
 
 
 def init(args: argparse.Namespace) -> int:
-    from perfgate.ci.workflow import write_workflow
+    from perfgate.ci.workflow import choices, detect_default_branch, parse_action_ref, write_workflows
+    from perfgate.errors import require
 
-    write_workflow(args.output, args.action_ref, args.runner_label, args.force, args.pytest_args, args.db_secret)
-    print(
-        f"perfgate: wrote {args.output}; review it, then read docs/github-actions.md for the repository "
-        f"settings that keep fork code off the GPU runner"
+    require("yaml", "ci", "perfgate ci init")  # what is missing, and the bad reference, before asking git
+    parse_action_ref(args.action_ref)
+    where = next(p for p in (args.output.absolute().parent, *args.output.absolute().parents) if p.is_dir())
+    branch = args.default_branch or detect_default_branch(where)  # the repository the workflows go into
+    chosen = choices(
+        args.action_ref,
+        args.runner_label,
+        args.pytest_args,
+        branch,
+        args.runner,
+        args.python_version,
+        args.db_secret,
     )
+    written = write_workflows(args.output, chosen, args.force)
+    kind = "GitHub-hosted" if chosen.hosted else "self-hosted"
+    print(
+        f"perfgate: wrote {', '.join(map(str, written))} ({kind} runner {chosen.runner_label}, default branch "
+        f"{branch}); review them, make the `perfgate` commit status required, and read docs/github-actions.md "
+        f"for the repository settings{'' if chosen.hosted else ' that keep fork code off the GPU runner'}"
+    )
+    return 0
+
+
+def confine(args: argparse.Namespace) -> int:
+    """Run the command away from the runner's command files (perfgate/ci/confine.py); its exit status, or 3
+    when it changed them (put back, each named)."""
+    from perfgate.ci.confine import run_confined
+
+    if not args.pytest_args:
+        raise PerfgateError("perfgate: ci confine needs a command after --")
+    done = run_confined(args.pytest_args, os.environ)
+    for line in done.refused:
+        print(
+            f"::error title=perfgate::pull-request code changed the runner's command file {line}: put back, "
+            "not applied to any later step",
+            flush=True,
+        )
+    if done.killed:
+        print(f"perfgate: {done.killed} process(es) the tests left running were killed", flush=True)
+    if not done.subreaper:
+        print("perfgate: not Linux: a process that left the tests' process group is not found and killed", flush=True)
+    return done.returncode
+
+
+def report(args: argparse.Namespace) -> int:
+    """The trusted job's step (perfgate/ci/report.py): approval labels off, the results checked, the commit
+    status set, the comment edited. Exit status: ci verdict's."""
+    from perfgate.ci.github import GitHubApi
+    from perfgate.ci.report import (
+        check_head,
+        check_sha,
+        label_names,
+        post_comment,
+        pr_for_head,
+        read_verdicts,
+        remove_labels,
+        set_status,
+    )
+
+    token = os.environ.get(args.token_env, "")
+    if not token:
+        raise PerfgateError(f"perfgate: ci report needs a token in ${args.token_env} (statuses, pull-requests: write)")
+    sha, labels = check_sha(args.sha), label_names(args.remove_labels)
+    head = check_head(args.pr_head) if args.pr_head else ""
+    api = GitHubApi(args.api_url, args.repo, token)
+    pr = args.pr or (pr_for_head(api, head, sha) if head else None)
+    if pr and labels:  # first, whatever happens next: an approval is for one run
+        _warn_on_failure(lambda: print(f"perfgate: labels removed: {remove_labels(api, pr, labels) or 'none'}"))
+    verdicts = read_verdicts(args.results, sha, args.require_strict)
+    for line in verdicts.lines:
+        print(f"perfgate: {line}", flush=True)
+    state = set_status(api, sha, verdicts, args.context, args.target_url)
+    print(f"perfgate: status {args.context}={state} on {sha}")
+    if pr and args.comment:
+        _warn_on_failure(lambda: print(f"perfgate: {post_comment(api, pr, verdicts, args.marker, args.author)}"))
+    elif args.comment:
+        print(f"perfgate: no open pull request at {sha}: no comment")
+    return verdicts.code
+
+
+def _warn_on_failure(step: Callable[[], None]) -> None:
+    """A label or comment the token may not touch (a fork's read-only token) warns; the status decides."""
+    try:
+        step()
+    except PerfgateError as err:
+        print(f"::warning title=perfgate::{err}", flush=True)
+
+
+def unlabel(args: argparse.Namespace) -> int:
+    """Approval labels off a pull request (on every push: an approval is for the commit it was given to)."""
+    from perfgate.ci.github import GitHubApi
+    from perfgate.ci.report import label_names, remove_labels
+
+    token = os.environ.get(args.token_env, "")
+    if not token:
+        raise PerfgateError(f"perfgate: ci unlabel needs a token in ${args.token_env} (pull-requests: write)")
+    removed = remove_labels(GitHubApi(args.api_url, args.repo, token), args.pr, label_names(args.labels))
+    print(f"perfgate: labels removed from {args.repo}#{args.pr}: {', '.join(removed) or 'none'}")
     return 0

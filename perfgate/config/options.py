@@ -12,14 +12,16 @@ Precedence for a value: default < `[tool.perfgate]` < environment (PERFGATE_DB) 
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate.compiled.records import StaticPolicy
 from perfgate.config import validate as v
 from perfgate.errors import ConfigError
-from perfgate.model import AbProcess
+from perfgate.model import AbProcess, GatedMeasure, HostTimer
 from perfgate.store.target import HistoryTarget, history_target
 
 
@@ -72,6 +74,17 @@ class Option:
     def where(self) -> str:
         """How a user spells it, for messages."""
         return self.flag or self.cli or f"[tool.perfgate] {self.key}"
+
+    def help_as(self, spelling: str) -> str:
+        """The help where options are spelt as `spelling` ("flag": pytest, "cli": a perfgate command, "key":
+        pyproject): `{json_samples}` in a help names that option as this interface spells it, so a
+        command's --help never names a pytest-only flag."""
+
+        def spelt(m: re.Match[str]) -> str:
+            other = by_attr()[m.group(1)]
+            return str(getattr(other, spelling) or other.where)
+
+        return re.sub(r"\{([a-z_]+)\}", spelt, self.help)
 
 
 _P = v.path
@@ -191,7 +204,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "json_path",
-        "write the JSON results here (perfgate_json_version 3; samples with --perfgate-json-samples)",
+        "write the JSON results here (perfgate_json_version 3; every timed sample too with {json_samples})",
         _P,
         flag="--perfgate-json",
         cli="--json",
@@ -244,9 +257,10 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "json_samples",
-        "include every timed sample in --perfgate-json (large at many cases)",
+        "include every timed sample in the JSON results (large at many cases)",
         v.boolean,
         flag="--perfgate-json-samples",
+        cli="--json-samples",
         arg=Arg.FLAG,
     ),
     Option(
@@ -254,6 +268,7 @@ OPTIONS: tuple[Option, ...] = (
         "list every row in the terminal, not only failing and changed rows and the counts",
         v.boolean,
         flag="--perfgate-full-table",
+        cli="--full-table",
         arg=Arg.FLAG,
     ),
     Option(
@@ -322,7 +337,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "noise_branch",
-        'the branch whose passing runs feed the noise window ("*": any branch)',
+        "the branch whose passing runs feed the noise window (default: the repository's default branch, "
+        'origin\'s HEAD, else the one of main/master that exists; "*": any branch)',
         v.nonempty_text,
         key="noise_branch",
     ),
@@ -331,6 +347,15 @@ OPTIONS: tuple[Option, ...] = (
         "gate a case's time as well as its speedup when it has a reference",
         v.boolean,
         key="gate_time_with_reference",
+    ),
+    Option(
+        "gated_measure",
+        "what a case without a reference is gated on: 'time', 'cycles' (time x the SM clock each sample ran at: "
+        "steady under the power cap for compute-bound kernels) or 'auto' (cycles when the declared flops and "
+        "bytes_moved put the case above the GPU's ridge point, or ncu finds it compute-bound; time otherwise)",
+        v.choice(GatedMeasure),
+        key="gated_measure",
+        marker=True,
     ),
     Option(
         "noise_floor_pct",
@@ -360,6 +385,46 @@ OPTIONS: tuple[Option, ...] = (
         key="pin_autotune",
         flag="--perfgate-pin-autotune",
         arg=Arg.FLAG,
+    ),
+    # --- the compiled kernels and the static gate (gate/static.py, docs/compiled-kernels.md) -------------------
+    Option(
+        "compiled_kernels",
+        "record each case's compiled kernels (registers, spills, shared memory, launch, theoretical occupancy, "
+        "SASS hash) and gate on them (--perfgate-no-compiled-kernels: neither)",
+        v.boolean,
+        key="compiled_kernels",
+        flag="--perfgate-no-compiled-kernels",
+        arg=Arg.NO_FLAG,
+    ),
+    Option(
+        "static_registers",
+        "static gate: a kernel's registers per thread up by more than static_registers_margin: 'fail', 'warn' or 'off'",
+        v.choice(StaticPolicy),
+        key="static_registers",
+    ),
+    Option(
+        "static_registers_margin",
+        "static gate: registers per thread a kernel may gain before static_registers applies",
+        v.integer(0, 255),
+        key="static_registers_margin",
+    ),
+    Option(
+        "static_spills",
+        "static gate: a kernel that spills where it did not, or more: 'fail', 'warn' or 'off'",
+        v.choice(StaticPolicy),
+        key="static_spills",
+    ),
+    Option(
+        "static_occupancy",
+        "static gate: a kernel's theoretical occupancy down a step: 'fail', 'warn' or 'off'",
+        v.choice(StaticPolicy),
+        key="static_occupancy",
+    ),
+    Option(
+        "static_shared_memory",
+        "static gate: a kernel's shared memory per block up: 'fail', 'warn' or 'off'",
+        v.choice(StaticPolicy),
+        key="static_shared_memory",
     ),
     # --- how a case is timed (MeasureOptions; the marker may change each) ----------------------------------
     Option(
@@ -397,6 +462,16 @@ OPTIONS: tuple[Option, ...] = (
         measure=True,
     ),
     Option("memory", "measure and gate peak memory per call", v.boolean, key="memory", marker=True, measure=True),
+    Option(
+        "host_timer",
+        "the clock of a case timed on the host: 'wall' (time.perf_counter), 'thread_cpu' (the measuring thread's "
+        "CPU time: a preempted call reads what it ran, not what it waited; single-threaded code only) or "
+        "'process_cpu' (every thread's CPU time); a baseline in one is never compared with another",
+        v.choice(HostTimer),
+        key="host_timer",
+        marker=True,
+        measure=True,
+    ),
     # --- A/B mode: base and head side by side on one GPU (docs/ab.md) ------------------------------------
     Option(
         "base",
@@ -452,6 +527,17 @@ OPTIONS: tuple[Option, ...] = (
         cli="--worktree-dir",
         arg=Arg.PATH,
         metavar="DIR",
+    ),
+    Option(
+        "ab_skip_same_code",
+        "A/B mode: a case whose sides launch the same compiled code (same SASS, launches, inputs and library "
+        "versions) is reported 'unchanged (same code)' without measuring it (--perfgate-ab-measure-same-code: "
+        "measure it anyway)",
+        v.boolean,
+        key="ab_skip_same_code",
+        flag="--perfgate-ab-measure-same-code",
+        cli="--measure-same-code",
+        arg=Arg.NO_FLAG,
     ),
     Option(
         "ab_timeout_s",
@@ -528,10 +614,10 @@ def history_arg(text: str) -> HistoryTarget:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def argparse_kwargs(opt: Option) -> dict[str, Any]:
+def argparse_kwargs(opt: Option, spelling: str = "flag") -> dict[str, Any]:
     """What argparse (and pytest's parser, which mirrors it) needs for this option's flag. Every default is
     None: "not given" must not override the configured value."""
-    kwargs: dict[str, Any] = {"help": opt.help, "default": None}
+    kwargs: dict[str, Any] = {"help": opt.help_as(spelling), "default": None}
     if opt.arg is Arg.FLAG:
         kwargs["action"] = "store_true"
     elif opt.arg is Arg.NO_FLAG:
@@ -566,7 +652,7 @@ def add_cli_options(parser: Any, attrs: Iterable[str]) -> None:
         opt = table[attr]
         if opt.cli is None:
             raise KeyError(f"option {attr!r} has no command-line flag")
-        parser.add_argument(opt.cli, dest=attr, **argparse_kwargs(opt))
+        parser.add_argument(opt.cli, dest=attr, **argparse_kwargs(opt, "cli"))
 
 
 def cli_values(args: Any, attrs: Iterable[str]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 def _pytest_config_in(directory: Path) -> bool:
     """pytest's first pass: a file in this directory that holds pytest configuration."""
-    for name in ("pytest.ini", ".pytest.ini"):
+    for name in ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini"):
         if (directory / name).is_file():
             return True
     pyproject = directory / "pyproject.toml"
@@ -59,11 +59,12 @@ def _ini_has(path: Path, section: str) -> bool:
 
 
 def find_root(start: Path) -> Path:
-    """pytest's rootdir rules for no arguments: the nearest ancestor with pytest configuration, else
-    with a setup.py, else with any pyproject.toml, else `start` itself."""
+    """pytest's rootdir rules for no arguments: the nearest ancestor with pytest configuration, else with a
+    pyproject.toml (pytest's last resort), else with a setup.py, else `start` itself. The command line's
+    rule, without importing pytest; the plugin asks pytest itself (tests/test_settings.py checks they agree)."""
     start = start.resolve()
     ancestors = [start, *start.parents]
-    for test in (_pytest_config_in, lambda d: (d / "setup.py").is_file(), lambda d: (d / "pyproject.toml").is_file()):
+    for test in (_pytest_config_in, lambda d: (d / "pyproject.toml").is_file(), lambda d: (d / "setup.py").is_file()):
         for directory in ancestors:
             if test(directory):
                 return directory

@@ -14,11 +14,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from perfgate.compiled.records import StaticPolicy
 from perfgate.config import options as opts
 from perfgate.config import validate as cs
 from perfgate.errors import ConfigError
 from perfgate.metrics import CATALOGUE
-from perfgate.model import AbProcess, AllowedMissing
+from perfgate.model import AbProcess, AllowedMissing, GatedMeasure, HostTimer
 from perfgate.store.target import HistoryTarget
 
 DB_ENV = "PERFGATE_DB"
@@ -42,6 +43,7 @@ class MeasureOptions:
     exclude_throttled: bool = True  # drop samples NVML saw under a power/thermal cap, when enough remain
     memory: bool = True  # measure peak memory per call
     move_inputs: bool = True  # A/B mode: the case's CUDA inputs copied to a fresh place every round
+    host_timer: HostTimer = HostTimer.WALL  # a host case's clock: wall time, or the thread's / process's CPU time
 
     def __post_init__(self) -> None:
         if self.max_samples < self.min_samples:
@@ -56,6 +58,7 @@ class Override:
     threshold_pct: float | None = None
     metrics: tuple[tuple[str, float], ...] = ()
     min_speedup: float | None = None
+    gated_measure: GatedMeasure | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ class MarkerOptions:
     threshold_pct: float | None = None
     metrics: tuple[tuple[str, float], ...] = ()
     min_speedup: float | None = None
+    gated_measure: GatedMeasure | None = None
     measure: tuple[tuple[str, Any], ...] = ()
 
 
@@ -77,8 +81,9 @@ class Settings:
     false_alarm_pct: float = 1.0  # per run, divided over its gated tests (gate/decision.py)
     confirm_runs: int = 2  # fresh processes a suspect must also fail in
     noise_window: int = 30  # recent passing runs on noise_branch whose process values join the noise
-    noise_branch: str = "main"  # "*": every branch
+    noise_branch: str = ""  # "": the repository's default branch (gate/run.py); "*": every branch
     gate_time_with_reference: bool = False  # a case with a reference is gated on its speedup only
+    gated_measure: GatedMeasure = GatedMeasure.AUTO  # time or SM cycles per case (gate/bottleneck.py)
     noise_floor_pct: float | None = None  # None: 0.1% for CUDA events, 0.5% for the host clock
     measure: MeasureOptions = MeasureOptions()
     metric_thresholds: tuple[tuple[str, float], ...] = ()
@@ -113,6 +118,12 @@ class Settings:
     peak_tflops: float | None = None  # roofline ceilings; None = the device's spec, else best measured
     peak_gbps: float | None = None
     pin_autotune: bool = False
+    compiled_kernels: bool = True  # record each case's compiled kernels (perfgate/compiled/)
+    static_registers: StaticPolicy = StaticPolicy.FAIL  # the static gate (gate/static.py), per metric
+    static_registers_margin: int = 16
+    static_spills: StaticPolicy = StaticPolicy.FAIL
+    static_occupancy: StaticPolicy = StaticPolicy.FAIL
+    static_shared_memory: StaticPolicy = StaticPolicy.WARN
     publish_host: bool = False  # hostname and absolute paths in published outputs (opt-in)
     chart_url: str = ""  # where the charts are published (links in a job summary need absolute URLs)
     site_url: str = ""  # where `perfgate report --html` is published: the summary links to the case pages
@@ -122,6 +133,7 @@ class Settings:
     ab_rounds: int = 20  # A/B mode: rounds per case and stage (budget_ms / ab_rounds per side and round)
     worktree_dir: Path | None = None  # A/B mode: cached base worktrees (None: $XDG_CACHE_HOME/perfgate/worktrees)
     ab_timeout_s: float = 900.0  # A/B mode: the longest one worker step may take before it is called hung
+    ab_skip_same_code: bool = True  # A/B mode: a case with the same compiled code on both sides is not measured
     rootdir: Path = Path(".")
     pyproject: Path | None = None  # where the table came from, for messages
 
@@ -189,7 +201,7 @@ def _overrides(raw: object, where: str, known: Any) -> tuple[Override, ...]:
         here = f"{where} overrides[{i}]"
         if not isinstance(ov, dict):
             raise ConfigError(f"perfgate: {here}: must be a table")
-        cs.check_keys(ov, {"pattern", "threshold_pct", "metrics", "min_speedup"}, here)
+        cs.check_keys(ov, {"pattern", "threshold_pct", "metrics", "min_speedup", "gated_measure"}, here)
         if "pattern" not in ov:
             raise ConfigError(f"perfgate: {here}: needs a 'pattern'")
         out.append(
@@ -200,6 +212,9 @@ def _overrides(raw: object, where: str, known: Any) -> tuple[Override, ...]:
                 else None,
                 metrics=cs.metric_table(known)(ov["metrics"], f"{here} metrics") if "metrics" in ov else (),
                 min_speedup=cs.SPEEDUP(ov["min_speedup"], f"{here} min_speedup") if "min_speedup" in ov else None,
+                gated_measure=cs.choice(GatedMeasure)(ov["gated_measure"], f"{here} gated_measure")
+                if "gated_measure" in ov
+                else None,
             )
         )
     return tuple(out)
@@ -226,6 +241,7 @@ def marker_options(kwargs: dict[str, Any], where: str, ncu_metrics: tuple[str, .
         threshold_pct=parsed.get("threshold_pct"),
         metrics=metrics,
         min_speedup=parsed.get("min_speedup"),
+        gated_measure=parsed.get("gated_measure"),
         measure=tuple(sorted(measure.items())),
     )
 

@@ -2,7 +2,9 @@
 it (resolved when it was measured, noise included), so the same stored run always gets the same verdicts.
 
 One gated test per case: its speedup when it has a reference (clocks and process state cancel in the
-ratio; its time is then reported, not gated, unless `gate_time_with_reference`), else its time. The run's
+ratio; its time is then reported, not gated, unless `gate_time_with_reference`), else its time in SM cycles
+when it is compute-bound (gate/bottleneck.py: the power cap moves the clock, not the cycles), else its time;
+the measure not gated is reported beside it with the reason. The run's
 false-alarm budget is divided over these tests (gate/decision.py). Memory and profiler counters are
 compared with tolerances; a memory regression, a speedup below its target and an improvement follow the
 same confirmation as a time regression: every process must show it.
@@ -10,19 +12,26 @@ same confirmation as a time regression: every process must show it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from perfgate.baseline import Baseline, BaselineCase
 from perfgate.config.settings import Settings
-from perfgate.gate.decision import Decision, Rule, decide, per_test_alpha
+from perfgate.gate.bottleneck import MeasureChoice, choose_measure
+from perfgate.gate.common import common_shift
+from perfgate.gate.cycles import compare_cycles
+from perfgate.gate.decision import MAX_STAGES, Decision, Rule, decide, per_test_alpha
 from perfgate.gate.noise import estimate_noise, noise_floor
+from perfgate.gate.static import LAUNCHED, compare_compiled, static_rule
 from perfgate.gate.thresholds import metric_threshold_pct
 from perfgate.metrics import PEAK_ALLOCATED, PEAK_HOST, SPEEDUP_METRIC, TIME_METRIC, spec_for
 from perfgate.model import (
     CaseResult,
+    CommonShift,
     Comparison,
     Direction,
     Environment,
+    GatedMeasure,
     GateResult,
     Metric,
     MetricKind,
@@ -46,11 +55,7 @@ MEMORY_METRICS = (PEAK_ALLOCATED, PEAK_HOST)  # re-measured by confirmation proc
 
 
 def comparable(baseline: Baseline | None, current_env: Environment, settings: Settings) -> bool:
-    return (
-        baseline is None
-        or settings.allow_env_mismatch
-        or baseline.environment.comparability_key() == current_env.comparability_key()
-    )
+    return baseline is None or settings.allow_env_mismatch or baseline.environment.comparable_with(current_env)
 
 
 def gated_tests(results: Sequence[CaseResult], baseline: Baseline | None, settings: Settings) -> int:
@@ -76,6 +81,8 @@ def compare_run(
     rows: list[Comparison] = []
     explanations: dict[str, tuple[Comparison, ...]] = {}
     alpha = per_test_alpha(settings.false_alarm_pct, gated_tests(results, baseline, settings))
+    rule = static_rule(settings)
+    shift = run_shift(results, baseline, current_env, settings) if env_ok else None
     for res in sorted(results, key=lambda r: r.case_id):
         base = baseline.cases.get(res.case_id) if baseline else None
         if base is None:
@@ -100,15 +107,24 @@ def compare_run(
             )
         else:
             speedup_row = compare_speedup(res, base, settings, alpha)
-            time_gated = speedup_row is None or settings.gate_time_with_reference
-            time_row = compare_time(res, base, settings, alpha, intervals, gated=time_gated)
+            choice = choose_measure(res, base, current_env.device_name, settings)
+            on_cycles = speedup_row is None and choice.measure is GatedMeasure.CYCLES
+            time_gated = (speedup_row is None and not on_cycles) or settings.gate_time_with_reference
+            time_row = compare_time(res, base, settings, alpha, intervals, gated=time_gated, shift=shift, choice=choice)
+            explicit = res.thresholds.time_pct if res.thresholds.time_pct_explicit else None
+            reason = choice.reason if speedup_row is None else "the speedup is gated"
+            rule_now = _rule(res, settings, alpha, explicit)
+            cycles_row = compare_cycles(res, base, settings, rule_now, on_cycles, reason, shift if on_cycles else None)
             metric_rows = compare_metrics(res, base, skip=(SPEEDUP_METRIC,), stages=1 + settings.confirm_runs)
+            static_rows = compare_compiled(res.case_id, base.compiled, res.compiled, rule)
             rows.append(time_row)
-            if speedup_row is not None:
-                rows.append(speedup_row)
+            rows += [r for r in (cycles_row, speedup_row) if r is not None]
             rows += [r for r in metric_rows if r.threshold_pct is not None]  # derived ones only explain
-            regressed = any(r.verdict is Verdict.REGRESSED and r.gated for r in (time_row, speedup_row) if r)
-            why = explain(metric_rows) if regressed or time_row.verdict is Verdict.REGRESSED else ()
+            rows += static_rows
+            timed = (time_row, cycles_row, speedup_row)
+            regressed = any(r.verdict is Verdict.REGRESSED and r.gated for r in timed if r)
+            regressed = regressed or time_row.verdict is Verdict.REGRESSED
+            why = explanation(static_rows, metric_rows, res) if regressed else ()
             if why:  # nothing moved and nothing always-shown: no "why" line at all rather than an empty one
                 explanations[res.case_id] = why
         rows += _speedup_target(res, stages=1 + settings.confirm_runs)
@@ -130,7 +146,35 @@ def compare_run(
         explanations=explanations,
         fail_on=frozenset(fail_on),
         calibrated=bool(baseline and baseline.calibrated),
+        common_shift=shift,
     )
+
+
+def run_shift(
+    results: Sequence[CaseResult], baseline: Baseline | None, env: Environment, settings: Settings
+) -> CommonShift | None:
+    """The run's common-mode shift (gate/common.py) over its calibrated cases' first processes, each in the measure
+    it is gated on: time, or cycles for a compute-bound case (its time follows the SM clock, a driver update
+    moves its cycles)."""
+    if baseline is None:
+        return None
+    changes = {}
+    for res in results:
+        base = baseline.cases.get(res.case_id)
+        if base is None or not base.calibrated or base.timer is not res.timing.timer:
+            continue
+        if _speedup_values(res, base) and not settings.gate_time_with_reference:
+            continue  # gated on its speedup, where a shared shift cancels
+        if choose_measure(res, base, env.device_name, settings).measure is GatedMeasure.CYCLES:
+            values, now, resolved = base.cycle_values(), res.process_mcycles[0], res.thresholds.cycles_noise
+        else:
+            values, now, resolved = base.time_values(), res.timing.median_ms, res.thresholds.time_noise
+        centre = sum(values) / len(values)
+        noise = _noise(resolved, values, res, settings)
+        if noise is not None:
+            unit = noise.noise_pct * math.sqrt(1.0 + 1.0 / len(values))
+            changes[res.case_id] = (100.0 * (now - centre) / centre, unit)
+    return common_shift(changes, settings.min_effect_pct, baseline.environment, env)
 
 
 def _unpaired(
@@ -154,7 +198,7 @@ def _unpaired(
 
 
 def _env_note(base_env: Environment, cur: Environment, base: BaselineCase, res: CaseResult) -> str:
-    if base.timer is not res.timing.timer and base_env.comparability_key() == cur.comparability_key():
+    if base.timer is not res.timing.timer and base_env.comparable_with(cur):
         return f"baseline timed with {base.timer.value}, this run with {res.timing.timer.value}"
     return (
         f"baseline measured on {base_env.device_name} ({base_env.device_kind}), this run on {cur.device_name} "
@@ -164,7 +208,9 @@ def _env_note(base_env: Environment, cur: Environment, base: BaselineCase, res: 
 
 def _rule(res: CaseResult, settings: Settings, alpha: float, explicit_pct: float | None) -> Rule:
     floor = explicit_pct if explicit_pct is not None else res.thresholds.min_effect_pct
-    return Rule(alpha=alpha, stages=1 + settings.confirm_runs, floor_pct=floor)
+    stages = 1 + settings.confirm_runs
+    # no confirmation asked for: one process decides (the budget then rests on the normal model alone)
+    return Rule(alpha=alpha, stages=stages, floor_pct=floor, max_stages=MAX_STAGES if settings.confirm_runs else 1)
 
 
 def _noise(
@@ -176,10 +222,13 @@ def _noise(
     return estimate_noise(calibration, (), noise_floor(res.timing.timer, settings.noise_floor_pct))
 
 
-def time_decision(res: CaseResult, base: BaselineCase, settings: Settings, alpha: float) -> Decision:
+def time_decision(
+    res: CaseResult, base: BaselineCase, settings: Settings, alpha: float, shift: CommonShift | None = None
+) -> Decision:
     t = res.thresholds
     calibration = base.time_values()
     noise = _noise(t.time_noise, calibration if base.calibrated else (), res, settings)
+    moved = shift is not None and base.calibrated
     return decide(
         calibration,
         res.process_medians_ms,
@@ -188,19 +237,29 @@ def time_decision(res: CaseResult, base: BaselineCase, settings: Settings, alpha
         threshold_pct=t.time_pct,
         baseline_samples=base.samples_ms,
         current_samples=res.samples_ms,
+        shift_pct=shift.shift_pct if shift is not None and moved else 0.0,
+        shift_variance=shift.variance_share if shift is not None and moved else 0.0,
     )
 
 
 def compare_time(
-    res: CaseResult, base: BaselineCase, settings: Settings, alpha: float, intervals: bool = True, gated: bool = True
+    res: CaseResult,
+    base: BaselineCase,
+    settings: Settings,
+    alpha: float,
+    intervals: bool = True,
+    gated: bool = True,
+    shift: CommonShift | None = None,
+    choice: MeasureChoice | None = None,
 ) -> Comparison:
-    """The time verdict with its interval: between-process when calibrated, else the within-run one."""
-    d = time_decision(res, base, settings, alpha)
+    """The time verdict with its interval: between-process when calibrated, else the within-run one; against
+    the centre moved by the run's common-mode shift when there is one (gate/common.py). `choice`: why time is
+    (or is not) the gated measure, said in the note."""
+    d = time_decision(res, base, settings, alpha, shift)
     lo, hi = d.ci_low_pct, d.ci_high_pct
     if d.noise is None and intervals:
         lo, hi = median_change_ci_pct(base.samples_ms, res.samples_ms) or (None, None)
-    centre = sum(base.time_values()) / len(base.time_values())
-    current = sum(res.process_medians_ms) / len(res.process_medians_ms)
+    centre, current = base.time_ms, res.time_ms  # the one definition of each (docs/decision-rule.md)
     return Comparison(
         case_id=res.case_id,
         metric=TIME_METRIC,
@@ -217,19 +276,41 @@ def compare_time(
         noise_pct=d.noise.noise_pct if d.noise else None,
         score=d.score,
         processes=d.processes,
-        note=_note(d, gated),
+        note=_note(d, gated, _instead(res, choice, gated))
+        + (
+            f"; change against the run's common-mode shift ({shift.shift_pct:+.1f}%)"
+            if shift is not None and d.noise is not None
+            else ""
+        ),
         detects_pct=d.detects_pct,
         gated=gated,
         suspect=d.suspect and gated,
+        stages=d.stages,
     )
 
 
-def _note(d: Decision, gated: bool) -> str:
-    if d.noise is None:
+def _instead(res: CaseResult, choice: MeasureChoice | None, gated: bool) -> str:
+    """Not gated: what is gated in its place. Gated: why the time is, when the case also has cycles."""
+    if not gated:
+        if res.speedup is not None or choice is None:
+            return "the speedup is"
+        return f"cycles are: {choice.reason}"
+    return choice.reason if choice is not None and res.cycles is not None and res.speedup is None else ""
+
+
+def _note(d: Decision, gated: bool, instead: str = "") -> str:
+    if d.noise is None and d.verdict is Verdict.REGRESSED:
+        source = (
+            f"slower by more than {d.threshold_pct:g}% in every process, with no between-process noise yet: "
+            "run perfgate calibrate"
+        )
+    elif d.noise is None:
         source = "no between-process noise yet: calibrate"
     else:
         source = f"noise from {d.noise.df + 1} processes ({d.noise.window_runs} from the history)"
-    return source if gated else f"{source}; reported, not gated (the speedup is)"
+    if gated:
+        return f"{source}; gated: {instead}" if instead else source
+    return f"{source}; reported, not gated ({instead})"
 
 
 def _speedup_values(res: CaseResult, base: BaselineCase) -> tuple[float, ...]:
@@ -289,6 +370,7 @@ def compare_speedup(res: CaseResult, base: BaselineCase, settings: Settings, alp
         note=_note(d, True),
         detects_pct=d.detects_pct,
         suspect=d.suspect,
+        stages=d.stages,
     )
 
 
@@ -358,7 +440,14 @@ def _metric_row(
         note=new.source,
         processes=len(verdicts),
         suspect=suspect,
+        min_change=(_floor(old.name, new.unit) or None) if kind is not MetricKind.DERIVED else None,
     )
+
+
+def _floor(name: str, unit: str) -> float:
+    """The absolute change (in `unit`) under which a metric's move is noise, whatever its percent."""
+    spec = spec_for(name)
+    return PERCENT_POINTS_FLOOR if unit == "%" else (spec.floor if spec else 0.0)
 
 
 def _tolerance_verdict(
@@ -367,9 +456,7 @@ def _tolerance_verdict(
     if kind is MetricKind.DERIVED:
         return Verdict.UNCHANGED
     worse = _worse_by(old.value, value, percent_change(old.value, value), direction)
-    spec = spec_for(old.name)
-    floor = PERCENT_POINTS_FLOOR if unit == "%" else (spec.floor if spec else 0.0)
-    if abs(value - old.value) < floor or worse is None:
+    if abs(value - old.value) < _floor(old.name, unit) or worse is None:
         return Verdict.UNCHANGED
     if worse > threshold_pct + 1e-9:
         return Verdict.REGRESSED
@@ -414,6 +501,18 @@ def _speedup_target(res: CaseResult, stages: int = 1) -> list[Comparison]:
             note=f"{s.median:.2f}x vs {s.reference} (CI {s.ci_low:.2f}-{s.ci_high:.2f}), needs >= {target:g}x",
         )
     ]
+
+
+def explanation(
+    static_rows: Sequence[Comparison], metric_rows: Sequence[Comparison], res: CaseResult
+) -> tuple[Comparison, ...]:
+    """What came with a timing regression: the compiled kernels' changes first (known before any profiler
+    ran: registers, spills, occupancy, another kernel), then the profiler's counters that moved, then ncu's
+    diagnosis of the case's kernels when it was profiled."""
+    from perfgate.gate.why import ncu_reasons
+
+    static = [r for r in static_rows if r.baseline != r.current or r.metric == LAUNCHED]
+    return tuple(static) + explain(metric_rows) + ncu_reasons(res)
 
 
 def explain(metric_rows: Sequence[Comparison]) -> tuple[Comparison, ...]:

@@ -37,9 +37,10 @@ def run_tool(
     env: dict[str, str] | None = None,
     check: bool = True,
     pass_fds: tuple[int, ...] = (),
+    input_text: str | None = None,
 ) -> ToolOutput:
     """Run argv; ToolFailed on timeout or (with check) a non-zero exit, with stderr's tail kept. `pass_fds`:
-    descriptors the child inherits (every other one is closed in it)."""
+    descriptors the child inherits (every other one is closed in it); `input_text`: its stdin."""
     try:
         proc = subprocess.run(
             argv,
@@ -50,6 +51,7 @@ def run_tool(
             timeout=timeout_s,
             errors="replace",
             pass_fds=pass_fds,
+            input=input_text,
         )
     except subprocess.TimeoutExpired as err:
         stderr = err.stderr.decode(errors="replace") if isinstance(err.stderr, bytes) else (err.stderr or "")

@@ -13,7 +13,6 @@ into case ids, and says so in one line naming the option and the `=` form that a
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import os
 import shlex
@@ -22,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate.config.layout import Found, Invocation
 from perfgate.config.options import path_flags
+from perfgate.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -64,24 +65,77 @@ def spaced_path_values(args: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
-def _rootdir_for(config: Any, args: list[str]) -> Path | None:
-    """pytest's own rootdir rule (`_pytest.config.findpaths.determine_setup`, whose signature differs
-    between pytest versions) on the real test paths; None when it cannot be asked."""
-    try:
-        from _pytest.config.findpaths import determine_setup
-    except ImportError:
-        return None
-    offered = {
-        "inifile": config.getoption("inifilename"),
-        "args": args,
-        "rootdir_cmd_arg": config.getoption("rootdir") or None,
-        "invocation_dir": Path(config.invocation_params.dir),
-        "config": config,
-        "override_ini": config.getoption("override_ini"),
+def pytest_rootdir(
+    invocation_dir: Path, args: Sequence[str] = (), rootdir_arg: str | None = None, inifile: str | None = None
+) -> Found:
+    """pytest's own rootdir rule (`_pytest.config.findpaths.determine_setup`, whose signature differs between
+    pytest versions) for test paths `args` (absolute, or relative to `invocation_dir`), `--rootdir` and `-c`.
+    The same function answers for the working tree and for a commit's files (config/layout.py), so a pull
+    request's root is resolved exactly as its base's. ConfigError when pytest refuses the arguments."""
+    import inspect
+
+    from _pytest.config.findpaths import determine_setup
+
+    def absolute(path: str) -> str:  # pytest makes them absolute against the process's directory
+        return str(path if Path(path).is_absolute() else invocation_dir / path)
+
+    offered: dict[str, Any] = {
+        "inifile": absolute(inifile) if inifile else None,
+        "args": [absolute(a) for a in args],
+        "rootdir_cmd_arg": absolute(rootdir_arg) if rootdir_arg else None,
+        "invocation_dir": invocation_dir,
+        "config": None,
+        "override_ini": None,
     }
+    wanted = inspect.signature(determine_setup).parameters
     try:
-        wanted = inspect.signature(determine_setup).parameters
-        result = determine_setup(**{k: v for k, v in offered.items() if k in wanted})
-    except Exception:  # noqa: BLE001 (a pytest without this rule leaves the rootdir as pytest chose it)
+        found = determine_setup(**{k: v for k, v in offered.items() if k in wanted})
+    except Exception as err:
+        raise ConfigError(f"perfgate: pytest cannot place the root of {invocation_dir}: {err}") from err
+    confcutdir = found[2].get("confcutdir") if isinstance(found[2], dict) else None
+    confcutdir = getattr(confcutdir, "value", confcutdir)  # pytest 9 wraps ini values (ConfigValue)
+    return Found(
+        Path(found[0]).resolve(),
+        Path(found[1]).resolve() if found[1] else None,
+        None if confcutdir is None else str(confcutdir),
+    )
+
+
+def _rootdir_for(config: Any, args: list[str]) -> Path | None:
+    """pytest's own rootdir rule on the real test paths; None when it cannot be asked."""
+    try:
+        return pytest_rootdir(**_invocation_values(config, args)).rootdir
+    except ConfigError:
         return None
-    return Path(result[0]).resolve()
+
+
+def _invocation_values(config: Any, args: list[str]) -> dict[str, Any]:
+    """`--rootdir` and `-c` as the command line and PYTEST_ADDOPTS give them: in a configuration file's
+    addopts they come after pytest has placed its root, and a pull request's file must not place the base's."""
+    given = [*shlex.split(os.environ.get("PYTEST_ADDOPTS", "")), *map(str, config.invocation_params.args)]
+    return {
+        "invocation_dir": Path(config.invocation_params.dir),
+        "args": args,
+        "rootdir_arg": _last_value(given, ("--rootdir",)),
+        "inifile": _last_value(given, ("-c", "--config-file", "--inifile")),
+    }
+
+
+def _last_value(args: Sequence[str], names: tuple[str, ...]) -> str | None:
+    found = None
+    for i, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        if name in names and eq:
+            found = value
+        elif arg in names and i + 1 < len(args):
+            found = args[i + 1]
+        elif arg.startswith("-c") and "-c" in names and len(arg) > 2 and not arg.startswith("--"):
+            found = arg[2:]
+    return found
+
+
+def invocation_of(config: Any) -> Invocation:
+    """How this pytest run was asked to find its root: the real test paths (perfgate's own option values left
+    out), where it ran, `--rootdir` and `-c`; config/layout.py places a commit's root from it."""
+    values = _invocation_values(config, [str(a) for a in (config.getoption("file_or_dir") or [])])
+    return Invocation(Path(values["invocation_dir"]), tuple(values["args"]), values["rootdir_arg"], values["inifile"])

@@ -13,6 +13,7 @@ import pytest
 from perfgate.config.settings import Settings, settings_from_config
 from perfgate.errors import ConfigError, PerfgateError, one_line
 from perfgate.measure.environment import utc_now
+from perfgate.measure.phases import process_age_s
 from perfgate.measure.processes import PROFILE_CHILD_ENV
 from perfgate.model import TestOutcome, UnmeasuredTest
 from perfgate.pytest_plugin.session import ORDER_KEY, Mode, PerfgateSession
@@ -65,12 +66,13 @@ def make_session(config: pytest.Config) -> PerfgateSession:
         started,
         _mode(config, order),
         started_monotonic=time.monotonic(),
+        before_s=process_age_s(),
         nodeid_prefix=root.nodeid_prefix,
     )
     if root.warning:
         state.messages.append(root.warning)
     if state.mode is Mode.AB:
-        return _ab_session(state)
+        return _ab_session(state, config)
     if state.mode is Mode.XDIST_WORKER:
         from perfgate.pytest_plugin.xdist import select_worker_gpu
 
@@ -81,13 +83,13 @@ def make_session(config: pytest.Config) -> PerfgateSession:
         _check_gate_options(config, settings)
     _prepare_environment(state)
     if state.mode is Mode.GATE:
-        _check_against_base(state)
+        _check_against_base(state, config)
         if settings.store:
             _check_history(settings)
     return state
 
 
-def _ab_session(state: PerfgateSession) -> PerfgateSession:
+def _ab_session(state: PerfgateSession, config: pytest.Config) -> PerfgateSession:
     if state.settings.update_baseline:
         raise ConfigError(
             "perfgate: --perfgate-base compares with a base commit; it writes no baseline "
@@ -95,6 +97,7 @@ def _ab_session(state: PerfgateSession) -> PerfgateSession:
         )
     if state.settings.store:
         _check_history(state.settings)
+    _check_against_base(state, config)
     return state
 
 
@@ -183,16 +186,23 @@ def _prepare_environment(state: PerfgateSession) -> None:
         state.device = open_device(state.environment.device_uuid)
 
 
-def _check_against_base(state: PerfgateSession) -> None:
-    """A pull request's gate: is the baseline (and [tool.perfgate]) the one its base ref gates with?"""
+def _check_against_base(state: PerfgateSession, config: pytest.Config) -> None:
+    """A pull request's gate: are the project root, [tool.perfgate] and (baseline mode) the baseline the ones
+    its base ref's files give this run? A/B mode checks against its base, unless a baseline ref is named."""
     from dataclasses import replace
 
     from perfgate.baseline.base_ref import base_ref, check_against_base
+    from perfgate.pytest_plugin.rootdir import invocation_of, pytest_rootdir
 
-    ref = base_ref(state.settings.baseline_ref, os.environ)
-    if not ref or state.environment is None or state.baseline_path is None:
+    ab = state.mode is Mode.AB
+    ref = base_ref(state.settings.baseline_ref, os.environ) or (state.settings.base if ab else "")
+    if not ref or (not ab and (state.environment is None or state.baseline_path is None)):
         return
-    check = check_against_base(ref, state.settings, state.environment, state.baseline_path)
+    from perfgate.model import Environment
+
+    env = state.environment or Environment(device_kind="host", device_name="")
+    baseline = None if ab else state.baseline_path
+    check = check_against_base(ref, state.settings, env, baseline, invocation_of(config), pytest_rootdir)
     state.facts = replace(state.facts, base=check)
 
 
@@ -243,7 +253,8 @@ def step_aside_pytest_benchmark(config: pytest.Config) -> None:
 
 def finish(config: pytest.Config, state: PerfgateSession, interrupted: bool, tests_failed: bool) -> int:
     """Hand the measurements on: to the parent (child), the controller (worker) or the gate. Returns the
-    exit status the gate asks for (0 = nothing to add)."""
+    exit status the gate asks for (0 = nothing to add). A test's forked child hands nothing on (the hook
+    does not call this there; the store and the child's output check again)."""
     if state.mode is Mode.MEASURE_CHILD:
         _write_child_output(state)
         return 0
@@ -258,9 +269,10 @@ def finish(config: pytest.Config, state: PerfgateSession, interrupted: bool, tes
     if interrupted:
         state.messages.append("perfgate: run interrupted before anything was stored; no baseline touched")
         return 0
-    state.messages.append(
-        f"perfgate: timing phase took {time.monotonic() - state.started_monotonic:.1f} s ({len(state.results)} case(s))"
-    )
+    from perfgate.measure.phases import phase_line
+
+    elapsed = time.monotonic() - state.started_monotonic
+    state.messages.append(phase_line(elapsed, state.results.values(), state.before_s))
     try:
         return _gate(config, state, tests_failed)
     except PerfgateError as err:
@@ -271,6 +283,8 @@ def finish(config: pytest.Config, state: PerfgateSession, interrupted: bool, tes
 def _gate(config: pytest.Config, state: PerfgateSession, tests_failed: bool) -> int:
     from perfgate.gate.run import GateRequest, build_run, run_gate
 
+    if not state.owns_process:
+        return 0
     assert state.environment is not None and state.baseline_path is not None  # set when the gate is enabled
     profile_settings = _profile(state)
     run = build_run(
@@ -294,6 +308,7 @@ def _gate(config: pytest.Config, state: PerfgateSession, tests_failed: bool) -> 
     )
     state.gate, state.run_id, state.exit_code = outcome.gate, outcome.run.run_id, outcome.exit_code
     state.messages += outcome.messages
+    state.terminal = list(outcome.terminal)
     return outcome.exit_code
 
 
@@ -320,6 +335,8 @@ def _write_child_output(state: PerfgateSession) -> None:
     from perfgate.report.publish import write_text
 
     assert state.child_output is not None
+    if not state.owns_process:
+        return
     doc = {
         "nonce": state.child_nonce,
         "results": [case_to_dict(r) for r in state.results.values()],
@@ -331,23 +348,23 @@ def _write_child_output(state: PerfgateSession) -> None:
 
 def last_line(state: PerfgateSession) -> str:
     """What the terminal ends with when perfgate fails the run: the gate's headline, or the error."""
-    from perfgate.report.terminal import headline
+    from perfgate.report.scrub import terminal_scrubber
 
-    if state.error or state.gate is None:
-        return state.error.splitlines()[0] if state.error else "perfgate: gate FAILED"
-    return headline(state.gate)
+    if state.error or not state.terminal:
+        return (
+            terminal_scrubber(os.environ).text(state.error.splitlines()[0]) if state.error else "perfgate: gate FAILED"
+        )
+    return state.terminal[-1]
 
 
 def summary_lines(state: PerfgateSession) -> list[str]:
     """The terminal's perfgate section: the CI log is published too, so secrets are masked (paths and the
-    hostname stay: the terminal is the user's own)."""
-    from perfgate.report.scrub import Scrubber, secret_env_values
-    from perfgate.report.terminal import render_terminal
+    hostname stay: the terminal is the user's own). The gate's own lines come scrubbed from its tail."""
+    from perfgate.report.scrub import terminal_scrubber
 
-    scrubber = Scrubber(None, publish_host=True, secret_values=secret_env_values(os.environ))
+    scrubber = terminal_scrubber(os.environ)
     lines = [scrubber.text(m) for m in state.messages]
     if state.error:
         return lines + [scrubber.text(state.error)]
-    if state.gate is not None:
-        lines += render_terminal(scrubber.gate(state.gate), state.settings.full_table)
-    return lines
+    # a failed run's verdict is its last line (pytest_unconfigure, after pytest's own): said once, there
+    return lines + (state.terminal[:-1] if state.exit_code else state.terminal)

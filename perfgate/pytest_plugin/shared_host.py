@@ -1,12 +1,12 @@
-"""The pytest end of a shared A/B host (perfgate/ab/shared.py): every side a pytest session in a thread of
+"""The pytest end of a shared A/B host (perfgate/ab/host/): every side a pytest session in a thread of
 one process. Started by perfgate.ab.workers.SHARED_BOOT."""
 
 from __future__ import annotations
 
 import pytest
 
+from perfgate.ab.host.process import serve_sides, worker_end
 from perfgate.ab.protocol import WorkerEnd
-from perfgate.ab.shared import serve_sides, worker_end
 
 
 def main(spec: str) -> int:

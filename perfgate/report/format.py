@@ -6,7 +6,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
-from perfgate.metrics import label
+from perfgate.metrics import NCU_WHY, STATIC_PREFIX, label
 from perfgate.model import Comparison
 
 _SCALES = {
@@ -57,7 +57,17 @@ def fmt_detects(c: Comparison) -> str:
         return f"≥ {fmt_pct(c.detects_pct)}%"
     if c.threshold_pct is None:
         return "-"
-    return "any" if c.threshold_pct == 0 else f"> {fmt_pct(c.threshold_pct)}%"
+    pct = "any" if c.threshold_pct == 0 else f"> {fmt_pct(c.threshold_pct)}%"
+    return f"{pct} and ≥ {fmt_floor(c.min_change, c.unit)}" if c.min_change else pct
+
+
+def fmt_floor(value: float, unit: str) -> str:
+    """An absolute floor as it was set: 64 KiB, 1 point."""
+    if unit == "%":
+        return f"{value:g} point" + ("" if value == 1 else "s")
+    if unit == "byte" and value >= 1024 and value % 1024 == 0:
+        return f"{value / 1024:g} KiB"
+    return fmt_value(value, unit)
 
 
 def fmt_verdict(c: Comparison, loud: bool = False) -> str:
@@ -76,12 +86,31 @@ def fmt_pct(pct: float) -> str:
 
 
 def shorten(name: str, width: int = 60) -> str:
-    """Keep the head and the tail (test name and parameters), elide the middle."""
+    """A case id in `width` characters, cut only where a reader can fill in the cut: leading directories go
+    first (`…/test_perf.py::test_softmax[bf16]`), then the middle of the test part (its start and its
+    parameters kept); the file name is never cut. Names that are no case id keep their head and tail."""
     if len(name) <= width:
         return name
+    path, sep, test = name.partition("::")
+    if sep:
+        dirs, slash, file = path.rpartition("/")
+        kept = dirs.split("/") if slash else []
+        while kept:  # drop directories from the left while the id is too long
+            kept.pop(0)
+            label = "…/" + "/".join([*kept, file]) + "::" + test
+            if len(label) <= width:
+                return label
+        prefix = ("…/" if slash else "") + file + "::"
+        if width - len(prefix) >= 16:
+            return prefix + _middle_cut(test, width - len(prefix))
+    return _middle_cut(name, width)
+
+
+def _middle_cut(text: str, width: int) -> str:
+    """Head and tail of `text` (the tail longer: parameters live there), `…` between."""
     keep = width - 1
     head = keep // 3
-    return name[:head] + "…" + name[-(keep - head) :]
+    return text[:head] + "…" + text[-(keep - head) :]
 
 
 def distinct_short(names: Iterable[str], width: int = 60) -> dict[str, str]:
@@ -122,10 +151,32 @@ def metric_title(c: Comparison) -> str:
 
 
 def movement(c: Comparison) -> str:
-    """`registers/thread 64 → 128` or `DRAM bytes read unchanged (33.6 MB)`."""
+    """`registers/thread 64 → 128` or `DRAM bytes read unchanged (33.6 MB)`; the static gate's and ncu's rows
+    in their own words (`_matmul_kernel: registers 128 -> 168 per thread: occupancy ...`)."""
+    if c.note and (c.metric.startswith(STATIC_PREFIX) or c.metric == NCU_WHY):
+        return f"{kernel_label(c.kernel, 40)}: {c.note}" if c.kernel else c.note
     if c.baseline == c.current:
         return f"{metric_title(c)} unchanged ({fmt_value(c.current, c.unit)})"
     return f"{metric_title(c)} {fmt_value(c.baseline, c.unit)} → {fmt_value(c.current, c.unit)}"
+
+
+def why_line(rows: Sequence[Comparison]) -> str:
+    """A regressed case's "why" on one line: each row's movement, the static rows only by what changed (their
+    notes, with why, are listed after it), one kernel's together: `_k: registers 216 -> 255 per thread, spills
+    0 -> 13,020 bytes ...; DRAM bytes read 1 MB → 2 MB`."""
+    from perfgate.gate.static import static_headline
+
+    parts: list[tuple[str, list[str]]] = []
+    for c in rows:
+        if c.note and c.metric.startswith(STATIC_PREFIX):
+            head, text = kernel_label(c.kernel, 40) if c.kernel else "", static_headline(c.note)
+            if parts and head and parts[-1][0] == head:
+                parts[-1][1].append(text)
+            else:
+                parts.append((head, [text]))
+        else:
+            parts.append(("", [movement(c)]))
+    return "; ".join(f"{head}: {', '.join(texts)}" if head else ", ".join(texts) for head, texts in parts)
 
 
 def kernel_label(name: str, width: int = 32, signature: bool = False) -> str:

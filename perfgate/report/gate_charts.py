@@ -5,11 +5,14 @@ label (case_labels / kernel_labels), and every text is drawn literally (plain_te
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from perfgate.baseline import Baseline
+from perfgate.gate.bottleneck import DEVICE_PEAKS
 from perfgate.metrics import TIME_METRIC
 from perfgate.model import Comparison, GateResult, Metric, Run, Verdict
 from perfgate.report.analyze_charts import kernel_labels
@@ -25,18 +28,6 @@ MIN_CLIP_PCT = 2.0
 ACHIEVED_OCC = "sm__warps_active.avg.pct_of_peak_sustained_active"
 THEORETICAL_OCC = "sm__maximum_warps_per_active_cycle_pct"
 DRAM_BW = "dram__bytes.sum.per_second"
-# Spec-sheet ceilings (dense bf16 tensor TFLOP/s, DRAM GB/s), used when none are configured.
-DEVICE_SPECS = {
-    "H100 80GB HBM3": (989.0, 3350.0),
-    "H100 SXM": (989.0, 3350.0),
-    "H100 PCIe": (756.0, 2000.0),
-    "H200": (989.0, 4800.0),
-    "A100-SXM4-80GB": (312.0, 2039.0),
-    "A100-SXM4-40GB": (312.0, 1555.0),
-    "A100 80GB PCIe": (312.0, 1935.0),
-    "L40S": (362.0, 864.0),
-    "RTX 4090": (165.0, 1008.0),
-}
 
 
 def time_rows(gate: GateResult) -> list[Comparison]:
@@ -206,7 +197,7 @@ def ceilings(run: Run, peak_tflops: float | None, peak_gbps: float | None) -> tu
     """Compute and bandwidth roofs: configured, else the device's spec sheet, else the best measured."""
     if peak_tflops and peak_gbps:
         return peak_tflops, peak_gbps, "configured"
-    spec = next((v for k, v in DEVICE_SPECS.items() if k in run.environment.device_name), None)
+    spec = next((v for k, v in DEVICE_PEAKS.items() if k in run.environment.device_name), None)
     if spec:
         return peak_tflops or spec[0], peak_gbps or spec[1], "spec sheet"
     tf = max((r.timing.tflops for r in run.results if r.timing.tflops), default=None)
@@ -373,6 +364,15 @@ def _kernel_values(pairs: Any) -> dict[tuple[str, str], dict[str, float]]:
     return out
 
 
+def chart_stem(case_id: str) -> str:
+    """A case's charts' file name stem: its test name as safe characters (letters, digits, `.`, `_`, `-`), at
+    most 60 of them, and 8 hex digits of its id's hash, so two cases never share a file:
+    `kernels/tests/test_perf.py::test_softmax[bf16]` -> `test_softmax-bf16-3f2a9c1d`."""
+    name = case_id.rsplit("::", 1)[-1] if "::" in case_id else case_id.rsplit("/", 1)[-1]
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:60].rstrip("-.") or "case"
+    return f"{safe}-{hashlib.sha256(case_id.encode()).hexdigest()[:8]}"
+
+
 def charted_cases(gate: GateResult) -> list[Comparison]:
     """The changed cases that get a distribution and a trend chart of their own."""
     changed = [c for c in ranked_time_rows(gate) if c.verdict in SEVERITY]  # the largest regressions first
@@ -392,12 +392,12 @@ def write_gate_charts(
     (charted_cases) for their trends. Returns the paths for the Markdown links."""
     figures: list[tuple[Any, str]] = [(change_per_case_figure(gate), "change_per_case.png")]
     samples = {r.case_id: r.samples_ms for r in run.results}
-    for i, c in enumerate(charted_cases(gate)):
+    for c in charted_cases(gate):
         if baseline and c.case_id in baseline.cases:
             figures.append(
                 (
                     distribution_figure(c.case_id, baseline.cases[c.case_id].samples_ms, samples[c.case_id]),
-                    f"case{i:02d}_distribution.png",
+                    f"{chart_stem(c.case_id)}_distribution.png",
                 )
             )
         if c.case_id in history:
@@ -406,7 +406,7 @@ def write_gate_charts(
                     trend_figure(
                         c.case_id, history[c.case_id], c.baseline or 0.0, c.threshold_pct or 0.0, c.current or 0.0
                     ),
-                    f"case{i:02d}_trend.png",
+                    f"{chart_stem(c.case_id)}_trend.png",
                 )
             )
     ranked = ranked_case_ids(gate)

@@ -52,6 +52,10 @@ def results_document(gate: GateResult, run: Run | None, samples: bool = False) -
 def _case(r: CaseResult, samples: bool) -> dict[str, Any]:
     out: dict[str, Any] = plain(r) if samples else _without_samples(r)
     out["extra_info"] = plain(dict(r.extra_info))  # a mapping, as pytest-benchmark writes it (the record keeps pairs)
+    if r.compiled is not None:  # as every other reader of it writes it (occupancy with its percentage)
+        from perfgate.compiled.codec import to_dict
+
+        out["compiled"] = to_dict(r.compiled)
     return out
 
 

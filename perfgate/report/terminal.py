@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from perfgate.metrics import TIME_METRIC
-from perfgate.model import Comparison, Finding, GateResult, Verdict
+from perfgate.metrics import CYCLES_METRIC, STATIC_PREFIX, TIME_METRIC
+from perfgate.model import Comparison, Finding, FindingKind, GateResult, Verdict
 from perfgate.report.format import (
     distinct_short,
     fmt_change,
@@ -15,7 +15,7 @@ from perfgate.report.format import (
     fmt_value,
     fmt_verdict,
     metric_title,
-    movement,
+    why_line,
 )
 
 HEADERS = ("case", "metric", "baseline", "current", "change", "detects", "verdict")
@@ -85,20 +85,45 @@ def render_terminal(gate: GateResult, full: bool = False, top_n: int = TOP_N) ->
     if not full:
         lines += _counts(gate, hidden)
     for case_id, rows in gate.explanations.items():
-        lines.append(f"why {labels.get(case_id, case_id)}: " + "; ".join(movement(r) for r in rows))
+        lines.append(f"why {labels.get(case_id, case_id)}: {why_line(rows)}")
     notes = [
         c
         for c in gate.comparisons
-        if c.verdict in (Verdict.NOT_COMPARABLE, Verdict.PROFILE_FAILED, Verdict.BELOW_TARGET) and c.note
+        if c.note
+        and (
+            c.verdict in (Verdict.NOT_COMPARABLE, Verdict.PROFILE_FAILED, Verdict.BELOW_TARGET)
+            or (c.metric.startswith(STATIC_PREFIX) and c.verdict is not Verdict.UNCHANGED)
+        )
     ]
     notes.sort(key=lambda c: c.verdict not in gate.fail_on)
     limit = len(notes) if full else max(top_n, sum(c.verdict in gate.fail_on for c in notes))
-    lines += [f"{c.verdict.value}: {labels.get(c.case_id, c.case_id)}: {c.note.splitlines()[0]}" for c in notes[:limit]]
+    lines += [f"{_note_head(c)}: {labels.get(c.case_id, c.case_id)}: {c.note.splitlines()[0]}" for c in notes[:limit]]
     if len(notes) > limit:
         lines.append(f"perfgate: … and {len(notes) - limit:,} more note(s) (--perfgate-full-table lists them)")
     lines += _findings(gate, full, top_n)
+    lines += cycles_line(gate, labels)
     lines.append(headline(gate))
     return lines
+
+
+CYCLES_NAMED = 3
+
+
+def cycles_line(gate: GateResult, labels: Mapping[str, str]) -> list[str]:
+    """Which cases were gated in SM cycles rather than time, and why (one line, a few named)."""
+    rows = [c for c in gate.comparisons if c.metric == CYCLES_METRIC and c.gated]
+    if not rows:
+        return []
+    named = "; ".join(f"{labels.get(c.case_id, c.case_id)}: {c.note.split('; ')[0]}" for c in rows[:CYCLES_NAMED])
+    more = f"; and {len(rows) - CYCLES_NAMED} more" if len(rows) > CYCLES_NAMED else ""
+    return [f"perfgate: gated in SM cycles (time x the clock each sample ran at): {len(rows)} case(s): {named}{more}"]
+
+
+def _note_head(c: Comparison) -> str:
+    """`regressed (static, _matmul_kernel)` for the static gate's rows: which kernel, and that no timing said it."""
+    if c.metric.startswith(STATIC_PREFIX):
+        return f"{c.verdict.value} (static{', ' + c.kernel if c.kernel else ''})"
+    return c.verdict.value
 
 
 def _counts(gate: GateResult, hidden: int) -> list[str]:
@@ -136,11 +161,16 @@ def _tag(f: Finding, strict: bool) -> str:
 
 
 def headline(gate: GateResult) -> str:
-    """One line: cases by time verdict, then metric regressions, failed profiles and strict failures."""
+    """One line: cases by time verdict (by cycles where those are gated), then metric regressions, failed profiles
+    and strict failures."""
     time_rows = [c for c in gate.comparisons if c.metric == TIME_METRIC and c.verdict is not Verdict.PROFILE_FAILED]
-    counts = Counter(c.verdict for c in time_rows)
+    on_cycles = {c.case_id: c for c in gate.comparisons if c.metric == CYCLES_METRIC and c.gated}
+    case_rows = [on_cycles.get(c.case_id, c) for c in time_rows]
+    counts = Counter(c.verdict for c in case_rows)
     parts = [f"{counts[v]} {v.value}" for v in Verdict if counts[v]]
-    metric_bad = sum(c.verdict is Verdict.REGRESSED for c in gate.comparisons if c.metric != TIME_METRIC)
+    metric_bad = sum(
+        c.verdict is Verdict.REGRESSED for c in gate.comparisons if c.metric not in (TIME_METRIC, CYCLES_METRIC)
+    )
     if metric_bad:
         parts.append(f"{metric_bad} other metric(s) regressed")
     below = len(gate.by_verdict(Verdict.BELOW_TARGET))
@@ -152,5 +182,7 @@ def headline(gate: GateResult) -> str:
     strict = [f for f in gate.findings if f.fails_strict]
     if strict and gate.strict:
         parts.append(f"{len(strict)} strict-mode failure(s)")
+    if not gate.failed and not gate.comparisons and any(f.kind is FindingKind.NO_CASES for f in gate.findings):
+        return "perfgate: nothing measured: no gate ran (--perfgate-strict fails such a run)"
     status = "FAILED" if gate.failed else "passed"
     return f"perfgate: gate {status}: {len(time_rows)} case(s): " + (", ".join(parts) if parts else "nothing compared")

@@ -23,7 +23,7 @@ from typing import Any
 from perfgate.credentials import mask_credentials
 from perfgate.errors import StoreError
 from perfgate.model import CaseResult, Metric, Run, Verdict
-from perfgate.store import checks, rows
+from perfgate.store import checks, kernels, rows
 from perfgate.store.database import Backend, Database
 from perfgate.store.target import HistoryTarget, ServerUrl, history_target
 from perfgate.store.verdicts import RunVerdicts
@@ -147,6 +147,8 @@ class Store:
             ("gpu_state", ("run_id", "case_id", *rows.GPU_COLUMNS), rows.gpu_rows(new_id, res)),
             ("autotune", rows.AUTOTUNE_COLUMNS, rows.autotune_rows(new_id, res)),
             ("speedups", rows.SPEEDUP_COLUMNS, rows.speedup_rows(new_id, res)),
+            ("compiled_cases", kernels.CASE_COLUMNS, kernels.case_rows(new_id, res)),
+            ("kernels", kernels.KERNEL_COLUMNS, kernels.kernel_rows(new_id, res)),
             ("unmeasured_tests", rows.UNMEASURED_COLUMNS, rows.unmeasured_rows(new_id, run.info)),
         ):
             db.executemany(rows.insert_sql(table, names), _named(names, values_of))
@@ -308,11 +310,16 @@ class Store:
             r["case_id"]: rows.speedup_from_row(r)
             for r in self.query("SELECT * FROM speedups WHERE run_id = :run_id", key)
         }
+        compiled = kernels.compiled_from_rows(
+            self.query("SELECT * FROM compiled_cases WHERE run_id = :run_id", key),
+            self.query("SELECT * FROM kernels WHERE run_id = :run_id", key),
+        )
         for r in self.query("SELECT * FROM cases WHERE run_id = :run_id ORDER BY case_id", key):
             cid = r["case_id"]
-            yield rows.case_from_row(
+            case = rows.case_from_row(
                 r, tuple(metrics.get(cid, ())), gpu.get(cid), tuple(autotune.get(cid, ())), speedups.get(cid)
             )
+            yield replace(case, compiled=compiled.get(cid))
 
     def load_verdicts(self, run_id: int) -> RunVerdicts | None:
         """What the gate said when the run was stored; None for a run that was not gated (a calibration,
@@ -333,10 +340,13 @@ class Store:
         self, case_id: str, device_name: str | None = None, limit: int = 50, up_to_run: int | None = None
     ) -> list[HistoryPoint]:
         """Median time of one case over the last `limit` runs (up to run `up_to_run`: a re-gated older run
-        is charted against its own past, not later runs), oldest first (for trend charts)."""
+        is charted against its own past, not later runs), oldest first (for trend charts). A/B runs are not
+        part of a case's trend (store/ab_pairs.py)."""
+        from perfgate.store.kinds import OUTSIDE_AB
+
         sql = (
             "SELECT r.id AS run_id, r.started_at, r.git_commit, c.median_ms, c.q1_ms, c.q3_ms "
-            "FROM cases c JOIN runs r ON r.id = c.run_id WHERE c.case_id = :case_id"
+            f"FROM cases c JOIN runs r ON r.id = c.run_id WHERE c.case_id = :case_id AND {OUTSIDE_AB}"
         )
         params: dict[str, Any] = {"case_id": case_id, "limit": limit}
         if device_name:
@@ -350,8 +360,8 @@ class Store:
             found = [
                 HistoryPoint(
                     int(r["run_id"]),
-                    checks.text(r["started_at"], f"run {r['run_id']} started_at"),
-                    checks.text(r["git_commit"], f"run {r['run_id']} git_commit"),
+                    checks.run_time(r["started_at"], f"run {r['run_id']} started_at"),
+                    checks.run_text(r["git_commit"], f"run {r['run_id']} git_commit"),
                     *(
                         checks.time_ms(r[c], f"run {r['run_id']} case {case_id!r} {c}")
                         for c in ("median_ms", "q1_ms", "q3_ms")

@@ -23,7 +23,18 @@ from perfgate.store.sqlite import PAGE_SIZE
 from perfgate.store.target import HistoryTarget
 
 # child tables first: each references runs(id)
-RUN_TABLES = ("verdicts", "cases", "metrics", "gpu_state", "autotune", "speedups", "unmeasured_tests", "runs")
+RUN_TABLES = (
+    "verdicts",
+    "cases",
+    "metrics",
+    "gpu_state",
+    "autotune",
+    "speedups",
+    "unmeasured_tests",
+    "kernels",
+    "compiled_cases",
+    "runs",
+)
 
 
 @dataclass(frozen=True)

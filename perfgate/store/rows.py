@@ -41,6 +41,11 @@ ENV_COLUMNS = (
     "perfgate_version",
     "hostname",
     "platform",
+    "cpu_brand",
+    "cpu_model",
+    "cpu_cores",
+    "cpu_caches",
+    "os_release",
 )
 RUN_COLUMNS = (
     "run_uid",
@@ -53,6 +58,7 @@ RUN_COLUMNS = (
     "profile_settings",
     *ENV_COLUMNS,
     "kind",
+    "ab_pair",
 )
 STAT_COLUMNS = (
     "timer",
@@ -86,6 +92,13 @@ CASE_COLUMNS = (
     "verdict",
     "host_state",
     "confirmation_memory",
+    "code",
+    "median_mcycles",
+    "sm_clock_mhz",
+    "sm_clock_min_mhz",
+    "sm_clock_max_mhz",
+    "probed_samples",
+    "confirmation_mcycles",
 )
 SPEEDUP_COLUMNS = ("run_id", "case_id", "reference", "median", "ci_low", "ci_high", "reference_samples_f64")
 VERDICT_COLUMNS = ("run_id", "case_id", "metric", "kernel", "verdict", "change_pct", "threshold_pct")
@@ -128,6 +141,7 @@ def run_row(run: Run) -> tuple[Any, ...]:
     }
     values.update({c: getattr(e, c) for c in ENV_COLUMNS})
     values["kind"] = i.kind.value if i.kind is not None else None
+    values["ab_pair"] = i.ab_pair or None
     return tuple(values[c] for c in RUN_COLUMNS)
 
 
@@ -162,7 +176,17 @@ def case_row(run_id: int, r: CaseResult, verdict: str | None = None) -> tuple[An
         verdict,
         json.dumps(asdict(r.host_state)) if r.host_state else None,
         json.dumps(list(r.confirmation_memory)),
+        json.dumps([{**asdict(c), "role": c.role.value} for c in r.code]) if r.code else None,
+        *_cycle_values(r),
     )
+
+
+def _cycle_values(r: CaseResult) -> tuple[Any, ...]:
+    c = r.cycles
+    if c is None:
+        return (None, None, None, None, None, None)
+    mcycles = json.dumps(list(r.confirmation_mcycles))
+    return (c.median_mcycles, c.clock_median_mhz, c.clock_min_mhz, c.clock_max_mhz, c.probed_samples, mcycles)
 
 
 def metric_rows(run_id: int, results: Sequence[CaseResult]) -> Iterator[tuple[Any, ...]]:
@@ -209,19 +233,20 @@ def run_from_row(row: dict[str, Any], results: tuple[CaseResult, ...], unmeasure
             for r in results
         )
     where = f"run {row['id']}"
-    env = Environment(**{c: checks.text(row[c], f"{where} {c}") for c in ENV_COLUMNS})
+    env = Environment(**{c: checks.run_text(row[c], f"{where} {c}") for c in ENV_COLUMNS})
     info = RunInfo(
-        started_at=checks.text(row["started_at"], f"{where} started_at"),
-        finished_at=checks.text(row["finished_at"], f"{where} finished_at"),
-        git_commit=checks.text(row["git_commit"], f"{where} git_commit"),
-        git_branch=checks.text(row["git_branch"], f"{where} git_branch"),
+        started_at=checks.run_time(row["started_at"], f"{where} started_at"),
+        finished_at=checks.run_time(row["finished_at"], f"{where} finished_at"),
+        git_commit=checks.run_text(row["git_commit"], f"{where} git_commit"),
+        git_branch=checks.run_text(row["git_branch"], f"{where} git_branch"),
         git_dirty=bool(row["git_dirty"]),
         hostname=env.hostname,
-        argv=checks.text(row["argv"], f"{where} argv"),
-        profile_settings=checks.text(row["profile_settings"], f"{where} profile_settings"),
+        argv=checks.run_text(row["argv"], f"{where} argv"),
+        profile_settings=checks.run_text(row["profile_settings"], f"{where} profile_settings"),
         run_uid=checks.text(row["run_uid"], f"{where} run_uid"),
         unmeasured=unmeasured,
         kind=run_kind(row["kind"], where),
+        ab_pair=checks.text(row["ab_pair"], f"{where} ab_pair"),
     )
     return Run(info=info, environment=env, results=results, run_id=int(row["id"]))
 
@@ -284,6 +309,11 @@ def case_from_row(
         ),
         confirmation_memory=checks.positive_list(row["confirmation_memory"], f"{where} confirmation_memory", high=None),
         host_state=checks.host_state(row["host_state"], f"{where} host_state"),
+        code=checks.code(row.get("code"), f"{where} code"),
+        cycles=checks.cycles(row, where),
+        confirmation_mcycles=checks.positive_list(
+            row.get("confirmation_mcycles"), f"{where} confirmation_mcycles", high=checks.MAX_MCYCLES
+        ),
         nodeid=checks.text(row["nodeid"], f"{where} nodeid"),
         location=_location(row, where),
         device_uuid=checks.text(row["device_uuid"], f"{where} device_uuid"),

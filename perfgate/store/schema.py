@@ -13,7 +13,7 @@ refused before anything is read.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 12
 
 # Version 1, as written by perfgate 0.1.0 through sqlite-utils (read back from a database it created).
 MIGRATION_1 = """
@@ -244,12 +244,107 @@ CREATE TABLE change_points (
 ) WITHOUT ROWID;
 """
 
-# Version 7: reads bounded whatever the history holds (a fleet's year). The gate reads each case's newest runs
+# Version 7: the compiled kernels of each case (perfgate/compiled/, store/kernels.py): what the case was called
+# with and what compiled it, and per kernel and launch configuration its registers, spills, shared memory,
+# launch, theoretical occupancy with each limit, and its SASS hash. Standard types only (SQLite and PostgreSQL).
+MIGRATION_7 = """
+CREATE TABLE compiled_cases (
+   run_id INTEGER NOT NULL REFERENCES runs (id),
+   case_id TEXT NOT NULL,
+   inputs_sha TEXT NOT NULL,
+   inputs TEXT NOT NULL,
+   arch TEXT NOT NULL,
+   versions TEXT NOT NULL,
+   notes TEXT NOT NULL,
+   PRIMARY KEY (run_id, case_id)
+);
+CREATE TABLE kernels (
+   run_id INTEGER NOT NULL REFERENCES runs (id),
+   case_id TEXT NOT NULL,
+   idx INTEGER NOT NULL,
+   kernel_key TEXT NOT NULL,
+   name TEXT NOT NULL,
+   source TEXT NOT NULL,
+   registers_per_thread INTEGER,
+   spill_store_bytes INTEGER,
+   spill_load_bytes INTEGER,
+   stack_bytes_per_thread INTEGER,
+   static_shared_bytes INTEGER,
+   dynamic_shared_bytes INTEGER,
+   num_warps INTEGER,
+   num_stages INTEGER,
+   block_x INTEGER,
+   block_y INTEGER,
+   block_z INTEGER,
+   grid_x INTEGER,
+   grid_y INTEGER,
+   grid_z INTEGER,
+   occupancy_pct REAL,
+   occupancy_limiter TEXT,
+   blocks_per_sm INTEGER,
+   warps_per_block INTEGER,
+   max_warps_per_sm INTEGER,
+   by_registers INTEGER,
+   by_shared_memory INTEGER,
+   by_warps INTEGER,
+   by_blocks INTEGER,
+   sass_sha TEXT,
+   launches INTEGER NOT NULL,
+   detail TEXT,
+   PRIMARY KEY (run_id, case_id, idx)
+);
+CREATE INDEX idx_kernels_case_key ON kernels (case_id, kernel_key, run_id);
+"""
+
+# Version 8: where the code each case measured came from (A/B mode's provenance, perfgate/ab/provenance.py):
+# a JSON list of {role, name, path, tree, loader}; NULL or empty when not recorded.
+MIGRATION_8 = """
+ALTER TABLE cases ADD COLUMN code TEXT;
+"""
+
+# Version 9: the host CPU of each run (measure/machine.py): its brand string and model id (what a host
+# device_name is made from), logical cores, caches and OS release (NULL: not recorded).
+MIGRATION_9 = """
+ALTER TABLE runs ADD COLUMN cpu_brand TEXT;
+ALTER TABLE runs ADD COLUMN cpu_model TEXT;
+ALTER TABLE runs ADD COLUMN cpu_cores TEXT;
+ALTER TABLE runs ADD COLUMN cpu_caches TEXT;
+ALTER TABLE runs ADD COLUMN os_release TEXT;
+"""
+
+# Version 10: A/B runs as A/B runs. Both sides of an A/B comparison were stored as gate runs (the base side, an
+# older commit, then sat among newer gate runs in trends and change points); each side now has its own kind
+# ('ab-base', 'ab-head') and both carry the identity of their pair (the head's verdicts, the base's commit). The
+# runs an earlier perfgate stored are recognised by what it wrote: profile_settings 'ab: ...' and a run_uid
+# '<pair>-head' / '<pair>-base'. Portable SQL (SQLite and PostgreSQL): substr, length, LIKE.
+MIGRATION_10 = """
+ALTER TABLE runs ADD COLUMN ab_pair TEXT;
+UPDATE runs SET kind = 'ab-head', ab_pair = substr(run_uid, 1, length(run_uid) - 5)
+WHERE (kind = 'gate' OR kind IS NULL) AND profile_settings LIKE 'ab: %' AND run_uid LIKE '%-head';
+UPDATE runs SET kind = 'ab-base', ab_pair = substr(run_uid, 1, length(run_uid) - 5)
+WHERE (kind = 'gate' OR kind IS NULL) AND profile_settings LIKE 'ab: %' AND run_uid LIKE '%-base';
+CREATE INDEX idx_runs_ab_pair ON runs (ab_pair);
+"""
+
+# Version 11: each case's samples in SM cycles (measure/sm_clock.py): the median of time x the SM clock each
+# sample ran at (millions of cycles), that clock's median, lowest and highest reading (MHz), how many samples had
+# one, and the median cycles of each confirmation process (a JSON list); NULL where no clock was read (the host
+# clock, runs stored before). Standard types only (SQLite and PostgreSQL).
+MIGRATION_11 = """
+ALTER TABLE cases ADD COLUMN median_mcycles REAL;
+ALTER TABLE cases ADD COLUMN sm_clock_mhz REAL;
+ALTER TABLE cases ADD COLUMN sm_clock_min_mhz REAL;
+ALTER TABLE cases ADD COLUMN sm_clock_max_mhz REAL;
+ALTER TABLE cases ADD COLUMN probed_samples INTEGER;
+ALTER TABLE cases ADD COLUMN confirmation_mcycles TEXT;
+"""
+
+# Version 12: reads bounded whatever the history holds (a fleet's year). The gate reads each case's newest runs
 # of its device model, run kind and branch: those runs are found through idx_runs_gate, newest first, without
 # visiting another model's, kind's or branch's; the first run after a baseline update through
-# idx_runs_started_at. From this version on a migration is one text for SQLite and PostgreSQL (standard
-# types and statements; store/server_schema.py translates the type words).
-MIGRATION_7 = """
+# idx_runs_started_at. Like every migration after 6, one text for SQLite and PostgreSQL (standard types and
+# statements; store/server_schema.py translates the type words).
+MIGRATION_12 = """
 CREATE INDEX idx_runs_gate ON runs (device_name, kind, git_branch, id);
 CREATE INDEX idx_runs_started_at ON runs (started_at, id);
 """
@@ -262,4 +357,9 @@ MIGRATIONS: tuple[str, ...] = (
     MIGRATION_5,
     MIGRATION_6,
     MIGRATION_7,
+    MIGRATION_8,
+    MIGRATION_9,
+    MIGRATION_10,
+    MIGRATION_11,
+    MIGRATION_12,
 )

@@ -72,7 +72,8 @@ class SqliteDatabase:
             yield
             self.con.execute("COMMIT")
         except BaseException:
-            self.con.execute("ROLLBACK")
+            if self.con.in_transaction:  # SQLite has already rolled back on a full disk: its error is the one
+                self.con.execute("ROLLBACK")
             raise
 
     def size_bytes(self) -> int:
@@ -119,8 +120,11 @@ def describe_sqlite_error(err: BaseException) -> str | None:
     if isinstance(err, sqlite3.OperationalError):
         # only SQLITE_BUSY is another process; SQLITE_LOCKED ("database table is locked") is this
         # connection getting in its own way, and says so in its own words
-        if str(getattr(err, "sqlite_errorname", "")).startswith("SQLITE_BUSY"):
+        name = str(getattr(err, "sqlite_errorname", ""))
+        if name.startswith("SQLITE_BUSY"):
             return f"locked by another process for more than {BUSY_TIMEOUT_S:.0f} s"
+        if name == "SQLITE_FULL":
+            return f"the disk is full ({err}); nothing of it was written"
         return str(err)
     if isinstance(err, sqlite3.DatabaseError):
         return str(err)
@@ -150,11 +154,22 @@ def _connect(path: Path, uri: str) -> sqlite3.Connection:
         raise StoreError(f"perfgate: cannot open history {path}: {err}") from err
 
 
+def readonly_uri(path: Path) -> str:
+    """How a command that only reads opens the history without creating a file beside it. `mode=ro` alone
+    still creates the WAL index (-shm) and an empty -wal: readers of a history nobody writes left both
+    behind. Without a -wal or -shm file no writer is at work and every transaction is in the file itself,
+    so it is opened `immutable` (no lock, no file created). With one (a writer is storing, or one died),
+    `mode=ro` reads the log's committed transactions through the files already there."""
+    wal, shm = (path.with_name(path.name + suffix) for suffix in ("-wal", "-shm"))
+    immutable = "" if wal.exists() or shm.exists() else "&immutable=1"
+    return f"file:{quote(str(path))}?mode=ro{immutable}"
+
+
 def _open_readonly(path: Path) -> SqliteDatabase:
     if not path.exists():
         raise StoreError(f"perfgate: no history at {path}")
     check_regular_file(path, _store_error)
-    con = _connect(path, f"file:{quote(str(path))}?mode=ro")
+    con = _connect(path, readonly_uri(path))
     try:
         with _errors(path, "open it"):
             precheck(con, path)

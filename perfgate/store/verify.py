@@ -88,6 +88,8 @@ TABLE_NAMES = (
     "unmeasured_tests",
     "verdicts",
     "pinned_runs",
+    "compiled_cases",
+    "kernels",
 )
 
 

@@ -2,13 +2,14 @@
 
 For the decision rule's "noise from history" (docs/decision-rule.md): given a device model
 (`Environment.comparability_key()`), a branch and a window W, each case's last W gate runs on that branch
-whose gate passed and whose verdict for the case was not a failing one, newest first. Only the run's own
-median (not its confirmation processes': those were measured because the run looked suspect) and its
-speedup when the case has a reference. `from_run_id` (one for all cases, or per case) starts the window at
+whose gate passed and whose verdict for the case was neither a failing nor an inconclusive one (store/
+verdicts.py OUT_OF_WINDOW), newest first. Only the run's own median (not its confirmation processes': those
+were measured because the run looked suspect), its speedup when the case has a reference, and its median in
+SM cycles when a clock probe read it. `from_run_id` (one for all cases, or per case) starts the window at
 a change point or a baseline update: runs stored before it are not read.
 
 Bounded whatever the history holds: the window is looked for among the newest `look_back` gate runs of the
-device model on the branch (found newest first through idx_runs_gate, migration 7), and per case by an index
+device model on the branch (found newest first through idx_runs_gate, migration 12), and per case by an index
 walk over cases(case_id, run_id) from the newest run down, stopped at W (`newest_per_case`: a few statements
 for thousands of cases), so a case reads what it keeps, at 10 or 100,000 stored runs per case alike
 (tests/test_bounded_reads.py and tests/test_fleet.py count the rows visited). "Newest" is the order runs
@@ -23,7 +24,7 @@ from typing import Any
 
 from perfgate.model import RunKind
 from perfgate.store import Store, checks
-from perfgate.store.verdicts import FAILING
+from perfgate.store.verdicts import OUT_OF_WINDOW
 
 
 @dataclass(frozen=True)
@@ -35,13 +36,14 @@ class PassingGateMedian:
     started_at: str
     median_ms: float
     speedup: float | None
+    median_mcycles: float | None = None
 
 
 LOOK_BACK_FACTOR = 10  # the window looks at most this many times its size of gate runs back
 
 
 _SELECT = (
-    "SELECT c.case_id, r.id AS run_id, r.git_commit, r.started_at, c.median_ms, s.median AS speedup "
+    "SELECT c.case_id, r.id AS run_id, r.git_commit, r.started_at, c.median_ms, s.median AS speedup, c.median_mcycles "
     "FROM cases c JOIN runs r ON r.id = c.run_id "
     "LEFT JOIN speedups s ON s.run_id = c.run_id AND s.case_id = c.case_id "
     "WHERE r.kind = :kind AND r.gate_failed = 0 {branch} AND r.device_kind = :device_kind "
@@ -113,7 +115,7 @@ def recent_passing_gate_medians(
         first = {cid: max(int(from_run_id.get(cid, 0)), floor) for cid in wanted}
     else:
         first = dict.fromkeys(wanted, max(int(from_run_id or 0), floor))
-    failing = ", ".join(f"'{v.value}'" for v in sorted(FAILING, key=lambda v: v.value))
+    failing = ", ".join(f"'{v.value}'" for v in sorted(OUT_OF_WINDOW, key=lambda v: v.value))
     select = _SELECT.format(branch="AND r.git_branch = :branch" if branch is not None else "", failing=failing)
     params = {
         "kind": RunKind.GATE.value,
@@ -123,19 +125,22 @@ def recent_passing_gate_medians(
         "capability": capability,
     }
     with store.errors("read the noise window"):
-        for case_id, run_id, commit, started_at, median_ms, speedup in newest_per_case(
+        for case_id, run_id, commit, started_at, median_ms, speedup, mcycles in newest_per_case(
             store, select, first, window, params
         ):
             where = f"run {run_id} case {case_id!r}"
             out[case_id].append(
                 PassingGateMedian(
                     run_id=int(run_id),
-                    git_commit=checks.text(commit, where),
-                    started_at=checks.text(started_at, where),
+                    git_commit=checks.run_text(commit, where),
+                    started_at=checks.run_time(started_at, where),
                     median_ms=checks.time_ms(median_ms, f"{where} median_ms", positive=True),
                     speedup=None
                     if speedup is None
                     else checks.number(speedup, f"{where} speedup", high=checks.MAX_SPEEDUP, low_open=True),
+                    median_mcycles=None
+                    if mcycles is None
+                    else checks.number(mcycles, f"{where} median_mcycles", high=checks.MAX_MCYCLES, low_open=True),
                 )
             )
     return {cid: tuple(v) for cid, v in out.items()}

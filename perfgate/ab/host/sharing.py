@@ -1,4 +1,4 @@
-"""Whether A/B mode runs base and head in one process (perfgate/ab/shared.py) or a process per tree.
+"""Whether A/B mode runs base and head in one process (perfgate/ab/host/) or a process per tree.
 
 Two copies of one extension module in one process clash in their global registries (pybind11 types, torch
 custom ops), so `ab_process = "auto"` (the default) shares only when neither tree lists native code.
@@ -83,3 +83,23 @@ def decide(wanted: AbProcess, trees: Sequence[tuple[str, Path]]) -> Sharing:
                 'cannot hold apart (ab_process = "shared" to share anyway)',
             )
     return Sharing(True, "base and head in one process, each tree's modules side by side (no native code in either)")
+
+
+# installed packages a tree's Python imports at top level: the shared host imports them before any side runs
+PRELOADED = ("torch", "triton")
+PRELOAD_PATTERN = r"^\s*(import|from)\s+(torch|triton)\b"
+
+
+def preloads(trees: Sequence[Path], timeout_s: float = 60.0) -> tuple[str, ...]:
+    """Which of PRELOADED the trees' Python files import (git grep; none when a tree cannot be listed)."""
+    from perfgate.measure.tools import run_tool
+
+    found: set[str] = set()
+    for tree in trees:
+        argv = ["git", "-C", str(tree), "grep", "-h", "-o", "-I", "-E", PRELOAD_PATTERN, "--", "*.py"]
+        try:
+            out = run_tool(argv, timeout_s, check=False).stdout
+        except (ToolFailed, ToolMissing):
+            continue
+        found |= {name for name in PRELOADED if re.search(rf"\b{name}\b", out)}
+    return tuple(name for name in PRELOADED if name in found)

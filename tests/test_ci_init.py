@@ -1,0 +1,197 @@
+"""`perfgate ci init` for every kind of runner (issue 29, requirement 7; issue 32, requirement 2): a self-hosted
+GPU runner gated by a maintainer's label, a GitHub-hosted CPU runner on plain `pull_request`; in both, the job
+that runs a pull request's code holds no token and a job that runs none of it sets the verdict; a Python of its
+own; the default branch as the repository names it; the baseline-update workflow; no argument becomes a
+`${{ }}` expression; zizmor and actionlint clean (slow: they run in .ci/run's stage too)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from perfgate.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SHA = "0123456789abcdef0123456789abcdef01234567"
+REF = f"me/perfgate@{SHA}"
+VARIANTS = {"self-hosted GPU": ("--runner-label", "gpu-h100"), "GitHub-hosted": ("--runner-label", "ubuntu-latest")}
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, timeout=60, check=True)
+    return done.stdout.strip()
+
+
+def init(repo: Path, *args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = main(["ci", "init", "--output", str(repo / ".github" / "workflows" / "perfgate.yml"), *args])
+    return code, out.getvalue()
+
+
+def written(repo: Path) -> dict[str, dict]:
+    return {p.stem: yaml.safe_load(p.read_text()) for p in sorted((repo / ".github" / "workflows").glob("*.yml"))}
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A project whose default branch is `master` (not assumed `main`)."""
+    path = tmp_path / "project"
+    path.mkdir()
+    git(path, "-c", "init.defaultBranch=master", "init", "-q")
+    return path
+
+
+def _triggers(doc: dict) -> dict:
+    return doc.get("on", doc.get(True))
+
+
+def runs_pull_request_code(doc: dict, job: dict) -> bool:
+    """A job that checks out or builds a pull request's code: any job of a `pull_request` workflow that checks
+    out, and a `pull_request_target` job that checks out the pull request's head."""
+    checkouts = [s for s in job.get("steps", []) if s.get("uses", "").startswith("actions/checkout@")]
+    if "pull_request" in _triggers(doc):
+        return bool(checkouts)
+    return any("pull_request.head" in str(s.get("with", {}).get("ref", "")) for s in checkouts)
+
+
+def holds_a_token(job: dict) -> bool:
+    writes = any(v == "write" for v in (job.get("permissions") or {}).values())
+    text = yaml.safe_dump(job.get("steps", []))
+    return writes or "github.token" in text or "secrets." in text
+
+
+def assert_no_token_where_pull_request_code_runs(docs: dict[str, dict]) -> None:
+    for name, doc in docs.items():
+        for job_name, job in doc["jobs"].items():
+            if runs_pull_request_code(doc, job):
+                assert not holds_a_token(job), f"{name}.{job_name} runs PR code and holds a token"
+                assert job.get("permissions", doc.get("permissions")) == {"contents": "read"}, f"{name}.{job_name}"
+
+
+def test_a_self_hosted_gpu_runner_gets_a_labelled_gate_and_a_trusted_report(repo):
+    assert init(repo, "--action-ref", REF, "--runner-label", "gpu-h100")[0] == 0
+    docs = written(repo)
+    assert set(docs) == {"perfgate", "perfgate-baseline"}
+    gate = docs["perfgate"]
+    assert _triggers(gate)["pull_request_target"] == {"types": ["labeled", "synchronize"]}
+    jobs = gate["jobs"]
+    assert jobs["gate"]["runs-on"] == ["self-hosted", "linux", "gpu-h100"]
+    # the approval is the label event's, for the commit that event names: never a label left on the pull request
+    action = next(s for s in jobs["gate"]["steps"] if s.get("uses", "").startswith("me/perfgate@"))
+    assert action["with"]["accept-baseline-change"] == "${{ github.event.label.name == 'perfgate-baseline' }}"
+    assert "contains(" not in yaml.safe_dump(gate)
+    assert jobs["gate"]["steps"][0]["with"]["ref"] == "${{ github.event.pull_request.head.sha || github.sha }}"
+    assert jobs["unlabel"]["if"] == "github.event.action == 'synchronize'"  # a push takes the approval back
+    assert jobs["report"]["runs-on"] == "ubuntu-latest" and jobs["report"]["needs"] == "gate"
+    report = jobs["report"]["steps"][-1]
+    assert report["uses"] == f"me/perfgate/report@{SHA}"
+    assert report["with"]["remove-labels"] == "perfgate,perfgate-baseline"
+    assert not any(s.get("uses", "").startswith("actions/checkout@") for s in jobs["report"]["steps"])
+    assert_no_token_where_pull_request_code_runs(docs)
+
+
+def test_a_github_hosted_runner_gets_plain_pull_request_and_a_workflow_run_report(repo):
+    code, out = init(repo, "--action-ref", REF, "--runner-label", "ubuntu-latest")
+    assert code == 0 and "GitHub-hosted runner ubuntu-latest" in out
+    docs = written(repo)
+    assert set(docs) == {"perfgate", "perfgate-report", "perfgate-baseline"}
+    gate = docs["perfgate"]
+    assert "pull_request" in _triggers(gate) and "pull_request_target" not in _triggers(gate)
+    assert gate["jobs"]["gate"]["runs-on"] == "ubuntu-latest"  # not [self-hosted, linux, ubuntu-latest]
+    assert "ephemeral-runner" not in yaml.safe_dump(gate)
+    report = docs["perfgate-report"]
+    assert _triggers(report) == {"workflow_run": {"workflows": ["perfgate"], "types": ["completed"]}}
+    download = report["jobs"]["report"]["steps"][0]
+    assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
+    assert report["jobs"]["report"]["permissions"] == {
+        "actions": "read",
+        "pull-requests": "write",
+        "statuses": "write",
+    }
+    assert_no_token_where_pull_request_code_runs(docs)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_python_is_set_up_before_anything_is_installed_and_the_default_branch_is_the_repositorys(repo, variant):
+    assert init(repo, "--action-ref", REF, *VARIANTS[variant])[0] == 0
+    for name, doc in written(repo).items():
+        if "push" in _triggers(doc):
+            assert _triggers(doc)["push"] == {"branches": ["master"]}, name
+        for job in doc["jobs"].values():
+            steps = job["steps"]
+            installs = [i for i, s in enumerate(steps) if "pip install" in s.get("run", "")]
+            pythons = [i for i, s in enumerate(steps) if s.get("uses", "").startswith("actions/setup-python@")]
+            assert not installs or (pythons and pythons[0] < installs[0]), (name, job["name"])
+    opened = written(repo)["perfgate-baseline"]["jobs"]["open-pr"]["steps"][-1]
+    assert opened["env"]["BASE"] == "master"
+
+
+def test_the_default_branch_is_origins_head_when_there_is_one(repo):
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "x")
+    git(repo, "update-ref", "refs/remotes/origin/trunk", "HEAD")
+    git(repo, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/trunk")
+    git(repo, "switch", "-q", "-c", "feature")
+    assert init(repo, "--action-ref", REF)[0] == 0
+    assert _triggers(written(repo)["perfgate"])["push"] == {"branches": ["trunk"]}
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--runner-label", "${{ secrets.DEPLOY_KEY }}"),
+        ("--runner-label", "gpu h100"),
+        ("--pytest-args", "tests ${{ github.token }}"),
+        ("--pytest-args", "tests\n-k x"),
+        ("--default-branch", "${{ github.head_ref }}"),
+        ("--default-branch", "a..b"),
+        ("--python-version", "${{ 3 }}"),
+    ],
+)
+def test_no_argument_reaches_a_workflow_as_an_expression(repo, option, value):
+    code, out = init(repo, "--action-ref", REF, "--default-branch", "main", option, value)
+    assert code == 2 and f"perfgate: {option} must be" in out and len(out.strip().splitlines()) == 1, out
+    assert not (repo / ".github").exists()
+
+
+def test_nothing_is_overwritten_unless_forced(repo):
+    assert init(repo, "--action-ref", REF)[0] == 0
+    baseline = repo / ".github" / "workflows" / "perfgate-baseline.yml"
+    baseline.write_text("mine\n")
+    code, out = init(repo, "--action-ref", REF, "--runner-label", "ubuntu-latest")
+    assert code == 2 and "pass --force" in out and baseline.read_text() == "mine\n"
+    assert not (repo / ".github" / "workflows" / "perfgate-report.yml").exists()
+    assert init(repo, "--action-ref", REF, "--runner-label", "ubuntu-latest", "--force")[0] == 0
+
+
+def test_this_repositorys_workflows_hold_no_token_where_pull_request_code_runs_and_pin_their_gate():
+    docs = {p.stem: yaml.safe_load(p.read_text()) for p in sorted((ROOT / ".github" / "workflows").glob("*.yml"))}
+    assert_no_token_where_pull_request_code_runs(docs)
+    gpu = docs["perfgate-gpu"]["jobs"]["gate"]["steps"]
+    assert not any(s.get("uses") == "./" for s in gpu), "the gate must not use the pull request's copy of the action"
+
+
+@pytest.mark.slow  # zizmor three times and actionlint per variant: .ci/run runs them as a stage of its own too
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_the_workflows_pass_zizmor_and_actionlint(repo, variant):
+    zizmor, actionlint = shutil.which("zizmor"), shutil.which("actionlint")
+    if not zizmor or not actionlint:
+        pytest.skip("zizmor and actionlint come with the dev extra")
+    assert init(repo, "--action-ref", REF, *VARIANTS[variant])[0] == 0
+    shutil.copy(ROOT / ".github" / "actionlint.yaml", repo / ".github" / "actionlint.yaml")
+    for persona in ("regular", "pedantic", "auditor"):
+        done = subprocess.run(
+            [zizmor, "--offline", "--no-progress", "--persona", persona, str(repo)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    done = subprocess.run([actionlint], cwd=repo, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
