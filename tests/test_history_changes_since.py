@@ -26,6 +26,23 @@ def test_a_second_look_sees_only_the_runs_stored_since_and_their_series(history_
     assert BuildMark.from_json(second.mark.to_json()) == second.mark
 
 
+def test_an_ab_runs_cases_are_no_change_to_a_series(history_target):
+    """A/B runs are stored runs (their own pages) but no point of a case's series (store/kinds.py): a push that
+    stored only an A/B comparison changes no series page."""
+    from dataclasses import replace
+
+    from perfgate.model import RunKind
+
+    with open_store(history_target) as store:
+        mark = changed_since(store).mark
+        for kind in (RunKind.AB_BASE, RunKind.AB_HEAD):
+            run = make_run({"a": [1.0, 2.0]}, env=ENV)
+            store.save_run(replace(run, info=replace(run.info, kind=kind, ab_pair="pr-7")))
+        store.save_run(make_run({"b": [1.0, 2.0]}, env=ENV))
+        seen = changed_since(store, mark)
+    assert seen.runs == (1, 2, 3) and seen.series == (("b", ENV.device_name),)
+
+
 def test_a_mark_that_is_not_one_is_refused():
     for text in ('{"last_run_id": -1}', '{"last_run_id": 3, "pending": [5]}', "[]", '{"last_run_id": true}'):
         with pytest.raises(ValueError):

@@ -199,3 +199,27 @@ def test_a_path_stays_a_path_and_a_url_keeps_its_text(tmp_path):
     url = history_target("postgresql://fleet:s3cret@db.example:5432/perf")
     assert isinstance(url, ServerUrl) and str(url) == "postgresql://fleet:***@db.example:5432/perf"
     assert Path("postgresql:/x") == history_target("postgresql:/x")  # not a URL: no //
+
+
+def test_a_server_of_an_older_version_is_migrated_with_its_ab_runs_recognised(server):
+    """Migrations after 6 are one text for both backends: a server at version 9 (before A/B runs had kinds of
+    their own) is brought to the current one, migration 10's `LIKE 'ab: %'` included."""
+    from perfgate.store.schema import SCHEMA_VERSION
+    from perfgate.store.server import ServerDatabase, _connect, migrate_server
+
+    db = ServerDatabase(_connect(server), server, readonly=False)
+    try:
+        assert migrate_server(db, server, target=9) == 0
+        for uid in ("p1-base", "p1-head", "plain"):
+            db.execute(
+                "INSERT INTO runs (run_uid, kind, git_commit, profile_settings, started_at, finished_at) "
+                "VALUES (:uid, 'gate', 'c', :settings, '2026-01-01T00:00:00+00:00', '2026-01-01T00:01:00+00:00')",
+                {"uid": uid, "settings": "ab: 20 rounds, seed 1" if uid.startswith("p1") else "100% of it"},
+            )
+    finally:
+        db.close()
+    with open_store(server) as store:
+        rows = store.query("SELECT kind, ab_pair FROM runs ORDER BY id")
+        version = store.query("SELECT value FROM perfgate_meta WHERE key = 'schema_version'")[0]["value"]
+    assert [(r["kind"], r["ab_pair"]) for r in rows] == [("ab-base", "p1"), ("ab-head", "p1"), ("gate", None)]
+    assert version == str(SCHEMA_VERSION)

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 
 from perfgate.store import Store
+from perfgate.store.kinds import OUTSIDE_AB
 
 # a missing id this far below the newest is taken as never coming (rolled back, or pruned): runs in flight
 # are among the newest ids (a fleet's writers at once), so the pending list stays short
@@ -50,7 +51,7 @@ class BuildMark:
 @dataclass(frozen=True)
 class Changes:
     runs: tuple[int, ...]  # run ids stored since the mark, ascending
-    series: tuple[tuple[str, str], ...]  # (case id, device model) of their cases, sorted
+    series: tuple[tuple[str, str], ...]  # (case id, device model) of their cases (A/B runs' not), sorted
     mark: BuildMark  # where this look stands: pass it next time
 
 
@@ -73,7 +74,8 @@ def changed_since(store: Store, mark: BuildMark | None = None) -> Changes:
         rows = store.query(
             "SELECT DISTINCT c.case_id, coalesce(r.device_name, '') AS device_name FROM cases c "
             "JOIN runs r ON r.id = c.run_id WHERE c.run_id IN "
-            f"(SELECT CAST(value AS BIGINT) FROM ({store.dialect.json_values('runs')}) AS n)",
+            f"(SELECT CAST(value AS BIGINT) FROM ({store.dialect.json_values('runs')}) AS n) "
+            f"AND {OUTSIDE_AB}",  # an A/B run is no point of a case's series (store/kinds.py)
             {"runs": json.dumps(list(runs))},
         )
         series = tuple(sorted((str(r["case_id"]), str(r["device_name"])) for r in rows))
