@@ -29,6 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from perfgate.errors import StoreError  # noqa: E402
 from perfgate.model import Environment, RunKind, Verdict  # noqa: E402
 from perfgate.store import Store, open_store  # noqa: E402
 from perfgate.store.target import HistoryTarget, ServerUrl  # noqa: E402
@@ -56,6 +57,7 @@ class WriterResult:
     in_transaction_s: float  # from BEGIN to COMMIT
     save_s: float  # save_run calls, wall, retries included
     cpu_s: float
+    refused: tuple[str, ...] = ()  # runs whose store failed with StoreError (SQLite: the busy timeout ran out)
 
 
 def _writer(args: tuple[HistoryTarget, int, int, int, int]) -> WriterResult:
@@ -69,7 +71,8 @@ def _writer(args: tuple[HistoryTarget, int, int, int, int]) -> WriterResult:
     verdicts = RunVerdicts(False, tuple(MetricVerdict(c, "median_ms", "", Verdict.UNCHANGED, 0.1, 3.0) for c in ids))
     waits = [0.0, 0.0]
     cpu0 = time.process_time()
-    uids = []
+    uids: list[str] = []
+    refused: list[str] = []
     save_s = 0.0
     with open_store(target) as store:
         real = store.db.transaction
@@ -90,11 +93,14 @@ def _writer(args: tuple[HistoryTarget, int, int, int, int]) -> WriterResult:
             info = replace(run.info, run_uid=uid, kind=RunKind.GATE, git_branch="main")
             run = replace(run, info=info, environment=gpu(writer))
             t = time.perf_counter()
-            store.save_run(run, verdicts)
-            store.save_run(run, verdicts)  # a retry after a lost answer: nothing added
+            try:
+                store.save_run(run, verdicts)
+                store.save_run(run, verdicts)  # a retry after a lost answer: nothing added
+                uids.append(uid)
+            except StoreError:  # what the runner's gate would report, in one line; nothing half-written
+                refused.append(uid)
             save_s += time.perf_counter() - t
-            uids.append(uid)
-    return WriterResult(tuple(uids), waits[0], waits[1], save_s, time.process_time() - cpu0)
+    return WriterResult(tuple(uids), waits[0], waits[1], save_s, time.process_time() - cpu0, tuple(refused))
 
 
 def fleet_writes(target: HistoryTarget, writers: int, runs: int, cases: int, seed: int = 0) -> dict[str, Any]:
@@ -105,6 +111,7 @@ def fleet_writes(target: HistoryTarget, writers: int, runs: int, cases: int, see
         results = pool.map(_writer, [(target, w, runs, cases, seed) for w in range(writers)])
     wall = time.perf_counter() - t
     expected = sorted(u for r in results for u in r.uids)
+    refused = {u for r in results for u in r.refused}
     with open_store(target, readonly=True) as store:
         stored = sorted(r["run_uid"] for r in store.query("SELECT run_uid FROM runs"))
         case_rows = int(store.query("SELECT count(*) AS n FROM cases")[0]["n"])
@@ -114,6 +121,7 @@ def fleet_writes(target: HistoryTarget, writers: int, runs: int, cases: int, see
         "writers": writers,
         "runs_expected": len(expected),
         "runs_stored": len(stored),
+        "refused": len(refused),  # stores the writer was told failed (StoreError, one line), not counted as lost
         "lost": len(set(expected) - set(stored)),
         "duplicated": len(stored) - len(set(stored)),
         "case_rows": case_rows,

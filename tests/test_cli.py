@@ -211,17 +211,22 @@ def test_ci_init_takes_the_fleets_history_url_from_a_secret_for_trusted_runs_and
     import yaml
 
     path = tmp_path / "perfgate.yml"
-    args = ("ci", "init", "--output", str(path), "--action-ref", f"me/perfgate@{SHA}")
-    assert run_cli(capsys, *args, "--db-secret", "PERFGATE_DB_URL")[0] == 0
-    doc = yaml.safe_load(path.read_text())
-    action = doc["jobs"]["gate"]["steps"][3]["with"]
-    assert action["db-url"] == "${{ github.event_name != 'pull_request_target' && secrets.PERFGATE_DB_URL || '' }}"
-    assert doc["on"]["schedule"] == [{"cron": "17 3 * * 1"}]  # the action's prune: auto runs on it
+    ref = ("--action-ref", f"me/perfgate@{SHA}", "--default-branch", "main")
+    for label in ("gpu-h100", "ubuntu-latest"):  # a self-hosted runner's workflow and a GitHub-hosted one's
+        args = ("ci", "init", "--output", str(path), *ref, "--runner-label", label, "--force")
+        assert run_cli(capsys, *args, "--db-secret", "PERFGATE_DB_URL")[0] == 0
+        doc = yaml.safe_load(path.read_text())
+        action = next(s for s in doc["jobs"]["gate"]["steps"] if "perfgate@" in s.get("uses", ""))["with"]
+        # a pull request's job (pull_request, pull_request_target) runs its code: it is handed ''
+        assert action["db-url"] == (
+            "${{ !startsWith(github.event_name, 'pull_request') && secrets.PERFGATE_DB_URL || '' }}"
+        )
+        assert doc["on"]["schedule"] == [{"cron": "17 3 * * 1"}]  # the action's prune: auto runs on it
     plain = tmp_path / "plain.yml"
-    assert run_cli(capsys, "ci", "init", "--output", str(plain), "--action-ref", f"me/perfgate@{SHA}")[0] == 0
+    assert run_cli(capsys, "ci", "init", "--output", str(plain), *ref)[0] == 0
     assert "db-url" not in plain.read_text() and "secrets." not in plain.read_text()  # SQLite on each runner
-    code, _, err = run_cli(capsys, *args, "--force", "--db-secret", "X; rm -rf /")
-    assert code == 2 and "must name a repository secret" in err
+    code, _, err = run_cli(capsys, *args, "--db-secret", "X; rm -rf /")
+    assert code == 2 and "--db-secret must be a repository secret" in err
 
 
 @pytest.mark.parametrize(

@@ -317,13 +317,13 @@ def test_a_full_disk_is_said_so_and_stores_nothing(tmp_path):
     from perfgate.store import open_store
 
     store = open_store(tmp_path / "h.db")
-    pages = store.con.execute("PRAGMA page_count").fetchone()[0]
-    store.con.execute(f"PRAGMA max_page_count = {pages + 2}")  # SQLITE_FULL, as a full disk gives it
+    pages = store.db.con.execute("PRAGMA page_count").fetchone()[0]
+    store.db.con.execute(f"PRAGMA max_page_count = {pages + 2}")  # SQLITE_FULL, as a full disk gives it
     with pytest.raises(StoreError) as raised:
         store.save_run(make_run({f"c{i}": [1.0] * 200 for i in range(300)}))
     assert "the disk is full" in str(raised.value) and "rollback" not in str(raised.value)
-    assert store.con.execute("SELECT count(*) FROM runs").fetchone() == (0,)
-    assert store.con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert store.db.con.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+    assert store.db.con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     store.close()
 
 
@@ -352,7 +352,7 @@ def test_a_reader_sees_what_a_writer_has_committed_but_not_checkpointed(history)
     writer = sqlite3.connect(history)
     writer.execute("PRAGMA wal_autocheckpoint = 0")  # the second run stays in the -wal while the reader reads
     with open_store(history) as store:
-        store.con.execute("PRAGMA wal_autocheckpoint = 0")
+        store.db.con.execute("PRAGMA wal_autocheckpoint = 0")
         store.save_run(make_run({"k.py::t": [1.0, 1.2, 0.8]}))
         with open_store(history, readonly=True) as reader:
             assert len(list_runs(reader, 10)) == 2

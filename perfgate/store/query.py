@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from perfgate.errors import PerfgateError
+from perfgate.errors import PerfgateError, StoreError
 from perfgate.store import Store, checks, open_store
 from perfgate.store import rows as stored_rows
 from perfgate.store.kinds import kind_condition
@@ -122,15 +122,18 @@ def case_trend(
     )
     if first[0]["id"] is None:
         return []
-    # the ids first (the cases of the last `last` runs, through the (run_id, case_id) key: what is shown,
-    # not the whole history), then only their rows
+    # the ids first (the cases of the last `last` runs of `kind`, through the (run_id, case_id) key: what is
+    # shown, not the whole history), then only their rows, through the (case_id, run_id) index
     # (DISTINCT would let SQLite walk the whole case_id index instead of the key's range of these runs)
-    with store.errors("read it"):  # a damaged index (text that is not UTF-8) fails here, in one line
+    params = {"first": first[0]["id"]}
+    with store.errors("read it"):
         ids = sorted(
             {
                 cid
                 for (cid,) in store.db.tuples(
-                    "SELECT case_id FROM cases WHERE run_id >= :first", {"first": first[0]["id"]}
+                    "SELECT c.case_id FROM cases c JOIN runs r ON r.id = c.run_id "
+                    f"WHERE c.run_id >= :first AND {where}",
+                    params,
                 )
                 if isinstance(cid, str) and matches(cid)
             }
@@ -142,8 +145,16 @@ def case_trend(
         "FROM cases c JOIN runs r ON r.id = c.run_id "
         f"WHERE c.case_id IN ({store.dialect.json_values('ids')}) AND c.run_id >= :first AND {where} "
         "ORDER BY c.case_id, c.run_id",
-        {"ids": json.dumps(ids), "first": first[0]["id"]},
+        {"ids": json.dumps(ids), **params},
     )
+    # both reads ask for the same rows: a case the table holds that its index does not find is a damaged
+    # index (a byte of a key changed), which would otherwise drop the case from the output without a word
+    missing = sorted(set(ids) - {r["case_id"] for r in rows})
+    if missing:
+        raise StoreError(
+            f"perfgate: history {store.path}: cannot read it: case {missing[0]!r} is stored but its index does not "
+            "find it (a damaged index: the statement REINDEX rebuilds it)"
+        )
     return [_trend_row(store, r) for r in rows]
 
 
