@@ -129,8 +129,15 @@ def test_the_composite_action_installs_perfgate_from_its_own_checkout(source, tm
     assert len(installs) == 1
     requirement = re.search(r'pip install --quiet "([^"]+)"', installs[0])
     assert requirement is not None and requirement[1].startswith("${GITHUB_ACTION_PATH}")
-    resolved = pip_dry_run(requirement[1].replace("${GITHUB_ACTION_PATH}", str(source)), tmp_path)
-    assert resolved["metadata"]["name"] == "perfgate" and resolved["metadata"]["version"] == _version()
+    # the extras the step picks: report, and the server's with a db-url
+    assert (
+        requirement[1].endswith("[$extras]")
+        and 'extras=report; [ -n "$DB_URL" ] && extras=report,server' in installs[0]
+    )
+    for extras in ("report", "report,server"):
+        target = requirement[1].replace("${GITHUB_ACTION_PATH}", str(source)).replace("$extras", extras)
+        resolved = pip_dry_run(target, tmp_path)
+        assert resolved["metadata"]["name"] == "perfgate" and resolved["metadata"]["version"] == _version()
 
 
 @pytest.mark.slow  # builds and resolves the package: its own stage of .ci/run
