@@ -62,6 +62,9 @@ class BaselineCase:
     host_state: HostState | None = None  # the machine while the representative process measured it
     sample_points_ms: tuple[float, ...] = ()  # the quantile summary `samples_ms` was expanded from, as read
     compiled: CompiledCase | None = None  # its compiled kernels, for the static gate (gate/static.py)
+    # "" when perfgate measured it; else the file it was imported from (a pytest-benchmark saved run:
+    # baseline/imported.py), shown as such until perfgate measures the case into the baseline
+    imported_from: str = ""
 
     @property
     def calibrated(self) -> bool:
@@ -263,7 +266,14 @@ def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
         _host_state(path, where, c.get("host_state")),
         points,
         _compiled(path, where, c.get("compiled")),
+        _imported_from(path, where, c.get("imported_from", "")),
     )
+
+
+def _imported_from(path: Path, where: str, raw: Any) -> str:
+    if not isinstance(raw, str) or has_control(raw) or len(raw) > 1000:
+        raise BaselineError(path, f'{where}: "imported_from" must be a file name (text of one line)')
+    return raw
 
 
 def _compiled(path: Path, where: str, raw: Any) -> CompiledCase | None:

@@ -241,6 +241,25 @@ OPTIONS: tuple[Option, ...] = (
         arg=Arg.PATH,
         metavar="PATH",
     ),
+    # pytest-benchmark's own flags set these (pytest_plugin/benchmark_cli.py): no perfgate spelling
+    Option(
+        "pytest_benchmark_json_path",
+        "write pytest-benchmark's own JSON here (pytest-benchmark's --benchmark-json)",
+        _P,
+        arg=Arg.PATH,
+    ),
+    Option(
+        "pytest_benchmark_save_path",
+        "save the run in pytest-benchmark's storage here (--benchmark-save NAME, --benchmark-autosave)",
+        _P,
+        arg=Arg.PATH,
+    ),
+    Option(
+        "pytest_benchmark_save_data",
+        "the saved run keeps every sample (--benchmark-save-data)",
+        v.boolean,
+        arg=Arg.FLAG,
+    ),
     Option(
         "junit_xml_path",
         "write the verdicts as JUnit XML here (one testcase per case: regressed cases fail, "

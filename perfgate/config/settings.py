@@ -99,6 +99,10 @@ class Settings:
     benchmark_json_path: Path | None = None  # github-action-benchmark's customSmallerIsBetter
     benchmark_speedup_json_path: Path | None = None  # github-action-benchmark's customBiggerIsBetter (speedups)
     bencher_json_path: Path | None = None  # Bencher Metric Format
+    # pytest-benchmark's own format: --benchmark-json, and --benchmark-save/-autosave's file in its storage
+    pytest_benchmark_json_path: Path | None = None
+    pytest_benchmark_save_path: Path | None = None
+    pytest_benchmark_save_data: bool = False  # --benchmark-save-data: the saved file keeps every sample
     junit_xml_path: Path | None = None  # the verdicts as JUnit XML
     json_samples: bool = False  # every timed sample in the JSON results (large)
     full_table: bool = False  # the terminal lists every row, not failing + changed + counts
