@@ -265,8 +265,7 @@ def _render_case(c: BaselineCase, last: bool) -> list[str]:
         fields.append(f'"host_state": {json.dumps(_gpu_dict(c.host_state), sort_keys=True)}')
     if c.compiled is not None:
         fields.append(_render_compiled(c.compiled))
-    if c.imported_from:
-        fields.append(f'"imported_from": {json.dumps(c.imported_from)}')
+    fields += [f'"imported_from": {json.dumps(c.imported_from)}'] * bool(c.imported_from)  # baseline/imported.py
     metric_rows = [
         json.dumps(
             {"source": m.source, "kernel": m.kernel, "name": m.name, "value": m.value, "unit": m.unit}, sort_keys=True
