@@ -29,6 +29,8 @@ from perfgate.errors import ConfigError
 
 PYTEST_BENCHMARK_PLUGINS = ("benchmark", "pytest_benchmark.plugin", "pytest_benchmark")
 DEFAULT_STORAGE = "file://./.benchmarks"
+# the Settings attributes pytest-benchmark's flags set (config/options.py rows without a perfgate spelling)
+PYTEST_BENCHMARK_SETTINGS = ("pytest_benchmark_json_path", "pytest_benchmark_save_path", "pytest_benchmark_save_data")
 SAVED_RUN = re.compile(r"^(\d{4})_.*\.json$")
 
 # What a flag perfgate does not carry out itself becomes in perfgate, in one line each.
