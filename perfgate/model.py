@@ -280,6 +280,7 @@ class CaseResult:
     calls_per_sample: int = 1  # calls timed together per sample (host clock loop, pedantic iterations)
     group: str = ""  # pytest-benchmark's `benchmark.group` / marker group
     extra_info: tuple[tuple[str, Any], ...] = ()  # pytest-benchmark's `benchmark.extra_info` (JSON values)
+    params: tuple[tuple[str, Any], ...] = ()  # the test's parameters (pytest-benchmark's `params`; JSON values)
     compiled: CompiledCase | None = None  # the kernels one call launched, as compiled (perfgate/compiled/)
     phases_s: tuple[tuple[str, float], ...] = ()  # where measuring it went (measure/phases.py); not stored
     code: tuple[CodeSource, ...] = ()  # A/B mode: where the code it measured came from (ab/provenance.py)

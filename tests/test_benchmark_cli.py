@@ -71,7 +71,7 @@ def test_benchmark_json_is_read_by_pytest_benchmarks_own_loader_and_compare(suit
     assert set(benches) == NAMES
     s = benches["test_sum[30]"]
     assert s["fullname"] == "test_bench.py::test_sum[30]" and s["group"] == "sums" and s["param"] == "30"
-    assert s["extra_info"] == {"n": 30}
+    assert s["extra_info"] == {"n": 30} and s["params"] == {"n": 30} and benches["test_pedantic"]["params"] is None
     expected = BenchmarkStats(s["stats"]["data"]).as_dict()  # pytest-benchmark's definitions, its own data
     assert {k: s["stats"][k] for k in expected} == pytest.approx(expected)
     assert benches["test_pedantic"]["stats"]["rounds"] == 4 and benches["test_pedantic"]["stats"]["iterations"] == 2

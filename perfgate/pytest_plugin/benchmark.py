@@ -192,10 +192,11 @@ class PerfgateBenchmark:
     def _cleanup(self) -> None:
         while self._cleanup_callbacks:
             self._cleanup_callbacks.pop()()
+        from perfgate.pytest_plugin.arguments import params
         from perfgate.pytest_plugin.fixture import failing_the_test
 
         with failing_the_test():  # a group or extra_info no history can hold errors the test, in one line
-            self._fixture.annotate(self.group, self.extra_info)
+            self._fixture.annotate(self.group, self.extra_info, params(self.params))
 
 
 def _check_pedantic(setup: Callable[[], Any] | None, rounds: Any, warmup_rounds: Any, iterations: Any) -> None:
@@ -297,9 +298,12 @@ class BenchmarkPlugin:
         fixture = fixture_for(pyfuncitem._request, pyfuncitem.config.stash.get(SESSION_KEY, None))
         if not run_whole(pyfuncitem, fixture, self.options.disabled):
             return None
+        from perfgate.pytest_plugin.arguments import params
+
         group = marker_settings(pyfuncitem).get("group")
+        callspec = getattr(pyfuncitem, "callspec", None)
         with failing_the_test():
-            fixture.annotate(group, {})
+            fixture.annotate(group, {}, params(callspec.params if callspec is not None else None))
         return True
 
     @pytest.hookimpl(tryfirst=True)

@@ -4,8 +4,9 @@ tools that read those files (`pytest-benchmark compare`, github-action-benchmark
 `json` adapter, a project's own scripts) read perfgate's runs unchanged.
 
 Each case's `stats` are pytest-benchmark's statistics (parse/pytest_benchmark_stats.py, its definitions)
-of perfgate's per-call samples, in seconds; `iterations` is the calls timed together per sample. `params`
-is null: the case keeps its parameter id (`param`, from the test's name), not the parameter values.
+of perfgate's per-call samples, in seconds; `iterations` is the calls timed together per sample; `params`
+the test's parameters (null for a test without any), objects JSON cannot hold in pytest-benchmark's
+"UNSERIALIZABLE[repr]" form.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def benchmark(r: CaseResult, include_data: bool) -> dict[str, Any]:
         "group": r.group or None,
         "name": name,
         "fullname": r.case_id,
-        "params": None,
+        "params": dict(r.params) or None,
         "param": name[name.index("[") + 1 : -1] if name.endswith("]") and "[" in name else None,
         "extra_info": dict(r.extra_info),
         "options": {"timer": f"perfgate {r.timing.timer.value}", "disable_gc": False},
