@@ -230,3 +230,22 @@ def test_a_bare_benchmark_marker_measures_nothing_without_pytest_codspeed(suite,
     result = run(suite, "--perfgate-json", "out.json", "-p", "no:codspeed", "test_marked.py")
     result.assert_outcomes(passed=1)
     assert "no perf case measured" in result.stdout.str()
+
+
+def test_import_benchmark_seed_baseline_adds_only_the_missing_cases(tmp_path, monkeypatch, capsys):
+    from perfgate.cli import main
+    from perfgate.measure import environment
+
+    env = Environment(device_kind="host", device_name="Pinned CPU (family 1 model 2)", cpu_brand="Pinned CPU")
+    monkeypatch.setattr(environment, "current_environment", lambda use_cuda: env)
+    monkeypatch.chdir(tmp_path)
+    source = _file(tmp_path, "Pinned CPU")
+    argv = ["import-benchmark", "--rootdir", str(tmp_path), "--seed-baseline", str(source)]
+    assert main(argv) == 0
+    [path] = (tmp_path / "baselines").glob("host-*.json")
+    assert path.name == "host-pinned-cpu-family-1-model-2.json"
+    assert load_baseline(path).cases["t.py::test_a"].imported_from == "0001_x.json"
+    assert "seeded 1 case(s)" in capsys.readouterr().out
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "seeded 0 case(s)" in out and "(1 already there, kept)" in out

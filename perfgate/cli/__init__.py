@@ -436,10 +436,19 @@ def _import_parser(sub: Any) -> None:
     i = _command(
         sub,
         "import-benchmark",
-        "store pytest-benchmark JSON files (--benchmark-json) as runs",
-        ("pytest --benchmark-json=bench.json && perfgate import-benchmark bench.json",),
+        "store pytest-benchmark JSON files (--benchmark-json, saved runs) as runs; seed this machine's baseline",
+        (
+            "pytest --benchmark-json=bench.json && perfgate import-benchmark bench.json",
+            "perfgate import-benchmark --seed-baseline .benchmarks/Linux-CPython-3.11-64bit/0003_main.json",
+        ),
     )
-    _settings_options(i, "db_path")
+    _settings_options(i, "db_path", "baseline_dir")
+    i.add_argument(
+        "--seed-baseline",
+        action="store_true",
+        help="also add the cases this machine's host baseline lacks, marked imported (the files must come "
+        "from this machine's CPU)",
+    )
     i.add_argument("files", type=Path, nargs="+", help="pytest-benchmark JSON files")
     i.set_defaults(func=_lazy("perfgate.cli.data", "import_benchmark"))
 
