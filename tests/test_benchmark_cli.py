@@ -249,3 +249,10 @@ def test_import_benchmark_seed_baseline_adds_only_the_missing_cases(tmp_path, mo
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "seeded 0 case(s)" in out and "(1 already there, kept)" in out
+
+
+def test_without_pytest_benchmark_or_perfgate_its_flags_are_refused_not_ignored(suite):
+    result = suite.runpytest("-p", "no:cacheprovider", "-p", "no:benchmark", "--benchmark-json", "bench.json")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*--benchmark-json: pytest-benchmark is not installed; perfgate serves its flags*"])
+    assert not (suite.path / "bench.json").exists()

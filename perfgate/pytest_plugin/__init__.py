@@ -29,7 +29,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     from perfgate.pytest_plugin.runtime import take_child_order
 
     take_child_order(early_config)
-    declare_when_absent(parser, early_config.pluginmanager)
+    declare_when_absent(early_config, parser)
 
 
 @pytest.hookimpl(tryfirst=True)

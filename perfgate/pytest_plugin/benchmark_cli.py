@@ -27,6 +27,7 @@ import pytest
 
 from perfgate.errors import ConfigError
 
+DECLARED = pytest.StashKey[bool]()  # perfgate declared pytest-benchmark's flags (it is not installed)
 PYTEST_BENCHMARK_PLUGINS = ("benchmark", "pytest_benchmark.plugin", "pytest_benchmark")
 DEFAULT_STORAGE = "file://./.benchmarks"
 # the Settings attributes pytest-benchmark's flags set (config/options.py rows without a perfgate spelling)
@@ -72,11 +73,21 @@ def pytest_benchmark_loaded(manager: pytest.PytestPluginManager) -> bool:
     return any(manager.get_plugin(name) is not None for name in PYTEST_BENCHMARK_PLUGINS)
 
 
-def declare_when_absent(parser: pytest.Parser, manager: pytest.PytestPluginManager) -> None:
+def declare_when_absent(config: pytest.Config, parser: pytest.Parser) -> None:
     """After the plugins pytest loads by entry point or `-p` registered, before the command line is parsed:
     pytest-benchmark's flags, unless pytest-benchmark declared them itself."""
-    if not pytest_benchmark_loaded(manager):
+    if not pytest_benchmark_loaded(config.pluginmanager):
         _declared_flags(parser.getgroup("benchmark", "pytest-benchmark's flags (perfgate, under --perfgate)").addoption)
+        config.stash[DECLARED] = True
+
+
+def check_plain_run(config: pytest.Config, given: tuple[str, ...]) -> None:
+    """Without --perfgate, flags perfgate declared for a missing pytest-benchmark would do nothing: refused,
+    as pytest refuses a flag nobody declared."""
+    if config.stash.get(DECLARED, False) and given:
+        raise pytest.UsageError(
+            f"{', '.join(given)}: pytest-benchmark is not installed; perfgate serves its flags under --perfgate only"
+        )
 
 
 def settings_values(getoption: Callable[..., Any], rootdir: Path, here: Path) -> dict[str, Any]:

@@ -51,7 +51,12 @@ def make_session(config: pytest.Config) -> PerfgateSession:
         )
     _check_flags_kept(config)
     if not config.getoption("--perfgate") and not config.getoption("--perfgate-base"):
-        # plain pytest: read nothing, check nothing
+        # plain pytest: read nothing, check nothing (but a pytest-benchmark flag that would do nothing)
+        from perfgate.pytest_plugin.benchmark_cli import check_plain_run
+        from perfgate.pytest_plugin.benchmark_options import given_options, pytest_arguments
+
+        given = given_options(pytest_arguments(config))
+        check_plain_run(config, tuple(g for g in given if g.startswith("--benchmark-")))
         return PerfgateSession(Settings(), rootdir, started, Mode.OFF)
     order = config.stash.get(ORDER_KEY, None)
     if isinstance(order, ConfigError):
