@@ -2,7 +2,9 @@
 per suite `perfgate calibrate`, then the gate with `--benchmark-json`, then the file read back by
 pytest-benchmark's own loader (`FileStorage.load`) and its `pytest-benchmark compare` command.
 
-Suites (nothing of them is committed here; give each project's source tree):
+Suites (nothing of them is committed here; give each project's source tree, e.g. `git archive` of
+ijl/orjson 5cbb3d0398a2 `bench data`, ariebovenberg/whenever e2b1627be899 `benchmarks/python pytest.ini`,
+python-attrs/attrs c1dc5dcba16e `bench`):
   orjson   (ijl/orjson `bench/` + `data/`: pytest-benchmark, parametrized, group + extra_info)
   whenever (ariebovenberg/whenever `benchmarks/python/`: pytest-benchmark, plain benchmark(fn, ...))
   attrs    (python-attrs/attrs `bench/`: pytest-codspeed, `pytestmark = pytest.mark.benchmark()`, whole tests)

@@ -75,6 +75,10 @@ def test_benchmark_json_is_read_by_pytest_benchmarks_own_loader_and_compare(suit
     expected = BenchmarkStats(s["stats"]["data"]).as_dict()  # pytest-benchmark's definitions, its own data
     assert {k: s["stats"][k] for k in expected} == pytest.approx(expected)
     assert benches["test_pedantic"]["stats"]["rounds"] == 4 and benches["test_pedantic"]["stats"]["iterations"] == 2
+    from perfgate.parse.pytest_benchmark import read_pytest_benchmark
+
+    # perfgate's own reader (import-benchmark) refuses statistics that contradict their data: none here
+    assert len(read_pytest_benchmark(suite.path / "bench.json").results) == 3
 
     (tmp_path / "bench.json").write_bytes((suite.path / "bench.json").read_bytes())
     monkeypatch.chdir(tmp_path)  # its command loads a conftest.py where it runs: none here
@@ -256,3 +260,11 @@ def test_without_pytest_benchmark_or_perfgate_its_flags_are_refused_not_ignored(
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--benchmark-json: pytest-benchmark is not installed; perfgate serves its flags*"])
     assert not (suite.path / "bench.json").exists()
+
+
+def test_compare_with_a_baseline_already_there_needs_no_saved_run(suite):
+    pytest.importorskip("pytest_benchmark")
+    assert suite.runpytest("--perfgate", "-p", "no:cacheprovider").ret == 0  # writes the first baseline
+    result = suite.runpytest("--perfgate", "-p", "no:cacheprovider", "--benchmark-compare")
+    assert result.ret == 0 and "seeded" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["perfgate: --benchmark-compare: compared with this machine's perfgate baseline*"])

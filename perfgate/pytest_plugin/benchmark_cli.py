@@ -153,8 +153,8 @@ def saved_runs(directory: Path) -> list[Path]:
 
 
 def next_number(directory: Path) -> int:
-    runs = saved_runs(directory)
-    return int(SAVED_RUN.match(runs[-1].name).group(1)) + 1 if runs else 1  # type: ignore[union-attr]
+    """pytest-benchmark's counter: one past the highest saved run's number."""
+    return max((int(p.name[:4]) for p in saved_runs(directory)), default=0) + 1
 
 
 def compared_run(getoption: Callable[..., Any], here: Path) -> Path | None:

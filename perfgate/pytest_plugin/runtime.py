@@ -199,8 +199,10 @@ def _seed_from_pytest_benchmark(state: PerfgateSession, config: pytest.Config) -
     """`--benchmark-compare[=NUM]` and no baseline for this machine yet: the saved run seeds it, imported."""
     from perfgate.pytest_plugin.benchmark_cli import compared_run
 
+    if state.baseline is not None or state.environment is None or state.baseline_path is None:
+        return  # the baseline there is what --benchmark-compare compares with (one line says so)
     source = compared_run(config.getoption, Path(config.invocation_params.dir))
-    if source is None or state.baseline is not None or state.environment is None or state.baseline_path is None:
+    if source is None:
         return
     from perfgate.baseline.imported import seed_baseline_file
     from perfgate.measure.environment import who
