@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perfgate.ab.verdict import RatioRule, decide_ratio
+from perfgate.gate.ratio import RatioRule, decide_ratio
 
 TRACES = sorted((Path(__file__).parent.parent / "docs" / "evidence" / "data" / "h100" / "ab").glob("*_ab_noise_*.json"))
 

@@ -1,4 +1,4 @@
-"""The A/B ratio verdict (perfgate/ab/verdict.py) on seeded simulations: unchanged runs fail within the
+"""The A/B ratio verdict (perfgate/gate/ratio.py) on seeded simulations: unchanged runs fail within the
 run's false-alarm budget whatever their number of cases and with wild rounds among them, a 2% slowdown is
 caught under the round noise measured on the H100, and a process offset the A/A shows widens the threshold
 instead of failing the run."""
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from perfgate.ab.compare import inconclusive_text
-from perfgate.ab.verdict import WILD_SHARE, AaNoise, RatioDecision, RatioRule, decide_ratio, tame, with_fresh_pair
+from perfgate.gate.ratio import WILD_SHARE, AaNoise, RatioDecision, RatioRule, decide_ratio, tame, with_fresh_pair
 from perfgate.model import Verdict
 
 ROUNDS = 20

@@ -8,7 +8,8 @@ The data flow, one module each:
     serve.py      the worker's side: a case waits at its measure call and serves prepare / round commands
     schedule.py   which cases pair up across the trees, and the order of the sides in each round
     coordinator.py the rounds: base, head (and a second base process for the A/A) in turn, per case
-    verdict.py    per-round ratios -> the ratio's interval, what the case can detect, the verdict
+    compare.py    what the rounds say: per case, the ratio verdict (perfgate/gate/ratio.py, beside the other
+                  decision rules) and the other metrics, head against base
     host/         the shared host: every side in one process (sharing, the baton, what it hands over)
     aa.py         the A/A measurement (base against itself), cached per GPU model and base commit
     run.py        the one orchestration: worktree -> workers -> rounds -> verdicts -> store -> outputs

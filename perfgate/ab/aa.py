@@ -2,7 +2,7 @@
 
 The A/A is the base measured against a second process of itself, in the same rounds as the A/B: its
 per-round ratios are what the ratio's noise looks like when nothing changed, and its mean says whether
-two processes of the same code differ (verdict.py). It depends on the base code and the GPU, not on the
+two processes of the same code differ (gate/ratio.py). It depends on the base code and the GPU, not on the
 head, so the first A/B run against a base commit measures it and later runs against the same commit, on
 the same GPU model with the same selection, reuse it (warm runs start no third worker). The file sits
 beside the base worktree's build caches (`aa.json`: one entry per GPU model); an unreadable one is
@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfgate.ab.verdict import AaNoise
 from perfgate.atomic import atomic_write_text
+from perfgate.gate.ratio import AaNoise
 
 FORMAT = "perfgate-ab-aa"
 VERSION = 1

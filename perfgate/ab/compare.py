@@ -1,7 +1,7 @@
 """What the rounds say: per case, head against base -> comparison rows and findings (pure).
 
 Time and, for cases timed against a reference in both trees, the speedup are judged on their per-round
-ratios (verdict.py), each one of the run's m gated comparisons sharing the false-alarm budget. Peak memory
+ratios (gate/ratio.py), each one of the run's m gated comparisons sharing the false-alarm budget. Peak memory
 is compared head against base like any counter (the catalogue's tolerance). A case one tree lacks is new
 (head only) or removed (base only); a case whose first calls or output check failed on one side is not
 comparable, with that side and the cause.
@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 from perfgate.ab.aa import AaCases
 from perfgate.ab.coordinator import CaseRounds, Measurement
 from perfgate.ab.protocol import RoundSamples, Side
-from perfgate.ab.verdict import MIN_ROUNDS, AaNoise, RatioDecision, RatioRule, decide_ratio, with_fresh_pair
 from perfgate.baseline.write import case_from_result
 from perfgate.gate.compare import compare_metrics
+from perfgate.gate.ratio import MIN_ROUNDS, AaNoise, RatioDecision, RatioRule, decide_ratio, with_fresh_pair
 from perfgate.gate.static import StaticRule, compare_compiled, is_static
 from perfgate.metrics import SPEEDUP_METRIC, STATIC_LAUNCHED, TIME_METRIC
 from perfgate.model import (

@@ -4,7 +4,7 @@ process), in an order that changes every round (schedule.py). Only one worker to
 the others wait at their case.
 
 A suspect case gets another stage of rounds right away, while both workers still hold its inputs
-(`needs_stage` decides, verdict.py's rule behind it): confirmation by more rounds, no new process.
+(`needs_stage` decides, gate/ratio.py's rule behind it): confirmation by more rounds, no new process.
 """
 
 from __future__ import annotations

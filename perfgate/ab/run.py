@@ -34,12 +34,12 @@ from perfgate.ab.pairs import measure_pair
 from perfgate.ab.protocol import AbError, Side
 from perfgate.ab.provenance import changed_paths, judge, located
 from perfgate.ab.trace import round_trace
-from perfgate.ab.verdict import RatioDecision
 from perfgate.ab.workers import Launcher, PytestLauncher, WorkerSpec
 from perfgate.ab.worktree import Tree, checkout, discard, git, is_dirty, repository_root, verify
 from perfgate.baseline.base_ref import BaseCheck
 from perfgate.config.settings import Settings
 from perfgate.gate.findings import against_base
+from perfgate.gate.ratio import RatioDecision
 from perfgate.gate.static import static_rule
 from perfgate.model import CaseResult, Environment, Finding, FindingKind, GateResult, Run, RunInfo
 from perfgate.report.ab import AbInfo, cost_line, publish_ab, render_ab_terminal
