@@ -96,6 +96,7 @@ class Measurement:
     notes: list[str] = field(default_factory=list)
     failure: WorkerFailed | None = None  # base or head stopped answering: what was measured until then
     sharing_ended: str = ""  # a shared host a side broke the contract of: why (measured separately instead)
+    shared: bool = False  # every side in one process (False: a process per side): how offsets are bounded
 
 
 NeedsStage = Callable[[CaseRounds, "Measurement"], bool]  # another stage of rounds for this case?
@@ -347,8 +348,9 @@ class Coordinator:
         per_call = max(case.sides[s].prepared.per_call_ms for s in sides if s is not Side.AA)
         n = self.plan.samples_for(per_call)
         for stage in range(self.plan.stages):
-            in_stage = sides if stage == 0 else [s for s in sides if s is not Side.AA]
-            for order in round_orders(in_stage, self.plan.rounds, self.rng):
+            # the A/A twin, when it measures, stays for every stage: an A/A of as many rounds as the A/B is a
+            # draw of the process offset as precise as the mean it bounds (gate/ratio.py)
+            for order in round_orders(sides, self.plan.rounds, self.rng):
                 case.orders.append(self._one_round(case, order, n, "rounds" if stage == 0 else "confirmation"))
             case.stage_ends.append(len(case.orders))
             if stage + 1 >= self.plan.stages or not self.needs_stage(case, self.m):

@@ -104,8 +104,8 @@ def run_ab(req: AbRequest) -> AbOutcome:
     fresh, fresh_s, fresh_failed = (
         _fresh_pair(req, setup, cmp, log_dir, messages) if measurement.failure is None else (None, 0.0, False)
     )
-    if fresh is not None:
-        again = {c.case_id: c for c in fresh.cases if c.paired}
+    if fresh is not None or fresh_failed:  # a failed fresh pair measured nothing: calls judged on one pair
+        again = {c.case_id: c for c in fresh.cases if c.paired} if fresh is not None else {}
         cmp = compare_ab(measurement, cached, setup.rule, results, s.fail_on_profile_error, again, incomparable)
         cmp = _with_base_check(cmp, req)
     cmp, tampered = _untouched(cmp, setup, req, messages)
@@ -215,9 +215,9 @@ def _setup(req: AbRequest, messages: list[str]) -> _Setup:
         seed=seed,
         skip_same_code=s.ab_skip_same_code and s.compiled_kernels,
     )
-    rule = AbRule(s.false_alarm_pct, s.min_effect_pct, plan.stages, s.strict, static_rule(s))
-    covered = cache.covering(base_args) if base_args is not None else None
+    rule = AbRule(s.false_alarm_pct, s.min_effect_pct, plan.stages, s.strict, static_rule(s), s.ab_fresh_pair)
     sharing = decide_sharing(s.ab_process, (("base", base.path), ("head", head.path)))
+    covered = cache.covering(base_args, sharing.shared) if base_args is not None else None
     messages.append(f"perfgate: A/B: {sharing.why}")
     return _Setup(head, base, here, base_args, cache, covered, plan, rule, sharing.shared, repo)
 
@@ -446,6 +446,7 @@ def _update_aa(setup: _Setup, cmp: AbComparison, m: Measurement, messages: list[
         tuple(base_args),
         {k: dict(v) for k, v in cmp.aa_measured.items()},
         {k: tuple(v) for k, v in base_cases.items()},
+        m.shared,
     )
     try:
         aa_cache.write_cache(aa_cache.with_entry(setup.cache, entry))
