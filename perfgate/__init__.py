@@ -35,11 +35,14 @@ def history(
     last: int | None = None,
     rootdir: str | Path | None = None,
     case_regex: str | None = None,
+    kind: str = "",
 ) -> Any:
     """The history as a pandas DataFrame: one row per run, or with `case` (a pattern on case ids where `*`
     and `?` are wildcards and brackets match themselves) or `case_regex` (a regular expression) one row
     per run and matching case, oldest first. Columns include the run's kind, git_dirty and, per case,
-    its verdict. `db` defaults to the project's configured history.
+    its verdict. `db` defaults to the project's configured history. `kind`: "" every run but A/B mode's
+    (its two sides share a start time and measure a pull request, not the branch), "ab" A/B runs only,
+    "all", or one kind ("gate", "calibration", "import").
 
     >>> import perfgate
     >>> perfgate.history(case="*softmax*", last=30).pivot(index="started_at", columns="case_id", values="median_ms")
@@ -48,4 +51,4 @@ def history(
     from perfgate.store.query import history_frame
 
     path = Path(db) if db is not None else project_settings(Path(rootdir) if rootdir else None).db_path
-    return history_frame(path, case, last, case_regex)
+    return history_frame(path, case, last, case_regex, kind)

@@ -132,7 +132,27 @@ def case_problem(r: CaseResult) -> str | None:
     wrote it; anything else wrote something perfgate must not gate."""
     if has_control(r.case_id):
         return "the case id holds a control character (a newline, an escape...)"
-    return _timing_problem(r.timing) or _values_problem(r) or _speedup_problem(r.speedup)
+    return (
+        _timing_problem(r.timing)
+        or _values_problem(r)
+        or _speedup_problem(r.speedup)
+        or _samples_problem(r.timing, r.samples_ms)
+    )
+
+
+def _samples_problem(t: TimingStats, samples: tuple[float, ...]) -> str | None:
+    """Statistics that are not their samples': perfgate computes them from the samples it keeps (stats.summarize),
+    so a median or mean its samples do not give was edited or damaged."""
+    if not samples or len(samples) != t.n_samples:
+        return None
+    from perfgate.stats import summarize
+
+    ref = summarize(samples, t.timer)
+    for key in ("median_ms", "mean_ms", "min_ms", "max_ms", "q1_ms", "q3_ms"):
+        got, want = getattr(t, key), getattr(ref, key)
+        if abs(got - want) > _ROUNDING * max(abs(got), abs(want), 1e-300):
+            return f"timing.{key} ({got:g}) is not what its {len(samples)} samples give ({want:g})"
+    return None
 
 
 def _timing_problem(t: TimingStats) -> str | None:

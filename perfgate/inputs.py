@@ -54,6 +54,49 @@ class _JsonProblem(ValueError):
     pass
 
 
+PIPE_TIMEOUT_S = 60.0
+
+
+def is_pipe(path: Path) -> bool:
+    """A FIFO, such as bash's process substitution `<(git show REF:baselines/x.json)` (/dev/fd/63)."""
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def read_pipe(
+    path: Path, error: ErrorFactory, max_bytes: int = MAX_JSON_BYTES, timeout_s: float = PIPE_TIMEOUT_S
+) -> bytes:
+    """Everything a pipe's writer sends, bounded in size and in time: opened without blocking (a FIFO
+    nobody writes to never hangs the command), read until the writer closes it."""
+    import select
+    import time
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as err:
+        raise error(path, f"cannot be read ({err.strerror or err})") from err
+    chunks: list[bytes] = []
+    size, deadline = 0, time.monotonic() + timeout_s
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            raise error(path, "not a pipe")
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise error(path, f"the pipe sent nothing more for {timeout_s:.0f} s and was not closed")
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return b"".join(chunks)
+            size += len(chunk)
+            if size > max_bytes:
+                raise error(path, f"too large (more than {max_bytes:,} bytes)")
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
 def _no_constants(name: str) -> Any:
     raise _JsonProblem(f"{name} is not valid JSON")
 

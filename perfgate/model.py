@@ -7,6 +7,7 @@ never 0.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -162,6 +163,7 @@ class NoiseEstimate:
     # process of unchanged code that far out makes a failure, whatever the noise's shape (gate/decision.py)
     upper_pct: tuple[float, ...] = ()
     lower_pct: tuple[float, ...] = ()
+    processes: int = 0  # reference processes behind the extremes (0: written before it was kept; df + 1)
 
 
 @dataclass(frozen=True)
@@ -248,6 +250,14 @@ class CaseResult:
         return (self.timing.median_ms, *self.confirmation_medians_ms)
 
     @property
+    def time_ms(self) -> float:
+        """The case's time in this run, the one number every output shows ("current"): the mean of its
+        processes' medians (this process, then any confirmation process), as the baseline's time is the
+        mean of its calibration processes' (docs/decision-rule.md)."""
+        values = self.process_medians_ms
+        return sum(values) / len(values)
+
+    @property
     def process_speedups(self) -> tuple[float, ...]:
         """This run's speedup first, then the confirmation processes' (empty without a reference)."""
         return (self.speedup.median, *self.confirmation_speedups) if self.speedup is not None else ()
@@ -269,10 +279,27 @@ class Environment:
     perfgate_version: str = ""
     hostname: str = ""
     platform: str = ""
+    # the host CPU (measure/machine.py), for host-timed runs what device_name is made from; "" when not
+    # recorded (perfgate <= 0.2.0)
+    cpu_brand: str = ""
+    cpu_model: str = ""  # "family 6 model 143", "implementer 0x41 part 0xd0c"
+    cpu_cores: str = ""  # logical cores, as text like every environment field
+    cpu_caches: str = ""  # "L2 2 MiB, L3 32 MiB"
+    os_release: str = ""  # "Linux 6.8.0"
 
     def comparability_key(self) -> tuple[str, str, str]:
         """Runs on another device model (or another timer) are not comparable."""
         return (self.device_kind, self.device_name, self.compute_capability)
+
+    def comparable_with(self, other: Environment) -> bool:
+        """Same device model and timer; a host baseline of perfgate <= 0.2.0, keyed by the bare brand string,
+        stays comparable with today's name for that brand (which may add the CPU's model id)."""
+        if self.comparability_key() == other.comparability_key():
+            return True
+        if self.device_kind != "host" or other.device_kind != "host":
+            return False
+        old, new = (self, other) if not self.cpu_model else (other, self)
+        return not old.cpu_model and not old.cpu_brand and bool(new.cpu_brand) and old.device_name == new.cpu_brand
 
 
 @dataclass(frozen=True)
@@ -285,13 +312,18 @@ class UnmeasuredTest:
 
 
 class RunKind(str, enum.Enum):
-    """Why a run was made (stored with it: the noise of a case is read from gate runs only)."""
+    """Why a run was made (stored with it: the noise of a case is read from gate runs only; an A/B run's
+    two sides stay out of trends, change points and the noise window unless asked for)."""
 
     GATE = "gate"  # pytest --perfgate
     CALIBRATION = "calibration"  # one of perfgate calibrate's fresh processes
     CONFIRMATION = "confirmation"  # a fresh process re-measuring suspects (not stored today)
     IMPORT = "import"  # perfgate import-benchmark
-    AB = "ab"  # reserved: base and head measured side by side
+    AB_BASE = "ab-base"  # A/B mode: the base commit's side (an older commit, measured beside the head)
+    AB_HEAD = "ab-head"  # A/B mode: the head's side, gated against the base (its verdicts are stored)
+
+
+AB_KINDS = (RunKind.AB_BASE, RunKind.AB_HEAD)
 
 
 @dataclass(frozen=True)
@@ -307,6 +339,7 @@ class RunInfo:
     run_uid: str = ""  # stable identity across machines: merging histories twice adds nothing
     unmeasured: tuple[UnmeasuredTest, ...] = ()
     kind: RunKind | None = RunKind.GATE  # None: stored before run kinds were recorded
+    ab_pair: str = ""  # A/B mode: the identity both sides of one comparison share ("" for any other run)
 
 
 @dataclass(frozen=True)
@@ -339,6 +372,10 @@ class Comparison:
     detects_pct: float | None = None  # the change caught with 80% power ("detects >= X%")
     gated: bool = True  # False: reported only (a case with a reference is gated on its speedup)
     suspect: bool = False  # beyond the threshold on fewer processes than a verdict needs: measure again
+    stages: int = 0  # processes a failure of this metric needs (0: not a between-process decision)
+    # a smaller absolute change (in `unit`) is noise whatever its percent (peak memory: 64 KiB; a percentage:
+    # 1 point); None: no such floor. Shown beside the threshold, so "+28.6% unchanged" explains itself.
+    min_change: float | None = None
 
 
 class FindingKind(str, enum.Enum):
@@ -358,12 +395,14 @@ class FindingKind(str, enum.Enum):
     UNCALIBRATED = "uncalibrated baseline"
     HOST_DRIFT = "host state changed since calibration"
     CHANGE_POINT = "step change in the history"
+    COMMON_SHIFT = "common-mode shift"  # most cases moved together: environment, machine or shared code
     NOT_MEASURED = "baseline case not measured"  # not collected, deselected, renamed, or measured under another name
     ALLOWED_MISSING = "baseline case allowed to be missing"  # [tool.perfgate] allow_missing, with its reason
     BEYOND_CEILING = "beyond the ceiling"  # a process slower than ceiling_pct, whatever the noise says
     BASELINE_CHANGED = "baseline changed since the base ref"
     BASELINE_CHANGE_STATED = "baseline change stated"  # changed, and the pull request says it is intended
     BASELINE_UNVERIFIED = "baseline not checked against the base ref"
+    SELECTION_CHANGED = "test selection changed since the base ref"  # A/B: the head's pytest selection options
 
 
 STRICT_KINDS = frozenset(
@@ -379,8 +418,26 @@ STRICT_KINDS = frozenset(
         FindingKind.BEYOND_CEILING,
         FindingKind.BASELINE_CHANGED,
         FindingKind.BASELINE_UNVERIFIED,
+        FindingKind.COMMON_SHIFT,
+        FindingKind.SELECTION_CHANGED,
     }
 )
+
+
+@dataclass(frozen=True)
+class CommonShift:
+    """Most of a run's cases moved together against their calibration (gate/common.py)."""
+
+    shift_pct: float  # the median case's change (%), the amount every centre is moved by
+    moved: int  # cases whose change has the shift's sign
+    cases: int  # cases that took part
+    spread_pct: float  # the median distance of a case's change from the shift (%)
+    changed: tuple[str, ...] = ()  # "driver 550.54 -> 555.42", per changed environment field
+
+    @property
+    def variance_share(self) -> float:
+        """The error of the shift in units of one case's noise, squared: var(median of m) ~ pi / 2 * s^2 / m."""
+        return math.pi / 2.0 / self.cases
 
 
 @dataclass(frozen=True)
@@ -414,6 +471,7 @@ class GateResult:
     findings: tuple[Finding, ...] = ()
     strict: bool = False
     calibrated: bool = False
+    common_shift: CommonShift | None = None  # most cases moved together; each was judged against it
 
     @property
     def failed(self) -> bool:

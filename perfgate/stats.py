@@ -238,6 +238,16 @@ def t_quantile(p: float, dof: float) -> float:
     return (lo + hi) / 2.0
 
 
+def chi2_quantile(p: float, dof: float) -> float:
+    """The chi-square quantile (Wilson & Hilferty's cube-root normal approximation: within 2% of the exact
+    quantile over the central 90% from 5 degrees of freedom on, 7% at 3; tests/test_stats_scipy.py checks
+    it against scipy). It serves only the range of what a case detects."""
+    if not 0.0 < p < 1.0 or dof <= 0:
+        raise ValueError("need 0 < p < 1 and dof > 0")
+    h = 2.0 / (9.0 * dof)
+    return float(dof * max(1.0 - h + NormalDist().inv_cdf(p) * math.sqrt(h), 1e-6) ** 3)
+
+
 # --- the confirmed rule's critical value: all of k fresh processes beyond c (no scipy) ----------------
 
 

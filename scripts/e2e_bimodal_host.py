@@ -30,6 +30,8 @@ GAP_PCT = 4.0
 SLOWED = ("c03", "c07", "c11", "c15")
 SLOWDOWN = 1.30
 TIMEOUT_S = 600.0
+# plugins the project never uses, kept out of its ~40 processes (hypothesis's import alone is ~0.8 s of CPU each)
+LEAN_ADDOPTS = "-p no:hypothesispytest -p no:benchmark"
 
 # the project's conftest: the manual clock (tests/manual_clock.py, as perfgate's own tests use it), modes
 # drawn per process
@@ -119,7 +121,7 @@ def one_calibration(root: Path, seed: int, gates: int, cases: int) -> dict[str, 
     (project / "conftest.py").write_text(CONFTEST)
     (project / "test_suite.py").write_text(SUITE)
     (project / "pyproject.toml").write_text(PYPROJECT)
-    env = {**os.environ, "E2E_SEED": str(seed), "E2E_CASES": str(cases), "PYTEST_ADDOPTS": ""}
+    env = {**os.environ, "E2E_SEED": str(seed), "E2E_CASES": str(cases), "PYTEST_ADDOPTS": LEAN_ADDOPTS}
     env.pop("PERFGATE_DB", None)
     env.pop("GITHUB_STEP_SUMMARY", None)
     cal = subprocess.run(

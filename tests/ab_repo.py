@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from perfgate.ab.run import AbRequest
+from perfgate.ab.setup import AbRequest
 from perfgate.ab.workers import WorkerSpec
 from perfgate.config.settings import Settings
 from perfgate.model import AbProcess
@@ -21,8 +21,10 @@ class StandinLauncher:
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
         self.launched: dict[str, int] = {}  # side -> workers started so far (a fresh pair is the second)
+        self.started: list[WorkerSpec] = []  # every worker's spec, in the order they started
 
     def argv(self, spec: WorkerSpec) -> list[str]:
+        self.started.append(spec)
         n = self.launched[spec.side.name] = self.launched.get(spec.side.name, -1) + 1
         seed = f"{self.seed}" if n == 0 else f"{self.seed}.{n}"
         return [sys.executable, str(STANDIN), str(spec.tree), spec.side.name, seed, "--", *spec.pytest_args]
@@ -65,6 +67,7 @@ def request(repo: Path, ref: str, tmp: Path, seed: int = 1, **settings: Any) -> 
         worktree_dir=tmp / "worktrees",
         db_path=tmp / "history.db",
         rootdir=repo,
+        baseline_dir=repo / "baselines",  # as [tool.perfgate] resolves it: under the project root
         # stand-ins are a process per worker (tests/ab_standin.py); the shared host is tested with real
         # pytest workers (tests/test_ab_shared.py)
         **{"ab_rounds": 6, "ab_timeout_s": 60.0, "ab_process": AbProcess.SEPARATE, **settings},

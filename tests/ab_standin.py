@@ -10,7 +10,8 @@ what goes wrong where: {"tests": {"test_x.py::test_a": {"test_x.py::test_a": 1.0
 rounds of every case, or all of them without N: what alternation cannot cancel);
 "first_process_offset_pct": {SIDE: pct} (the same, in the first worker of that side only: a fresh pair
 of processes does not have it); "fresh_check_fails": [CASE] (the output check fails in a fresh pair's
-workers only);
+workers only); "skips": {NODEID: REASON} (the test skips before it measures); with STANDIN_LOG set, each
+test a worker runs is appended to that file as "SIDE SEED NODEID";
 "sass": {CASE: HASH} (the case records one compiled kernel with that SASS hash: A/B's "same code" check);
 "AA@round:CASE" crashes only the
 worker of that side (BASE, HEAD or AA). A round's samples are the declared
@@ -68,8 +69,16 @@ def main() -> None:
         raise SystemExit(1)
     broken = spec.get("collect_errors", {})  # {file: error}: its tests do not import in this tree
     tests = {n: c for n, c in spec["tests"].items() if keyword in n and n.split("::")[0] not in broken}
-    send(end, Collected(tuple(tests), tuple(broken.items()), ENV))
+    only = send(end, Collected(tuple(tests), tuple(broken.items()), ENV)).get("only")
+    if only is not None:  # the coordinator asked for these tests only (a fresh pair): the others never run
+        tests = {n: c for n, c in tests.items() if n in only}
     for nodeid, cases in tests.items():
+        if os.environ.get("STANDIN_LOG"):
+            with open(os.environ["STANDIN_LOG"], "a") as log:
+                print(side, seed, nodeid, file=log)
+        if nodeid in spec.get("skips", {}):
+            send(end, TestDone(nodeid, TestOutcome.SKIPPED, spec["skips"][nodeid]))
+            continue
         failed = ""
         for case_id, ms in cases.items():
             failed = serve(end, spec, case_id, nodeid, float(ms), rng) or failed
@@ -79,9 +88,11 @@ def main() -> None:
     end.send(event_message(End(1 if any(n in spec.get("test_fails", ()) for n in tests) else 0)))
 
 
-def send(end: WorkerEnd, event: Collected | TestDone) -> None:
+def send(end: WorkerEnd, event: Collected | TestDone) -> dict:
     end.send(event_message(event))
-    assert end.receive()["cmd"] == "continue"
+    reply = end.receive()
+    assert reply["cmd"] == "continue"
+    return reply
 
 
 def serve(end: WorkerEnd, spec: dict, case_id: str, nodeid: str, ms: float, rng: random.Random) -> str:

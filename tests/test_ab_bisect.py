@@ -84,6 +84,31 @@ def test_when_only_skipped_commits_separate_good_from_bad_the_range_is_the_answe
     assert "is one of" in found.summary()[-1]
 
 
+def test_bisect_says_which_commit_it_measures_before_each_step_ends(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    shas = _history(repo, slow_at=6, n=8)
+    events: list[str] = []
+    fake = _fake({s: ("bad" if i >= 6 else "good") for i, s in enumerate(shas)})
+
+    def measure(sha):
+        events.append(f"measured {sha[:12]}")
+        return fake(sha)
+
+    found = bisect(
+        request(repo, shas[0], tmp_path),
+        shas[0],
+        shas[-1],
+        measure=measure,
+        progress=lambda line: events.append("line"),
+        measuring=events.append,
+    )
+    assert len(events) == 3 * len(found.steps)
+    for n, step in enumerate(found.steps):
+        starts, measured, line = events[3 * n : 3 * n + 3]
+        assert starts == f"step {n + 1}: measuring {step.commit[:12]} against {shas[0][:12]}"
+        assert (measured, line) == (f"measured {step.commit[:12]}", "line")
+
+
 def test_a_bad_end_that_is_not_slower_stops_before_bisecting(tmp_path):
     repo = make_repo(tmp_path / "repo")
     shas = _history(repo, slow_at=99, n=4)

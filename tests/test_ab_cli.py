@@ -118,3 +118,23 @@ def test_a_baseline_update_in_ab_mode_is_refused_before_anything_runs(pytester):
     result = pytester.runpytest("--perfgate-base", "main", "--perfgate-update-baseline", "--perfgate-reason", "r")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--perfgate-base compares with a base commit; it writes no baseline*"])
+
+
+def test_a_slow_test_deselected_by_the_prs_own_addopts_fails_strict_ab(project, capsys, monkeypatch):
+    # The pull request makes test_sort 10x slower and hides it with its own addopts: the head's workers
+    # (pytest in the head's tree, reading the head's configuration) never measure it. Before the A/B
+    # pipeline went through the gate's tail this passed strict A/B ("1 removed"); now the base case the
+    # head did not measure fails it, and so does the selection change itself.
+    (project / "pyproject.toml").write_text(
+        "[tool.pytest.ini_options]\naddopts = \"-k 'not test_sort'\"\n\n"
+        "[tool.perfgate]\nab_rounds = 4\nbudget_ms = 40.0\n"
+    )
+    git(project, "commit", "-q", "-am", "head: deselect the slow test")
+    monkeypatch.chdir(project)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    code = main(["ab", "HEAD~2", "--strict", "--no-store", "--worktree-dir", str(project.parent / "wt")])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert re.search(r"perfgate strict: baseline case not measured: 2 base case\(s\) not measured .*test_sort", out)
+    assert "perfgate strict: test selection changed since the base ref: pytest's test selection differs" in out
+    assert "addopts: none in HEAD~2" in out and "'-k not test_sort' in the head" in out

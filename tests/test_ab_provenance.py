@@ -187,6 +187,14 @@ def test_a_measured_callable_from_the_other_tree_is_not_comparable_and_its_own_t
     assert provenance.judge(fine, frozenset()) == {}
 
 
+def test_in_one_shared_process_the_other_trees_object_is_named_as_state_left_behind():
+    """A conftest's module-level object (a clock, a registry) from the base reaching the head's test."""
+    results = {(Side.HEAD, "a"): _result("a", OWN_BASE), (Side.BASE, "a"): _result("a", OWN_BASE)}
+    reason = provenance.judge(results, frozenset(), shared=True)["a"]
+    assert reason.startswith("provenance: the head side measured (measured) mylib:work from the base's tree")
+    assert 'outlived its tree in the shared process: ab_process = "separate"' in reason
+
+
 def test_one_installed_file_on_both_sides_is_not_comparable_only_when_the_diff_changes_it():
     installed = _src(CodeRole.MODULE, "mylib.core", "/venv/lib/site-packages/mylib/core.py", "")
     torch_op = _src(CodeRole.MEASURED, "torch:conv2d", "/venv/lib/site-packages/torch/__init__.py", "")

@@ -12,7 +12,8 @@ import pytest
 
 from perfgate.ab.coordinator import Coordinator, RoundPlan
 from perfgate.ab.protocol import AbError, Side
-from perfgate.ab.run import base_selection, check_pytest_args, run_ab
+from perfgate.ab.run import run_ab
+from perfgate.ab.setup import base_selection, check_pytest_args
 from perfgate.ab.workers import Worker, WorkerSpec, stop_all
 from perfgate.model import FindingKind, Verdict
 from tests.ab_repo import StandinLauncher, cases, commit, make_repo, request
@@ -48,7 +49,7 @@ def test_a_slower_case_regresses_new_and_removed_cases_are_reported_and_drift_ca
     a = next(c for c in outcome.gate.comparisons if c.case_id.endswith("::a"))
     assert a.change_pct == pytest.approx(30.0, abs=1.0) and a.ci_low_pct > 25 and "3 stages" in a.note
     assert outcome.exit_code == 1 and outcome.gate.failed
-    text = "\n".join(outcome.messages)
+    text = "\n".join(outcome.lines)
     assert "REGRESSED" in text and "removed" in text and "perfgate: A/B cost: worktree" in text
 
 
@@ -316,3 +317,17 @@ def test_cases_with_the_same_code_on_both_sides_are_not_measured_and_the_time_sa
     measured = {c.case_id.split("::")[-1]: c.note for c in again.gate.comparisons if c.metric == "median_ms"}
     assert all("rounds" in note for note in measured.values())
     assert not any("same code" in m for m in again.messages)
+
+
+def test_the_fresh_pair_runs_the_called_cases_tests_alone(repo, tmp_path, monkeypatch):
+    # Before: every worker of the fresh pair ran every test body to reach the one called case.
+    log = tmp_path / "ran.log"
+    monkeypatch.setenv("STANDIN_LOG", str(log))
+    commit(repo, cases({**TIMES, "a": 1.3}), "head: a slower")
+    outcome = run_ab(request(repo, "HEAD~1", tmp_path))
+    assert _verdicts(outcome)["a"] is Verdict.REGRESSED
+    ran = [line.split() for line in log.read_text().splitlines()]
+    fresh = {(side, nodeid) for side, seed, nodeid in ran if "." in seed}  # a fresh worker's seed is SEED.N
+    first = {(side, nodeid) for side, seed, nodeid in ran if "." not in seed}
+    assert fresh == {(side, "test_perf.py::a") for side in ("BASE", "HEAD", "AA")}
+    assert {nodeid for _, nodeid in first} == {"test_perf.py::a", "test_perf.py::b", "test_perf.py::c"}

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from perfgate.ab.compare import inconclusive_text
+from perfgate.ab.findings import inconclusive_text
 from perfgate.gate.ratio import (
     WILD_SHARE,
     AaNoise,

@@ -223,7 +223,10 @@ def test_a_pull_request_measures_the_head_against_its_base_commit_side_by_side(p
     work, runner = project
     make_repo(work)
     (work / "test_perf.py").write_text(AB_SUITE)
-    (work / "pyproject.toml").write_text(PYPROJECT.replace("budget_ms = 100", "budget_ms = 30") + "ab_rounds = 3\n")
+    # the manual clock is a module-level object of each tree's conftest: in one shared process the base's
+    # would serve the head's test (provenance calls that not comparable), so each side gets its processes
+    pyproject = PYPROJECT.replace("budget_ms = 100", "budget_ms = 30") + 'ab_rounds = 3\nab_process = "separate"\n'
+    (work / "pyproject.toml").write_text(pyproject)
     (work / "sleep_ms.txt").write_text("1")
     (work / ".gitignore").write_text(".perfgate/\n__pycache__/\n")
     git(work, "add", "-A")

@@ -17,7 +17,7 @@ from perfgate.baseline.write import (
 from perfgate.config.settings import Settings
 from perfgate.errors import BaselineError
 from perfgate.model import Environment, Metric
-from tests.helpers import ENV, make_run, noisy
+from tests.helpers import ENV, baseline_of, calibrated, make_run, noisy
 
 # the H100 baseline as the first version wrote it (format version 1, 19 cases, uncalibrated)
 V1_BASELINE = (Path(__file__).parent / "data" / "baseline_v1_h100.json").read_text()
@@ -259,3 +259,14 @@ def test_a_writer_killed_mid_write_leaves_no_temporaries_that_pile_up(tmp_path, 
     update_baseline_file(path, lambda old: updated_baseline(old, make_run({"a": [1.0, 2.0]}), path, "x", "r"))
     assert sorted(p.name for p in baselines.iterdir()) == [".b.json.notmine.tmp", "b.json"]
     assert sorted(load_baseline(path).cases) == ["a"]
+
+
+def test_a_calibration_process_far_from_the_others_is_named_with_its_unit(tmp_path):
+    from perfgate.baseline.review import _isolated_notes
+
+    base = calibrated(
+        baseline_of(make_run({"a": noisy(0.0001638)}), tmp_path),
+        {"a": [0.0001, 0.000101, 0.0001005, 0.0000998, 0.0001002, 0.0001638]},
+    )
+    (note,) = _isolated_notes("a", base.cases["a"])
+    assert "one calibration process's time (163.8 ns) lies +63.3%" in note

@@ -1,6 +1,7 @@
 """`perfgate calibrate`: a baseline from N fresh processes, then gated on its between-process noise."""
 
 import json
+import re
 import sqlite3
 
 import pytest
@@ -38,6 +39,19 @@ def project(pytester, monkeypatch):
     return pytester
 
 
+def test_calibration_shows_each_process_and_its_cases_while_it_runs(project, capsys, monkeypatch):
+    monkeypatch.setenv("PERFGATE_PROGRESS", "log")  # the plain lines a CI log gets
+    assert main(["calibrate", "--runs", "3", "--reason", "progress", "--", "test_perf.py"]) == 0
+    captured = capsys.readouterr()
+    err = captured.err.splitlines()
+    assert "perfgate: calibration process 1/3: started" in err  # how many cases: not known yet
+    assert "perfgate: calibration process 2/3 (2 step(s)): started" in err
+    ends = [line for line in err if line.startswith("perfgate: calibration process") and " in " in line]
+    assert len(ends) == 3 and all(": 2/2 in " in e or ": 2 done in " in e for e in ends), err
+    assert "\r" not in captured.err
+    assert re.search(r"2 case\(s\) from 3 processes in \d", captured.out)  # the whole calibration's cost
+
+
 def test_calibration_writes_process_medians_noise_and_what_each_case_detects(project, capsys):
     # the arguments after `--` reach every process: without them each would run the failing test too
     project.makepyfile(test_broken="def test_broken(perfgate):\n    perfgate(sum, [1])\n    assert False\n")
@@ -72,3 +86,34 @@ def test_a_failing_calibration_process_writes_no_baseline(project, capsys):
     assert main(["calibrate", "--runs", "3", "--reason", "x"]) == 2
     assert "process 1: pytest exited with status 1" in capsys.readouterr().err
     assert not (project.path / "baselines").exists()
+
+
+def test_the_baseline_and_the_run_have_one_time_each_in_every_output(project, capsys, monkeypatch):
+    """The gate's "baseline" and "current", `baseline show`, `baseline diff` and `perfgate history` show the
+    same number for the same quantity: the mean of the process medians (docs/decision-rule.md)."""
+    from perfgate.report.format import fmt_value
+
+    assert main(["calibrate", "--runs", "3", "--reason", "one number", "--", "test_perf.py"]) == 0
+    # processes that disagree, as real ones do: their median (2.001 ms) is not their mean (2.201 ms)
+    path = next((project.path / "baselines").glob("*.json"))
+    doc = json.loads(path.read_text())
+    doc["cases"]["test_perf.py::test_sleep"]["process_medians_ms"] = [2.001, 2.001, 2.601]
+    path.write_text(json.dumps(doc))
+    monkeypatch.setenv("SLEEP_MS", "8")  # 4x slower: confirmed in fresh processes, so the run has several
+    gate = project.runpytest(
+        "--perfgate", "--perfgate-json", "out.json", "--perfgate-confirm-runs", "2", "test_perf.py"
+    )
+    assert gate.ret == 1
+    row = next(
+        r
+        for r in results_json(project)["comparisons"]
+        if r["case_id"] == "test_perf.py::test_sleep" and r["metric"] == "median_ms"
+    )
+    assert row["baseline"] == pytest.approx(2.201)
+    capsys.readouterr()
+    assert main(["baseline", "show", "baselines"]) == 0
+    shown = capsys.readouterr().out
+    assert fmt_value(row["baseline"], "ms") in next(line for line in shown.splitlines() if "test_sleep" in line)
+    assert main(["history", "--case", "*test_sleep", "--format", "json"]) == 0
+    trend = json.loads(capsys.readouterr().out)
+    assert trend[-1]["processes"] >= 3 and trend[-1]["time_ms"] == pytest.approx(row["current"], rel=1e-12)

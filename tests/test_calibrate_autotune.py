@@ -89,7 +89,7 @@ class _StandinChildRunner:
     def __init__(self, rootdir: Path, settings: Settings, baseline_file: Path | None = None) -> None:
         self.baseline_file = baseline_file
 
-    def run(self, pytest_args: list[str]) -> ChildRun:
+    def run(self, pytest_args: list[str], on_case=None) -> ChildRun:
         _StandinChildRunner.pinned_with.append(self.baseline_file)
         run = _StandinChildRunner.processes[len(_StandinChildRunner.pinned_with) - 1]
         return ChildRun(run.results, (), ENV, 0)
@@ -129,3 +129,36 @@ def test_the_gate_judges_by_the_noise_of_the_pinned_processes_alone(tmp_path):
     expected = estimate_noise([m / 1000 for m in MATMUL_US[1:]], (), 0.1)
     assert noise is not None and expected is not None
     assert noise.noise_pct == pytest.approx(expected.noise_pct) and noise.df == len(MATMUL_US) - 2
+
+
+def test_calibration_warns_about_a_case_strict_mode_will_fail_on_every_run(tmp_path):
+    """Calibration processes +74414% apart (one process hit a cold cache) are no calibration of one
+    version of the code: the strict ceiling fails such a case on every run, so calibrate says so."""
+    wild = (50.0, 50.1, 49.9, 50.05, 37256.9, 50.0)
+    runs = _runs(autotuned=False)[:6]
+    runs = [
+        replace(
+            run,
+            results=tuple(
+                replace(r, timing=replace(r.timing, median_ms=w / 1000)) if r.case_id == PLAIN else r
+                for r in run.results
+            ),
+        )
+        for run, w in zip(runs, wild, strict=True)
+    ]
+    baseline = calibrated_baseline(None, runs, tmp_path / "b.json", "t", "calibrate", Settings())
+    (warning,) = [n for n in calibration_notes(baseline, runs, False) if "ceiling" in n]
+    assert (
+        warning.startswith(f"perfgate warning: {PLAIN}: calibration processes +74") and "strict mode fails" in warning
+    )
+    assert not [n for n in calibration_notes(baseline, runs, False, ceiling_pct=1e6) if "ceiling" in n]
+
+
+def test_what_a_case_detects_comes_with_the_range_six_processes_allow(tmp_path):
+    from perfgate.baseline.write import detects_range
+
+    runs = _runs(autotuned=False)[:6]
+    baseline = calibrated_baseline(None, runs, tmp_path / "b.json", "t", "calibrate", Settings())
+    case = baseline.cases[TUNED]
+    low, high = detects_range(case.process_medians_ms, runs[0].results[0], Settings(), 2)
+    assert low < case.threshold_pct < high

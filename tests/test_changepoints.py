@@ -182,3 +182,37 @@ def test_short_stationary_series_rarely_get_a_false_step() -> None:
     for n in (10, 13, 16, 20):
         assert false_positive_rate(gaussian, 500, n) <= 0.006
         assert false_positive_rate(bimodal, 500, n, ChangePointSettings()) <= 0.012
+
+
+@pytest.mark.parametrize("n", [1030, 1100, 3000])
+def test_a_history_past_a_thousand_runs_never_overflows(n: int) -> None:
+    """2 / C(n, k) left a float's range near n = 1,030 (OverflowError in `history --changes` on day 52)."""
+    stepped = gaussian(7, n)
+    stepped[n // 2 :] *= 1.05
+    (step,) = find_steps(stepped)
+    assert abs(step.index - n // 2) <= 2
+    assert find_steps(gaussian(8, n)) == ()
+
+
+def test_the_cost_grows_linearly_with_the_points_looked_at() -> None:
+    """Counted, not timed: the split statistics evaluated per point stay bounded as the series grows."""
+    from perfgate.trends import changepoints
+
+    counts: dict[int, int] = {}
+    real = changepoints._split_statistics
+
+    def counting(rows: np.ndarray, min_segment: int) -> np.ndarray:
+        counts[n] = counts.get(n, 0) + rows.size
+        return real(rows, min_segment)
+
+    per_point = []
+    for n in (500, 4000):
+        series = gaussian(9, n)
+        series[n // 3 :] *= 1.04
+        changepoints._split_statistics = counting
+        try:
+            find_steps(series)
+        finally:
+            changepoints._split_statistics = real
+        per_point.append(counts[n] / n)
+    assert per_point[1] <= 2.0 * per_point[0]

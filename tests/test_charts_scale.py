@@ -1,6 +1,7 @@
 """Charts stay readable at any size and with one case far off: the change axis is clipped with the clipped
 bar labelled, charts go to the most severe cases first, the roofline names only the top cases."""
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -125,3 +126,18 @@ def test_charts_are_written_for_a_large_gate(tmp_path):
     gate, run = scale_gate(600, 40, 200)
     paths = gc.write_gate_charts(gate, run, tmp_path, None, {})
     assert [p.name for p in paths] == ["change_per_case.png"] and Path(paths[0]).stat().st_size > 1000
+
+
+def test_chart_file_names_are_the_case_in_safe_characters_and_unique():
+    from perfgate.report.gate_charts import chart_stem
+
+    assert re.fullmatch(r"test_softmax-bf16-[0-9a-f]{8}", chart_stem("kernels/tests/test_perf.py::test_softmax[bf16]"))
+    hostile = [
+        "a/t.py::test_x[../../etc]",
+        "b/t.py::test_x[../../etc]",
+        "t.py::test_\u00e9\n[\x1b]",
+        "t.py::" + "y" * 300,
+    ]
+    stems = [chart_stem(c) for c in hostile]
+    assert len(set(stems)) == len(stems)
+    assert all(re.fullmatch(r"[A-Za-z0-9._-]{1,69}", s) and not s.startswith(".") for s in stems)

@@ -157,6 +157,35 @@ def test_baseline_diff_lists_changed_cases(tmp_path, capsys):
     assert "`t::b`" not in out
 
 
+def test_baseline_diff_reads_the_old_side_from_a_pipe_as_bash_process_substitution_gives_it(tmp_path, capsys):
+    """`perfgate baseline diff <(git show main:baselines/x.json) baselines/x.json`: the old side is /dev/fd/N."""
+    import os
+    import threading
+
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    write_baseline(updated_baseline(None, make_run({"t::a": [1.0, 1.0]}), old, "x", "before"))
+    write_baseline(updated_baseline(None, make_run({"t::a": [1.2, 1.2]}), new, "x", "slower <a|b>"))
+    read_end, write_end = os.pipe()
+
+    def writer():
+        with os.fdopen(write_end, "wb") as fh:
+            fh.write(old.read_bytes())
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        code, out, err = run_cli(capsys, "baseline", "diff", "--format", "text", f"/dev/fd/{read_end}", str(new))
+    finally:
+        thread.join()
+        os.close(read_end)
+    assert code == 0, err
+    # plain text: no table, no Markdown escaping of the reason
+    assert out.splitlines() == [
+        "1 of 1 case(s) changed in new.json: slower <a|b>",
+        "  t::a: 1 ms -> 1.2 ms (+20.0%; detects -)",
+    ]
+
+
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
@@ -198,3 +227,21 @@ def test_ci_init_pins_the_action_by_a_full_commit_sha(tmp_path, capsys, ref):
 def test_ci_init_needs_the_action_ref(tmp_path, capsys):
     with pytest.raises(SystemExit):
         run_cli(capsys, "ci", "init", "--output", str(tmp_path / "perfgate.yml"))
+
+
+def test_an_unknown_option_is_refused_with_the_commands_own_usage_and_its_spelling(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["compare", "--perfgate-full-table"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.startswith("usage: perfgate compare ")
+    assert "--perfgate-full-table is pytest's spelling; perfgate commands take --full-table" in err
+
+
+def test_compare_takes_the_full_table_and_its_help_names_only_its_own_flags(history, capsys, monkeypatch):
+    monkeypatch.chdir(history.parent)
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    helptext = capsys.readouterr().out
+    assert "--full-table" in helptext and "--json-samples" in helptext and "--perfgate-" not in helptext
+    code, out, _ = run_cli(capsys, "compare", "--db", str(history), "--full-table")
+    assert code in (0, 1) and "not listed:" not in out  # every row, not the counts

@@ -195,3 +195,36 @@ def test_metrics_are_compared_by_their_catalogue_entry_whatever_their_source(tmp
     assert "median_ms" not in rows  # TIMED: compare_time decides it on the process noise, once
     assert rows["gbps"].verdict is Verdict.UNCHANGED and rows["gbps"].threshold_pct is None  # derived: explains
     assert rows["launch__registers_per_thread"].verdict is Verdict.REGRESSED  # a new source, gated by the catalogue
+
+
+def test_a_memory_change_under_its_floor_says_why_it_is_unchanged(tmp_path):
+    from perfgate.report.format import fmt_detects
+    from perfgate.report.markdown import render_markdown
+
+    peak = lambda n: Metric("memory.peak_host_bytes", n, "byte", "memory")  # noqa: E731
+    base = baseline_of(make_run({"a": noisy(1.0)}, metrics=(peak(56_000),)), tmp_path)
+    gate = compare_run(make_run({"a": noisy(1.0)}, metrics=(peak(72_000),)).results, base, ENV, SETTINGS)
+    row = verdict(gate, metric="memory.peak_host_bytes")
+    assert row.change_pct == pytest.approx(28.57, abs=0.01) and row.verdict is Verdict.UNCHANGED
+    assert row.min_change == 64 * 1024 and fmt_detects(row) == "> 5% and ≥ 64 KiB"
+    assert "+28.6% | > 5% and ≥ 64 KiB |" in render_markdown(gate)  # the summary's row, where it was hidden
+
+
+@pytest.mark.parametrize(
+    ("case_id", "expected"),
+    [
+        (
+            "kernels/tests/performance/test_fused_attention_kernels.py::test_flash[causal-bf16]",
+            "…/performance/test_fused_attention_kernels.py::test_flash[causal-bf16]",
+        ),
+        (
+            "kernels/tests/test_fused_attention_kernels.py::test_flash_attention_forward[causal-bf16-4096-128]",
+            "…/test_fused_attention_kernels.py::test_flash_…d[causal-bf16-4096-128]",
+        ),
+    ],
+)
+def test_the_terminal_never_cuts_a_case_id_inside_its_file_name(case_id, expected):
+    from perfgate.report.format import shorten
+
+    label = shorten(case_id, 70)
+    assert label == expected and len(label) <= 70

@@ -13,6 +13,7 @@ import pytest
 
 from perfgate.cli import main
 from perfgate.measure import environment
+from perfgate.measure.machine import HostMachine
 from tests.conftest import DATA
 from tests.helpers import perf_project, results_json
 
@@ -70,8 +71,11 @@ def test_the_old_baseline_gates_the_old_run_with_its_calibrated_noise(project):
 
 
 def test_a_gate_run_today_uses_the_old_baseline_and_lands_in_the_old_history(project, pytester, monkeypatch):
-    # the old baseline is keyed by the CPU it was made on: today's run is on that CPU, whatever this host is
-    monkeypatch.setattr(environment, "host_cpu_name", lambda: OLD_CPU)
+    # the old baseline is keyed by the CPU it was made on: today's run is on that CPU, whatever this host is;
+    # today's name adds the model id to a brand that names none, and the old file is still the one used
+    machine = HostMachine(OLD_CPU, "family 25 model 17", "x86_64", 2, 2**21, 2**25, "Linux 6.1")
+    assert machine.name != OLD_CPU
+    monkeypatch.setattr(environment, "host_machine", lambda: machine)
     perf_project(
         pytester,
         monkeypatch,

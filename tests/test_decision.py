@@ -17,7 +17,7 @@ from perfgate.stats import all_exceed_probability, critical_value, t_quantile
 H100 = Path(__file__).parents[1] / "docs" / "evidence" / "data" / "h100"
 QUIET = [1.0 + d for d in (-0.003, -0.001, 0.0, 0.0005, 0.001, 0.002, -0.002, 0.0015, -0.0005, 0.0025)]  # ~0.2%
 LOUD = [1.0 + d for d in (-0.01, 0.01, 0.0, 0.005, -0.005, 0.004, -0.004, 0.008, -0.008, 0.002)]  # ~0.7%
-TWO = Rule(alpha=0.01, stages=2)
+TWO = Rule(alpha=0.01, stages=2, max_stages=2)  # the normal-theory part alone: two processes, no more
 
 
 def quiet_noise(values=QUIET, window=()):
@@ -65,7 +65,7 @@ def test_an_improvement_needs_every_process_too():
 
 def test_above_the_noise_and_below_the_threshold_is_inconclusive():
     loud = [1.0 + d for d in (-0.01, 0.01, 0.0, 0.005, -0.005)]
-    rule, noise = Rule(alpha=0.0001, stages=2), quiet_noise(loud)
+    rule, noise = Rule(alpha=0.0001, stages=2, max_stages=2), quiet_noise(loud)
     centre = statistics.fmean(loud)
     probe = decide(loud, [centre, centre], noise, rule)
     band = (probe.ci_high_pct - probe.ci_low_pct) / 2 * t_quantile(0.95, noise.df) / t_quantile(0.975, noise.df)
@@ -96,16 +96,18 @@ def test_the_noise_floor_keeps_identical_processes_from_claiming_infinite_precis
 
 def test_the_run_budget_makes_each_test_stricter_as_the_suite_grows():
     noise = quiet_noise(LOUD)
-    small = decide(LOUD, [1.0], noise, Rule(alpha=per_test_alpha(1.0, 10), stages=2))
-    large = decide(LOUD, [1.0], noise, Rule(alpha=per_test_alpha(1.0, 1000), stages=2))
+    small = decide(LOUD, [1.0], noise, Rule(alpha=per_test_alpha(1.0, 10), stages=2, max_stages=2))
+    large = decide(LOUD, [1.0], noise, Rule(alpha=per_test_alpha(1.0, 1000), stages=2, max_stages=2))
     assert per_test_alpha(1.0, 1000) == pytest.approx(1e-5)
     assert large.threshold_pct > small.threshold_pct
 
 
 def test_the_noise_window_adds_degrees_of_freedom_and_lowers_the_threshold():
-    alone = decide(LOUD[:6], [1.0], quiet_noise(LOUD[:6]), Rule(alpha=1e-4, stages=2))
-    windowed = decide(LOUD[:6], [1.0], quiet_noise(LOUD[:6], LOUD * 3), Rule(alpha=1e-4, stages=2))
-    assert windowed.noise.window_runs == 30 and windowed.noise.df == 35
+    rule = Rule(alpha=1e-4, stages=2, max_stages=2)
+    alone = decide(LOUD[:6], [1.0], quiet_noise(LOUD[:6]), rule)
+    windowed = decide(LOUD[:6], [1.0], quiet_noise(LOUD[:6], LOUD * 3), rule)
+    # the window's level and trend are not noise: 30 values, a line through them, 28 degrees of freedom
+    assert windowed.noise.window_runs == 30 and windowed.noise.df == 5 + 28
     assert windowed.threshold_pct < 0.7 * alone.threshold_pct
 
 
@@ -140,7 +142,7 @@ def test_a_regression_of_the_size_it_detects_is_caught_four_times_in_five():
     calibration = list(1.0 + sd * rng.standard_normal(6))
     window = list(1.0 + sd * rng.standard_normal(24))
     noise = estimate_noise(calibration, window, 0.1)
-    rule = Rule(alpha=1e-3, stages=2, floor_pct=0.0)
+    rule = Rule(alpha=1e-3, stages=2, floor_pct=0.0, max_stages=2)
     centre = statistics.fmean(calibration)
     detects = decide(calibration, [centre], noise, rule).detects_pct
     caught = [
@@ -196,3 +198,66 @@ def test_recorded_h100_bimodal_gemm_is_judged_by_its_whole_spread():
     values = [run["cublas_matmul-0"][0] for run in data["calibration"] + data["aa"]]
     noise = estimate_noise(values[:6], values[6:], 0.1)
     assert noise.excluded == 0 and noise.noise_pct > 3.0
+
+
+# --- the window estimates scale, never location (issue 31 req 2) ---------------------------------------
+
+
+def test_a_window_three_percent_slow_does_not_move_the_threshold():
+    rng = np.random.default_rng(11)
+    calibration = list(1.0 + 0.004 * rng.standard_normal(6))
+    same = list(1.0 + 0.004 * rng.standard_normal(30))
+    rule = Rule(alpha=1e-3, stages=3)
+    level = decide(calibration, [1.0], estimate_noise(calibration, same, 0.1), rule).threshold_pct
+    slow = decide(calibration, [1.0], estimate_noise(calibration, [1.03 * v for v in same], 0.1), rule)
+    assert slow.threshold_pct == pytest.approx(level, rel=0.02)  # was 1.00% -> 3.08%
+    assert slow.verdict is Verdict.UNCHANGED and decide(calibration, [1.03] * 3, slow.noise, rule).verdict is (
+        Verdict.REGRESSED
+    )
+
+
+def test_a_creep_in_the_window_does_not_raise_the_threshold():
+    rng = np.random.default_rng(12)
+    calibration = list(1.0 + 0.004 * rng.standard_normal(6))
+    creep = [(1 + 0.005 * i) * (1 + 0.004 * rng.standard_normal()) for i in range(30)][::-1]  # newest first
+    noise = estimate_noise(calibration, creep, 0.1)
+    assert noise.noise_pct < 0.7 and max(noise.upper_pct) < 2.0  # +0.5%/run for 30 runs is location
+
+
+def test_a_new_slower_mode_in_the_window_is_learned_as_shape():
+    rng = np.random.default_rng(13)
+    calibration = list(1.0 + 0.003 * rng.standard_normal(6))
+    window = list((1.0 + 0.03 * (rng.random(30) < 0.4)) * (1 + 0.003 * rng.standard_normal(30)))
+    noise = estimate_noise(calibration, window, 0.1)
+    assert max(noise.upper_pct) > 2.5  # the slow mode's processes stand 3% above the fast mode
+
+
+# --- the budget for any noise shape: as many processes as the distribution-free bound needs ------------
+
+
+def test_a_small_reference_asks_for_more_processes_and_a_full_window_for_fewer():
+    rule = Rule(alpha=1e-4, stages=3)
+    after_calibration = decide(QUIET[:6], [1.0], quiet_noise(QUIET[:6]), rule)
+    rng = np.random.default_rng(14)
+    full = decide(QUIET[:6], [1.0], quiet_noise(QUIET[:6], list(1 + 0.002 * rng.standard_normal(30))), rule)
+    assert after_calibration.stages == 8 and full.stages == 4
+
+
+def test_a_slow_mode_process_alone_in_the_reference_still_protects_its_mode():
+    values = [1.0, 1.001, 0.999, 1.0005, 0.9995, 1.02]  # one process of a mode 2% slower
+    rule = Rule(alpha=1e-3, stages=3)
+    d = decide(values, [1.02, 1.021, 1.019, 1.02, 1.02, 1.021, 1.02, 1.02], quiet_noise(values), rule)
+    assert d.verdict is not Verdict.REGRESSED and d.threshold_pct >= 1.6
+
+
+def test_without_noise_a_gross_slowdown_in_every_process_regresses_and_a_smaller_one_is_inconclusive():
+    rng = np.random.default_rng(15)
+    base, slow = list(1.0 + 0.002 * rng.standard_normal(60)), list(1.5 + 0.002 * rng.standard_normal(60))
+    rule = Rule(alpha=0.01, stages=3)
+    first = decide([1.0], [1.5], None, rule, baseline_samples=base, current_samples=slow)
+    assert first.suspect and first.verdict is not Verdict.REGRESSED  # measure again before failing
+    assert decide([1.0], [1.5, 1.49, 1.51], None, rule).verdict is Verdict.REGRESSED
+    assert decide([1.0], [1.5, 1.1, 1.51], None, rule).verdict is not Verdict.REGRESSED
+    assert decide([1.0], [1.2, 1.2, 1.2], None, rule, baseline_samples=base, current_samples=slow).verdict is (
+        Verdict.INCONCLUSIVE
+    )

@@ -20,7 +20,7 @@ A100 = Environment(device_kind="cuda", device_name="NVIDIA A100-SXM4-80GB", comp
 H100 = Environment(device_kind="cuda", device_name="NVIDIA H100 80GB HBM3", compute_capability="9.0")
 
 
-def stepped_history(db: Path, step_at: int = 20, runs: int = 30) -> None:
+def stepped_history(db: Path, step_at: int = 20, runs: int = 30, same_commit: bool = False) -> None:
     """Two cases on two device models; `k::slow` gets 4% slower at commit c<step_at> on the H100 only."""
     rng = np.random.default_rng(0)
     with open_store(db) as store:
@@ -31,7 +31,7 @@ def stepped_history(db: Path, step_at: int = 20, runs: int = 30) -> None:
                 info = RunInfo(
                     f"2026-11-01T00:{i:02d}:00+00:00",
                     "",
-                    git_commit=f"c{i:02d}" + "0" * 37,
+                    git_commit=("c00" if same_commit else f"c{i:02d}") + "0" * 37,
                     git_branch="main" if i % 5 else "feature",
                 )
                 store.save_run(
@@ -49,6 +49,21 @@ def test_a_step_is_named_with_its_commit_range(tmp_path: Path, capsys: pytest.Ca
     assert "NVIDIA H100 80GB HBM3" in line
     assert "c19000000000..c20000000000" in line  # last commit before, first after
     assert "+4." in line
+
+
+def test_a_step_between_two_runs_of_the_same_commit_is_named_a_machine_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "h.db"
+    stepped_history(db, same_commit=True)
+    assert main(["history", "--changes", "--db", str(db), "--rootdir", str(tmp_path)]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("k::slow")]
+    assert line.rstrip().endswith("machine (same commit)")
+    main(["history", "--changes", "--db", str(db), "--rootdir", str(tmp_path), "--format", "json"])
+    assert [row["cause"] for row in json.loads(capsys.readouterr().out)] == ["machine"]
+    stepped_history(tmp_path / "other.db")
+    main(["history", "--changes", "--db", str(tmp_path / "other.db"), "--rootdir", str(tmp_path), "--format", "json"])
+    assert [row["cause"] for row in json.loads(capsys.readouterr().out)] == ["code or machine"]
 
 
 def test_changes_as_json_and_filtered_by_case_and_branch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -172,6 +172,13 @@ def test_the_datasette_metadata_describes_every_table_view_and_column_of_a_real_
     assert set(expected_schema().tables) | set(expected_schema().views) == objects
 
 
+def test_the_datasette_metadata_names_the_schema_version_the_code_writes():
+    from perfgate.store.schema import SCHEMA_VERSION
+
+    description = datasette_metadata("h")["databases"]["h"]["description"]
+    assert description == f"A perfgate history (schema version {SCHEMA_VERSION})"
+
+
 def test_datasette_serves_the_history_with_the_shipped_metadata(bracketed, capsys):
     datasette = pytest.importorskip("datasette.app")
     code, out, _ = _cli(capsys, "db", "metadata", "--db", str(bracketed))
@@ -333,6 +340,17 @@ def test_the_noise_window_reads_recent_passing_gate_runs_of_one_branch_and_devic
         assert first == PassingGateMedian(ids[7], "c7", "2026-11-21T00:00:00+00:00", first.median_ms, None)
         since = recent_passing_gate_medians(store, key, "main", 30, ["a"], from_run_id=ids[6])
         assert [p.run_id for p in since["a"]] == [ids[7], ids[6]]  # a change point resets the window
+
+
+def test_an_inconclusive_run_does_not_widen_the_noise_it_is_judged_by(tmp_path):
+    """A suspected change that was neither shown nor ruled out is no draw of unchanged code: with it in the
+    window a +3% step on a 12 us op became "unchanged" for good within ~10 runs (issue 31)."""
+    with open_store(tmp_path / "h.db") as store:
+        store.save_run(_run({"a": 1.0}), _gate({"a": Verdict.UNCHANGED}))
+        store.save_run(_run({"a": 1.03}), _gate({"a": Verdict.INCONCLUSIVE}))
+        store.save_run(_run({"a": 0.99}), _gate({"a": Verdict.IMPROVED}))
+        window = recent_passing_gate_medians(store, ENV.comparability_key(), "main", 30, ["a"])
+    assert [p.median_ms for p in window["a"]] == pytest.approx([0.99, 1.0], rel=0.02)
 
 
 def test_the_noise_window_carries_speedups(tmp_path):

@@ -121,3 +121,22 @@ def test_perfgate_compare_writes_the_junit_file_of_a_stored_run(tmp_path, capsys
     capsys.readouterr()
     suite, cases = cases_of((tmp_path / "j.xml").read_text(encoding="utf-8"))
     assert suite.get("failures") == "1" and "regressed" in cases[("t", "a")].find("failure").get("message")
+
+
+def test_an_undecided_time_is_skipped_even_when_another_gated_metric_was_decided():
+    memory = Comparison(
+        "k/t.py::test_c",
+        "memory.peak_host_bytes",
+        "byte",
+        Direction.LOWER,
+        Verdict.UNCHANGED,
+        baseline=1000.0,
+        current=1000.0,
+        change_pct=0.0,
+        threshold_pct=5.0,
+    )
+    gate = GateResult(comparisons=(time_row("k/t.py::test_c", Verdict.INCONCLUSIVE, 2.9, note="measure again"), memory))
+    suite, cases = cases_of(render_junit(gate))
+    skipped = cases[("k.t", "test_c")].find("skipped")
+    assert suite.get("skipped") == "1" and skipped is not None
+    assert skipped.get("message").startswith("median_ms inconclusive")  # the undecided metric, not the decided one

@@ -70,6 +70,9 @@ def test_quiet_prints_no_progress_but_keeps_notes_on_their_stream(manual, monkey
     with open_progress(out, quiet=how == "argument") as progress, progress.task("x", total=2) as task:
         task.advance()
     assert out.getvalue() == ""
+    with open_progress(out, quiet=how == "argument") as progress:
+        progress.note("step 1: bad")
+    assert out.getvalue() == "step 1: bad\n"
 
 
 def test_a_terminal_gets_the_live_display_with_case_ids_shown_literally(manual, monkeypatch):

@@ -126,6 +126,23 @@ def test_every_perf_test_skipped_passes_only_without_strict(project, monkeypatch
     result.stdout.fnmatch_lines(["*perfgate strict: no perf case measured*"])
 
 
+def test_a_run_that_measured_nothing_says_so_and_why_instead_of_a_green_gate(project):
+    project.makepyfile(
+        test_perf="import pytest\n\n@pytest.mark.parametrize('n', [1, 2])\n"
+        "def test_a(perfgate, n):\n    pytest.skip('needs a CUDA GPU')\n"
+    )
+    result = gate_json(project)
+    assert result.ret == 0
+    out = result.stdout.str()
+    assert "gate passed" not in out and out.count("no perf case measured") == 1
+    result.stdout.fnmatch_lines(
+        [
+            "*no perf case measured: 2 perf test(s) collected, none measured: 2 skipped (needs a CUDA GPU)*",
+            "perfgate: nothing measured: no gate ran (--perfgate-strict fails such a run)",
+        ]
+    )
+
+
 def test_strict_refuses_to_pass_without_a_baseline_and_writes_none(project):
     result = gate_json(project, "--perfgate-strict")
     assert result.ret == 1

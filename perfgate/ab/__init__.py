@@ -2,17 +2,23 @@
 
 The data flow, one module each:
 
+    setup.py      the request checked, the trees, the base's selection, the cached A/A, the rounds' plan
     worktree.py   REF -> its commit, checked out in a cached git worktree outside the checkout
     workers.py    one long-lived worker process per tree (its own sys.path and cwd), started and stopped
     protocol.py   the JSON-lines messages between the coordinator and a worker, over pipes, with timeouts
     serve.py      the worker's side: a case waits at its measure call and serves prepare / round commands
     schedule.py   which cases pair up across the trees, and the order of the sides in each round
     coordinator.py the rounds: base, head (and a second base process for the A/A) in turn, per case
-    compare.py    what the rounds say: per case, the ratio verdict (perfgate/gate/ratio.py, beside the other
-                  decision rules) and the other metrics, head against base
+    pairs.py      one pair of workers (and the A/A twin) started, walked through their tests, stopped
     host/         the shared host: every side in one process (sharing, the baton, what it hands over)
+    compare.py    the rounds -> comparison rows (head against base): per case, the ratio verdict
+                  (perfgate/gate/ratio.py, beside the other decision rules) and the other metrics
+    findings.py   what only A/B finds, and each ratio's pairs of processes for the ceiling
+    parity.py     what strict A/B holds the pull request to: the base's allow_missing, its configuration
     aa.py         the A/A measurement (base against itself), cached per GPU model and base commit
-    run.py        the one orchestration: worktree -> workers -> rounds -> verdicts -> store -> outputs
+    runs.py       both sides as history records: kinds, pairing, bounded samples
+    run.py        A/B's way of producing comparisons: worktree -> workers -> rounds -> verdicts -> fresh
+                  pair; then gate/run.py's `finish`, the tail baseline mode shares (findings, store, outputs)
     bisect.py     the same A/B measurement at each step of a binary search over commits
 
 Nothing here imports pytest: the plugin (pytest_plugin/ab.py) and the command line (cli/ab.py) are thin

@@ -18,7 +18,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate.ab.protocol import AbError
-from perfgate.ab.run import AbOutcome, AbRequest, run_ab
+from perfgate.ab.run import AbOutcome, run_ab
+from perfgate.ab.setup import AbRequest
 from perfgate.ab.worktree import git, repository_root, resolve_commit
 from perfgate.errors import PerfgateError, one_line
 from perfgate.metrics import TIME_METRIC
@@ -89,8 +90,10 @@ def bisect(
     bad: str,
     progress: Callable[[str], None] = lambda _: None,
     measure: Measure | None = None,
+    measuring: Callable[[str], None] = lambda _: None,
 ) -> Bisection:
-    """Search GOOD..BAD; `request` carries the selection and settings (its ref is replaced by GOOD)."""
+    """Search GOOD..BAD; `request` carries the selection and settings (its ref is replaced by GOOD).
+    `measuring` is told which step starts (a step is a whole A/B run: minutes), `progress` each step's line."""
     repo = repository_root(request.invocation_dir)
     good_commit, bad_commit = resolve_commit(repo, good), resolve_commit(repo, bad)
     commits = _between(repo, good_commit, bad_commit)
@@ -99,6 +102,7 @@ def bisect(
     steps: list[Step] = []
 
     def judge(index: int) -> StepResult:
+        measuring(f"step {len(steps) + 1}: measuring {commits[index][:12]} against {good_commit[:12]}")
         step = _step(repo, commits[index], run)
         steps.append(step)
         progress(step.line(len(steps)))

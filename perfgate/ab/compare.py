@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from perfgate.ab.aa import AaCases
 from perfgate.ab.coordinator import CaseRounds, Measurement
+from perfgate.ab.findings import ab_findings
 from perfgate.ab.protocol import RoundSamples, Side
 from perfgate.baseline.write import case_from_result
 from perfgate.gate.compare import compare_metrics
@@ -34,10 +35,7 @@ from perfgate.model import (
     CaseResult,
     Comparison,
     Direction,
-    Finding,
-    FindingKind,
     GateResult,
-    TestOutcome,
     Verdict,
 )
 from perfgate.stats import ratio_ci, summarize
@@ -203,6 +201,7 @@ def compare_ab(
     rows: list[Comparison] = []
     decisions: dict[tuple[str, str], RatioDecision] = {}
     measured_aa: dict[str, dict[str, AaNoise]] = {}
+    unmeasured = _why_unmeasured(m)  # once: per case it was cases x collect errors each time
     for case in m.cases:
         why = (incomparable or {}).get(case.case_id)
         if why is not None:
@@ -219,7 +218,7 @@ def compare_ab(
             if decision is not None:
                 decisions[(case.case_id, metric)] = decision
                 rows.append(_ratio_row(case, metric, decision, here is not None or cached_aa is not None))
-        rows += _other_rows(case, results, _why_unmeasured(m))
+        rows += _other_rows(case, results, unmeasured)
         rows += _compiled_rows(case, results, rule.static)
     head = tuple(r for (side, _), r in results.items() if side is Side.HEAD)
     base = tuple(r for (side, _), r in results.items() if side is Side.BASE)
@@ -233,7 +232,7 @@ def compare_ab(
         calibrated=True,
         explanations=static_explanations(rows),
     )
-    gate = replace(gate, findings=tuple(_findings(m, gate, head, decisions)))
+    gate = replace(gate, findings=tuple(ab_findings(m, gate, results, decisions)))
     return AbComparison(gate, head, base, decisions, measured_aa)
 
 
@@ -382,7 +381,7 @@ def _case_rows(case: CaseRounds, results: Results, unmeasured: Mapping[tuple[Sid
                 note=why or "new: not in the base",
             )
         ]
-    if Side.BASE in case.sides and Side.HEAD not in case.sides:
+    if Side.BASE in case.sides and Side.HEAD not in case.sides:  # the tail's findings judge it (allow_missing)
         why = unmeasured.get((Side.HEAD, case.nodeid))
         return [
             Comparison(
@@ -390,7 +389,7 @@ def _case_rows(case: CaseRounds, results: Results, unmeasured: Mapping[tuple[Sid
                 TIME_METRIC,
                 "ms",
                 Direction.LOWER,
-                Verdict.NOT_COMPARABLE if why else Verdict.MISSING,
+                Verdict.MISSING,
                 baseline=results[(Side.BASE, cid)].timing.median_ms,
                 note=why or "removed: not in the head",
             )
@@ -458,62 +457,3 @@ def _speedup_target(res: CaseResult) -> list[Comparison]:
             note=note,
         )
     ]
-
-
-def inconclusive_text(metric: str, d: RatioDecision) -> str:
-    """Why a ratio comparison is inconclusive, in the numbers that were tested: the pooled change against
-    the pooled threshold, or against the screen when the rounds ended before the confirmation stages."""
-    ratio = "head/base" if metric == TIME_METRIC else "speedup base/head"
-    pooled = f"{ratio} {d.change_pct:+.2f}%" + (f" over {d.stages} stages" if d.stages > 1 else "")
-    if d.fresh is not None and d.first_pct is not None:
-        return (
-            f"{ratio}: the first pair of processes {d.first_pct:+.2f}%, a fresh pair {d.fresh.change_pct:+.2f}%; "
-            f"together {d.change_pct:+.2f}%, not beyond what both pairs can call ({d.threshold_pct:.2f}%): "
-            "a difference between processes, not confirmed as the code's"
-        )
-    if d.suspect:
-        return (
-            f"{pooled} is beyond its screen ({d.screen_pct:.2f}%), but the rounds ended before the "
-            "confirmation stages that would decide it"
-        )
-    return (
-        f"{pooled} is above its noise band ({d.band_pct:.2f}%) but not beyond what it can call ({d.threshold_pct:.2f}%)"
-    )
-
-
-def _findings(
-    m: Measurement, gate: GateResult, head: Sequence[CaseResult], decisions: Mapping[tuple[str, str], RatioDecision]
-) -> Iterator[Finding]:
-    if m.failure is not None:
-        compared = sum(1 for c in gate.comparisons if c.metric == TIME_METRIC)
-        yield Finding(FindingKind.NOT_COMPARABLE, f"{m.failure} ({compared} case(s) compared before it)")
-    elif not head:
-        yield Finding(FindingKind.NO_CASES, "no perf case was measured in the head")
-    for side in (Side.HEAD, Side.BASE):
-        for where, error in m.collect_errors.get(side, ()):
-            yield Finding(FindingKind.TEST_ERRORED, f"{side.value}: {where} could not be collected: {error}")
-        for test in m.unmeasured.get(side, ()):
-            kind = FindingKind.TEST_SKIPPED if test.outcome is TestOutcome.SKIPPED else FindingKind.TEST_ERRORED
-            why = f": {test.reason}" if test.reason else ""
-            yield Finding(kind, f"{side.value}: {test.nodeid} {test.outcome.value}{why}", test.nodeid)
-    reported = set(_why_unmeasured(m).values())  # a test that failed on one side is reported once, above
-    for c in gate.comparisons:
-        if c.verdict is Verdict.NOT_COMPARABLE and c.note not in reported:
-            yield Finding(FindingKind.NOT_COMPARABLE, f"{c.case_id}: {c.note}", c.case_id)
-        elif c.verdict is Verdict.PROFILE_FAILED:
-            yield Finding(FindingKind.PROFILE_FAILED, f"{c.case_id}: {c.note}", c.case_id)
-        elif c.verdict is Verdict.INCONCLUSIVE and (c.case_id, c.metric) in decisions:
-            text = inconclusive_text(c.metric, decisions[(c.case_id, c.metric)])
-            yield Finding(FindingKind.INCONCLUSIVE, f"{c.case_id}: {c.metric} {text}", c.case_id)
-    for r in head:
-        for note in r.profile_notes:
-            if note.startswith("autotune:"):
-                yield Finding(FindingKind.AUTOTUNE_CHANGED, f"{r.case_id}: head {note}", r.case_id)
-
-
-def aa_for_cache(cached: AaCases, measured: Mapping[str, Mapping[str, AaNoise]]) -> dict[str, dict[str, AaNoise]]:
-    """The cache after this run: what it had, with this run's A/A measurements replacing theirs."""
-    out = {cid: dict(v) for cid, v in cached.items()}
-    for cid, metrics in measured.items():
-        out.setdefault(cid, {}).update(metrics)
-    return out

@@ -5,6 +5,10 @@ the others wait at their case.
 
 A suspect case gets another stage of rounds right away, while both workers still hold its inputs
 (`needs_stage` decides, gate/ratio.py's rule behind it): confirmation by more rounds, no new process.
+
+A fresh pair of processes re-measuring the called cases gets `only_tests`: each worker then runs those
+tests alone (the rest are deselected after collection), not every test body to reach a few cases. Where it
+is, which case and which stage, goes to a progress task (report/progress.py) as it happens.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from perfgate.ab.protocol import (
 from perfgate.ab.schedule import Positions, Step, next_step, round_orders
 from perfgate.ab.workers import Worker
 from perfgate.model import Environment, UnmeasuredTest
+from perfgate.report.progress import Progress, QuietProgress, Task
 
 ONE_SIDED_ROUNDS = 3  # a case only one tree has: measured for the report, never compared
 SAME_CODE_ROUND_OVERHEAD_MS = 5.0  # a round's warm-up (serve.ROUND_WARMUP_MS), counted in the time saved
@@ -112,9 +117,16 @@ class Coordinator:
         wants_aa: WantsAa,
         base_cases: Mapping[str, tuple[str, ...]] | None = None,
         wanted: frozenset[str] | None = None,
+        only_tests: frozenset[str] | None = None,
+        progress: Progress | None = None,
+        label: str = "A/B",
     ) -> None:
         self.workers = dict(workers)
         self.wanted = wanted  # measure only these case ids (a fresh pair re-measuring called cases); None: all
+        self.only_tests = only_tests  # the workers run only these tests (node ids); None: every one collected
+        self.progress: Progress = progress or QuietProgress()
+        self.label = label
+        self.task: Task | None = None
         self.plan = plan
         self.needs_stage = needs_stage
         self.wants_aa = wants_aa
@@ -135,20 +147,22 @@ class Coordinator:
         """Walk both trees to their end. A base or head worker that fails ends the walk (recorded in
         `failure`); an A/A worker that fails is dropped and the walk goes on."""
         try:
-            with self._cost("start"):
+            with self._cost("start"), self.progress.task(f"{self.label}: starting the workers"):
                 self._collect()
             for side in (Side.BASE, Side.HEAD):  # a tree with none of the selected tests has no worker
                 self.waiting.setdefault(side, End(0))
+            head_tests = self.m.collected.get(Side.HEAD, ())
             where = Positions(
-                {n: i for i, n in enumerate(self.m.collected.get(Side.HEAD, ()))},
+                {n: i for i, n in enumerate(head_tests)},
                 frozenset(self.m.collected.get(Side.BASE, ())),
                 self.base_cases,
             )
-            while True:
-                step = next_step(self.waiting[Side.BASE], self.waiting[Side.HEAD], where)
-                if step is Step.FINISHED:
-                    break
-                self._take(step)
+            with self.progress.task(f"{self.label}: tests", total=len(head_tests)) as self.task:
+                while True:
+                    step = next_step(self.waiting[Side.BASE], self.waiting[Side.HEAD], where)
+                    if step is Step.FINISHED:
+                        break
+                    self._take(step)
         except WorkerFailed as err:
             if err.side is Side.AA:
                 raise  # not reached: the A/A worker's failures are handled where they happen
@@ -163,20 +177,24 @@ class Coordinator:
                 self._guarded(side, lambda: self._collected(Side.AA))
             else:
                 self._collected(side)
+        only = {} if self.only_tests is None else {"only": sorted(self.only_tests)}
         for side in list(self.workers):
-            self._advance(side)
+            self._advance(side, "continue", only)
 
     def _collected(self, side: Side) -> None:
         event = self._event(side, self.workers[side].receive(self.plan.collect_timeout_s, "collecting its tests"))
         if not isinstance(event, Collected):
             raise WorkerFailed(side, f"said {type(event).__name__} before collecting its tests")
-        self.m.collected[side] = event.nodeids
+        nodeids = event.nodeids
+        if self.only_tests is not None:  # the worker runs these alone (it was told so when it goes on)
+            nodeids = tuple(n for n in nodeids if n in self.only_tests)
+        self.m.collected[side] = nodeids
         self.m.collect_errors[side] = event.errors
         if event.environment is not None:
             self.m.environments[side] = event.environment
         self.waiting[side] = event
 
-    def _advance(self, side: Side, command: str | None = "continue") -> None:
+    def _advance(self, side: Side, command: str | None = "continue", extra: Mapping[str, Any] | None = None) -> None:
         """Let a worker go on (continue / done / skip; None: it is already on its way, its case failed) and
         wait for where it stops next."""
         worker = self.workers.get(side)
@@ -185,7 +203,7 @@ class Coordinator:
         try:
             with self._cost("tests"):
                 if command is not None:
-                    worker.send({"cmd": command}, f"going on from {self._where(side)}")
+                    worker.send({"cmd": command, **(extra or {})}, f"going on from {self._where(side)}")
                 message = worker.receive(self.plan.timeout_s, f"running the tests after {self._where(side)}")
             event = self._event(side, message)
         except WorkerFailed as err:
@@ -194,6 +212,8 @@ class Coordinator:
             self._drop_aa(err)
             return
         self.waiting[side] = event
+        if isinstance(event, TestDone) and side is Side.HEAD and self.task is not None:
+            self.task.advance(event.nodeid)
         if isinstance(event, TestDone) and event.outcome is not None:
             self.m.unmeasured[side].append(UnmeasuredTest(event.nodeid, event.outcome, event.reason))
         if isinstance(event, End):
@@ -287,6 +307,7 @@ class Coordinator:
     def _pair(self, ready: CaseReady) -> None:
         case = CaseRounds(ready.case_id, ready.nodeid)
         self.m.cases.append(case)
+        self._tell(f"{case.case_id}: compiling and checking both sides")
         self._prepare(Side.BASE, case, {}, settle=True)
         self._prepared(Side.BASE, case)
         if Side.BASE not in case.failed:
@@ -350,7 +371,9 @@ class Coordinator:
         for stage in range(self.plan.stages):
             # the A/A twin, when it measures, stays for every stage: an A/A of as many rounds as the A/B is a
             # draw of the process offset as precise as the mean it bounds (gate/ratio.py)
-            for order in round_orders(sides, self.plan.rounds, self.rng):
+            what = "rounds" if stage == 0 else f"confirmation stage {stage}"
+            for k, order in enumerate(round_orders(sides, self.plan.rounds, self.rng)):
+                self._tell(f"{case.case_id}: {what}, round {k + 1} of {self.plan.rounds}")
                 case.orders.append(self._one_round(case, order, n, "rounds" if stage == 0 else "confirmation"))
             case.stage_ends.append(len(case.orders))
             if stage + 1 >= self.plan.stages or not self.needs_stage(case, self.m):
@@ -384,10 +407,15 @@ class Coordinator:
             raise WorkerFailed(side, f"answered a round with {type(reply).__name__}")
         case.sides[side].rounds.append(reply)
 
+    def _tell(self, what: str) -> None:
+        if self.task is not None:
+            self.task.update(what)
+
     def _alone(self, side: Side, ready: CaseReady) -> None:
         """A case one tree has: a few rounds for the report (new / removed), then on."""
         case = CaseRounds(ready.case_id, ready.nodeid)
         self.m.cases.append(case)
+        self._tell(f"{case.case_id}: {side.value} only")
         self._prepare(side, case, {}, settle=True)
         self._prepared(side, case)
         if side in case.sides:

@@ -215,8 +215,11 @@ def _locate(source: CodeSource, roots: Sequence[tuple[str, str]]) -> CodeSource:
     return source
 
 
-def judge(results: Mapping[tuple[Side, str], CaseResult], changed: frozenset[str]) -> dict[str, str]:
-    """case id -> why it is not comparable, from where each side's code came from (see the module's doc)."""
+def judge(
+    results: Mapping[tuple[Side, str], CaseResult], changed: frozenset[str], shared: bool = False
+) -> dict[str, str]:
+    """case id -> why it is not comparable, from where each side's code came from (see the module's doc);
+    `shared`: both sides ran in one process, where the other side's code is an object one tree left behind."""
     reasons: dict[str, str] = {}
     by_side: dict[Side, list[CaseResult]] = {}
     for (side, _), result in results.items():
@@ -227,7 +230,7 @@ def judge(results: Mapping[tuple[Side, str], CaseResult], changed: frozenset[str
         for r in side_results:
             wrong = [c for c in r.code if c.role is not CodeRole.MODULE and c.tree not in ("", own)] + stray
             if wrong:
-                reasons.setdefault(r.case_id, _misplaced(side, wrong[0]))
+                reasons.setdefault(r.case_id, _misplaced(side, wrong[0], shared))
     for (side, case_id), head in results.items():
         base = results.get((Side.BASE, case_id))
         if side is not Side.HEAD or base is None or case_id in reasons:
@@ -238,11 +241,19 @@ def judge(results: Mapping[tuple[Side, str], CaseResult], changed: frozenset[str
     return reasons
 
 
-def _misplaced(side: Side, c: CodeSource) -> str:
+def _misplaced(side: Side, c: CodeSource, shared: bool) -> str:
     what = "imported" if c.role is CodeRole.MODULE else f"measured ({c.role.value})"
     where = "the checkout perfgate runs in" if c.tree == "checkout" else f"the {c.tree}'s tree"
     via = f", served by {c.loader}" if c.loader else ""
-    return f"provenance: the {side.value} side {what} {c.name} from {where} ({c.path}{via})"
+    # The other side's code reaching this side is process-wide state one tree left behind (a conftest's
+    # module-level object, a registry filled at import): only separate processes keep the sides apart.
+    hint = (
+        '; the other side\'s object outlived its tree in the shared process: ab_process = "separate" gives '
+        "each side its own processes"
+        if shared and c.tree in ("base", "head") and c.role is not CodeRole.MODULE
+        else ""
+    )
+    return f"provenance: the {side.value} side {what} {c.name} from {where} ({c.path}{via}){hint}"
 
 
 def _same_installed(

@@ -1,64 +1,69 @@
-"""The one A/B orchestration: `pytest --perfgate --perfgate-base REF`, `perfgate ab REF` and every step of
-`perfgate bisect` call `run_ab`.
+"""A/B mode's way of producing comparisons: `pytest --perfgate --perfgate-base REF`, `perfgate ab REF` and every
+step of `perfgate bisect` call `run_ab`.
 
     REF -> base worktree (cached) -> workers (base, head, and a second base for the A/A unless cached)
-        -> rounds (coordinator.py) -> verdicts (compare.py) -> history (both sides) -> summary / JSON
+        -> rounds (coordinator.py) -> verdicts (compare.py) -> a fresh pair for the called cases
+        -> gate/run.py's `finish`, the tail baseline mode goes through too: findings, strict checks, the
+           ceiling, the history (both sides, paired: runs.py), every output, the exit code
 
-Every phase's cost is measured and printed. Nothing is stored and no cache is written when a worker
-failed: the history gets whole runs of a finished comparison or nothing.
+Every phase's cost is measured, shown live (report/progress.py) and printed; the phases add up to the
+total. Nothing is stored and no cache is written when a worker failed: the history gets whole runs of a
+finished comparison or nothing.
 """
 
 from __future__ import annotations
 
-import secrets
+import contextlib
 import shutil
 import tempfile
 import time
-import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from perfgate.ab import aa as aa_cache
 from perfgate.ab.compare import (
     CALLS,
     AbComparison,
-    AbRule,
     compare_ab,
     gated_count,
     side_results,
 )
-from perfgate.ab.coordinator import Measurement, RoundPlan
-from perfgate.ab.host.sharing import decide as decide_sharing
+from perfgate.ab.coordinator import Measurement
+from perfgate.ab.findings import pair_changes
 from perfgate.ab.pairs import measure_pair
-from perfgate.ab.protocol import AbError, Side
+from perfgate.ab.parity import base_allow_missing, base_check, baseline_findings, selection_findings
+from perfgate.ab.protocol import Side
 from perfgate.ab.provenance import changed_paths, judge, located
+from perfgate.ab.runs import SideFacts, side_runs
+from perfgate.ab.setup import AbRequest, Setup, relative_in, setup_run, worker_specs
 from perfgate.ab.trace import round_trace
-from perfgate.ab.workers import Launcher, PytestLauncher, WorkerSpec
-from perfgate.ab.worktree import Tree, checkout, discard, git, is_dirty, repository_root, verify
-from perfgate.baseline.base_ref import BaseCheck
+from perfgate.ab.workers import PytestLauncher
+from perfgate.ab.worktree import Tree, discard, verify
 from perfgate.config.settings import Settings
-from perfgate.gate.findings import against_base
 from perfgate.gate.ratio import RatioDecision
-from perfgate.gate.static import static_rule
-from perfgate.model import CaseResult, Environment, Finding, FindingKind, GateResult, Run, RunInfo
-from perfgate.report.ab import AbInfo, cost_line, publish_ab, render_ab_terminal
+from perfgate.model import CaseResult, Environment, Finding, FindingKind, GateResult, Run
+from perfgate.report.ab import AbInfo, AbView, cost_line
+from perfgate.report.progress import Progress
 
-XDIST_FLAGS = ("-n", "--numprocesses", "--dist", "--tx", "-d")
-PHASES = ("worktree", "start", "tests", "prepare", "A/A", "rounds", "confirmation", "fresh pair", "finish")
+if TYPE_CHECKING:
+    from perfgate.gate.run import Compared
 
-
-@dataclass(frozen=True)
-class AbRequest:
-    ref: str  # the base: any git ref
-    pytest_args: tuple[str, ...]  # the selection, as pytest takes it
-    settings: Settings
-    invocation_dir: Path  # where pytest / perfgate ab ran: the head's working directory
-    launcher: Launcher | None = None  # None: real pytest workers
-    head_commit: str = ""  # bisect: the head is this commit's worktree, not the working tree
-    publish: bool = True  # history and outputs (a bisect step writes neither)
-    seed: int | None = None  # the rounds' order; None: a fresh one per run (recorded with the run)
-    base_check: BaseCheck | None = None  # the project root and [tool.perfgate] against the base (base_ref.py)
+PHASES = (
+    "worktree",
+    "start",
+    "tests",
+    "prepare",
+    "A/A",
+    "rounds",
+    "confirmation",
+    "stop",
+    "profilers",
+    "fresh pair",
+    "verdicts",
+    "finish",
+)
 
 
 @dataclass(frozen=True)
@@ -72,108 +77,51 @@ class AbOutcome:
     costs_s: tuple[tuple[str, float], ...] = ()
     failed: bool = False  # a worker failed: the comparison is incomplete
     head_tests_failed: bool = False
+    terminal: tuple[str, ...] = ()  # the table, notes and findings, ending with the headline (secrets masked)
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        """Everything to print, in order: what happened, the cost, then the table."""
+        return (*self.messages, *self.terminal)
 
 
 def run_ab(req: AbRequest) -> AbOutcome:
-    started, t0 = _now(), time.monotonic()
+    """Measure base and head side by side, then hand the comparisons to the gate's one tail (gate/run.py's
+    `finish`: findings, strict checks, the ceiling, store, outputs, exit code)."""
+    from perfgate.gate.run import finish
+
+    started, costs = _now(), _Costs(time.monotonic())
     s = req.settings
     messages: list[str] = []
-    setup = _setup(req, messages)
-    log_dir = Path(tempfile.mkdtemp(prefix="perfgate-ab-"))
-    measurement = measure_pair(
-        _worker_specs(req, setup, messages),
-        req.launcher or PytestLauncher(),
-        log_dir,
-        setup.plan,
-        setup.rule,
-        setup.covered,
-        base_first=setup.base_first,
-        shared=setup.shared,
-    )
-    if measurement.sharing_ended:  # a side broke the shared host's contract: the fresh pair is separate too
-        setup = replace(setup, shared=False)
-    results = located(side_results(measurement), _checkouts(setup))
-    incomparable = judge(results, _changed(setup, req)) if measurement.failure is None else {}
-    if s.profile and measurement.failure is None:
-        trees = {Side.BASE: (setup.base, setup.base.path), Side.HEAD: (setup.head, setup.head.path)}
-        results = _profiled(results, trees, s, messages)
-    cached = setup.covered.cases if setup.covered else {}
-    cmp = _with_base_check(
-        compare_ab(measurement, cached, setup.rule, results, s.fail_on_profile_error, incomparable=incomparable), req
-    )
-    fresh, fresh_s, fresh_failed = (
-        _fresh_pair(req, setup, cmp, log_dir, messages) if measurement.failure is None else (None, 0.0, False)
-    )
-    if fresh is not None or fresh_failed:  # a failed fresh pair measured nothing: calls judged on one pair
-        again = {c.case_id: c for c in fresh.cases if c.paired} if fresh is not None else {}
-        cmp = compare_ab(measurement, cached, setup.rule, results, s.fail_on_profile_error, again, incomparable)
-        cmp = _with_base_check(cmp, req)
-    cmp, tampered = _untouched(cmp, setup, req, messages)
-    costs = dict(measurement.costs_s, worktree=setup.base.seconds + setup.head.seconds)
-    if fresh_s:
-        costs["fresh pair"] = fresh_s
-    if measurement.failure is None and not fresh_failed:
-        shutil.rmtree(log_dir, ignore_errors=True)  # kept (and named in the message) when a worker failed
-    head_run, base_run = _runs(cmp, measurement, setup, req, started)
-    finish_started = time.monotonic()
-    if req.publish and measurement.failure is None:
-        head_run, base_run = _store(head_run, base_run, s, messages)
-        if not tampered:  # its cache went with the worktree
-            _update_aa(setup, cmp, measurement, messages)
-    messages += measurement.notes + same_code_lines(measurement)
-    info = AbInfo(
-        setup.base.label,
-        setup.head.label,
-        setup.plan.rounds,
-        s.false_alarm_pct,
-        gated_count(measurement.cases),
-        rounds_trace=tuple(round_trace(c) for c in measurement.cases),
-    )
-    if req.publish:
-        messages += publish_ab(cmp.gate, head_run, base_run, replace(info, costs_s=_costs(costs, 0.0)), s)
-    costs["finish"] = time.monotonic() - finish_started
-    info = replace(info, costs_s=_costs(costs, time.monotonic() - t0))
-    messages.append(cost_line(info.costs_s))
-    head_failed = measurement.exitstatus.get(Side.HEAD, 0) not in (0, 5) and measurement.failure is None
-    code = 1 if (cmp.gate.failed or head_failed) else 0
+    with costs.phase("worktree"):  # bad input is one line, before any display or worker starts
+        setup = setup_run(req, messages)
+    with _progress(req) as progress:
+        measured = _measure(req, setup, costs, messages, progress)
+    m = measured.measurement
+    messages += m.notes + same_code_lines(m)
+    with costs.phase("verdicts"):
+        head_run, base_run = _runs(measured, setup, req, started)
+        compared = _compared(req, setup, measured, head_run, base_run, costs, messages)
+    with costs.phase("finish"):
+        done = finish(compared, s, store=req.publish and m.failure is None, publish=req.publish)
+        if req.publish and m.failure is None and not measured.tampered:  # its cache went with the worktree
+            _update_aa(setup, measured.cmp, m, messages)
+    messages += done.messages
+    total = costs.total()
+    messages.append(cost_line(total))
+    head_failed = m.exitstatus.get(Side.HEAD, 0) not in (0, 5) and m.failure is None
     return AbOutcome(
-        cmp.gate,
-        head_run,
-        base_run,
-        tuple(messages + render_ab_terminal(cmp.gate, info)),
-        code,
-        cmp.decisions,
-        info.costs_s,
-        measurement.failure is not None,
+        done.gate,
+        done.run,
+        done.pair or base_run,
+        tuple(messages),
+        1 if (done.exit_code or head_failed) else 0,
+        measured.cmp.decisions,
+        total,
+        m.failure is not None,
         head_failed,
+        done.terminal,
     )
-
-
-def _with_base_check(cmp: AbComparison, req: AbRequest) -> AbComparison:
-    """The base ref check's finding (gate/findings.py, as in baseline mode) among the comparison's findings."""
-    found = tuple(against_base(req.base_check))
-    return replace(cmp, gate=replace(cmp.gate, findings=(*found, *cmp.gate.findings))) if found else cmp
-
-
-@dataclass(frozen=True)
-class _Setup:
-    head: Tree
-    base: Tree
-    here: Path  # the invocation directory, relative to the repository root
-    base_args: list[str] | None  # the base's selection (None: it has none of the selected paths)
-    cache: aa_cache.AaCache
-    covered: aa_cache.AaEntry | None  # the cached A/A for this selection, when there is one
-    plan: RoundPlan
-    rule: AbRule
-    shared: bool  # every side in one process (perfgate/ab/host/)
-    repo: Path  # the checkout perfgate runs in: where the environment's editable installs point
-
-    @property
-    def base_first(self) -> bool:
-        """Which worker starts first, from the seed; a fresh pair starts the other one first, so an offset
-        that goes with the starting order (seen on the H100: the first-started process of a 12 us add
-        1-3% slower) points the other way there."""
-        return bool(self.plan.seed & 1)
 
 
 def same_code_lines(m: Measurement) -> list[str]:
@@ -189,56 +137,152 @@ def same_code_lines(m: Measurement) -> list[str]:
     ]
 
 
-def _setup(req: AbRequest, messages: list[str]) -> _Setup:
-    """Bad input first (one line, nothing started), then the trees, the cached A/A, the plan."""
+class _Costs:
+    """Each phase's seconds on the monotonic clock; the total is the whole run, the phases add up to it."""
+
+    def __init__(self, t0: float) -> None:
+        self.t0 = t0
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.add(name, time.monotonic() - started)
+
+    def add(self, name: str, seconds: float) -> None:
+        self.seconds[name] = self.seconds.get(name, 0.0) + seconds
+
+    def shown(self) -> tuple[tuple[str, float], ...]:
+        return tuple((name, self.seconds[name]) for name in PHASES if self.seconds.get(name))
+
+    def total(self) -> tuple[tuple[str, float], ...]:
+        """Every phase, what no phase covers ("other"), and the total since the run began."""
+        total = time.monotonic() - self.t0
+        other = total - sum(self.seconds.values())
+        return (*self.shown(), *((("other", other),) if other > 0 else ()), ("total", total))
+
+
+@contextlib.contextmanager
+def _progress(req: AbRequest) -> Iterator[Progress]:
+    if req.progress is not None:
+        yield req.progress
+        return
+    from perfgate.report.progress import open_progress
+
+    with open_progress() as progress:
+        yield progress
+
+
+@dataclass(frozen=True)
+class _Measured:
+    measurement: Measurement
+    cmp: AbComparison
+    fresh_failed: bool
+    tampered: bool  # a worktree perfgate checked out changed during the run (it was discarded)
+
+
+def _measure(req: AbRequest, setup: Setup, costs: _Costs, messages: list[str], progress: Progress) -> _Measured:
+    """The first pair's rounds, the profilers, the verdicts, and the fresh pair for the called cases."""
     s = req.settings
-    check_pytest_args(req.pytest_args)
-    repo = repository_root(req.invocation_dir)
-    here = req.invocation_dir.resolve().relative_to(repo.resolve())
-    head = _head_tree(repo, req, messages)
-    base = checkout(repo, req.ref, s.worktree_dir)
-    messages.append(
-        f"perfgate: A/B: base {base.label}: worktree {'reused' if base.reused else 'created'} "
-        f"({base.seconds:.1f} s) at {base.path}"
+    log_dir = Path(tempfile.mkdtemp(prefix="perfgate-ab-"))
+    m = measure_pair(
+        worker_specs(req, setup, messages),
+        req.launcher or PytestLauncher(),
+        log_dir,
+        setup.plan,
+        setup.rule,
+        setup.covered,
+        base_first=setup.base_first,
+        shared=setup.shared,
+        progress=progress,
+        label="A/B",
     )
-    cache = aa_cache.read_cache(base.cache_dir or base.path, base.commit)
-    if cache.problem:
-        messages.append(f"perfgate: A/B: {cache.problem}")
-    base_args = base_selection(req.pytest_args, req.invocation_dir, base.path / here)
-    seed = req.seed if req.seed is not None else secrets.randbits(32)
-    plan = RoundPlan(
-        rounds=s.ab_rounds,
-        stages=1 + s.confirm_runs,
-        round_ms=s.measure.budget_ms / s.ab_rounds,
-        max_samples=s.measure.max_samples,
-        timeout_s=s.ab_timeout_s,
-        seed=seed,
-        skip_same_code=s.ab_skip_same_code and s.compiled_kernels,
+    for name, seconds in m.costs_s.items():
+        costs.add(name, seconds)
+    if m.sharing_ended:  # a side broke the shared host's contract: the fresh pair is separate too
+        setup = replace(setup, shared=False)
+    results = located(side_results(m), _checkouts(setup))
+    incomparable = judge(results, _changed(setup, req), setup.shared) if m.failure is None else {}
+    if s.profile and m.failure is None:
+        with costs.phase("profilers"):
+            trees = {Side.BASE: (setup.base, setup.base.path), Side.HEAD: (setup.head, setup.head.path)}
+            results = _profiled(results, trees, s, messages)
+    cached = setup.covered.cases if setup.covered else {}
+    with costs.phase("verdicts"):
+        cmp = compare_ab(m, cached, setup.rule, results, s.fail_on_profile_error, incomparable=incomparable)
+    fresh_failed = False
+    if m.failure is None and s.ab_fresh_pair and _called(cmp):
+        with costs.phase("fresh pair"):
+            fresh, fresh_failed = _fresh_pair(req, setup, cmp, m, log_dir, messages, progress)
+        if fresh is not None or fresh_failed:  # a failed fresh pair measured nothing: calls judged on one pair
+            again = {c.case_id: c for c in fresh.cases if c.paired} if fresh is not None else {}
+            with costs.phase("verdicts"):
+                cmp = compare_ab(m, cached, setup.rule, results, s.fail_on_profile_error, again, incomparable)
+    cmp, tampered = _untouched(cmp, setup, req, messages)
+    if m.failure is None and not fresh_failed:
+        shutil.rmtree(log_dir, ignore_errors=True)  # kept (and named in the message) when a worker failed
+    return _Measured(m, cmp, fresh_failed, tampered)
+
+
+def _compared(
+    req: AbRequest,
+    setup: Setup,
+    measured: _Measured,
+    head: Run,
+    base: Run,
+    costs: _Costs,
+    messages: list[str],
+) -> Compared:
+    """The comparisons as the tail takes them: the head run gated against the base side's cases, the base's
+    own allow_missing, what the pull request changed in what it is gated with, each pair for the ceiling."""
+    from perfgate.baseline import Baseline
+    from perfgate.baseline.write import case_from_result
+    from perfgate.gate.findings import Against, GateFacts
+    from perfgate.gate.run import Compared
+
+    s, cmp, m = req.settings, measured.cmp, measured.measurement
+    against = Baseline(setup.base.path, base.environment, {r.case_id: case_from_result(r) for r in cmp.base_results})
+    allow, problem = base_allow_missing(setup.base.path / setup.root, setup.base.label)
+    if problem:
+        messages.append(f"perfgate: A/B: {problem}")
+    env = m.environments.get(Side.HEAD) or m.environments.get(Side.BASE)
+    checked = not req.head_commit and env is not None and setup.base.commit  # (a bisect step checks nothing)
+    facts = GateFacts(base=(req.base_check or base_check(setup.base.commit, s, env)) if checked and env else None)
+    own = cmp.gate.findings
+    if checked:
+        label, stated = setup.base.label, s.accept_baseline_change
+        own += tuple(selection_findings(req.invocation_dir, setup.base.path / setup.here, label, stated))
+        base_dir = setup.base.path / relative_in(s.baseline_dir, setup.head.path)
+        own += tuple(baseline_findings(s.baseline_dir, base_dir, label, stated))
+    info = AbInfo(
+        setup.base.label,
+        setup.head.label,
+        setup.plan.rounds,
+        s.false_alarm_pct,
+        gated_count(m.cases),
+        costs_s=costs.shown(),
+        rounds_trace=tuple(round_trace(c) for c in m.cases),
+        base_commit=base.info.git_commit,
+        base_run_uid=base.info.run_uid,
+        base_code=tuple((r.case_id, r.code) for r in base.results),
     )
-    rule = AbRule(s.false_alarm_pct, s.min_effect_pct, plan.stages, s.strict, static_rule(s), s.ab_fresh_pair)
-    sharing = decide_sharing(s.ab_process, (("base", base.path), ("head", head.path)))
-    covered = cache.covering(base_args, sharing.shared) if base_args is not None else None
-    messages.append(f"perfgate: A/B: {sharing.why}")
-    return _Setup(head, base, here, base_args, cache, covered, plan, rule, sharing.shared, repo)
-
-
-def _worker_specs(req: AbRequest, setup: _Setup, messages: list[str]) -> list[WorkerSpec]:
-    head, base = setup.head, setup.base
-    head_cwd = head.path / setup.here if req.head_commit else req.invocation_dir
-    specs = [WorkerSpec(Side.HEAD, head.path, head_cwd, req.pytest_args, base.path, head.env(), origin=setup.repo)]
-    if setup.base_args is None:
-        messages.append("perfgate: A/B: the base has none of the selected test paths: every case is new")
-        return specs
-    base_spec = WorkerSpec(
-        Side.BASE, base.path, base.path / setup.here, tuple(setup.base_args), head.path, base.env(), origin=setup.repo
+    return Compared(
+        head,
+        replace(cmp.gate, findings=own),
+        against,
+        facts,
+        allow,
+        pair_changes(cmp.decisions),
+        Against("base", "the base's [tool.perfgate] allow_missing"),
+        pair=base,
+        view=AbView(info),
     )
-    specs.append(base_spec)
-    if setup.covered is None:  # no cached A/A for this selection: a second base process measures it
-        specs.append(replace(base_spec, side=Side.AA))
-    return specs
 
 
-def _untouched(cmp: AbComparison, setup: _Setup, req: AbRequest, messages: list[str]) -> tuple[AbComparison, bool]:
+def _untouched(cmp: AbComparison, setup: Setup, req: AbRequest, messages: list[str]) -> tuple[AbComparison, bool]:
     """The worktrees perfgate checked out, as they were when the run took them (worktree.py): one that
     changed makes the comparison not comparable (strict fails) and is discarded. Whether one changed."""
     findings = []
@@ -258,12 +302,12 @@ def _untouched(cmp: AbComparison, setup: _Setup, req: AbRequest, messages: list[
     return replace(cmp, gate=gate), bool(findings)
 
 
-def _checkouts(setup: _Setup) -> dict[str, Path]:
+def _checkouts(setup: Setup) -> dict[str, Path]:
     """The checkouts a side's code may come from, by the name provenance records give them."""
     return {"head": setup.head.path, "base": setup.base.path, "checkout": setup.repo}  # ties: the first named
 
 
-def _changed(setup: _Setup, req: AbRequest) -> frozenset[str]:
+def _changed(setup: Setup, req: AbRequest) -> frozenset[str]:
     """The files the diff from the base to the head touches (provenance.judge's second rule)."""
     return changed_paths(setup.repo, setup.base.commit, setup.head.commit if req.head_commit else "")
 
@@ -274,77 +318,26 @@ def _now() -> str:
     return utc_now()
 
 
-def check_pytest_args(args: Sequence[str]) -> None:
-    """A/B mode alternates two workers on one GPU: pytest-xdist's parallel workers have no place in it."""
-    for arg in args:
-        name = arg.split("=", 1)[0]
-        if name in XDIST_FLAGS or (arg.startswith("-n") and arg[2:].isdigit()):
-            raise AbError(
-                f"perfgate: A/B mode measures one case at a time on one GPU, alternating base and "
-                f"head: drop {arg!r} (pytest-xdist)"
-            )
-
-
-def base_selection(args: Sequence[str], head_cwd: Path, base_cwd: Path) -> list[str] | None:
-    """The head's pytest arguments for the base: test paths the base lacks are left out (their cases are
-    new). None when the base has none of the paths asked for (or not even the directory)."""
-    if not base_cwd.is_dir():
-        return None
-    kept, asked_paths, kept_paths = [], 0, 0
-    for arg in args:
-        path = arg.split("::", 1)[0]
-        if arg.startswith("-") or not path or not (head_cwd / path).exists():
-            kept.append(arg)
-            continue
-        asked_paths += 1
-        if (base_cwd / path).exists():
-            kept.append(arg)
-            kept_paths += 1
-    return None if asked_paths and not kept_paths else kept
-
-
-def _head_tree(repo: Path, req: AbRequest, messages: list[str]) -> Tree:
-    s = req.settings
-    if req.head_commit:
-        return checkout(repo, req.head_commit, s.worktree_dir)
-    commit = git(repo, "rev-parse", "--verify", "--quiet", "HEAD") if _has_commits(repo) else ""
-    label = f"working tree @ {commit[:12]}" if commit else "working tree"
-    if is_dirty(repo):
-        if s.strict:
-            raise AbError(
-                f"perfgate: A/B: the head tree {repo} has uncommitted changes; strict mode compares "
-                f"committed code only (commit or stash them)"
-            )
-        messages.append(f"perfgate: A/B: the head tree {repo} has uncommitted changes: they are measured as they are")
-        label += " + uncommitted changes"
-    return Tree(repo, commit, label)
-
-
-def _has_commits(repo: Path) -> bool:
-    from perfgate.measure.tools import run_tool
-
-    return (
-        run_tool(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", "HEAD"], 60.0, check=False).returncode
-        == 0
-    )
-
-
 def _fresh_pair(
-    req: AbRequest, setup: _Setup, cmp: AbComparison, log_dir: Path, messages: list[str]
-) -> tuple[Measurement | None, float, bool]:
+    req: AbRequest,
+    setup: Setup,
+    cmp: AbComparison,
+    first: Measurement,
+    log_dir: Path,
+    messages: list[str],
+    progress: Progress,
+) -> tuple[Measurement | None, bool]:
     """The cases called regressed or improved, measured again by a fresh base and head worker and a fresh
-    A/A twin (another draw of the process offset); None when nothing was called or that pair failed (said
-    in `messages`); the seconds it took; whether a worker of it failed (its log is kept)."""
-    called = frozenset(case_id for (case_id, _), d in cmp.decisions.items() if d.verdict in CALLS)
-    if not called or not req.settings.ab_fresh_pair:
-        return None, 0.0, False
-    started = time.monotonic()
-    first = "head" if setup.base_first else "base"
+    A/A twin (another draw of the process offset), which run those cases' tests alone; None when nothing
+    was called or that pair failed (said in `messages`); whether a worker of it failed (its log is kept)."""
+    called = _called(cmp)
+    tests = frozenset(c.nodeid for c in first.cases if c.case_id in called)
+    first_side = "head" if setup.base_first else "base"
     messages.append(
-        f"perfgate: A/B: {len(called)} case(s) called: measured again by a fresh pair of processes "
-        f"(the {first} worker started first this time)"
+        f"perfgate: A/B: {len(called)} case(s) called: measured again by a fresh pair of processes running "
+        f"their {len(tests)} test(s) alone (the {first_side} worker started first this time)"
     )
-    specs = [spec for spec in _worker_specs(req, setup, []) if spec.side is not Side.AA]
+    specs = [spec for spec in worker_specs(req, setup, []) if spec.side is not Side.AA]
     specs += [replace(spec, side=Side.AA) for spec in specs if spec.side is Side.BASE]  # a fresh A/A draw too
     plan = replace(setup.plan, seed=setup.plan.seed + 1)
     again = measure_pair(
@@ -358,11 +351,18 @@ def _fresh_pair(
         None,  # every called case gets the fresh twin's A/A
         base_first=not setup.base_first,
         shared=setup.shared,
+        only_tests=tests,
+        progress=progress,
+        label="A/B fresh pair",
     )
     if again.failure is not None:
         messages.append(f"{again.failure}; the calls stand on the first pair alone")
-        return None, time.monotonic() - started, True
-    return again, time.monotonic() - started, False
+        return None, True
+    return again, False
+
+
+def _called(cmp: AbComparison) -> frozenset[str]:
+    return frozenset(case_id for (case_id, _), d in cmp.decisions.items() if d.verdict in CALLS)
 
 
 def _profiled(
@@ -386,54 +386,25 @@ def _profiled(
     return out
 
 
-def _runs(cmp: AbComparison, m: Measurement, setup: _Setup, req: AbRequest, started: str) -> tuple[Run, Run]:
-    from perfgate.measure.environment import command_line, utc_now
-
-    head, base, plan = setup.head, setup.base, setup.plan
-
-    finished = utc_now()
-    pair = uuid.uuid4().hex
+def _runs(measured: _Measured, setup: Setup, req: AbRequest, started: str) -> tuple[Run, Run]:
+    m, cmp, plan = measured.measurement, measured.cmp, setup.plan
     head_env = m.environments.get(Side.HEAD) or m.environments.get(Side.BASE) or Environment("host", "unknown")
     base_env = m.environments.get(Side.BASE) or head_env
     how = f"ab: {plan.rounds} rounds x up to {plan.stages} stages, seed {plan.seed}"
     how += f" ({'base' if setup.base_first else 'head'} worker started first"
     how += ", one shared process)" if setup.shared else ", a process per tree)"
-    head_info = RunInfo(
-        started,
-        finished,
-        git_commit=head.commit,
-        git_branch="",
-        git_dirty="uncommitted" in head.label,
-        hostname=head_env.hostname,
-        argv=command_line(),
-        profile_settings=f"{how}; head side, base {base.commit} ({req.ref})",
-        run_uid=f"{pair}-head",
-        unmeasured=tuple(m.unmeasured.get(Side.HEAD, ())),
+    head = SideFacts(
+        setup.head.commit,
+        "uncommitted" in setup.head.label,
+        head_env,
+        tuple(m.unmeasured.get(Side.HEAD, ())),
+        cmp.head_results,
     )
-    base_info = replace(
-        head_info,
-        git_commit=base.commit,
-        git_dirty=False,
-        run_uid=f"{pair}-base",
-        profile_settings=f"{how}; base side ({req.ref}) of head {head.commit or 'working tree'}",
-        unmeasured=tuple(m.unmeasured.get(Side.BASE, ())),
-    )
-    return Run(head_info, head_env, cmp.head_results), Run(base_info, base_env, cmp.base_results)
+    base = SideFacts(setup.base.commit, False, base_env, tuple(m.unmeasured.get(Side.BASE, ())), cmp.base_results)
+    return side_runs(head, base, how, req.ref, started, req.settings.measure.max_samples)
 
 
-def _store(head: Run, base: Run, s: Settings, messages: list[str]) -> tuple[Run, Run]:
-    if not s.store or not (head.results or base.results):
-        return head, base
-    from perfgate.store import open_store
-
-    with open_store(s.db_path) as store:
-        base = replace(base, run_id=store.save_run(base))
-        head = replace(head, run_id=store.save_run(head))
-    messages.append(f"perfgate: stored runs {base.run_id} (base) and {head.run_id} (head) in {s.db_path}")
-    return head, base
-
-
-def _update_aa(setup: _Setup, cmp: AbComparison, m: Measurement, messages: list[str]) -> None:
+def _update_aa(setup: Setup, cmp: AbComparison, m: Measurement, messages: list[str]) -> None:
     env, base_args = m.environments.get(Side.BASE), setup.base_args
     if setup.covered is not None or not cmp.aa_measured or env is None or base_args is None:
         return
@@ -452,8 +423,3 @@ def _update_aa(setup: _Setup, cmp: AbComparison, m: Measurement, messages: list[
         aa_cache.write_cache(aa_cache.with_entry(setup.cache, entry))
     except OSError as err:
         messages.append(f"perfgate: A/B: could not cache the A/A ({err.strerror or err}); the next run measures it")
-
-
-def _costs(costs: Mapping[str, float], total: float) -> tuple[tuple[str, float], ...]:
-    shown = tuple((name, costs[name]) for name in PHASES if costs.get(name))
-    return shown + (("total", total),)

@@ -55,12 +55,14 @@ class CaseServer:
         self.end = end
         self.seen_modules: set[str] = set()  # sys.modules names already looked at for provenance
 
-    def announce(self, event: Collected | TestDone) -> None:
-        """Say where the worker is and wait until the coordinator lets it go on."""
+    def announce(self, event: Collected | TestDone) -> dict[str, Any]:
+        """Say where the worker is and wait until the coordinator lets it go on; its command (after the
+        collection it may name the only tests to run)."""
         self.end.send(event_message(event))
         command = self.end.receive()
         if command["cmd"] != "continue":
             raise ValueError(f"perfgate: A/B worker: expected 'continue', got {command['cmd']!r}")
+        return command
 
     def finish(self, exitstatus: int) -> None:
         self.end.send(event_message(End(exitstatus)))

@@ -71,6 +71,13 @@ class BaselineCase:
         """The calibration's process medians (an uncalibrated case: its one median)."""
         return self.process_medians_ms or (self.median_ms,)
 
+    @property
+    def time_ms(self) -> float:
+        """The baseline's time for this case, the one number every output shows and the gate compares with:
+        the mean of its calibration processes' medians (the decision rule's centre M, docs/decision-rule.md)."""
+        values = self.time_values()
+        return sum(values) / len(values)
+
     def speedup_values(self) -> tuple[float, ...]:
         """The calibration's process speedups as reciprocals (lower is better, like time); () without one."""
         return tuple(1.0 / s for s in self.process_speedups)
@@ -103,9 +110,16 @@ def slug(device_name: str) -> str:
 
 
 def baseline_path(baseline_dir: Path, env: Environment) -> Path:
-    """baselines/nvidia-h100-80gb-hbm3.json; host-timed runs get a host- prefix."""
+    """baselines/nvidia-h100-80gb-hbm3.json; host-timed runs get a host- prefix. A host whose name now adds
+    its CPU's model id to a brand that names none keeps the baseline perfgate <= 0.2.0 wrote under the bare
+    brand (host-amd-epyc.json), where there is one and none under today's name."""
     prefix = "" if env.device_kind == "cuda" else "host-"
-    return Path(baseline_dir) / f"{prefix}{slug(env.device_name)}.json"
+    path = Path(baseline_dir) / f"{prefix}{slug(env.device_name)}.json"
+    if env.device_kind == "host" and env.cpu_brand and env.cpu_brand != env.device_name and not path.exists():
+        legacy = Path(baseline_dir) / f"{prefix}{slug(env.cpu_brand)}.json"
+        if legacy.is_file():
+            return legacy
+    return path
 
 
 def load_baseline(path: Path) -> Baseline | None:

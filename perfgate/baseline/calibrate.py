@@ -9,9 +9,7 @@ noise, not the autotuner changing its mind.
 
 from __future__ import annotations
 
-import sys
 import tempfile
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from perfgate.errors import PerfgateError
 from perfgate.measure.environment import utc_now, who
 from perfgate.measure.processes import ChildRun, ChildRunner
 from perfgate.model import Run, RunKind
+from perfgate.report.progress import Progress, QuietProgress
 
 
 @dataclass(frozen=True)
@@ -29,28 +28,27 @@ class Calibration:
     autotuned_first: bool  # process 1 ran the autotuners and pinned the others: a warm-up for those cases
 
 
-def calibrate(settings: Settings, runs: int, pytest_args: list[str]) -> Calibration:
+def calibrate(settings: Settings, runs: int, pytest_args: list[str], progress: Progress | None = None) -> Calibration:
     """N fresh measuring processes (N + 1 when the first autotunes: it pins the others and is a warm-up for
-    its autotuned cases) -> their runs (one environment); PerfgateError if any process failed."""
+    its autotuned cases) -> their runs (one environment); PerfgateError if any process failed. `progress`
+    shows each process and its cases as they are measured (none: nothing shown)."""
+    shown: Progress = progress if progress is not None else QuietProgress()
     runner = ChildRunner(settings.rootdir, settings, settings.baseline_file)
     out: list[Run] = []
     total, autotuned = runs, False
     with tempfile.TemporaryDirectory(prefix="perfgate-calibrate-") as tmp:
         while len(out) < total:
             i = len(out) + 1
-            started, started_at = time.monotonic(), utc_now()
-            child = runner.run(pytest_args)
+            started_at = utc_now()
+            cases = len(out[0].results) if out else None  # process 1 finds out how many there are
+            with shown.task(f"calibration process {i}/{total}", total=cases) as task:
+                child = runner.run(pytest_args, on_case=task.advance)
             _check_child(i, child, out)
             run = _as_run(child, settings.rootdir, started_at)
             out.append(run)
             if i == 1 and settings.pin_autotune and any(r.autotune for r in run.results):
                 runner = _pinned_runner(settings, run, Path(tmp))
                 total, autotuned = runs + 1, True
-            print(
-                f"perfgate: calibration process {i}/{total}: {len(run.results)} case(s) in "
-                f"{time.monotonic() - started:.1f} s",
-                file=sys.stderr,
-            )
     return Calibration(tuple(out), autotuned)
 
 
@@ -62,7 +60,7 @@ def _check_child(i: int, child: ChildRun, earlier: list[Run]) -> None:
         )
     if not child.results or child.environment is None:
         raise PerfgateError(f"perfgate calibrate: process {i} measured no perf case; no baseline written")
-    if earlier and earlier[0].environment.comparability_key() != child.environment.comparability_key():
+    if earlier and not earlier[0].environment.comparable_with(child.environment):
         raise PerfgateError(
             f"perfgate calibrate: process {i} ran on {child.environment.device_name}, process 1 on "
             f"{earlier[0].environment.device_name}; no baseline written"

@@ -17,9 +17,12 @@ BUSY_LOAD_PER_CPU = 0.5
 STEAL_PCT = 2.0
 
 
-def calibration_notes(baseline: Baseline, runs: Sequence[Run], autotuned_first: bool) -> list[str]:
-    """One line per case that detects only changes above USEFUL_DETECT_PCT (with the likely reasons), and one
-    per case whose autotuning process was left out."""
+def calibration_notes(
+    baseline: Baseline, runs: Sequence[Run], autotuned_first: bool, ceiling_pct: float = 100.0
+) -> list[str]:
+    """One line per case that detects only changes above USEFUL_DETECT_PCT (with the likely reasons), one per
+    case whose autotuning process was left out, and one per case whose calibration processes lie further
+    apart than the strict ceiling (strict mode fails such a case on every run: gate/ceiling.py)."""
     by_case: dict[str, list[CaseResult]] = {}
     for run in runs:
         for res in run.results:
@@ -35,6 +38,7 @@ def calibration_notes(baseline: Baseline, runs: Sequence[Run], autotuned_first: 
                 f"({fmt_value(results[0].timing.median_ms, 'ms')}); it is a warm-up, left out of the noise"
             )
         lines += _isolated_notes(case_id, case)
+        lines += _beyond_ceiling_notes(case_id, case, ceiling_pct)
         detects = [d for d in (case.threshold_pct, case.speedup_threshold_pct) if d is not None]
         if detects and min(detects) > USEFUL_DETECT_PCT:
             why = "; ".join(reasons(results)) or "its process medians differ this much from one process to the next"
@@ -54,11 +58,28 @@ def _isolated_notes(case_id: str, case: BaselineCase) -> list[str]:
             continue
         odd = next(v for v in values if v not in kept)
         centre = sum(kept) / len(kept)
+        shown = fmt_value(odd, "ms") if what == "time" else f"{odd:.4g}x"
         out.append(
-            f"perfgate note: {case_id}: one calibration process's {what} ({odd:.4g}) lies {_rel(odd, centre)} "
+            f"perfgate note: {case_id}: one calibration process's {what} ({shown}) lies {_rel(odd, centre)} "
             f"from all the others; it counts in the noise until the history holds "
             f"{EXCLUSION_MIN_PROCESSES} processes: recalibrate if it was a fluke"
         )
+    return out
+
+
+def _beyond_ceiling_notes(case_id: str, case: BaselineCase, ceiling_pct: float) -> list[str]:
+    from perfgate.gate.ceiling import calibration_spread_pct
+    from perfgate.metrics import SPEEDUP_METRIC, TIME_METRIC
+
+    out = []
+    for what, metric in (("time", TIME_METRIC), ("speedup's reciprocal", SPEEDUP_METRIC)):
+        spread = calibration_spread_pct(case, metric)
+        if spread > ceiling_pct:
+            out.append(
+                f"perfgate warning: {case_id}: calibration processes {spread:+.0f}% apart ({what}): beyond the "
+                f"{ceiling_pct:g}% ceiling, so strict mode fails this case on every run; find what made one "
+                f"process that slow (a cold cache, a busy host, a one-off autotune) and recalibrate"
+            )
     return out
 
 

@@ -127,20 +127,47 @@ def _calibrated_case(results: list[CaseResult], settings: Settings, cases: int, 
     )
 
 
-def _review_decision(values: Sequence[float], res: CaseResult, settings: Settings, cases: int) -> Decision:
+def _review_decision(
+    values: Sequence[float], res: CaseResult, settings: Settings, cases: int, noise_scale: float = 1.0
+) -> Decision:
     """The rule applied to a process at the calibration's centre: what the case detects (80% power) in a
-    gate of this many cases, before any history joins its noise."""
-    from perfgate.gate.decision import Rule, decide, per_test_alpha
+    gate of this many cases, before any history joins its noise (`noise_scale`: with the noise estimate
+    scaled, for the range of what it detects)."""
+    from perfgate.gate.decision import MAX_STAGES, Rule, decide, per_test_alpha
     from perfgate.gate.noise import estimate_noise, noise_floor
 
     noise = estimate_noise(values, (), noise_floor(res.timing.timer, settings.noise_floor_pct))
+    if noise is not None and noise_scale != 1.0:
+        noise = replace(noise, noise_pct=noise.noise_pct * noise_scale)
     t = res.thresholds
     rule = Rule(
         alpha=per_test_alpha(settings.false_alarm_pct, cases),
         stages=1 + settings.confirm_runs,
         floor_pct=t.time_pct if t.time_pct_explicit else t.min_effect_pct,
+        max_stages=MAX_STAGES if settings.confirm_runs else 1,
     )
     return decide(values, [sum(values) / len(values)], noise, rule)
+
+
+def detects_range(
+    values: Sequence[float], res: CaseResult, settings: Settings, cases: int, confidence: float = 0.9
+) -> tuple[float, float] | None:
+    """What the case detects if its true noise were at either end of the noise estimate's `confidence`
+    interval (chi-square on its degrees of freedom): six processes know their spread to within about -35%
+    / +110% at 90%, and "detects >= 1.3%" is that uncertain."""
+    from perfgate.stats import chi2_quantile
+
+    df = len(values) - 1
+    if df < 1:
+        return None
+    tail = (1.0 - confidence) / 2.0
+    ends = []
+    for q in (1.0 - tail, tail):  # a large chi-square: the noise was overestimated, the true one is lower
+        d = _review_decision(values, res, settings, cases, noise_scale=(df / chi2_quantile(q, df)) ** 0.5)
+        if d.detects_pct is None:
+            return None
+        ends.append(d.detects_pct)
+    return ends[0], ends[1]
 
 
 def _round(x: float | None) -> float | None:

@@ -30,6 +30,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # `perfgate history | head`
         return 0
+    except OSError as err:  # a file a command was told to use and cannot (each command names its own where it can)
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"perfgate: {where}{err.strerror or err}", file=sys.stderr)
+        return 2
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -40,12 +44,28 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     if "--" in argv:
         at = argv.index("--")
         argv, extra = argv[:at], argv[at + 1 :]
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's own parser, with its usage (the top-level usage names no option)
+        command: argparse.ArgumentParser = getattr(args, "command_parser", parser)
+        command.error(f"unrecognized arguments: {' '.join(unknown)}{_pytest_flag_hint(unknown)}")
     if extra is not None:
         if not hasattr(args, "pytest_args"):
             parser.error("arguments after -- are pytest's; this command runs no pytest")
         args.pytest_args = [*args.pytest_args, *extra]
     return args
+
+
+def _pytest_flag_hint(unknown: list[str]) -> str:
+    """`--perfgate-full-table` given to a command: the command's own spelling, where it has one."""
+    from perfgate.config.options import OPTIONS
+
+    flag = unknown[0].split("=", 1)[0]
+    option = next((o for o in OPTIONS if o.flag == flag), None)
+    if option is None:
+        return ""
+    if option.cli:
+        return f" ({flag} is pytest's spelling; perfgate commands take {option.cli})"
+    return f" ({flag} is a pytest option only)"
 
 
 def _version() -> str:
@@ -95,6 +115,7 @@ def _command(
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=_examples(*examples),
     )
+    parser.set_defaults(command_parser=parser)  # its own usage for its errors (_parse)
     return parser
 
 
@@ -123,7 +144,17 @@ def _compare_parser(sub: Any) -> None:
     from perfgate.report.outputs import output_options
 
     outputs = [attr for attr in output_options() if by_attr()[attr].cli]  # every output that has a command flag
-    _settings_options(c, "db_path", "baseline_dir", "baseline_file", *outputs, "allow_env_mismatch", "strict")
+    _settings_options(
+        c,
+        "db_path",
+        "baseline_dir",
+        "baseline_file",
+        *outputs,
+        "json_samples",
+        "full_table",
+        "allow_env_mismatch",
+        "strict",
+    )
     c.add_argument("--run", type=arg_types.RUN_ID, metavar="ID", help="run id (default: the latest)")
     c.set_defaults(func=_lazy("perfgate.cli.gate", "compare"))
 
@@ -163,18 +194,12 @@ def _ab_parsers(sub: Any) -> None:
         "and alternate base and head in short rounds on the same GPU; each case's verdict is "
         "on its head/base ratio (docs/ab.md). Same as `pytest --perfgate --perfgate-base REF`.",
     )
-    _settings_options(
-        a,
-        "db_path",
-        "store",
-        "summary_path",
-        "json_path",
-        "worktree_dir",
-        "ab_rounds",
-        "ab_process",
-        "strict",
-        "ab_skip_same_code",
-    )
+    from perfgate.config.options import by_attr
+    from perfgate.report.outputs import output_options
+
+    outputs = [attr for attr in output_options() if by_attr()[attr].cli]  # every output, as in baseline mode
+    settings = ("db_path", "store", "baseline_dir", "baseline_file", *outputs, "worktree_dir", "ab_rounds")
+    _settings_options(a, *settings, "ab_process", "strict", "ab_skip_same_code")
     a.add_argument("ref", metavar="REF", help="the base: a branch, tag or commit git knows")
     a.add_argument("pytest_args", nargs="*", help="after --: what pytest runs (default: its testpaths)")
     a.add_argument(
@@ -235,6 +260,18 @@ def _baseline_parser(sub: Any) -> None:
     diff.add_argument("new", type=Path, help="the baseline after")
     diff.add_argument("--format", choices=("md", "text"), default="md", help="Markdown (default) or plain text")
     diff.set_defaults(func=_lazy("perfgate.cli.gate", "baseline_diff"))
+    re = _command(
+        bsub,
+        "reanchor",
+        "move the centres onto the level of the last passing runs (after a common-mode shift); noise kept",
+        ("perfgate baseline reanchor baselines/nvidia-h100-80gb-hbm3.json --reason 'driver 555'",),
+    )
+    _settings_options(re, "db_path")
+    re.add_argument("path", type=Path, help="the baseline file to re-anchor")
+    re.add_argument("--runs", type=int, default=5, help="passing gate runs per case to take the level from (>= 3)")
+    re.add_argument("--per-case", action="store_true", help="each case by its own factor (accepts single changes)")
+    re.add_argument("--reason", default="re-anchored after a common-mode shift", help="recorded in the baseline")
+    re.set_defaults(func=_lazy("perfgate.cli.gate", "baseline_reanchor"))
 
 
 def _analyze_parser(sub: Any) -> None:
@@ -263,6 +300,7 @@ def _history_parser(sub: Any) -> None:
         (
             "perfgate history --last 10",
             "perfgate history --case '*softmax*' --format csv",
+            "perfgate history --kind ab --last 10",
             "perfgate history --changes --branch main",
             "perfgate history --changes --case '*softmax*' --accept 'new driver: +2% expected'",
         ),
@@ -278,6 +316,13 @@ def _history_parser(sub: Any) -> None:
     )
     h.add_argument("--last", type=arg_types.COUNT, metavar="N", default=20, help="the last N runs (default 20)")
     h.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
+    h.add_argument(
+        "--kind",
+        choices=("gate", "calibration", "import", "ab", "all"),
+        default="",
+        help="only runs of this kind: ab lists both sides of A/B comparisons, which are otherwise left out "
+        "(default: every kind but ab)",
+    )
     h.add_argument(
         "--changes",
         action="store_true",

@@ -70,6 +70,7 @@ def change_row(c: HistoryChange) -> dict[str, Any]:
         "first_after_run": c.first_after.run_id,
         "first_after_commit": c.first_after.git_commit,
         "first_after_at": c.first_after.started_at,
+        "cause": c.cause,
     }
 
 
@@ -108,8 +109,9 @@ def _table(found: list[CaseChanges]) -> str:
             f"{c.last_before.git_commit[:12] or '-'}..{c.first_after.git_commit[:12] or '-'}",
             f"{c.last_before.run_id}..{c.first_after.run_id}",
             f"{c.step.p_value:.3g}",
+            "machine (same commit)" if c.cause == "machine" else "code or machine",
         )
         for c in changes
     ]
-    header = ("case", "device", "step", "time", "commits (last before..first after)", "runs", "p")
+    header = ("case", "device", "step", "time", "commits (last before..first after)", "runs", "p", "cause")
     return head + "\n" + "\n".join(render_table(table, header)) + "\n"

@@ -31,7 +31,9 @@ def history(args: argparse.Namespace) -> int:
     with open_store(settings.db_path, readonly=True) as store:
         by_case = args.case is not None or args.case_regex is not None
         rows = as_dicts(
-            case_trend(store, args.case, args.last, args.case_regex) if by_case else list_runs(store, args.last)
+            case_trend(store, args.case, args.last, args.case_regex, args.kind)
+            if by_case
+            else list_runs(store, args.last, args.kind)
         )
     print(_render(rows, args.format), end="")
     return 0
@@ -77,7 +79,7 @@ def db_export(args: argparse.Namespace) -> int:
 
     uids = list(args.run_uid or [])
     if args.results is not None:
-        uids.append(_results_run_uid(args.results))
+        uids += _results_run_uids(args.results)
     if not uids:
         raise PerfgateError("perfgate db export: name the runs: --run-uid UID or --results perfgate.json")
     settings = command_settings(args)
@@ -98,14 +100,20 @@ def db_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _results_run_uid(path: Path) -> str:
-    """The stored run a results file (perfgate.json) describes."""
+def _results_run_uids(path: Path) -> list[str]:
+    """The stored runs a results file (perfgate.json) describes: its run, and an A/B run's base side."""
     doc = load_json_file(path, ReportFileError)
     run = doc.get("run") if isinstance(doc, dict) else None
     uid = run.get("run_uid") if isinstance(run, dict) else None
     if not isinstance(uid, str) or not re.fullmatch(r"[\w.-]{1,200}", uid):
         raise ReportFileError(path, "no run.run_uid (a results file written by pytest --perfgate --perfgate-json)")
-    return uid
+    ab = doc.get("ab")
+    base = ab.get("base_run_uid") if isinstance(ab, dict) else None
+    if base is None:
+        return [uid]
+    if not isinstance(base, str) or not re.fullmatch(r"[\w.-]{1,200}", base):
+        raise ReportFileError(path, "ab.base_run_uid is not a run identity")
+    return [base, uid]
 
 
 def db_prune(args: argparse.Namespace) -> int:

@@ -7,16 +7,17 @@ import statistics
 import sys
 from pathlib import Path
 
-from perfgate.baseline import BaselineCase, load_baseline
+from perfgate.baseline import Baseline, BaselineCase, load_baseline, parse_baseline
 from perfgate.cli.settings import command_settings
 from perfgate.errors import BaselineError, PerfgateError
+from perfgate.inputs import is_pipe, parse_json, read_pipe
+from perfgate.model import Environment
 
 
 def compare(args: argparse.Namespace) -> int:
     """Re-gate a stored run with the plugin's orchestration: same thresholds (stored with each case), same
     confirmation medians, same baseline resolution; creates nothing but the outputs asked for."""
     from perfgate.gate.run import GateRequest, resolve_baseline, run_gate
-    from perfgate.report.terminal import render_terminal
     from perfgate.store import open_store
 
     settings = command_settings(args, enabled=True)
@@ -39,7 +40,7 @@ def compare(args: argparse.Namespace) -> int:
         )
     )
     print(f"perfgate: run {run.run_id} ({run.info.started_at}, commit {run.info.git_commit[:12] or '-'}) vs {path}")
-    print("\n".join([*outcome.messages, *render_terminal(outcome.gate)]))
+    print("\n".join([*outcome.messages, *outcome.terminal]))
     return outcome.exit_code
 
 
@@ -63,13 +64,15 @@ def baseline_show(args: argparse.Namespace) -> int:
         assert b is not None
         state = "calibrated" if b.calibrated else "uncalibrated"
         print(f"{f}: {b.environment.device_name} ({b.environment.device_kind}), {len(b.cases)} case(s), {state}")
+        if machine := _machine_line(b.environment):
+            print(f"  host: {machine}")
         for u in b.updates[-3:]:
             runs = f" from {u.calibrated_runs} processes" if u.calibrated_runs else ""
             print(f"  updated {u.at} by {u.by} at {u.commit[:12] or '-'}{runs}: {u.reason}")
         rows = [
             (
                 cid,
-                fmt_value(c.median_ms, "ms"),
+                fmt_value(c.time_ms, "ms"),
                 _pct(c.noise_pct),
                 _detects(c.threshold_pct),
                 _speedup(c),
@@ -83,11 +86,70 @@ def baseline_show(args: argparse.Namespace) -> int:
         print(
             "\n".join(
                 render_table(
-                    rows, ("case", "median", "noise", "detects", "speedup", "noise", "detects", "samples", "metrics")
+                    rows, ("case", "time", "noise", "detects", "speedup", "noise", "detects", "samples", "metrics")
                 )
             )
         )
     return 0
+
+
+def baseline_reanchor(args: argparse.Namespace) -> int:
+    """Move the baseline's centres onto the level of the last passing runs in the history (baseline/reanchor.py)."""
+    from perfgate.baseline import Update
+    from perfgate.baseline.reanchor import reanchored
+    from perfgate.baseline.write import update_baseline_file
+    from perfgate.gate.run import with_noise_branch
+    from perfgate.measure.environment import utc_now, who
+    from perfgate.store import open_store
+    from perfgate.store.window import recent_passing_gate_medians
+
+    settings = command_settings(args)
+    if not settings.noise_branch:
+        settings, line = with_noise_branch(settings)
+        if line:
+            print(line, file=sys.stderr)
+    baseline = load_baseline(args.path)
+    if baseline is None:
+        raise BaselineError(args.path, "no such file")
+    if not settings.db_path.exists():
+        raise PerfgateError(f"perfgate baseline reanchor: no history at {settings.db_path}")
+    branch = None if settings.noise_branch == "*" else settings.noise_branch
+    with open_store(settings.db_path, readonly=True) as store:
+        found = recent_passing_gate_medians(
+            store, baseline.environment.comparability_key(), branch, args.runs, list(baseline.cases)
+        )
+        newest = max((p.run_id for points in found.values() for p in points), default=0)
+        env = store.load_run(newest).environment if newest else baseline.environment
+        commit = next((p.git_commit for points in found.values() for p in points if p.run_id == newest), "")
+    recent = {cid: [p.median_ms for p in points] for cid, points in found.items()}
+    update = Update(at=utc_now(), by=who(), commit=commit, reason=args.reason, cases=0)
+    result = reanchored(baseline, recent, env, update, per_case=args.per_case)
+    if result is None:
+        raise PerfgateError(
+            f"perfgate baseline reanchor: no case of {args.path} has 3 passing gate runs on "
+            f"{settings.noise_branch!r} in {settings.db_path}; nothing written"
+        )
+    update_baseline_file(args.path, lambda _old: result.baseline)
+    print(
+        f"perfgate: re-anchored {result.cases} case(s) of {args.path} "
+        f"({'each by its own factor, ' if args.per_case else ''}common factor x{result.factor:.4f}, "
+        f"{100 * (result.factor - 1):+.2f}%) on their last {args.runs} passing run(s); noise kept; commit the file"
+    )
+    if result.skipped:
+        print(f"perfgate: {len(result.skipped)} case(s) kept their centre (fewer than 3 runs): {result.skipped[0]} ...")
+    return 0
+
+
+def _machine_line(env: Environment) -> str:
+    """What else decides whether a host's times compare: cores, caches, architecture, OS, Python."""
+    parts = [
+        f"{env.cpu_cores} logical cores" if env.cpu_cores else "",
+        env.cpu_caches,
+        env.platform,
+        env.os_release,
+        f"Python {env.python_version}" if env.python_version else "",
+    ]
+    return ", ".join(p for p in parts if p)
 
 
 def _pct(value: float | None) -> str:
@@ -102,11 +164,21 @@ def _speedup(case: BaselineCase) -> str:
     return f"{statistics.median(case.process_speedups):.2f}x" if case.process_speedups else "-"
 
 
+def _diff_side(path: Path) -> Baseline | None:
+    """A baseline file, or a pipe holding one: `perfgate baseline diff <(git show main:baselines/x.json) NEW`."""
+    if not is_pipe(path):
+        return load_baseline(path)
+    data = read_pipe(path, BaselineError)
+    if not data.strip():
+        raise BaselineError(path, "the pipe sent nothing (does the file exist at that commit?)")
+    return parse_baseline(path, parse_json(data, path, BaselineError))
+
+
 def baseline_diff(args: argparse.Namespace) -> int:
     from perfgate.report.baseline_diff import render_baseline_diff
 
-    old = load_baseline(args.old)
-    new = load_baseline(args.new)
+    old = _diff_side(args.old)
+    new = _diff_side(args.new)
     if new is None:
         raise BaselineError(args.new, "no such file")
     print(render_baseline_diff(old, new, markdown=args.format == "md"), end="")

@@ -12,6 +12,7 @@ Precedence for a value: default < `[tool.perfgate]` < environment (PERFGATE_DB) 
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +72,17 @@ class Option:
     def where(self) -> str:
         """How a user spells it, for messages."""
         return self.flag or self.cli or f"[tool.perfgate] {self.key}"
+
+    def help_as(self, spelling: str) -> str:
+        """The help where options are spelt as `spelling` ("flag": pytest, "cli": a perfgate command, "key":
+        pyproject): `{json_samples}` in a help names that option as this interface spells it, so a
+        command's --help never names a pytest-only flag."""
+
+        def spelt(m: re.Match[str]) -> str:
+            other = by_attr()[m.group(1)]
+            return str(getattr(other, spelling) or other.where)
+
+        return re.sub(r"\{([a-z_]+)\}", spelt, self.help)
 
 
 _P = v.path
@@ -189,7 +201,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "json_path",
-        "write the JSON results here (perfgate_json_version 3; samples with --perfgate-json-samples)",
+        "write the JSON results here (perfgate_json_version 3; every timed sample too with {json_samples})",
         _P,
         flag="--perfgate-json",
         cli="--json",
@@ -242,9 +254,10 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "json_samples",
-        "include every timed sample in --perfgate-json (large at many cases)",
+        "include every timed sample in the JSON results (large at many cases)",
         v.boolean,
         flag="--perfgate-json-samples",
+        cli="--json-samples",
         arg=Arg.FLAG,
     ),
     Option(
@@ -252,6 +265,7 @@ OPTIONS: tuple[Option, ...] = (
         "list every row in the terminal, not only failing and changed rows and the counts",
         v.boolean,
         flag="--perfgate-full-table",
+        cli="--full-table",
         arg=Arg.FLAG,
     ),
     Option(
@@ -320,7 +334,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "noise_branch",
-        'the branch whose passing runs feed the noise window ("*": any branch)',
+        "the branch whose passing runs feed the noise window (default: the repository's default branch, "
+        'origin\'s HEAD, else the one of main/master that exists; "*": any branch)',
         v.nonempty_text,
         key="noise_branch",
     ),
@@ -567,10 +582,10 @@ def marker_keys() -> set[str]:
     return {o.attr for o in OPTIONS if o.marker} | set(MARKER_TABLE_KEYS)
 
 
-def argparse_kwargs(opt: Option) -> dict[str, Any]:
+def argparse_kwargs(opt: Option, spelling: str = "flag") -> dict[str, Any]:
     """What argparse (and pytest's parser, which mirrors it) needs for this option's flag. Every default is
     None: "not given" must not override the configured value."""
-    kwargs: dict[str, Any] = {"help": opt.help, "default": None}
+    kwargs: dict[str, Any] = {"help": opt.help_as(spelling), "default": None}
     if opt.arg is Arg.FLAG:
         kwargs["action"] = "store_true"
     elif opt.arg is Arg.NO_FLAG:
@@ -603,7 +618,7 @@ def add_cli_options(parser: Any, attrs: Iterable[str]) -> None:
         opt = table[attr]
         if opt.cli is None:
             raise KeyError(f"option {attr!r} has no command-line flag")
-        parser.add_argument(opt.cli, dest=attr, **argparse_kwargs(opt))
+        parser.add_argument(opt.cli, dest=attr, **argparse_kwargs(opt, "cli"))
 
 
 def cli_values(args: Any, attrs: Iterable[str]) -> dict[str, Any]:

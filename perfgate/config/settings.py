@@ -77,7 +77,7 @@ class Settings:
     false_alarm_pct: float = 1.0  # per run, divided over its gated tests (gate/decision.py)
     confirm_runs: int = 2  # fresh processes a suspect must also fail in
     noise_window: int = 30  # recent passing runs on noise_branch whose process values join the noise
-    noise_branch: str = "main"  # "*": every branch
+    noise_branch: str = ""  # "": the repository's default branch (gate/run.py); "*": every branch
     gate_time_with_reference: bool = False  # a case with a reference is gated on its speedup only
     noise_floor_pct: float | None = None  # None: 0.1% for CUDA events, 0.5% for the host clock
     measure: MeasureOptions = MeasureOptions()

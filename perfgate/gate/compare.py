@@ -10,17 +10,20 @@ same confirmation as a time regression: every process must show it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from perfgate.baseline import Baseline, BaselineCase
 from perfgate.config.settings import Settings
-from perfgate.gate.decision import Decision, Rule, decide, per_test_alpha
+from perfgate.gate.common import common_shift
+from perfgate.gate.decision import MAX_STAGES, Decision, Rule, decide, per_test_alpha
 from perfgate.gate.noise import estimate_noise, noise_floor
 from perfgate.gate.static import LAUNCHED, compare_compiled, static_rule
 from perfgate.gate.thresholds import metric_threshold_pct
 from perfgate.metrics import PEAK_ALLOCATED, PEAK_HOST, SPEEDUP_METRIC, TIME_METRIC, spec_for
 from perfgate.model import (
     CaseResult,
+    CommonShift,
     Comparison,
     Direction,
     Environment,
@@ -47,11 +50,7 @@ MEMORY_METRICS = (PEAK_ALLOCATED, PEAK_HOST)  # re-measured by confirmation proc
 
 
 def comparable(baseline: Baseline | None, current_env: Environment, settings: Settings) -> bool:
-    return (
-        baseline is None
-        or settings.allow_env_mismatch
-        or baseline.environment.comparability_key() == current_env.comparability_key()
-    )
+    return baseline is None or settings.allow_env_mismatch or baseline.environment.comparable_with(current_env)
 
 
 def gated_tests(results: Sequence[CaseResult], baseline: Baseline | None, settings: Settings) -> int:
@@ -78,6 +77,7 @@ def compare_run(
     explanations: dict[str, tuple[Comparison, ...]] = {}
     alpha = per_test_alpha(settings.false_alarm_pct, gated_tests(results, baseline, settings))
     rule = static_rule(settings)
+    shift = run_shift(results, baseline, current_env, settings) if env_ok else None
     for res in sorted(results, key=lambda r: r.case_id):
         base = baseline.cases.get(res.case_id) if baseline else None
         if base is None:
@@ -103,7 +103,7 @@ def compare_run(
         else:
             speedup_row = compare_speedup(res, base, settings, alpha)
             time_gated = speedup_row is None or settings.gate_time_with_reference
-            time_row = compare_time(res, base, settings, alpha, intervals, gated=time_gated)
+            time_row = compare_time(res, base, settings, alpha, intervals, gated=time_gated, shift=shift)
             metric_rows = compare_metrics(res, base, skip=(SPEEDUP_METRIC,), stages=1 + settings.confirm_runs)
             static_rows = compare_compiled(res.case_id, base.compiled, res.compiled, rule)
             rows.append(time_row)
@@ -135,7 +135,30 @@ def compare_run(
         explanations=explanations,
         fail_on=frozenset(fail_on),
         calibrated=bool(baseline and baseline.calibrated),
+        common_shift=shift,
     )
+
+
+def run_shift(
+    results: Sequence[CaseResult], baseline: Baseline | None, env: Environment, settings: Settings
+) -> CommonShift | None:
+    """The run's common-mode shift (gate/common.py) over its calibrated, time-gated cases' first processes."""
+    if baseline is None:
+        return None
+    changes = {}
+    for res in results:
+        base = baseline.cases.get(res.case_id)
+        if base is None or not base.calibrated or base.timer is not res.timing.timer:
+            continue
+        if _speedup_values(res, base) and not settings.gate_time_with_reference:
+            continue  # gated on its speedup, where a shared shift cancels
+        values = base.time_values()
+        centre = sum(values) / len(values)
+        noise = _noise(res.thresholds.time_noise, values, res, settings)
+        if noise is not None:
+            unit = noise.noise_pct * math.sqrt(1.0 + 1.0 / len(values))
+            changes[res.case_id] = (100.0 * (res.timing.median_ms - centre) / centre, unit)
+    return common_shift(changes, settings.min_effect_pct, baseline.environment, env)
 
 
 def _unpaired(
@@ -159,7 +182,7 @@ def _unpaired(
 
 
 def _env_note(base_env: Environment, cur: Environment, base: BaselineCase, res: CaseResult) -> str:
-    if base.timer is not res.timing.timer and base_env.comparability_key() == cur.comparability_key():
+    if base.timer is not res.timing.timer and base_env.comparable_with(cur):
         return f"baseline timed with {base.timer.value}, this run with {res.timing.timer.value}"
     return (
         f"baseline measured on {base_env.device_name} ({base_env.device_kind}), this run on {cur.device_name} "
@@ -169,7 +192,9 @@ def _env_note(base_env: Environment, cur: Environment, base: BaselineCase, res: 
 
 def _rule(res: CaseResult, settings: Settings, alpha: float, explicit_pct: float | None) -> Rule:
     floor = explicit_pct if explicit_pct is not None else res.thresholds.min_effect_pct
-    return Rule(alpha=alpha, stages=1 + settings.confirm_runs, floor_pct=floor)
+    stages = 1 + settings.confirm_runs
+    # no confirmation asked for: one process decides (the budget then rests on the normal model alone)
+    return Rule(alpha=alpha, stages=stages, floor_pct=floor, max_stages=MAX_STAGES if settings.confirm_runs else 1)
 
 
 def _noise(
@@ -181,10 +206,13 @@ def _noise(
     return estimate_noise(calibration, (), noise_floor(res.timing.timer, settings.noise_floor_pct))
 
 
-def time_decision(res: CaseResult, base: BaselineCase, settings: Settings, alpha: float) -> Decision:
+def time_decision(
+    res: CaseResult, base: BaselineCase, settings: Settings, alpha: float, shift: CommonShift | None = None
+) -> Decision:
     t = res.thresholds
     calibration = base.time_values()
     noise = _noise(t.time_noise, calibration if base.calibrated else (), res, settings)
+    moved = shift is not None and base.calibrated
     return decide(
         calibration,
         res.process_medians_ms,
@@ -193,19 +221,27 @@ def time_decision(res: CaseResult, base: BaselineCase, settings: Settings, alpha
         threshold_pct=t.time_pct,
         baseline_samples=base.samples_ms,
         current_samples=res.samples_ms,
+        shift_pct=shift.shift_pct if shift is not None and moved else 0.0,
+        shift_variance=shift.variance_share if shift is not None and moved else 0.0,
     )
 
 
 def compare_time(
-    res: CaseResult, base: BaselineCase, settings: Settings, alpha: float, intervals: bool = True, gated: bool = True
+    res: CaseResult,
+    base: BaselineCase,
+    settings: Settings,
+    alpha: float,
+    intervals: bool = True,
+    gated: bool = True,
+    shift: CommonShift | None = None,
 ) -> Comparison:
-    """The time verdict with its interval: between-process when calibrated, else the within-run one."""
-    d = time_decision(res, base, settings, alpha)
+    """The time verdict with its interval: between-process when calibrated, else the within-run one; against
+    the centre moved by the run's common-mode shift when there is one (gate/common.py)."""
+    d = time_decision(res, base, settings, alpha, shift)
     lo, hi = d.ci_low_pct, d.ci_high_pct
     if d.noise is None and intervals:
         lo, hi = median_change_ci_pct(base.samples_ms, res.samples_ms) or (None, None)
-    centre = sum(base.time_values()) / len(base.time_values())
-    current = sum(res.process_medians_ms) / len(res.process_medians_ms)
+    centre, current = base.time_ms, res.time_ms  # the one definition of each (docs/decision-rule.md)
     return Comparison(
         case_id=res.case_id,
         metric=TIME_METRIC,
@@ -222,15 +258,26 @@ def compare_time(
         noise_pct=d.noise.noise_pct if d.noise else None,
         score=d.score,
         processes=d.processes,
-        note=_note(d, gated),
+        note=_note(d, gated)
+        + (
+            f"; change against the run's common-mode shift ({shift.shift_pct:+.1f}%)"
+            if shift is not None and d.noise is not None
+            else ""
+        ),
         detects_pct=d.detects_pct,
         gated=gated,
         suspect=d.suspect and gated,
+        stages=d.stages,
     )
 
 
 def _note(d: Decision, gated: bool) -> str:
-    if d.noise is None:
+    if d.noise is None and d.verdict is Verdict.REGRESSED:
+        source = (
+            f"slower by more than {d.threshold_pct:g}% in every process, with no between-process noise yet: "
+            "run perfgate calibrate"
+        )
+    elif d.noise is None:
         source = "no between-process noise yet: calibrate"
     else:
         source = f"noise from {d.noise.df + 1} processes ({d.noise.window_runs} from the history)"
@@ -294,6 +341,7 @@ def compare_speedup(res: CaseResult, base: BaselineCase, settings: Settings, alp
         note=_note(d, True),
         detects_pct=d.detects_pct,
         suspect=d.suspect,
+        stages=d.stages,
     )
 
 
@@ -363,7 +411,14 @@ def _metric_row(
         note=new.source,
         processes=len(verdicts),
         suspect=suspect,
+        min_change=(_floor(old.name, new.unit) or None) if kind is not MetricKind.DERIVED else None,
     )
+
+
+def _floor(name: str, unit: str) -> float:
+    """The absolute change (in `unit`) under which a metric's move is noise, whatever its percent."""
+    spec = spec_for(name)
+    return PERCENT_POINTS_FLOOR if unit == "%" else (spec.floor if spec else 0.0)
 
 
 def _tolerance_verdict(
@@ -372,9 +427,7 @@ def _tolerance_verdict(
     if kind is MetricKind.DERIVED:
         return Verdict.UNCHANGED
     worse = _worse_by(old.value, value, percent_change(old.value, value), direction)
-    spec = spec_for(old.name)
-    floor = PERCENT_POINTS_FLOOR if unit == "%" else (spec.floor if spec else 0.0)
-    if abs(value - old.value) < floor or worse is None:
+    if abs(value - old.value) < _floor(old.name, unit) or worse is None:
         return Verdict.UNCHANGED
     if worse > threshold_pct + 1e-9:
         return Verdict.REGRESSED

@@ -50,14 +50,21 @@ BAND_CONFIDENCE = 0.95
 INTERVAL_CONFIDENCE = 0.95
 
 
+MAX_STAGES = 8  # processes a failure may ask for, at most (the run's and 7 confirmations)
+GROSS_PCT = 25.0  # without between-process noise, a change beyond this in every process fails (docs)
+
+
 @dataclass(frozen=True)
 class Rule:
     """What one decision needs beyond the data: the per-test alpha (the run's budget over its tests), the
-    processes a failure needs, and the smallest change that matters."""
+    processes a failure needs at least, the most it may ask for (more where the reference is too small for
+    the distribution-free bound to reach alpha: `stages_needed`), and the smallest change that matters."""
 
     alpha: float
     stages: int = 3
     floor_pct: float = 1.0
+    max_stages: int = MAX_STAGES
+    gross_pct: float = GROSS_PCT
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,8 @@ class Decision:
     score: float | None = None  # the mean change in units of its standard error
     suspect: bool = False  # beyond T on every process so far, fewer than `stages`: measure again
     p_value: float | None = None  # uncalibrated only: the within-run rank test
+    stages: int = 1  # processes this case's failure needs (gate/confirm.py measures until then)
+    gross: bool = False  # uncalibrated: beyond the gross threshold in every process so far
 
 
 def decide(
@@ -83,21 +92,32 @@ def decide(
     threshold_pct: float = 3.0,
     baseline_samples: Sequence[float] = (),
     current_samples: Sequence[float] = (),
+    shift_pct: float = 0.0,
+    shift_variance: float = 0.0,
 ) -> Decision:
     """The verdict for one metric (lower is better): `centre_values` are the baseline's calibration process
-    values, `current` this run's process values (the run's first, then its confirmations)."""
+    values, `current` this run's process values (the run's first, then its confirmations). `shift_pct`: a
+    common-mode shift of the run (gate/common.py) that moves the centre, its error `shift_variance` in
+    units of the case's noise squared (calibrated cases only)."""
     if not current or not centre_values:
         raise ValueError("need current and baseline process values")
     centre = math.fsum(centre_values) / len(centre_values)
+    if noise is None:
+        changes = [100.0 * (x - centre) / centre for x in current]
+        return _without_noise(changes, threshold_pct, rule, baseline_samples, current_samples)
+    # a common-mode shift excuses a case only in its own direction: a regression must lie beyond T against
+    # the centre moved up by a positive shift AND against the calibration's; an improvement likewise. A
+    # case that did not move with a shift is then neither "improved" nor "regressed" by it.
+    up = [100.0 * (x / (centre * (1.0 + max(shift_pct, 0.0) / 100.0)) - 1.0) for x in current]
+    down = [100.0 * (x / (centre * (1.0 + min(shift_pct, 0.0) / 100.0)) - 1.0) for x in current]
+    centre *= 1.0 + shift_pct / 100.0
     changes = [100.0 * (x - centre) / centre for x in current]
     mean_change = math.fsum(changes) / len(changes)
-    if noise is None:
-        return _without_noise(mean_change, len(current), threshold_pct, rule, baseline_samples, current_samples)
-    n_c, j, k = len(centre_values), len(current), rule.stages
-    a = math.sqrt(1.0 + 1.0 / n_c)
+    n_c, j = len(centre_values), len(current)
+    a = math.sqrt(1.0 + 1.0 / n_c + shift_variance)
     unit = noise.noise_pct * a
-
-    n_ref = noise.df + 1
+    n_ref = noise.processes or noise.df + 1
+    k = stages_needed(n_ref, rule.alpha, rule.stages, max(rule.stages, rule.max_stages))
 
     def threshold(stages: int, extremes: tuple[float, ...]) -> float:
         normal = critical_value(stages, rule.alpha, n_c, noise.df) * unit
@@ -107,17 +127,18 @@ def decide(
     t_now = t_k if j >= k else threshold(j, noise.upper_pct)  # confirmation cut short: charge what was measured
     down_k = threshold(k, tuple(-d for d in noise.lower_pct))
     down_now = down_k if j >= k else threshold(j, tuple(-d for d in noise.lower_pct))
-    se = noise.noise_pct * math.sqrt(1.0 / j + 1.0 / n_c)
+    se = noise.noise_pct * math.sqrt(1.0 / j + 1.0 / n_c + shift_variance)
     verdict = Verdict.UNCHANGED
-    if all(d > t_now for d in changes):
+    if all(d > t_now for d in up):
         verdict = Verdict.REGRESSED
-    elif all(d < -down_now for d in changes):
+    elif all(d < -down_now for d in down):
         verdict = Verdict.IMPROVED
     else:
         band = noise_band_pct(noise.noise_pct, noise.df, j, n_c)
-        if mean_change > band and mean_change + band > t_k:
+        mean_up = math.fsum(up) / len(up)
+        if min(mean_change, mean_up) > band and min(mean_change, mean_up) + band > t_k:
             verdict = Verdict.INCONCLUSIVE
-    suspect = j < k and (all(d > t_k for d in changes) or all(d < -down_k for d in changes))
+    suspect = j < k and (all(d > t_k for d in up) or all(d < -down_k for d in down))
     half = t_quantile(0.5 + INTERVAL_CONFIDENCE / 2, noise.df) * se
     detects = t_k + unit * NormalDist().inv_cdf(POWER ** (1.0 / k))
     return Decision(
@@ -131,21 +152,54 @@ def decide(
         mean_change + half,
         mean_change / se if se > 0 else None,
         suspect,
+        stages=k,
     )
 
 
 def _without_noise(
-    change: float,
-    processes: int,
+    changes: Sequence[float],
     threshold_pct: float,
     rule: Rule,
     baseline_samples: Sequence[float],
     current_samples: Sequence[float],
 ) -> Decision:
-    """No between-process noise to judge by: never a failure on a within-run test alone."""
+    """No between-process noise to judge by: a within-run test alone never fails a case. Only a gross
+    slowdown does, beyond `rule.gross_pct` in the run's process and in every confirmation process (no
+    process of unchanged code moves that far without a cause worth a red build: a first run is no place
+    for a lottery). Smaller changes the rank test sees are INCONCLUSIVE, asking for calibration."""
+    change = math.fsum(changes) / len(changes)
     p = mann_whitney_p(baseline_samples, current_samples)
     verdict = Verdict.INCONCLUSIVE if abs(change) > threshold_pct and p < rule.alpha else Verdict.UNCHANGED
-    return Decision(verdict, change, threshold_pct, None, processes, p_value=p)
+    limit = max(rule.gross_pct, threshold_pct)  # an explicit threshold_pct above it is the user's word
+    gross = all(d > limit for d in changes)
+    k = max(1, rule.stages)
+    if gross and len(changes) >= k:
+        verdict = Verdict.REGRESSED
+    return Decision(
+        verdict,
+        change,
+        limit if gross else threshold_pct,
+        None,
+        len(changes),
+        p_value=p,
+        suspect=gross and len(changes) < k,
+        stages=k,
+        gross=gross,
+    )
+
+
+def stages_needed(n_ref: int, alpha: float, least: int, most: int) -> int:
+    """The fewest processes (at least `least`, at most `most`) for which the distribution-free bound reaches
+    alpha at the SECOND most extreme of n_ref reference processes: all k fresh processes of unchanged code
+    beyond the j-th most extreme has probability C(j - 1 + k, k) / C(n_ref + k, k), whatever the noise's
+    shape (a second mode, heavy tails), and j = 2 (C(k + 1, k) = k + 1) keeps one wild or unrepresentative
+    reference process from deciding the threshold. With six calibration processes and alpha = 1e-4 (a
+    100-case suite) that is 20 (MAX_STAGES caps it at 8: a bound of 3.3e-4 at the most extreme process for
+    the worst-shaped noise); with a full window (36 reference processes) it is 4."""
+    k = max(1, least)
+    while k < most and math.comb(n_ref + k, k) * alpha < k + 1:  # C(k + 1, k) = k + 1: the second extreme
+        k += 1
+    return k
 
 
 def noise_band_pct(noise_pct: float, df: int, processes: int, n_centre: int) -> float:

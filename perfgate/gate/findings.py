@@ -8,12 +8,14 @@ model.STRICT_KINDS fail the gate. Everything here is derived from the stored run
 from __future__ import annotations
 
 import fnmatch
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from perfgate.baseline import Baseline
 from perfgate.baseline.base_ref import BaseCheck
-from perfgate.gate.ceiling import beyond_ceiling
+from perfgate.gate.ceiling import Changes, baseline_changes, beyond_ceiling
+from perfgate.gate.common import shift_message
 from perfgate.metrics import SPEEDUP_METRIC, TIME_METRIC
 from perfgate.model import (
     AllowedMissing,
@@ -48,6 +50,18 @@ class GateFacts:
 SHOWN_MISSING = 5  # case ids named in the one "not measured" finding; the rest are counted
 
 
+@dataclass(frozen=True)
+class Against:
+    """What a run was compared with, in the findings' words: the baseline (baseline mode) or the base
+    commit's run of the same tests (A/B mode), and where its own `allow_missing` lives."""
+
+    noun: str = "baseline"
+    allow_missing_in: str = "[tool.perfgate] allow_missing"
+
+
+BASELINE = Against()
+
+
 def findings_for(
     run: Run,
     baseline: Baseline | None,
@@ -56,14 +70,39 @@ def findings_for(
     allow_missing: Sequence[AllowedMissing] = (),
     ceiling_pct: float = 100.0,
 ) -> tuple[Finding, ...]:
+    """Baseline mode's findings: what only it can find, then what every way of measuring finds."""
+    changes = baseline_changes(run, baseline, gate)
     return (
-        *_run_level(run, baseline, facts),
+        *baseline_findings(run, baseline, gate, facts),
+        *common_findings(run, baseline, gate, facts, allow_missing, changes, ceiling_pct),
+    )
+
+
+def baseline_findings(run: Run, baseline: Baseline | None, gate: GateResult, facts: GateFacts) -> tuple[Finding, ...]:
+    """What only a comparison with a calibrated baseline finds: no baseline, an uncalibrated one, the host
+    clock beside CUDA baselines, per-case notes (inconclusive, stale, throttled, autotune) and host drift."""
+    return (*_run_level(run, baseline, facts), *_per_case(run, baseline, gate), *_host_drift(run, baseline))
+
+
+def common_findings(
+    run: Run,
+    against: Baseline | None,
+    gate: GateResult,
+    facts: GateFacts,
+    allow_missing: Sequence[AllowedMissing],
+    changes: Changes,
+    ceiling_pct: float,
+    words: Against = BASELINE,
+) -> tuple[Finding, ...]:
+    """What every way of measuring finds (gate/run.py's tail calls it for both): what the pull request
+    changed in what it is gated with, cases of `against` this run did not measure (skipped, errored,
+    deselected, renamed) unless `allow_missing` names them, a process beyond the ceiling, and recent steps
+    in the history."""
+    return (
         *against_base(facts.base),
-        *_unmeasured(run, baseline, allow_missing),
-        *_not_measured(run, baseline, allow_missing),
-        *_per_case(run, baseline, gate),
-        *beyond_ceiling(run, baseline, gate, ceiling_pct),
-        *_host_drift(run, baseline),
+        *_unmeasured(run, against, allow_missing, words),
+        *_not_measured(run, against, allow_missing, words),
+        *beyond_ceiling(gate, changes, ceiling_pct),
         *(Finding(FindingKind.CHANGE_POINT, line) for line in facts.change_points),
     )
 
@@ -92,7 +131,9 @@ def _allowed_by(case_id: str, allow_missing: Sequence[AllowedMissing]) -> Allowe
     return next((a for a in allow_missing if fnmatch.fnmatchcase(case_id, a.pattern)), None)
 
 
-def _not_measured(run: Run, baseline: Baseline | None, allow_missing: Sequence[AllowedMissing]) -> Iterator[Finding]:
+def _not_measured(
+    run: Run, baseline: Baseline | None, allow_missing: Sequence[AllowedMissing], words: Against
+) -> Iterator[Finding]:
     """Baseline cases this run did not measure and no collected test explains (deselected with -k/-m or
     addopts, dropped by a conftest or collect_ignore, renamed, re-parametrized, measured under another name):
     wherever the deselection came from, a strict gate fails unless `allow_missing` names the case."""
@@ -113,16 +154,16 @@ def _not_measured(run: Run, baseline: Baseline | None, allow_missing: Sequence[A
     for entry, ids in allowed.items():
         yield Finding(
             FindingKind.ALLOWED_MISSING,
-            f"{len(ids)} baseline case(s) not measured, allowed by allow_missing {entry.pattern!r}: {entry.reason}",
+            f"{len(ids)} {words.noun} case(s) not measured, allowed by allow_missing {entry.pattern!r}: {entry.reason}",
             ids[0],
         )
     if unexplained:
         more = f" and {len(unexplained) - SHOWN_MISSING} more" if len(unexplained) > SHOWN_MISSING else ""
         yield Finding(
             FindingKind.NOT_MEASURED,
-            f"{len(unexplained)} baseline case(s) not measured (not collected, deselected or renamed): "
-            f"{', '.join(unexplained[:SHOWN_MISSING])}{more}; run them, or list them in [tool.perfgate] "
-            f"allow_missing with a reason",
+            f"{len(unexplained)} {words.noun} case(s) not measured (not collected, deselected or renamed): "
+            f"{', '.join(unexplained[:SHOWN_MISSING])}{more}; run them, or list them in {words.allow_missing_in} "
+            f"with a reason",
             unexplained[0],
         )
 
@@ -195,12 +236,21 @@ def host_changes(before: HostState, now: HostState) -> list[tuple[str, float, st
     return out
 
 
+def _why_nothing_measured(run: Run) -> str:
+    """ "2 perf test(s) collected, none measured: 2 skipped (needs a CUDA GPU)": how the perf tests ended."""
+    tests = run.info.unmeasured
+    if not tests:
+        return "no perf test ran (none collected, or every one deselected)"
+    by_outcome = Counter(t.outcome.value for t in tests)
+    reasons = Counter(t.reason for t in tests if t.reason)
+    why = f" ({'; '.join(r for r, _ in reasons.most_common(2))})" if reasons else ""
+    ended = ", ".join(f"{n} {outcome}" for outcome, n in by_outcome.most_common())
+    return f"{len(tests)} perf test(s) collected, none measured: {ended}{why}"
+
+
 def _run_level(run: Run, baseline: Baseline | None, facts: GateFacts) -> Iterator[Finding]:
     if not run.results:
-        yield Finding(
-            FindingKind.NO_CASES,
-            "no perf case was measured (every perf test skipped, deselected or failed before measuring)",
-        )
+        yield Finding(FindingKind.NO_CASES, _why_nothing_measured(run))
         return
     if baseline is None:
         where = facts.baseline_path or "the baseline directory"
@@ -222,7 +272,9 @@ def _run_level(run: Run, baseline: Baseline | None, facts: GateFacts) -> Iterato
         )
 
 
-def _unmeasured(run: Run, baseline: Baseline | None, allow_missing: Sequence[AllowedMissing]) -> Iterator[Finding]:
+def _unmeasured(
+    run: Run, baseline: Baseline | None, allow_missing: Sequence[AllowedMissing], words: Against
+) -> Iterator[Finding]:
     """A baseline case whose test was collected but skipped or errored (a skip `allow_missing` names is
     allowed, with its reason)."""
     if baseline is None or not run.info.unmeasured:
@@ -245,7 +297,7 @@ def _unmeasured(run: Run, baseline: Baseline | None, allow_missing: Sequence[All
             continue
         yield Finding(
             kind,
-            f"{test.nodeid} {test.outcome.value}{why} ({len(cases)} baseline case(s) not measured)",
+            f"{test.nodeid} {test.outcome.value}{why} ({len(cases)} {words.noun} case(s) not measured)",
             case_id=cases[0],
         )
 
@@ -265,6 +317,9 @@ def _cases_by_test(case_ids: Iterable[str]) -> dict[str, list[str]]:
 
 
 def _per_case(run: Run, baseline: Baseline | None, gate: GateResult) -> Iterator[Finding]:
+    if gate.common_shift is not None:
+        beyond = [c.case_id for c in gate.comparisons if c.metric == TIME_METRIC and c.verdict is Verdict.REGRESSED]
+        yield Finding(FindingKind.COMMON_SHIFT, shift_message(gate.common_shift, beyond))
     for c in gate.comparisons:
         if c.verdict is Verdict.NOT_COMPARABLE:
             yield Finding(FindingKind.NOT_COMPARABLE, f"{c.case_id}: {c.note}", c.case_id)
@@ -272,6 +327,14 @@ def _per_case(run: Run, baseline: Baseline | None, gate: GateResult) -> Iterator
             yield Finding(FindingKind.PROFILE_FAILED, f"{c.case_id}: {c.note}", c.case_id)
         elif c.gated and c.metric in (TIME_METRIC, SPEEDUP_METRIC) and c.verdict is Verdict.INCONCLUSIVE:
             yield Finding(FindingKind.INCONCLUSIVE, _inconclusive(c), c.case_id)
+        elif c.gated and c.noise_pct is None and c.verdict is Verdict.REGRESSED and c.change_pct is not None:
+            yield Finding(
+                FindingKind.UNCALIBRATED,
+                f"{c.case_id}: {c.change_pct:+.1f}%, slower by more than {c.threshold_pct:g}% in every process "
+                f"({c.processes}): a gross regression fails even without between-process noise; run perfgate "
+                "calibrate for thresholds from the noise (smaller changes cannot fail until then)",
+                c.case_id,
+            )
         elif (
             c.metric == TIME_METRIC
             and c.change_pct is not None

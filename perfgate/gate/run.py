@@ -1,24 +1,45 @@
 """The one orchestration: a measured (or stored) run + resolved settings -> confirmed, stored, gated,
 published, baseline updated. `pytest --perfgate` and every `perfgate` command call `run_gate` (or, for
 a verdict alone, `evaluate`); nothing else decides a verdict.
+
+Two ways of measuring produce comparisons; one tail (`finish`) does everything after that for both:
+
+    baseline mode  run_gate: noise window -> confirmation processes -> compare with the baseline --+
+    A/B mode       ab/run.py: base and head side by side in rounds -> head against base -----------+
+                                                                                                   v
+        finish: findings (strict checks, what the pull request changed, cases not measured, the ceiling)
+                -> store (an A/B run with its base side, paired) -> every output of the registry,
+                scrubbed of secrets and fitted -> a baseline step (baseline mode) -> terminal, exit code
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate.baseline import Baseline, baseline_path, load_baseline
 from perfgate.config.settings import Settings
 from perfgate.errors import BaselineError
+from perfgate.gate.ceiling import Changes, baseline_changes
 from perfgate.gate.compare import compare_run
 from perfgate.gate.confirm import Confirmer, confirm_suspects
-from perfgate.gate.findings import GateFacts, findings_for
+from perfgate.gate.findings import BASELINE, Against, GateFacts, baseline_findings, common_findings
 from perfgate.gate.window import WindowValues, with_noise
-from perfgate.model import CaseResult, Environment, GateResult, Run, RunInfo, RunKind, UnmeasuredTest
+from perfgate.model import (
+    AllowedMissing,
+    CaseResult,
+    Environment,
+    GateResult,
+    Run,
+    RunInfo,
+    RunKind,
+    UnmeasuredTest,
+)
+from perfgate.report.views import GateView, View
 
 log = logging.getLogger("perfgate")
 
@@ -71,14 +92,40 @@ def _cuda_baselines(settings: Settings, env: Environment) -> tuple[str, ...]:
     return tuple(sorted(p.name for p in settings.baseline_dir.glob("*.json") if not p.name.startswith("host-")))
 
 
+@dataclass(frozen=True)
+class Compared:
+    """What a way of measuring hands the tail: the run it gates and its comparisons (with the findings only
+    that way can make), and what they were made against."""
+
+    run: Run  # the gated run (A/B: the head side)
+    gate: GateResult
+    against: Baseline | None  # the baseline (A/B: the base side's cases, as one)
+    facts: GateFacts = GateFacts()
+    allow_missing: tuple[AllowedMissing, ...] = ()  # which of `against`'s cases may go unmeasured
+    changes: Changes | None = None  # each comparison's processes for the ceiling; None: against the baseline
+    words: Against = BASELINE
+    pair: Run | None = None  # A/B: the base side, stored with the run
+    view: View = GateView()
+
+
+def finish_verdicts(compared: Compared, settings: Settings) -> GateResult:
+    """The comparisons with every finding (the way of measuring's own, then every mode's) and strictness."""
+    c = compared
+    changes = c.changes if c.changes is not None else baseline_changes(c.run, c.against, c.gate)
+    common = common_findings(c.run, c.against, c.gate, c.facts, c.allow_missing, changes, settings.ceiling_pct, c.words)
+    return replace(c.gate, findings=(*c.gate.findings, *common), strict=settings.strict)
+
+
+def baseline_compared(run: Run, baseline: Baseline | None, settings: Settings, facts: GateFacts) -> Compared:
+    """Baseline mode's comparisons: each case against its baseline (pure)."""
+    gate = compare_run(run.results, baseline, run.environment, settings)
+    gate = replace(gate, findings=baseline_findings(run, baseline, gate, facts))
+    return Compared(run, gate, baseline, facts, tuple(settings.allow_missing))
+
+
 def evaluate(run: Run, baseline: Baseline | None, settings: Settings, facts: GateFacts) -> GateResult:
     """The verdicts and findings for a run: pure, and the same for the plugin and `perfgate compare`."""
-    gate = compare_run(run.results, baseline, run.environment, settings)
-    return replace(
-        gate,
-        findings=findings_for(run, baseline, gate, facts, settings.allow_missing, settings.ceiling_pct),
-        strict=settings.strict,
-    )
+    return finish_verdicts(baseline_compared(run, baseline, settings, facts), settings)
 
 
 @dataclass(frozen=True)
@@ -100,35 +147,76 @@ class GateOutcome:
     gate: GateResult
     messages: tuple[str, ...]
     exit_code: int  # 0: passed (or a baseline update), 1: the gate failed
+    terminal: tuple[str, ...] = ()  # the table, notes and findings, ending with the headline (secrets masked)
+    pair: Run | None = None  # A/B: the base side, as stored
 
 
 def run_gate(req: GateRequest) -> GateOutcome:
-    """Noise -> confirm -> gate -> store (with the verdicts) -> publish -> baseline. PerfgateError on bad
-    input or a failed store."""
-    from perfgate.report.publish import publish
-
+    """Baseline mode: noise -> confirm -> compare, then the tail (`finish`). PerfgateError on bad input or a
+    failed store."""
     s, messages = req.settings, list[str]()
     run = req.run
+    if not s.noise_branch:
+        s, line = with_noise_branch(s)
+        messages += filter(None, [line])
     if req.resolve_noise and run.results:
         run = replace(run, results=with_noise(run.results, req.baseline, s, noise_windows(run, req.baseline, s)))
     if req.confirmer is not None and s.confirm_runs and run.results:
         run = confirm_suspects(run, req.baseline, s, req.confirmer, messages)
     facts = replace(req.facts, change_points=change_point_lines(run, s))
-    gate = evaluate(run, req.baseline, s, facts)
-    if req.store and s.store and run.results:  # stored with its verdicts, in one transaction
-        run = _store(run, s.db_path, gate)
-        messages.append(f"perfgate: stored run {run.run_id} in {s.db_path}")
-        if run.run_id == 1:  # the history's first run
-            from perfgate.measure.git import history_hint
+    outcome = finish(
+        baseline_compared(run, req.baseline, s, facts),
+        s,
+        store=req.store,
+        baseline_path=req.baseline_path if req.may_write_baseline else None,
+    )
+    return replace(outcome, messages=(*messages, *outcome.messages))
 
-            messages += filter(None, [history_hint(s.db_path)])
-    messages += publish(gate, run, s, req.baseline)
-    if req.may_write_baseline:
-        line = _baseline_step(run, req.baseline_path, s)
+
+def finish(
+    compared: Compared,
+    settings: Settings,
+    *,
+    store: bool = True,
+    publish: bool = True,
+    baseline_path: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> GateOutcome:
+    """The one tail of every way of measuring: findings -> store (with the verdicts, in one transaction; an
+    A/B run with its base side) -> every requested output -> the baseline step (when `baseline_path` is
+    given: baseline mode) -> terminal lines and the exit code. PerfgateError on a failed store or output."""
+    from perfgate.report.publish import publish as write_outputs
+    from perfgate.report.scrub import terminal_scrubber
+
+    s, env = settings, os.environ if environ is None else environ
+    gate = finish_verdicts(compared, s)
+    run, pair, messages = compared.run, compared.pair, list[str]()
+    if store and s.store and (run.results or (pair is not None and pair.results)):
+        run, pair = _store(run, pair, s.db_path, gate, messages)
+    if publish:
+        messages += write_outputs(gate, run, s, compared.against, env, compared.view)
+    if baseline_path is not None:
+        line = _baseline_step(run, baseline_path, s)
         if line:
             messages.append(line)
     failed = gate.failed and not s.update_baseline
-    return GateOutcome(run, gate, tuple(messages), 1 if failed else 0)
+    terminal = compared.view.terminal(terminal_scrubber(env).gate(gate), s.full_table)
+    return GateOutcome(run, gate, tuple(messages), 1 if failed else 0, tuple(terminal), pair)
+
+
+def with_noise_branch(settings: Settings) -> tuple[Settings, str]:
+    """`settings` with noise_branch resolved to the repository's default branch, and a loud line when git
+    could not tell which that is (a `master` repository read as `main` would get no history noise)."""
+    from perfgate.measure.git import default_branch
+
+    branch, known = default_branch(settings.rootdir)
+    line = (
+        ""
+        if known
+        else "perfgate: WARNING: git names no default branch here (no origin/HEAD, neither or both of main and "
+        "master): the noise window and change points read branch 'main'; set [tool.perfgate] noise_branch"
+    )
+    return replace(settings, noise_branch=branch), line
 
 
 def noise_windows(run: Run, baseline: Baseline | None, settings: Settings) -> dict[str, WindowValues]:
@@ -141,7 +229,7 @@ def noise_windows(run: Run, baseline: Baseline | None, settings: Settings) -> di
     from perfgate.store.window import recent_passing_gate_medians
 
     ids = [r.case_id for r in run.results if r.case_id in baseline.cases]
-    branch = None if settings.noise_branch == "*" else settings.noise_branch
+    branch = None if settings.noise_branch == "*" else settings.noise_branch or "main"
     # a recalibration measured other code than the runs before it (an uncalibrated baseline is one of its
     # own runs: nothing before it to leave out)
     last = baseline.updates[-1] if baseline.updates else None
@@ -166,24 +254,39 @@ def change_point_lines(run: Run, settings: Settings) -> tuple[str, ...]:
     from perfgate.store import open_store
     from perfgate.trends.history import recent_changes
 
-    branch = None if settings.noise_branch == "*" else settings.noise_branch
+    branch = None if settings.noise_branch == "*" else settings.noise_branch or "main"
     with open_store(settings.db_path, readonly=True) as store:
         found = recent_changes(store, [r.case_id for r in run.results], run.environment.device_name, branch)
     return tuple(
         f"{c.case_id}: a {c.change_pct:+.1f}% step between run {c.last_before.run_id} "
         f"({c.last_before.git_commit[:12] or 'no commit'}) and run {c.first_after.run_id} "
-        f"({c.first_after.git_commit[:12] or 'no commit'}): review with `perfgate history --changes`, "
-        f"accept with --accept"
+        f"({c.first_after.git_commit[:12] or 'no commit'})"
+        + (": the same commit on both sides, a machine change, not the code" if c.cause == "machine" else "")
+        + ": review with `perfgate history --changes`, accept with --accept"
         for c in found
     )
 
 
-def _store(run: Run, db_path: Path, gate: GateResult) -> Run:
+def _store(run: Run, pair: Run | None, db_path: Path, gate: GateResult, messages: list[str]) -> tuple[Run, Run | None]:
+    """The run with its verdicts (and an A/B run's base side before it) in one transaction."""
     from perfgate.store import open_store
     from perfgate.store.verdicts import verdicts_of
 
     with open_store(db_path) as store:
-        return replace(run, run_id=store.save_run(run, verdicts_of(gate)))
+        if pair is None:
+            run = replace(run, run_id=store.save_run(run, verdicts_of(gate)))
+        else:
+            base_id, head_id = store.save_runs([(pair, None), (run, verdicts_of(gate))])
+            run, pair = replace(run, run_id=head_id), replace(pair, run_id=base_id)
+    if pair is not None:
+        messages.append(f"perfgate: stored runs {pair.run_id} (base) and {run.run_id} (head) in {db_path}")
+        return run, pair
+    messages.append(f"perfgate: stored run {run.run_id} in {db_path}")
+    if run.run_id == 1:  # the history's first run
+        from perfgate.measure.git import history_hint
+
+        messages += filter(None, [history_hint(db_path)])
+    return run, pair
 
 
 def _baseline_step(run: Run, path: Path, s: Settings) -> str:

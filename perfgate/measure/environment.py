@@ -10,9 +10,9 @@ import subprocess
 import sys
 import uuid
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
+from perfgate.measure.machine import host_machine
 from perfgate.model import Environment
 
 
@@ -24,13 +24,19 @@ def package_version(name: str) -> str:
 
 
 def host_cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    """The host CPU's name, which keys host baselines (measure/machine.py)."""
+    return host_machine().name
+
+
+def _host_fields() -> dict[str, str]:
+    m = host_machine()
+    return dict(
+        cpu_brand=m.brand,
+        cpu_model=m.model_id,
+        cpu_cores=str(m.logical_cores) if m.logical_cores else "",
+        cpu_caches=m.caches,
+        os_release=m.os_release,
+    )
 
 
 def current_environment(use_cuda: bool) -> Environment:
@@ -41,6 +47,7 @@ def current_environment(use_cuda: bool) -> Environment:
         perfgate_version=package_version("perfgate"),
         hostname=socket.gethostname(),
         platform=f"{platform.system()}-{platform.machine()}",
+        **_host_fields(),
     )
     if not use_cuda:
         return Environment(device_kind="host", device_name=host_cpu_name(), **common)

@@ -9,15 +9,31 @@ from pathlib import Path
 GIT_TIMEOUT_S = 10.0
 
 
+def _git(cwd: Path, *args: str) -> str:
+    try:
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def default_branch(cwd: Path) -> tuple[str, bool]:
+    """The repository's default branch and whether git said so: origin's HEAD (what a clone checks out),
+    else the one local branch of `main` and `master` that exists. ("main", False) when none tells."""
+    remote = _git(cwd, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD")
+    if remote.startswith("origin/") and len(remote) > len("origin/"):
+        return remote.removeprefix("origin/"), True
+    local = [b for b in ("main", "master") if _git(cwd, "rev-parse", "--verify", "--quiet", f"refs/heads/{b}")]
+    if len(local) == 1:
+        return local[0], True
+    return "main", False
+
+
 def git_info(cwd: Path) -> tuple[str, str, bool]:
     """(commit, branch, dirty); empty values outside a git checkout or without git."""
 
     def git(*args: str) -> str:
-        try:
-            out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
-        except (OSError, subprocess.TimeoutExpired):
-            return ""
-        return out.stdout.strip() if out.returncode == 0 else ""
+        return _git(cwd, *args)
 
     commit = git("rev-parse", "HEAD")
     if not commit:

@@ -10,10 +10,11 @@ child-only flag and the variable is gone before its tests run, so a test sees a 
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,11 +23,18 @@ from perfgate.config.settings import Settings
 from perfgate.errors import PerfgateError, ReportFileError, ToolFailed
 from perfgate.inputs import parse_json, read_bytes
 from perfgate.measure.handshake import MEASURE_CHILD_ENV, ChildOrder, offer
-from perfgate.measure.tools import run_tool
+from perfgate.measure.tools import ToolOutput, run_tool
 from perfgate.model import CaseResult, Environment, UnmeasuredTest
 
 CHILD_TIMEOUT_S = 3600.0
+POLL_S = 0.25  # how often the parent reads which cases a child has measured (its progress display)
 PROFILE_CHILD_ENV = "PERFGATE_PROFILE_CHILD"  # the profiler's name in the child pytest run under a profiler
+
+
+def progress_path(output: Path) -> Path:
+    """Where a child appends each case id as it is measured: beside its results, in the parent's private
+    folder, so the parent's progress display can count a process's cases while it runs."""
+    return output.with_name(output.name + ".progress")
 
 
 @dataclass(frozen=True)
@@ -55,9 +63,9 @@ class ChildRunner:
             argv.append("--perfgate-pin-autotune")
         return argv + list(pytest_args)
 
-    def run(self, pytest_args: Sequence[str]) -> ChildRun:
+    def run(self, pytest_args: Sequence[str], on_case: Callable[[str], None] | None = None) -> ChildRun:
         """One fresh process; PerfgateError when it wrote no results (it crashed, or its tests errored
-        before anything was measured)."""
+        before anything was measured). `on_case` is told each case id as the child measures it."""
         with tempfile.TemporaryDirectory(prefix="perfgate-child-") as tmp:  # mode 0700: this user's only
             order = ChildOrder.fresh(Path(tmp) / "results.json")
             read_fd, value = offer(order)
@@ -65,7 +73,11 @@ class ChildRunner:
                 env = {k: v for k, v in os.environ.items() if k != PROFILE_CHILD_ENV}
                 env[MEASURE_CHILD_ENV] = value
                 argv = self.argv(pytest_args)
-                proc = run_tool(argv, self.timeout_s, cwd=self.rootdir, env=env, check=False, pass_fds=(read_fd,))
+
+                def child() -> ToolOutput:
+                    return run_tool(argv, self.timeout_s, cwd=self.rootdir, env=env, check=False, pass_fds=(read_fd,))
+
+                proc = child() if on_case is None else _watched(child, progress_path(order.output), on_case)
             finally:
                 os.close(read_fd)
             if not order.output.is_file():
@@ -90,14 +102,42 @@ class _Confirm:
         return {r.case_id: r for r in child.results if r.case_id in wanted}
 
 
+def _watched(child: Callable[[], ToolOutput], progress: Path, on_case: Callable[[str], None]) -> ToolOutput:
+    """Run `child` in a thread while this one tells `on_case` each case id the child appends to `progress`."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(child)
+        seen = 0
+        while True:
+            done = future.done()  # read after the child ended too: its last cases are reported
+            seen = _report_new(progress, seen, on_case)
+            if done:
+                return future.result()
+            concurrent.futures.wait([future], timeout=POLL_S)
+
+
+def _report_new(progress: Path, seen: int, on_case: Callable[[str], None]) -> int:
+    try:
+        lines = progress.read_text(errors="replace").splitlines()
+    except OSError:  # not written yet
+        return seen
+    for case_id in lines[seen:]:
+        on_case(case_id)
+    return max(seen, len(lines))
+
+
 def parse_child_output(path: Path, returncode: int, nonce: str | None = None) -> ChildRun:
     """A child's results; with `nonce`, only when the child echoed it (results of this parent's own child)."""
     try:
         doc = parse_json(read_bytes(path, ReportFileError), path, ReportFileError, unique_keys=False)
         if nonce is not None and doc.get("nonce") != nonce:
             raise PerfgateError(f"perfgate: a measurement child's results {path} do not carry this run's nonce")
+        results = tuple(case_from_dict(d) for d in doc["results"])
+        ids = [r.case_id for r in results]
+        if len(set(ids)) != len(ids):
+            twice = next(i for i in ids if ids.count(i) > 1)
+            raise CodecError(f"case {twice[:120]!r} appears twice")
         return ChildRun(
-            results=tuple(case_from_dict(d) for d in doc["results"]),
+            results=results,
             unmeasured=tuple(unmeasured_from_dict(d) for d in doc.get("unmeasured", ())),
             environment=environment_from_dict(doc["environment"]) if doc.get("environment") else None,
             returncode=returncode,

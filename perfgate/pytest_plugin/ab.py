@@ -4,6 +4,7 @@ serves each case to the coordinator (perfgate.ab.serve), telling it where it is 
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,7 +38,8 @@ def without_perfgate_flags(args: Sequence[str]) -> tuple[str, ...]:
 
 def run_parent(config: pytest.Config, state: PerfgateSession) -> None:
     """The A/B comparison, in place of this process's own test loop."""
-    from perfgate.ab.run import AbRequest, run_ab
+    from perfgate.ab.run import run_ab
+    from perfgate.ab.setup import AbRequest
 
     request = AbRequest(
         ref=state.settings.base,
@@ -46,13 +48,17 @@ def run_parent(config: pytest.Config, state: PerfgateSession) -> None:
         invocation_dir=Path(config.invocation_params.dir),
         base_check=state.facts.base,
     )
-    try:
-        outcome = run_ab(request)
+    capture = config.pluginmanager.getplugin("capturemanager")
+    try:  # the progress display talks to the terminal while the comparison runs, past pytest's capture
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            outcome = run_ab(request)
     except PerfgateError as err:
         state.error = str(err)
         state.exit_code = int(pytest.ExitCode.USAGE_ERROR)
         return
     state.messages += outcome.messages
+    state.terminal = list(outcome.terminal)
+    state.gate = outcome.gate
     state.exit_code = outcome.exit_code
 
 
@@ -111,7 +117,15 @@ class AbWorker:
 
         nodeids = tuple(i.nodeid for i in session.items if is_perf_item(i))
         self.perf_nodeids = set(nodeids)
-        self.state.ab_server.announce(Collected(nodeids, tuple(self.errors), self.state.environment))
+        reply = self.state.ab_server.announce(Collected(nodeids, tuple(self.errors), self.state.environment))
+        only = reply.get("only")
+        if isinstance(only, list):  # a fresh pair: the called cases' tests alone run, no other test body
+            wanted = {str(n) for n in only}
+            dropped = [i for i in session.items if i.nodeid not in wanted]
+            if dropped:
+                session.items[:] = [i for i in session.items if i.nodeid in wanted]
+                session.config.hook.pytest_deselected(items=dropped)
+                self.perf_nodeids &= wanted
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """After a perf test's last phase (its outcome is in state.unmeasured by now, runtime.note_outcome)."""

@@ -253,7 +253,8 @@ def step_aside_pytest_benchmark(config: pytest.Config) -> None:
 
 def finish(config: pytest.Config, state: PerfgateSession, interrupted: bool, tests_failed: bool) -> int:
     """Hand the measurements on: to the parent (child), the controller (worker) or the gate. Returns the
-    exit status the gate asks for (0 = nothing to add)."""
+    exit status the gate asks for (0 = nothing to add). A test's forked child hands nothing on (the hook
+    does not call this there; the store and the child's output check again)."""
     if state.mode is Mode.MEASURE_CHILD:
         _write_child_output(state)
         return 0
@@ -282,6 +283,8 @@ def finish(config: pytest.Config, state: PerfgateSession, interrupted: bool, tes
 def _gate(config: pytest.Config, state: PerfgateSession, tests_failed: bool) -> int:
     from perfgate.gate.run import GateRequest, build_run, run_gate
 
+    if not state.owns_process:
+        return 0
     assert state.environment is not None and state.baseline_path is not None  # set when the gate is enabled
     profile_settings = _profile(state)
     run = build_run(
@@ -305,6 +308,7 @@ def _gate(config: pytest.Config, state: PerfgateSession, tests_failed: bool) -> 
     )
     state.gate, state.run_id, state.exit_code = outcome.gate, outcome.run.run_id, outcome.exit_code
     state.messages += outcome.messages
+    state.terminal = list(outcome.terminal)
     return outcome.exit_code
 
 
@@ -331,6 +335,8 @@ def _write_child_output(state: PerfgateSession) -> None:
     from perfgate.report.publish import write_text
 
     assert state.child_output is not None
+    if not state.owns_process:
+        return
     doc = {
         "nonce": state.child_nonce,
         "results": [case_to_dict(r) for r in state.results.values()],
@@ -342,23 +348,22 @@ def _write_child_output(state: PerfgateSession) -> None:
 
 def last_line(state: PerfgateSession) -> str:
     """What the terminal ends with when perfgate fails the run: the gate's headline, or the error."""
-    from perfgate.report.terminal import headline
+    from perfgate.report.scrub import terminal_scrubber
 
-    if state.error or state.gate is None:
-        return state.error.splitlines()[0] if state.error else "perfgate: gate FAILED"
-    return headline(state.gate)
+    if state.error or not state.terminal:
+        return (
+            terminal_scrubber(os.environ).text(state.error.splitlines()[0]) if state.error else "perfgate: gate FAILED"
+        )
+    return state.terminal[-1]
 
 
 def summary_lines(state: PerfgateSession) -> list[str]:
     """The terminal's perfgate section: the CI log is published too, so secrets are masked (paths and the
-    hostname stay: the terminal is the user's own)."""
-    from perfgate.report.scrub import Scrubber, secret_env_values
-    from perfgate.report.terminal import render_terminal
+    hostname stay: the terminal is the user's own). The gate's own lines come scrubbed from its tail."""
+    from perfgate.report.scrub import terminal_scrubber
 
-    scrubber = Scrubber(None, publish_host=True, secret_values=secret_env_values(os.environ))
+    scrubber = terminal_scrubber(os.environ)
     lines = [scrubber.text(m) for m in state.messages]
     if state.error:
         return lines + [scrubber.text(state.error)]
-    if state.gate is not None:
-        lines += render_terminal(scrubber.gate(state.gate), state.settings.full_table)
-    return lines
+    return lines + state.terminal

@@ -1,23 +1,24 @@
-"""A/B mode's outputs: head against base per case (base, head, ratio with its interval, what the case
-detects, the verdict) for the terminal, the Markdown summary / sticky PR comment, and the JSON file."""
+"""What only A/B mode shows: head against base per case (base, head, ratio with its interval, what the case
+detects, the verdict) in the terminal, the Markdown summary / sticky PR comment and the JSON document (its
+`ab` block: the two sides, the phases' costs and the rounds behind every ratio). `AbView` is A/B mode's
+View (report/views.py): the outputs themselves, their scrubbing, fitting and publication are the gate's
+(gate/run.py's tail, report/outputs.py), the same as in baseline mode."""
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
-from perfgate.config.settings import Settings
 from perfgate.metrics import TIME_METRIC
-from perfgate.model import Comparison, GateResult, Run, Verdict
+from perfgate.model import CodeSource, Comparison, GateResult, Run, Verdict
 from perfgate.report.format import fmt_detects, fmt_value, metric_title, shorten
-from perfgate.report.json_out import plain, results_document
-from perfgate.report.publish import STEP_SUMMARY_ENV, write_text
-from perfgate.report.scrub import Scrubber
 from perfgate.report.terminal import headline, render_table
+
+if TYPE_CHECKING:
+    from perfgate.report.markdown import ChartLink
+    from perfgate.report.scrub import Scrubber
 
 HEADERS = ("case", "metric", "base", "head", "ratio (95% CI)", "detects", "verdict")
 ICON = {
@@ -75,8 +76,42 @@ class AbInfo:
     rounds: int
     false_alarm_pct: float
     comparisons: int  # m: the budget's share per comparison is false_alarm_pct / m
+    # each phase's seconds up to the summary (storing and writing the outputs come after it, so the summary
+    # says "until this summary"; the terminal's last cost line has the whole run)
     costs_s: tuple[tuple[str, float], ...] = ()
     rounds_trace: tuple[RoundTrace, ...] = ()  # the JSON's ab.cases
+    base_commit: str = ""
+    base_run_uid: str = ""
+    base_code: tuple[tuple[str, tuple[CodeSource, ...]], ...] = ()  # where each base case's code came from
+
+
+@dataclass(frozen=True)
+class AbView:
+    """A/B mode's View: head against base."""
+
+    info: AbInfo
+
+    @property
+    def no_charts(self) -> str:
+        return "A/B mode draws no charts (the table of ratios is its report)"
+
+    def markdown(self, gate: GateResult, run: Run, links: Sequence[ChartLink]) -> str:
+        return render_ab_markdown(gate, self.info)
+
+    def json(self, gate: GateResult, run: Run, samples: bool) -> str:
+        return render_ab_json(gate, run, self.info, samples)
+
+    def terminal(self, gate: GateResult, full: bool) -> list[str]:
+        return render_ab_terminal(gate, self.info)
+
+    def scrubbed(self, scrubber: Scrubber) -> AbView:
+        i = self.info
+        traces = tuple(replace(t, case_id=scrubber.case_id(t.case_id)) for t in i.rounds_trace)
+        return AbView(
+            replace(
+                i, base_label=scrubber.text(i.base_label), head_label=scrubber.text(i.head_label), rounds_trace=traces
+            )
+        )
 
 
 def ratio_text(c: Comparison) -> str:
@@ -132,14 +167,22 @@ def ab_headline(gate: GateResult) -> str:
     return headline(gate).replace("perfgate: gate", "perfgate: A/B gate", 1).replace(" missing", " removed")
 
 
+def _where(gate: GateResult) -> str:
+    env = gate.current_env
+    if env is None or env.device_kind == "host":
+        return "on this host's clock (CPU)"
+    return f"on one GPU ({env.device_name})" if env.device_name else "on one GPU"
+
+
 def render_ab_markdown(gate: GateResult, info: AbInfo, top_n: int = 60) -> str:
     status = "❌" if gate.failed else "✅"
     out = [
         f"## {status} {_md(ab_headline(gate).replace('perfgate: ', 'perfgate ', 1))}",
         "",
-        f"Head `{_code(info.head_label)}` measured side by side with base `{_code(info.base_label)}` on one GPU: "
-        f"{info.rounds} alternating rounds per case, ratio = head / base (time) or head's speedup / base's. "
-        f"False-alarm budget {info.false_alarm_pct:g}% per run over {info.comparisons} comparison(s).",
+        f"Head `{_code(info.head_label)}` measured side by side with base `{_code(info.base_label)}` "
+        f"{_md(_where(gate))}: {info.rounds} alternating rounds per case, ratio = head / base (time) or head's "
+        f"speedup / base's. False-alarm budget {info.false_alarm_pct:g}% per run over {info.comparisons} "
+        "comparison(s).",
         "",
     ]
     if gate.findings:
@@ -161,53 +204,28 @@ def render_ab_markdown(gate: GateResult, info: AbInfo, top_n: int = 60) -> str:
     if info.costs_s:
         out += ["", "<details><summary>What each phase cost</summary>", "", "| phase | seconds |", "|---|---:|"]
         out += [f"| {name} | {seconds:.1f} |" for name, seconds in info.costs_s]
-        out += ["", "</details>"]
+        total = sum(seconds for _, seconds in info.costs_s)
+        out += [f"| until this summary (storing and writing the outputs follow) | {total:.1f} |", "", "</details>"]
     return "\n".join(out).rstrip() + "\n"
 
 
-def render_ab_json(gate: GateResult, head: Run, base: Run, info: AbInfo) -> str:
-    doc: dict[str, Any] = results_document(gate, head)
+def render_ab_json(gate: GateResult, head: Run, info: AbInfo, samples: bool = False) -> str:
+    from perfgate.report.json_out import plain, results_document
+
+    doc: dict[str, Any] = results_document(gate, head, samples)
     doc["ab"] = {
         "base": info.base_label,
         "head": info.head_label,
-        "base_commit": base.info.git_commit,
+        "base_commit": info.base_commit,
         "rounds": info.rounds,
         "false_alarm_pct": info.false_alarm_pct,
         "comparisons": info.comparisons,
         "costs_s": dict(info.costs_s),
-        "base_run_uid": base.info.run_uid,
+        "base_run_uid": info.base_run_uid,
         "cases": [t.as_json() for t in info.rounds_trace],
-        "base_code": {r.case_id: [plain(c) for c in r.code] for r in base.results},  # the head's: under cases
+        "base_code": {cid: [plain(c) for c in code] for cid, code in info.base_code},  # the head's: under cases
     }
     return json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
-
-
-def publish_ab(gate: GateResult, head: Run, base: Run, info: AbInfo, settings: Settings) -> list[str]:
-    """The summary (and the job summary on GitHub) and the JSON results, scrubbed like the baseline mode's."""
-    scrubber = Scrubber(settings.rootdir, settings.publish_host)
-    g, h, b = scrubber.gate(gate), scrubber.run(head), scrubber.run(base)
-    markdown = render_ab_markdown(g, info)
-    if settings.summary_path is not None:
-        write_text(settings.summary_path, markdown)
-    step_summary = os.environ.get(STEP_SUMMARY_ENV, "")
-    if step_summary:
-        _append(Path(step_summary), markdown)
-    if settings.json_path is not None:
-        write_text(settings.json_path, render_ab_json(g, h, b, info))
-    messages = []
-    if settings.report_dir is not None:
-        messages.append("perfgate: A/B mode draws no charts (the table is the report)")
-    return messages
-
-
-def _append(path: Path, text: str) -> None:
-    from perfgate.errors import PerfgateError
-
-    try:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as err:
-        raise PerfgateError(f"perfgate: cannot append to {path} ({STEP_SUMMARY_ENV}): {err.strerror or err}") from err
 
 
 def _md(text: str) -> str:

@@ -6,7 +6,7 @@ from perfgate.baseline import Baseline
 from perfgate.report.format import fmt_value
 from perfgate.stats import percent_change
 
-CHANGE_SHOWN_PCT = 0.5  # smaller moves of a median are re-measurement, not news
+CHANGE_SHOWN_PCT = 0.5  # smaller moves of a case's time are re-measurement, not news
 
 
 def render_baseline_diff(old: Baseline | None, new: Baseline, markdown: bool = True) -> str:
@@ -18,21 +18,21 @@ def render_baseline_diff(old: Baseline | None, new: Baseline, markdown: bool = T
             rows.append(
                 (
                     cid,
-                    fmt_value(a.median_ms if a else None, "ms"),
-                    fmt_value(b.median_ms if b else None, "ms"),
+                    fmt_value(a.time_ms if a else None, "ms"),
+                    fmt_value(b.time_ms if b else None, "ms"),
                     "added" if a is None else "removed",
                     _detects(b.threshold_pct if b else None),
                 )
             )
             continue
-        change = percent_change(a.median_ms, b.median_ms)
+        change = percent_change(a.time_ms, b.time_ms)
         if change is not None and abs(change) < CHANGE_SHOWN_PCT and a.threshold_pct == b.threshold_pct:
             continue
         rows.append(
             (
                 cid,
-                fmt_value(a.median_ms, "ms"),
-                fmt_value(b.median_ms, "ms"),
+                fmt_value(a.time_ms, "ms"),
+                fmt_value(b.time_ms, "ms"),
                 f"{change:+.1f}%" if change is not None else "-",
                 _detects(b.threshold_pct),
             )
@@ -45,7 +45,7 @@ def render_baseline_diff(old: Baseline | None, new: Baseline, markdown: bool = T
         return "\n".join(lines) + "\n"
     out = [f"**{head}**" + (f": {_escape(reason)}" if reason else ""), ""]
     if rows:
-        out += ["| case | old median | new median | change | detects |", "|---|---:|---:|---:|---:|"]
+        out += ["| case | old time | new time | change | detects |", "|---|---:|---:|---:|---:|"]
         out += [f"| `{_escape(cid)}` | {a} | {b} | {what} | {d} |" for cid, a, b, what, d in rows]
     return "\n".join(out) + "\n"
 

@@ -57,7 +57,17 @@ def fmt_detects(c: Comparison) -> str:
         return f"≥ {fmt_pct(c.detects_pct)}%"
     if c.threshold_pct is None:
         return "-"
-    return "any" if c.threshold_pct == 0 else f"> {fmt_pct(c.threshold_pct)}%"
+    pct = "any" if c.threshold_pct == 0 else f"> {fmt_pct(c.threshold_pct)}%"
+    return f"{pct} and ≥ {fmt_floor(c.min_change, c.unit)}" if c.min_change else pct
+
+
+def fmt_floor(value: float, unit: str) -> str:
+    """An absolute floor as it was set: 64 KiB, 1 point."""
+    if unit == "%":
+        return f"{value:g} point" + ("" if value == 1 else "s")
+    if unit == "byte" and value >= 1024 and value % 1024 == 0:
+        return f"{value / 1024:g} KiB"
+    return fmt_value(value, unit)
 
 
 def fmt_verdict(c: Comparison, loud: bool = False) -> str:
@@ -76,12 +86,31 @@ def fmt_pct(pct: float) -> str:
 
 
 def shorten(name: str, width: int = 60) -> str:
-    """Keep the head and the tail (test name and parameters), elide the middle."""
+    """A case id in `width` characters, cut only where a reader can fill in the cut: leading directories go
+    first (`…/test_perf.py::test_softmax[bf16]`), then the middle of the test part (its start and its
+    parameters kept); the file name is never cut. Names that are no case id keep their head and tail."""
     if len(name) <= width:
         return name
+    path, sep, test = name.partition("::")
+    if sep:
+        dirs, slash, file = path.rpartition("/")
+        kept = dirs.split("/") if slash else []
+        while kept:  # drop directories from the left while the id is too long
+            kept.pop(0)
+            label = "…/" + "/".join([*kept, file]) + "::" + test
+            if len(label) <= width:
+                return label
+        prefix = ("…/" if slash else "") + file + "::"
+        if width - len(prefix) >= 16:
+            return prefix + _middle_cut(test, width - len(prefix))
+    return _middle_cut(name, width)
+
+
+def _middle_cut(text: str, width: int) -> str:
+    """Head and tail of `text` (the tail longer: parameters live there), `…` between."""
     keep = width - 1
     head = keep // 3
-    return name[:head] + "…" + name[-(keep - head) :]
+    return text[:head] + "…" + text[-(keep - head) :]
 
 
 def distinct_short(names: Iterable[str], width: int = 60) -> dict[str, str]:

@@ -5,6 +5,8 @@ label (case_labels / kernel_labels), and every text is drawn literally (plain_te
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -373,6 +375,15 @@ def _kernel_values(pairs: Any) -> dict[tuple[str, str], dict[str, float]]:
     return out
 
 
+def chart_stem(case_id: str) -> str:
+    """A case's charts' file name stem: its test name as safe characters (letters, digits, `.`, `_`, `-`), at
+    most 60 of them, and 8 hex digits of its id's hash, so two cases never share a file:
+    `kernels/tests/test_perf.py::test_softmax[bf16]` -> `test_softmax-bf16-3f2a9c1d`."""
+    name = case_id.rsplit("::", 1)[-1] if "::" in case_id else case_id.rsplit("/", 1)[-1]
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:60].rstrip("-.") or "case"
+    return f"{safe}-{hashlib.sha256(case_id.encode()).hexdigest()[:8]}"
+
+
 def charted_cases(gate: GateResult) -> list[Comparison]:
     """The changed cases that get a distribution and a trend chart of their own."""
     changed = [c for c in ranked_time_rows(gate) if c.verdict in SEVERITY]  # the largest regressions first
@@ -392,12 +403,12 @@ def write_gate_charts(
     (charted_cases) for their trends. Returns the paths for the Markdown links."""
     figures: list[tuple[Any, str]] = [(change_per_case_figure(gate), "change_per_case.png")]
     samples = {r.case_id: r.samples_ms for r in run.results}
-    for i, c in enumerate(charted_cases(gate)):
+    for c in charted_cases(gate):
         if baseline and c.case_id in baseline.cases:
             figures.append(
                 (
                     distribution_figure(c.case_id, baseline.cases[c.case_id].samples_ms, samples[c.case_id]),
-                    f"case{i:02d}_distribution.png",
+                    f"{chart_stem(c.case_id)}_distribution.png",
                 )
             )
         if c.case_id in history:
@@ -406,7 +417,7 @@ def write_gate_charts(
                     trend_figure(
                         c.case_id, history[c.case_id], c.baseline or 0.0, c.threshold_pct or 0.0, c.current or 0.0
                     ),
-                    f"case{i:02d}_trend.png",
+                    f"{chart_stem(c.case_id)}_trend.png",
                 )
             )
     ranked = ranked_case_ids(gate)

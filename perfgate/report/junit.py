@@ -1,12 +1,13 @@
 """The verdicts as JUnit XML, which CI systems (GitLab, Jenkins, Azure, GitHub test reporters) display natively.
 
 One <testcase> per case: classname and name from the case id (`dir/test_x.py::test_y[p]` -> `dir.test_x`,
-`test_y[p]`), time = the measured median in seconds. A case fails (<failure>) when a gated comparison has a
-verdict the gate fails on, with each change and threshold in the message; it is skipped (<skipped>) when no
-gated comparison was decided (new, missing from this run, not comparable, inconclusive); otherwise it passed.
-Strict-mode findings that fail the gate fail their case, or a testcase of their own when they name none.
-Every number is a <property>. Text is escaped by xml.etree; characters XML 1.0 cannot hold at all (control
-characters, lone surrogates) are replaced, so any case name gives a well-formed file.
+`test_y[p]`), time = the case's time in seconds (the mean of its process medians, as the gate shows it). A
+case fails (<failure>) when a gated comparison has a verdict the gate fails on, with each change and
+threshold in the message; it is skipped (<skipped>) when any gated comparison was not decided (new, missing
+from this run, not comparable, inconclusive), each named in the message; otherwise (every gated metric
+decided) it passed. Strict-mode findings that fail the gate fail their case, or a testcase of their own when
+they name none. Every number is a <property>. Text is escaped by xml.etree; characters XML 1.0 cannot hold
+at all (control characters, lone surrogates) are replaced, so any case name gives a well-formed file.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def _cases(gate: GateResult, run: Run | None) -> list[_Case]:
     found: dict[str, list[Finding]] = {}
     for f in failing:
         found.setdefault(f.case_id if f.case_id in rows else "", []).append(f)
-    medians = {r.case_id: r.timing.median_ms / 1e3 for r in run.results} if run is not None else {}
+    medians = {r.case_id: r.time_ms / 1e3 for r in run.results} if run is not None else {}
     out = [
         _Case(cid, tuple(rs), tuple(found.get(cid, ())), medians.get(cid, _time_row_s(rs))) for cid, rs in rows.items()
     ]
@@ -104,9 +105,9 @@ def _testcase(case: _Case, gate: GateResult) -> ET.Element:
             el, "failure", _attrs(message=lines[0], type=(failed[0].verdict.value if failed else "strict"))
         )
         failure.text = xml_text("\n".join(lines))
-    elif all(c.verdict in UNDECIDED for c in case.rows if c.gated) and case.rows:
-        first = next((c for c in case.rows if c.gated), case.rows[0])
-        ET.SubElement(el, "skipped", _attrs(message=_row_line(first)))
+    elif undecided := [c for c in case.rows if c.gated and c.verdict in UNDECIDED]:
+        # passed means every gated metric was decided: an inconclusive time is no pass because memory was fine
+        ET.SubElement(el, "skipped", _attrs(message="; ".join(_row_line(c) for c in undecided)))
     if case.rows:
         el.append(_properties(case.rows))
     return el

@@ -3,8 +3,10 @@ attribute from config/options.py, or for GitHub's job summary the environment va
 what was published and the path. `publish.publish` loops over `OUTPUTS`; a new output is one writer and one
 entry here (and its option row), never a branch in the orchestration.
 
-Writers receive the scrubbed verdicts and run (scrub.py: what leaves the machine). Charts come first: the
-summaries link to the files they wrote.
+Every output is written in both ways of measuring (baseline mode and A/B mode): writers receive the scrubbed
+verdicts and run (scrub.py: what leaves the machine) and the way of measuring's `View` (views.py), which says
+how its comparisons read in a summary, a JSON document and a terminal, and why it draws no charts when it
+draws none. Charts come first: the summaries link to the files they wrote.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ if TYPE_CHECKING:  # the registry is read when a command's flags are made: it im
     from perfgate.config.settings import Settings
     from perfgate.model import GateResult, Run
     from perfgate.report.markdown import ChartLink
+    from perfgate.report.views import View
     from perfgate.store import HistoryPoint
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
@@ -38,6 +41,7 @@ class Published:
     baseline: Baseline | None
     stored_run: Run  # as stored: the charts look its cases' history up by their real ids
     stored_gate: GateResult
+    view: View  # how this way of measuring reads (scrubbed)
     charts: tuple[Path, ...] = ()  # written by the charts output, linked by the summaries
 
 
@@ -76,14 +80,35 @@ def write_text(path: Path, text: str) -> None:
 
 
 def _charts(p: Published, out_dir: Path) -> Written:
+    """Drawn from what is published (a chart's title names its case): the history and the baseline, looked
+    up by the stored ids, are handed over under the published ones."""
+    from dataclasses import replace
+
     from perfgate.report.gate_charts import charted_cases, write_gate_charts
 
     s = p.settings
+    if p.view.no_charts:
+        return Written(messages=(f"perfgate: no charts written to {out_dir}: {p.view.no_charts}",))
+    published = {r.case_id: q.case_id for r, q in zip(p.stored_run.results, p.run.results)}
+    published.update({c.case_id: q.case_id for c, q in zip(p.stored_gate.comparisons, p.gate.comparisons)})
     try:
         history = _trend_points(s, p.stored_run, [c.case_id for c in charted_cases(p.stored_gate)])
+        baseline = (
+            replace(p.baseline, cases={published.get(k, k): v for k, v in p.baseline.cases.items()})
+            if p.baseline is not None
+            else None
+        )
         return Written(
             charts=tuple(
-                write_gate_charts(p.stored_gate, p.stored_run, out_dir, p.baseline, history, s.peak_tflops, s.peak_gbps)
+                write_gate_charts(
+                    p.gate,
+                    p.run,
+                    out_dir,
+                    baseline,
+                    {published.get(k, k): v for k, v in history.items()},
+                    s.peak_tflops,
+                    s.peak_gbps,
+                )
             )
         )
     except PerfgateError:
@@ -105,7 +130,7 @@ def _trend_points(settings: Settings, run: Run, case_ids: list[str]) -> dict[str
 
 
 def _summary(p: Published, path: Path) -> Written:
-    from perfgate.report.markdown import ChartLink, render_markdown
+    from perfgate.report.markdown import ChartLink
     from perfgate.report.markdown_fit import STEP_SUMMARY_LIMIT, fit_markdown
 
     base = path.parent.resolve()
@@ -113,7 +138,7 @@ def _summary(p: Published, path: Path) -> Written:
     write_text(
         path,
         fit_markdown(
-            render_markdown(p.gate, links + _site_links(p), run=p.run),
+            p.view.markdown(p.gate, p.run, links + _site_links(p)),
             STEP_SUMMARY_LIMIT,
             where="every case is in the JSON results",
         ),
@@ -124,7 +149,7 @@ def _summary(p: Published, path: Path) -> Written:
 def _step_summary(p: Published, path: Path) -> Written:
     """Appended within what is left of the step's 1 MiB (another step's text may already be there); a job
     summary is shown on github.com, where a relative link leads nowhere: absolute URLs only."""
-    from perfgate.report.markdown import ChartLink, render_markdown
+    from perfgate.report.markdown import ChartLink
     from perfgate.report.markdown_fit import STEP_SUMMARY_LIMIT, fit_markdown, utf8_bytes
 
     url = p.settings.chart_url.rstrip("/")
@@ -134,7 +159,7 @@ def _step_summary(p: Published, path: Path) -> Written:
     except OSError:
         used = 0
     fitted = fit_markdown(
-        render_markdown(p.gate, links + _site_links(p), run=p.run),
+        p.view.markdown(p.gate, p.run, links + _site_links(p)),
         STEP_SUMMARY_LIMIT - used,
         utf8_bytes,
         where="the full summary is in the results artifact",
@@ -167,9 +192,7 @@ def _site_links(p: Published) -> list[ChartLink]:
 
 
 def _json(p: Published, path: Path) -> Written:
-    from perfgate.report.json_out import render_json
-
-    write_text(path, render_json(p.gate, p.run, p.settings.json_samples))
+    write_text(path, p.view.json(p.gate, p.run, p.settings.json_samples))
     return Written()
 
 

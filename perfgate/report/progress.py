@@ -108,7 +108,8 @@ class _LogTask:
         self._maybe_line()
 
     def finish(self) -> None:
-        self._line(f"{self.description}: {self._count()} in {elapsed_text(_now_s() - self.started_s)}")
+        done = "done" if self.total is None and not self.done else self._count()  # a task of no steps
+        self._line(f"{self.description}: {done} in {elapsed_text(_now_s() - self.started_s)}")
 
 
 @dataclass
@@ -217,7 +218,7 @@ def open_progress(stream: TextIO | None = None, *, quiet: bool = False) -> Itera
     out = stream if stream is not None else sys.stderr
     mode = _mode(out, quiet)
     if mode == "quiet":
-        yield QuietProgress()
+        yield QuietProgress(out)  # notes are output, not progress: they still go to `out`
         return
     if mode == "live":
         try:

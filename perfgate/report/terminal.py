@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from perfgate.metrics import STATIC_PREFIX, TIME_METRIC
-from perfgate.model import Comparison, Finding, GateResult, Verdict
+from perfgate.model import Comparison, Finding, FindingKind, GateResult, Verdict
 from perfgate.report.format import (
     distinct_short,
     fmt_change,
@@ -163,5 +163,7 @@ def headline(gate: GateResult) -> str:
     strict = [f for f in gate.findings if f.fails_strict]
     if strict and gate.strict:
         parts.append(f"{len(strict)} strict-mode failure(s)")
+    if not gate.failed and not gate.comparisons and any(f.kind is FindingKind.NO_CASES for f in gate.findings):
+        return "perfgate: nothing measured: no gate ran (--perfgate-strict fails such a run)"
     status = "FAILED" if gate.failed else "passed"
     return f"perfgate: gate {status}: {len(time_rows)} case(s): " + (", ".join(parts) if parts else "nothing compared")

@@ -10,10 +10,11 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from datetime import datetime
 from typing import Any
 
 from perfgate.model import CaseThresholds, CodeSource, HostState, NoiseEstimate
-from perfgate.parse.invariants import MAX_TIME_MS, has_control
+from perfgate.parse.invariants import MAX_TIME_MS, has_control, printable
 
 # What a stored threshold may be: percentages up to a 10x change, alpha a real significance level.
 MAX_THRESHOLD_PCT = 1000.0
@@ -66,6 +67,34 @@ def text(value: object, where: str) -> str:
     if not isinstance(value, str):
         raise StoredValueError(f"{where}: {_shown(value)} is not text")
     return value
+
+
+MAX_RUN_TEXT = 4096  # a branch, a commit, an argv: longer is no run perfgate wrote
+
+
+def run_text(value: object, where: str) -> str:
+    """A run's text (branch, commit, argv, host, device, versions): text, at most MAX_RUN_TEXT characters,
+    its control characters replaced (U+FFFD). A history from elsewhere is read, not trusted: a branch
+    holding an escape sequence or a newline and `::error::` would print them into a terminal or a CI log."""
+    out = text(value, where)
+    if len(out) > MAX_RUN_TEXT:
+        raise StoredValueError(f"{where}: {len(out):,} characters of text (at most {MAX_RUN_TEXT:,})")
+    return printable(out)
+
+
+def run_time(value: object, where: str) -> str:
+    """started_at / finished_at: an ISO 8601 time as perfgate writes one ("" when the run has none). Runs
+    are ordered, pruned (`--older-than`) and shown by it: anything else is not a run perfgate stored."""
+    out = text(value, where)
+    if not out:
+        return out
+    try:
+        ok = not has_control(out) and len(out) <= 64 and datetime.fromisoformat(out) is not None
+    except ValueError:
+        ok = False
+    if not ok:
+        raise StoredValueError(f"{where}: {_shown(out)} is not an ISO 8601 time")
+    return out
 
 
 def case_id(value: object, where: str) -> str:
@@ -158,7 +187,7 @@ def noise(raw: object, where: str) -> NoiseEstimate:
     if not isinstance(raw, dict) or set(raw) - set(NoiseEstimate.__dataclass_fields__) or "noise_pct" not in raw:
         raise StoredValueError(f"{where}: not a noise estimate")
     counts = {}
-    for key in ("df", "window_runs", "excluded"):
+    for key in ("df", "window_runs", "excluded", "processes"):
         value = raw.get(key, 1 if key == "df" else 0)
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_NOISE_PROCESSES:
             raise StoredValueError(f"{where}.{key}: {_shown(value)} is not a count")
@@ -173,6 +202,7 @@ def noise(raw: object, where: str) -> NoiseEstimate:
         counts["excluded"],
         upper,
         lower,
+        counts["processes"],
     )
 
 

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.errors import PerfgateError
-from perfgate.store import Store, open_store
+from perfgate.store import Store, checks, open_store
 from perfgate.store import rows as stored_rows
+from perfgate.store.kinds import kind_condition
 
 
 @dataclass(frozen=True)
@@ -45,35 +46,43 @@ class TrendRow:
     case_id: str
     verdict: str  # the case's most severe verdict when it was gated, "" otherwise
     timer: str
-    median_ms: float
+    time_ms: float  # the run's time for the case, as the gate showed it: the mean of its processes' medians
+    processes: int  # this process and its confirmation processes
+    median_ms: float  # this process's samples: median, quartiles, count
     q1_ms: float
     q3_ms: float
     n_samples: int
 
 
-def list_runs(store: Store, last: int) -> list[RunRow]:
+def list_runs(store: Store, last: int, kind: str = "") -> list[RunRow]:
+    """The last `last` runs of `kind` (ab_pairs.kind_condition: "" every kind but A/B runs'), oldest first."""
     rows = store.query(
         "SELECT r.id, r.kind, r.started_at, r.git_commit, r.git_branch, r.git_dirty, r.device_name, r.hostname, "
         "r.gate_failed, r.argv, (SELECT count(*) FROM cases c WHERE c.run_id = r.id) AS cases "
-        "FROM runs r ORDER BY r.id DESC LIMIT ?",
+        f"FROM runs r WHERE {kind_condition(kind)} ORDER BY r.id DESC LIMIT ?",
         (max(last, 0),),
     )
-    return [
-        RunRow(
+    return [_run_row(store, r) for r in reversed(rows)]
+
+
+def _run_row(store: Store, r: dict[str, Any]) -> RunRow:
+    """A run as `perfgate history` lists it: its texts verified (started_at a time) and printable (a
+    history from elsewhere cannot print terminal escapes or a `::error::` line of its own)."""
+    where = f"run {r['id']}"
+    with store.errors(f"read {where}"):
+        return RunRow(
             int(r["id"]),
             r["kind"] or "",
-            r["started_at"] or "",
-            r["git_commit"] or "",
-            r["git_branch"] or "",
+            checks.run_time(r["started_at"], f"{where} started_at"),
+            checks.run_text(r["git_commit"], f"{where} git_commit"),
+            checks.run_text(r["git_branch"], f"{where} git_branch"),
             bool(r["git_dirty"]),
-            r["device_name"] or "",
-            r["hostname"] or "",
+            checks.run_text(r["device_name"], f"{where} device_name"),
+            checks.run_text(r["hostname"], f"{where} hostname"),
             int(r["cases"]),
             _gate(r["gate_failed"]),
-            r["argv"] or "",
+            checks.run_text(r["argv"], f"{where} argv"),
         )
-        for r in reversed(rows)
-    ]
 
 
 def _gate(failed: object) -> str:
@@ -100,22 +109,30 @@ def case_matcher(pattern: str | None = None, regex: str | None = None) -> Callab
     return lambda case_id: all(t(case_id) for t in tests)
 
 
-def case_trend(store: Store, pattern: str | None, last: int, regex: str | None = None) -> list[TrendRow]:
-    """Cases whose id matches the pattern (and/or the regex), over the last `last` runs, oldest first."""
+def case_trend(
+    store: Store, pattern: str | None, last: int, regex: str | None = None, kind: str = ""
+) -> list[TrendRow]:
+    """Cases whose id matches the pattern (and/or the regex), over the last `last` runs of `kind` (as in
+    list_runs: A/B runs only when asked for), oldest first."""
     matches = case_matcher(pattern, regex)
     # the ids first (one pass over the (case_id, run_id) index, no row read), then only their rows
-    ids = [
-        cid
-        for (cid,) in store.con.execute("SELECT DISTINCT case_id FROM cases")
-        if isinstance(cid, str) and matches(cid)
-    ]
-    first = store.query("SELECT min(id) AS id FROM (SELECT id FROM runs ORDER BY id DESC LIMIT ?)", (max(last, 0),))
+    with store.errors("read it"):  # a damaged index (text that is not UTF-8) fails here, in one line
+        ids = [
+            cid
+            for (cid,) in store.con.execute("SELECT DISTINCT case_id FROM cases")
+            if isinstance(cid, str) and matches(cid)
+        ]
+    where = kind_condition(kind)
+    first = store.query(
+        f"SELECT min(id) AS id FROM (SELECT r.id FROM runs r WHERE {where} ORDER BY r.id DESC LIMIT ?)", (max(last, 0),)
+    )
     if not ids or first[0]["id"] is None:
         return []
     rows = store.query(
         "SELECT r.kind, r.started_at, r.git_commit, r.git_dirty, r.device_name, c.* "
         "FROM cases c JOIN runs r ON r.id = c.run_id "
-        "WHERE c.case_id IN (SELECT value FROM json_each(?)) AND c.run_id >= ? ORDER BY c.case_id, c.run_id",
+        f"WHERE c.case_id IN (SELECT value FROM json_each(?)) AND c.run_id >= ? AND {where} "
+        "ORDER BY c.case_id, c.run_id",
         (json.dumps(ids), first[0]["id"]),
     )
     return [_trend_row(store, r) for r in rows]
@@ -126,17 +143,21 @@ def _trend_row(store: Store, r: dict[str, Any]) -> TrendRow:
         case = stored_rows.case_from_row(r, (), None, (), None)
         kind = stored_rows.run_kind(r["kind"], f"run {r['run_id']}")
         verdict = stored_rows.case_verdict(r["verdict"], f"run {r['run_id']} case {case.case_id!r}")
+        started_at = checks.run_time(r["started_at"], f"run {r['run_id']} started_at")
+        commit, device = (checks.run_text(r[c], f"run {r['run_id']} {c}") for c in ("git_commit", "device_name"))
     t = case.timing
     return TrendRow(
         int(r["run_id"]),
         kind.value if kind else "",
-        r["started_at"] or "",
-        r["git_commit"] or "",
+        started_at,
+        commit,
         bool(r["git_dirty"]),
-        r["device_name"] or "",
+        device,
         case.case_id,
         verdict.value if verdict else "",
         t.timer.value,
+        case.time_ms,
+        len(case.process_medians_ms),
         t.median_ms,
         t.q1_ms,
         t.q3_ms,
@@ -148,15 +169,18 @@ def as_dicts(rows: list[Any]) -> list[dict[str, Any]]:
     return [asdict(r) for r in rows]
 
 
-def history_frame(db: Path, case: str | None = None, last: int | None = None, case_regex: str | None = None) -> Any:
-    """A DataFrame: one row per run (no `case`) or per run and matching case, oldest first."""
+def history_frame(
+    db: Path, case: str | None = None, last: int | None = None, case_regex: str | None = None, kind: str = ""
+) -> Any:
+    """A DataFrame: one row per run (no `case`) or per run and matching case, oldest first; A/B runs (whose
+    two sides share a start time) only with kind="ab" or "all"."""
     from perfgate.errors import require
 
     pd: Any = require("pandas", "data", "perfgate.history")
     with open_store(db, readonly=True) as store:
         n = last if last is not None else 1_000_000_000
         by_case = case is not None or case_regex is not None
-        rows = as_dicts(case_trend(store, case, n, case_regex) if by_case else list_runs(store, n))
+        rows = as_dicts(case_trend(store, case, n, case_regex, kind) if by_case else list_runs(store, n, kind))
     frame = pd.DataFrame(rows)
     if "started_at" in frame:
         frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True, errors="coerce")

@@ -41,6 +41,11 @@ ENV_COLUMNS = (
     "perfgate_version",
     "hostname",
     "platform",
+    "cpu_brand",
+    "cpu_model",
+    "cpu_cores",
+    "cpu_caches",
+    "os_release",
 )
 RUN_COLUMNS = (
     "run_uid",
@@ -53,6 +58,7 @@ RUN_COLUMNS = (
     "profile_settings",
     *ENV_COLUMNS,
     "kind",
+    "ab_pair",
 )
 STAT_COLUMNS = (
     "timer",
@@ -125,6 +131,7 @@ def run_row(run: Run) -> tuple[Any, ...]:
     }
     values.update({c: getattr(e, c) for c in ENV_COLUMNS})
     values["kind"] = i.kind.value if i.kind is not None else None
+    values["ab_pair"] = i.ab_pair or None
     return tuple(values[c] for c in RUN_COLUMNS)
 
 
@@ -207,19 +214,20 @@ def run_from_row(row: dict[str, Any], results: tuple[CaseResult, ...], unmeasure
             for r in results
         )
     where = f"run {row['id']}"
-    env = Environment(**{c: checks.text(row[c], f"{where} {c}") for c in ENV_COLUMNS})
+    env = Environment(**{c: checks.run_text(row[c], f"{where} {c}") for c in ENV_COLUMNS})
     info = RunInfo(
-        started_at=checks.text(row["started_at"], f"{where} started_at"),
-        finished_at=checks.text(row["finished_at"], f"{where} finished_at"),
-        git_commit=checks.text(row["git_commit"], f"{where} git_commit"),
-        git_branch=checks.text(row["git_branch"], f"{where} git_branch"),
+        started_at=checks.run_time(row["started_at"], f"{where} started_at"),
+        finished_at=checks.run_time(row["finished_at"], f"{where} finished_at"),
+        git_commit=checks.run_text(row["git_commit"], f"{where} git_commit"),
+        git_branch=checks.run_text(row["git_branch"], f"{where} git_branch"),
         git_dirty=bool(row["git_dirty"]),
         hostname=env.hostname,
-        argv=checks.text(row["argv"], f"{where} argv"),
-        profile_settings=checks.text(row["profile_settings"], f"{where} profile_settings"),
+        argv=checks.run_text(row["argv"], f"{where} argv"),
+        profile_settings=checks.run_text(row["profile_settings"], f"{where} profile_settings"),
         run_uid=checks.text(row["run_uid"], f"{where} run_uid"),
         unmeasured=unmeasured,
         kind=run_kind(row["kind"], where),
+        ab_pair=checks.text(row["ab_pair"], f"{where} ab_pair"),
     )
     return Run(info=info, environment=env, results=results, run_id=int(row["id"]))
 

@@ -13,7 +13,7 @@ refused before anything is read.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 10
 
 # Version 1, as written by perfgate 0.1.0 through sqlite-utils (read back from a database it created).
 MIGRATION_1 = """
@@ -302,6 +302,30 @@ MIGRATION_8 = """
 ALTER TABLE cases ADD COLUMN code TEXT;
 """
 
+# Version 9: the host CPU of each run (measure/machine.py): its brand string and model id (what a host
+# device_name is made from), logical cores, caches and OS release (NULL: not recorded).
+MIGRATION_9 = """
+ALTER TABLE runs ADD COLUMN cpu_brand TEXT;
+ALTER TABLE runs ADD COLUMN cpu_model TEXT;
+ALTER TABLE runs ADD COLUMN cpu_cores TEXT;
+ALTER TABLE runs ADD COLUMN cpu_caches TEXT;
+ALTER TABLE runs ADD COLUMN os_release TEXT;
+"""
+
+# Version 10: A/B runs as A/B runs. Both sides of an A/B comparison were stored as gate runs (the base side, an
+# older commit, then sat among newer gate runs in trends and change points); each side now has its own kind
+# ('ab-base', 'ab-head') and both carry the identity of their pair (the head's verdicts, the base's commit). The
+# runs an earlier perfgate stored are recognised by what it wrote: profile_settings 'ab: ...' and a run_uid
+# '<pair>-head' / '<pair>-base'. Portable SQL (SQLite and PostgreSQL): substr, length, LIKE.
+MIGRATION_10 = """
+ALTER TABLE runs ADD COLUMN ab_pair TEXT;
+UPDATE runs SET kind = 'ab-head', ab_pair = substr(run_uid, 1, length(run_uid) - 5)
+WHERE (kind = 'gate' OR kind IS NULL) AND profile_settings LIKE 'ab: %' AND run_uid LIKE '%-head';
+UPDATE runs SET kind = 'ab-base', ab_pair = substr(run_uid, 1, length(run_uid) - 5)
+WHERE (kind = 'gate' OR kind IS NULL) AND profile_settings LIKE 'ab: %' AND run_uid LIKE '%-base';
+CREATE INDEX idx_runs_ab_pair ON runs (ab_pair);
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     MIGRATION_1,
     MIGRATION_2,
@@ -311,4 +335,6 @@ MIGRATIONS: tuple[str, ...] = (
     MIGRATION_6,
     MIGRATION_7,
     MIGRATION_8,
+    MIGRATION_9,
+    MIGRATION_10,
 )

@@ -24,8 +24,11 @@ SEVERITY: tuple[Verdict, ...] = (
     Verdict.UNCHANGED,
 )
 _RANK = {v: i for i, v in enumerate(SEVERITY)}
-# the case verdicts that keep a run out of a case's noise window
 FAILING: frozenset[Verdict] = frozenset({Verdict.REGRESSED, Verdict.BELOW_TARGET})
+# the case verdicts that keep a run out of a case's noise window: failures, and a suspected change that
+# was neither shown nor ruled out (an inconclusive run is no draw of unchanged code: it must not widen the
+# noise it is judged by, or a +3% step becomes "unchanged" within ten runs)
+OUT_OF_WINDOW: frozenset[Verdict] = FAILING | {Verdict.INCONCLUSIVE}
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 For the decision rule's "noise from history" (docs/decision-rule.md): given a device model
 (`Environment.comparability_key()`), a branch and a window W, each case's last W gate runs on that branch
-whose gate passed and whose verdict for the case was not a failing one, newest first. Only the run's own
+whose gate passed and whose verdict for the case was neither a failing nor an inconclusive one (store/
+verdicts.py OUT_OF_WINDOW), newest first. Only the run's own
 median (not its confirmation processes': those were measured because the run looked suspect) and its
 speedup when the case has a reference. `from_run_id` (one for all cases, or per case) starts the window at
 a change point or a baseline update: runs stored before it are not read.
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 from perfgate.model import RunKind
 from perfgate.store import Store, checks
-from perfgate.store.verdicts import FAILING
+from perfgate.store.verdicts import OUT_OF_WINDOW
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ def recent_passing_gate_medians(
     out: dict[str, list[PassingGateMedian]] = {cid: [] for cid in wanted}
     if window <= 0 or not wanted:
         return {cid: () for cid in wanted}
-    failing = ", ".join(f"'{v.value}'" for v in sorted(FAILING, key=lambda v: v.value))
+    failing = ", ".join(f"'{v.value}'" for v in sorted(OUT_OF_WINDOW, key=lambda v: v.value))
     kind, name, capability = device_key
     if isinstance(from_run_id, Mapping):
         first = {cid: int(from_run_id.get(cid, 0)) for cid in wanted}
@@ -79,8 +80,8 @@ def recent_passing_gate_medians(
             out[case_id].append(
                 PassingGateMedian(
                     run_id=int(run_id),
-                    git_commit=checks.text(commit, where),
-                    started_at=checks.text(started_at, where),
+                    git_commit=checks.run_text(commit, where),
+                    started_at=checks.run_time(started_at, where),
                     median_ms=checks.time_ms(median_ms, f"{where} median_ms", positive=True),
                     speedup=None
                     if speedup is None

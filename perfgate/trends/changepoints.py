@@ -122,7 +122,12 @@ def _best_split(seg: FloatArray, s: ChangePointSettings) -> tuple[int, float] | 
 def _permutations_resolve(n: int, side: int, s: ChangePointSettings) -> bool:
     """Whether n runs have enough arrangements for a clean step with `side` runs on its short side to reach
     max_p by permutations."""
-    return 2.0 / math.comb(n, side) <= s.max_p / RESOLUTION_MARGIN
+    # in logs: C(n, side) passes a float's range near n = 1,030 (2.0 / comb raised OverflowError there)
+    return math.log(2.0) - _log_comb(n, side) <= math.log(s.max_p / RESOLUTION_MARGIN)
+
+
+def _log_comb(n: int, k: int) -> float:
+    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
 
 
 def _split_t_p(y: FloatArray, tau: int, s: ChangePointSettings) -> float | None:

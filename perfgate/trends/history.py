@@ -13,9 +13,11 @@ import json
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from perfgate.store import Store
+from perfgate.store import Store, checks
 from perfgate.store.checks import StoredValueError
+from perfgate.store.kinds import OUTSIDE_AB
 from perfgate.store.query import case_matcher
 from perfgate.store.rows import STAT_COLUMNS, timing_from_row
 from perfgate.trends.changepoints import ChangePointSettings, Step, find_steps
@@ -48,6 +50,13 @@ class HistoryChange:
     def slower(self) -> bool:
         return self.step.change_pct > 0
 
+    @property
+    def cause(self) -> str:
+        """ "machine" when the last run before and the first after measured the same commit: the code did
+        not change across the step, so the machine (or its software) did; "code or machine" otherwise."""
+        same = self.last_before.git_commit and self.last_before.git_commit == self.first_after.git_commit
+        return "machine" if same else "code or machine"
+
 
 @dataclass(frozen=True)
 class CaseChanges:
@@ -64,7 +73,8 @@ def case_series(store: Store, case_id: str, device_name: str, branch: str | None
     sql = (
         f"SELECT r.id, r.git_commit, r.git_branch, r.started_at, c.run_id, c.case_id, "
         f"{', '.join('c.' + col for col in STAT_COLUMNS)} FROM cases c "
-        "JOIN runs r ON r.id = c.run_id WHERE c.case_id = ? AND coalesce(r.device_name, '') = ?"
+        "JOIN runs r ON r.id = c.run_id WHERE c.case_id = ? AND coalesce(r.device_name, '') = ? "
+        f"AND {OUTSIDE_AB}"  # an A/B run's base side is an older commit: it would make a step of its own
     )
     params: list[object] = [case_id, device_name]
     if branch is not None:
@@ -77,10 +87,20 @@ def case_series(store: Store, case_id: str, device_name: str, branch: str | None
             median = timing_from_row(r, where).median_ms
             if median <= 0:
                 raise StoredValueError(f"{where}: median_ms {median!r}: a change point needs a positive median")
-        points.append(
-            RunPoint(int(r["id"]), r["git_commit"] or "", r["git_branch"] or "", r["started_at"] or "", median)
-        )
+            points.append(_point(r, median))
     return tuple(points)
+
+
+def _point(r: dict[str, Any], median: float) -> RunPoint:
+    """A run of a series, its texts verified and printable (store/checks.py: a history from elsewhere)."""
+    where = f"run {r['id']}"
+    return RunPoint(
+        int(r["id"]),
+        checks.run_text(r["git_commit"], f"{where} git_commit"),
+        checks.run_text(r["git_branch"], f"{where} git_branch"),
+        checks.run_time(r["started_at"], f"{where} started_at"),
+        median,
+    )
 
 
 def _usable(value: object) -> bool:
@@ -92,7 +112,8 @@ def series_keys(store: Store, pattern: str | None = None, regex: str | None = No
     `perfgate history --case` / `--case-regex` do (store/query.py: brackets in a pattern are themselves)."""
     matches = case_matcher(pattern, regex)
     rows = store.query(
-        "SELECT DISTINCT c.case_id, r.device_name FROM cases c JOIN runs r ON r.id = c.run_id ORDER BY 1, 2"
+        "SELECT DISTINCT c.case_id, r.device_name FROM cases c JOIN runs r ON r.id = c.run_id "
+        f"WHERE {OUTSIDE_AB} ORDER BY 1, 2"
     )
     return [
         (r["case_id"], r["device_name"] or "") for r in rows if isinstance(r["case_id"], str) and matches(r["case_id"])
@@ -144,15 +165,8 @@ def recent_changes(
     series: dict[str, list[RunPoint]] = {}
     for r in store.query(sql, (json.dumps(sorted(set(case_ids))), device_name, branch, branch)):
         if _usable(r["median_ms"]):
-            series.setdefault(r["case_id"], []).append(
-                RunPoint(
-                    int(r["id"]),
-                    r["git_commit"] or "",
-                    r["git_branch"] or "",
-                    r["started_at"] or "",
-                    float(r["median_ms"]),
-                )
-            )
+            with store.errors("read a case series"):
+                series.setdefault(r["case_id"], []).append(_point(r, float(r["median_ms"])))
     accepted: dict[str, int] = {}
     for a in store.accepted_changes():
         if a.device_name == device_name:

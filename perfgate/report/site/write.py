@@ -6,16 +6,20 @@ a site, and DIR is replaced only when it is empty or a site this command wrote (
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
+from perfgate.atomic import make_dir
 from perfgate.config.settings import Settings
 from perfgate.errors import PerfgateError
+from perfgate.report.scrub import Scrubber, export_scrubber
 from perfgate.report.site import pages
 from perfgate.report.site.case_data import CaseDigest, case_payload
 from perfgate.report.site.history_data import RunMeta, case_ids, case_series, latest_runs_by_device, load_runs
@@ -65,8 +69,11 @@ def write_site(
     started = clock()
     out_dir = Path(out_dir)
     _check_target(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    make_dir(out_dir.parent, f"--html {out_dir}")
+    try:
+        build = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    except OSError as err:  # /proc, a read-only file system
+        raise PerfgateError(f"perfgate: --html {out_dir}: cannot write a site there: {err.strerror or err}") from err
     try:
         digests, runs = _build(store, build, settings, options)
         _replace(build, out_dir)
@@ -117,6 +124,7 @@ def _build(store: Store, build: Path, settings: Settings, options: SiteOptions) 
     latest = {(cid, runs[rid].device_name): rid for cid, rid in latest_runs_by_device(store)}
     latest_rows = run_pages.latest_rows(latest)
     digests: list[CaseDigest] = []
+    published = _Published(export_scrubber(None, False, os.environ))  # a site is published: scrubbed like every output
     for cid in case_ids(store):
         series = case_series(store, cid, runs)
         if not series:
@@ -124,11 +132,14 @@ def _build(store: Store, build: Path, settings: Settings, options: SiteOptions) 
         payload, case_digests = case_payload(
             cid, series, runs, latest_rows, latest, run_pages.baseline_case, options.changepoints, options.spark_points
         )
-        body = pages.case_body(cid, [s.device_name for s in series])
+        shown = published.scrubber.case_id(cid)
+        payload = published.value(payload, cid)
+        case_digests = [replace(d, row=published.value(d.row, cid)) for d in case_digests]
+        body = pages.case_body(shown, [s.device_name for s in series])
         _write(
-            build / case_page(cid),
+            build / case_page(shown),
             pages.page(
-                f"{cid}: perfgate",
+                f"{shown}: perfgate",
                 "../",
                 body,
                 ("vendor/uPlot.iife.min.js", "case.js"),
@@ -141,6 +152,27 @@ def _build(store: Store, build: Path, settings: Settings, options: SiteOptions) 
         run_pages.write(build, run_id)
     _write(build / "index.html", _overview(digests, runs))
     return digests, len(runs)
+
+
+class _Published:
+    """What a case's page data becomes on the site: its id as published (scrub.py), every other text with
+    its secrets masked, and the links to its page under the published id (the PR comment links there)."""
+
+    def __init__(self, scrubber: Scrubber) -> None:
+        self.scrubber = scrubber
+
+    def value(self, value: Any, case_id: str) -> Any:
+        if isinstance(value, str):
+            if value == case_id:
+                return self.scrubber.case_id(case_id)
+            if value == case_page(case_id):
+                return case_page(self.scrubber.case_id(case_id))
+            return self.scrubber.identifier(value)
+        if isinstance(value, dict):
+            return {k: self.value(v, case_id) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.value(v, case_id) for v in value]
+        return value
 
 
 def _overview(digests: list[CaseDigest], runs: Mapping[int, RunMeta]) -> str:

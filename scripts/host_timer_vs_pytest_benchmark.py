@@ -1,21 +1,30 @@
-"""A ~300 ns call on perfgate's host clock reads within 10% of pytest-benchmark's median for the same
-callable, on this machine, in this test run. (One call per sample used to read 2.2-2.9x slower.)
+"""A ~300 ns call on perfgate's host clock against pytest-benchmark's median for the same callable, on this
+machine (one call per sample used to read 2.2-2.9x slower; perfgate's samples are now calibrated loops).
 
-This is the one test that reads the real clock, by design: it compares two timers. It is built not to
-flake on a busy machine:
+    python scripts/host_timer_vs_pytest_benchmark.py     (needs pytest-benchmark: the dev extra)
+
+It reads the real clock, so it is a measurement, not a unit test (it failed the test suite whenever the
+machine was loaded). It is built to tell a bias from a burst of load:
 - the two timers take turns on the same callable (pytest-benchmark, perfgate, pytest-benchmark, ...),
   so a burst of load hits both;
 - each pair times its own fresh copy of the callable: where the code lands in memory moves a sub-us
   call by several percent, for one timer's loop more than the other's; the verdict is the median of
   the pairs' ratios, over several placements;
 - when pytest-benchmark's own rounds are too spread to resolve 10% (median IQR above 10% of the
-  median), the machine is too noisy to tell, and the test skips saying so (never silently).
+  median), the machine is too noisy to tell, and the attempt says so;
+- a miss is re-measured, up to four attempts; exit 1 needs two measured attempts that are both off (one is
+  a burst, not a bias), exit 3 when the machine was too noisy to tell in every attempt.
 """
 
-import json
-import statistics
+from __future__ import annotations
 
-import pytest
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 TOLERANCE = 0.10
 PAIRS = 7
@@ -58,12 +67,22 @@ def test_work(timer, pair, request):
 '''
 
 
-def _one_attempt(pytester: pytest.Pytester) -> tuple[float, list[float]] | str:
+def one_attempt(project: Path) -> tuple[float, list[float]] | str:
     """The median ratio and the pairs' ratios, or why this machine is too noisy to tell right now."""
-    medians = pytester.path / "medians.jsonl"
+    medians = project / "medians.jsonl"
     medians.unlink(missing_ok=True)
-    result = pytester.runpytest("-p", "no:cacheprovider", "--benchmark-max-time=0.02", "-q")
-    result.assert_outcomes(passed=2 * PAIRS)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_XDIST_WORKER", "PYTEST_ADDOPTS")}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--benchmark-max-time=0.02", "-q"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the timing suite failed:\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
     rows = [json.loads(line) for line in medians.read_text().splitlines()]
     theirs = {pair: (median, iqr) for pair, timer, median, iqr in rows if timer == "pytest-benchmark"}
     ours = {pair: median for pair, timer, median, _ in rows if timer == "perfgate"}
@@ -78,25 +97,29 @@ def _one_attempt(pytester: pytest.Pytester) -> tuple[float, list[float]] | str:
     return statistics.median(ratios), ratios
 
 
-def test_a_300_ns_call_reads_within_10_percent_of_pytest_benchmark(pytester, monkeypatch):
-    """A systematic error (the old 2.2-2.9x) is off in every attempt; a burst of load on a shared machine
-    (once seen at 1.30x under a load average of 8, once at 0.79x after two attempts too noisy to measure)
-    is not, so a miss is re-measured, up to four times, as the gate confirms a suspect in fresh processes,
-    and a failure needs two measured attempts that are both off: one is a burst, not a bias."""
-    pytest.importorskip("pytest_benchmark")
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # pytest-benchmark disables itself on xdist workers
-    pytester.makepyfile(test_timers=SUITE)
+def main() -> int:
     seen: list[object] = []
-    for _ in range(4):
-        attempt = _one_attempt(pytester)
-        if isinstance(attempt, str):
-            seen.append(attempt)
-            continue
-        ratio, ratios = attempt
-        if abs(ratio - 1) <= TOLERANCE:
-            return
-        seen.append(ratios)
-    measured = [s for s in seen if not isinstance(s, str)]
-    if len(measured) < 2:
-        pytest.skip(f"this machine is too noisy to tell right now: {seen}")
-    raise AssertionError(f"perfgate / pytest-benchmark off by more than {TOLERANCE:.0%} in every attempt: {seen}")
+    with tempfile.TemporaryDirectory(prefix="perfgate-timer-") as tmp:
+        project = Path(tmp)
+        (project / "test_timers.py").write_text(SUITE)
+        (project / "pytest.ini").write_text("[pytest]\n")
+        for _ in range(4):
+            attempt = one_attempt(project)
+            if isinstance(attempt, str):
+                print(attempt)
+                seen.append(attempt)
+                continue
+            ratio, ratios = attempt
+            if abs(ratio - 1) <= TOLERANCE:
+                print(f"within {TOLERANCE:.0%}: median ratio {ratio:.3f}")
+                return 0
+            seen.append(ratios)
+    if sum(not isinstance(s, str) for s in seen) < 2:
+        print(f"this machine is too noisy to tell right now: {seen}")
+        return 3
+    print(f"perfgate / pytest-benchmark off by more than {TOLERANCE:.0%} in every attempt: {seen}")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

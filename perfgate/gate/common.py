@@ -1,0 +1,124 @@
+"""A common-mode shift: most of a run's cases moved together, by about the same amount, against their
+calibration. A driver or library update, a board swap, a machine that drifted, or a change the code made to
+every case at once; not a regression of one case.
+
+Without this, such a shift deadlocks the gate: every case beyond its threshold fails, failed runs never
+enter the noise window, and nothing adapts (an outside review: a driver update making every case 3% slower
+failed 45 of 45 later runs). So the run's cases are first judged together:
+
+- the shift c is the median of the cases' first-process changes weighted by their precision (1 / noise^2:
+  the quiet cases say most about a shift; a few regressed cases do not move a median), over the
+  time-gated, calibrated cases of the run;
+- it is declared when at least MIN_CASES cases take part, their changes in units of their noise lean one
+  way beyond chance (Wilcoxon's signed-rank test, one-sided p <= SIGN_P: ranks, so two cases far out
+  cannot make a shift alone) and |c| reaches half the rule's floor (`min_effect_pct`): a machine drift is
+  named before its quietest cases cross their thresholds;
+- then each case is judged against its centre moved by c (gate/decision.py, `shift_pct`), its noise widened
+  by the error of c (a median of m cases: variance pi / 2 * s^2 / m). A case that regressed beyond the
+  shift still fails; the shift itself fails no case;
+- one finding says so: the shift, how many cases moved, which environment fields changed since the
+  calibration (driver, CUDA, torch, Triton, Python, perfgate) or that none did (then a machine change or
+  a change common to every case: `perfgate ab` against the last good commit tells them apart), and the
+  command that re-anchors the baseline on the new level (`perfgate baseline reanchor`: reads the history,
+  no measurement). Strict mode fails on it.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+
+from perfgate.model import CommonShift, Environment
+
+MIN_CASES = 6  # fewer cases cannot tell a shared shift from a few cases' own changes
+SIGN_P = 0.025  # the signed-rank test's one-sided level (with the size condition: false shifts are rare)
+FINGERPRINT = ("driver_version", "cuda_version", "torch_version", "triton_version", "python_version")
+
+
+def signed_rank_p(values: Sequence[float]) -> float:
+    """One-sided p-value of Wilcoxon's signed-rank test that `values` lean the way their majority does
+    (normal approximation with a continuity correction; ties in |value| share their rank). A few cases far
+    out count one rank each: they cannot make a shift alone."""
+    nonzero = [v for v in values if v != 0]
+    m = len(nonzero)
+    if m == 0:
+        return 1.0
+    order = sorted(range(m), key=lambda i: abs(nonzero[i]))
+    ranks = [0.0] * m
+    ties = 0.0  # sum of t^3 - t over groups of equal |value|: they narrow the statistic's spread
+    i = 0
+    while i < m:
+        j = i
+        while j + 1 < m and abs(nonzero[order[j + 1]]) == abs(nonzero[order[i]]):
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2.0 + 1.0
+        ties += (j - i + 1) ** 3 - (j - i + 1)
+        i = j + 1
+    positive = math.fsum(r for r, v in zip(ranks, nonzero, strict=True) if v > 0)
+    w = max(positive, m * (m + 1) / 2.0 - positive)
+    mean, sd = m * (m + 1) / 4.0, math.sqrt(m * (m + 1) * (2 * m + 1) / 24.0 - ties / 48.0)
+    return 0.5 * math.erfc((w - mean - 0.5) / sd / math.sqrt(2.0))
+
+
+def weighted_median(values: Sequence[float], weights: Sequence[float]) -> float:
+    """The value at half the total weight (the lower one on a tie)."""
+    pairs = sorted(zip(values, weights, strict=True))
+    half, run = math.fsum(weights) / 2.0, 0.0
+    for v, w in pairs:
+        run += w
+        if run >= half:
+            return v
+    return pairs[-1][0]
+
+
+def common_shift(
+    changes: Mapping[str, tuple[float, float]],
+    floor_pct: float,
+    baseline_env: Environment | None,
+    env: Environment | None,
+) -> CommonShift | None:
+    """The run's common-mode shift over its cases' first-process changes, when there is one. `changes`:
+    per case, its change (%) and the standard deviation of one process's change (%)."""
+    pairs = [(d, u) for d, u in changes.values() if math.isfinite(d) and u > 0]
+    if len(pairs) < MIN_CASES:
+        return None
+    c = weighted_median([d for d, _ in pairs], [1.0 / (u * u) for _, u in pairs])
+    if abs(c) < floor_pct / 2.0:  # half the floor: a drift is named before its quietest cases cross it
+        return None
+    if signed_rank_p([d / u for d, u in pairs]) > SIGN_P:
+        return None
+    moved = sum(1 for d, _ in pairs if d * c > 0)
+    spread = statistics.median(abs(d - c) for d, _ in pairs)
+    return CommonShift(c, moved, len(pairs), spread, fingerprint_changes(baseline_env, env))
+
+
+def fingerprint_changes(before: Environment | None, after: Environment | None) -> tuple[str, ...]:
+    if before is None or after is None:
+        return ()
+    out = []
+    for name in FINGERPRINT:
+        old, new = getattr(before, name), getattr(after, name)
+        if old and new and old != new:
+            out.append(f"{name.removesuffix('_version')} {old} -> {new}")
+    return tuple(out)
+
+
+def shift_message(shift: CommonShift, names: Sequence[str], command: str = "perfgate baseline reanchor") -> str:
+    """The one finding line."""
+    cause = (
+        f"the environment changed since calibration ({', '.join(shift.changed)})"
+        if shift.changed
+        else "no environment change was recorded (driver, CUDA, torch, Triton, Python): a machine change "
+        "(clocks, cooling, another tenant) or a change the code made to every case; `perfgate ab <last good "
+        "commit>` tells them apart"
+    )
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return (
+        f"common-mode shift: {shift.moved} of {shift.cases} cases moved together by {shift.shift_pct:+.1f}% "
+        f"(median; cases spread +-{shift.spread_pct:.1f}% around it): {cause}. Each case was judged against "
+        f"its centre moved by the shift; the shift itself fails no case. Cases that moved beyond it: "
+        f"{shown or 'none'}. Re-anchor the baseline on the new level with `{command}` (reads the last runs "
+        f"from the history, measures nothing; commit the baseline it writes)"
+    )

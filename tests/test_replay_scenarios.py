@@ -1,0 +1,51 @@
+"""The outside review's scenarios (scripts/replay_scenarios.py) at a CI size, on the shipped gate with a real
+SQLite history: an environment change is one finding and no failure, a code change is named within a few
+runs, an unchanged first run after calibration with two-mode noise passes."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).parents[1] / "scripts" / "replay_scenarios.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("replay_scenarios", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while it loads
+    spec.loader.exec_module(module)
+    return module
+
+
+def replay(bench, name: str, seeds: int = 1, **changes):
+    scenario = replace(bench.SCENARIOS[name], **changes)
+    tally = bench.Tally()
+    for seed in range(seeds):
+        bench.replay(scenario, seed, tally, bench._Silence)
+    return tally
+
+
+def test_a_driver_update_is_named_at_once_fails_no_run_and_is_re_anchored(bench):
+    t = replay(bench, "driver update (+3% every case)", runs=18)
+    assert t.failed_unchanged == 0 and t.common_named == [0] and t.reanchors == 1
+
+
+def test_a_step_of_three_percent_on_a_12_us_case_is_named_within_a_few_runs(bench):
+    t = replay(bench, "+3% step on 12 us", runs=18)
+    assert t.failed_unchanged == 0 and t.named_after and max(t.named_after) <= 6
+
+
+def test_a_quiet_creep_is_named_within_a_few_runs(bench):
+    t = replay(bench, "creep quiet (+0.5%/run)", runs=16)
+    assert t.failed_unchanged == 0 and t.named_after and max(t.named_after) <= 4
+
+
+def test_the_first_run_after_calibration_with_two_modes_passes(bench):
+    t = replay(bench, "first run: two modes, 100 cases", seeds=8)
+    assert t.runs == 8 and t.failed_unchanged == 0
