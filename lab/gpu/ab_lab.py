@@ -86,8 +86,9 @@ def head(repo: Path) -> str:
 
 
 def timed(name: str, argv: list[str], cwd: Path, env: dict[str, str], limit_s: float) -> tuple[int, float, str]:
-    """Run argv, keep its output in $OUT/<name>.log; (exit status, wall seconds, output). Past `limit_s` its
-    whole process group is killed (perfgate ab's workers too, which would otherwise hold the GPU): 124."""
+    """Run argv, keep its output in $OUT/<name>.log; (exit status, wall seconds, output). Past `limit_s` it is
+    interrupted (SIGINT: perfgate ab stops its workers, which lead their own sessions and would otherwise go
+    on holding the GPU), and 20 s later its process group is killed: status 124."""
     started = time.monotonic()
     with subprocess.Popen(
         argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
@@ -96,8 +97,12 @@ def timed(name: str, argv: list[str], cwd: Path, env: dict[str, str], limit_s: f
             text, _ = proc.communicate(timeout=max(1.0, limit_s))
             code = proc.returncode
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            text, _ = proc.communicate()
+            os.killpg(proc.pid, signal.SIGINT)
+            try:
+                text, _ = proc.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                text, _ = proc.communicate()
             code = 124
     wall = time.monotonic() - started
     (LOGS / f"{name}.log").write_text(text or "")

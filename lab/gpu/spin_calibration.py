@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -146,7 +147,7 @@ def _crossing(curve: list[tuple[float, float]], target: float) -> float:
 
 def main() -> None:
     cases_dir, module, names, levels = sys.argv[1:5]
-    sys.path.insert(0, cases_dir)
+    sys.path[:0] = [cases_dir, os.getcwd()]  # the cases, and the project's root (its `kernels` package)
     cases = importlib.import_module(module)
     clock = HostClock(cases) if "--host" in sys.argv[5:] else GpuClock(cases)
     print(json.dumps(calibrate(clock, json.loads(names), json.loads(levels))))
