@@ -15,9 +15,10 @@ that measured effect is what the table calls the injection's size.
 
 The runs, each `perfgate ab BASE --process MODE --measure-same-code` as a user runs it (shipped defaults
 otherwise): an injected run first (cold: caches, the A/A twin), then `--aa-runs` A/A runs (head = the base's
-tree in a new commit), then injected runs. A run starts only when the time it is expected to take (the
-longest earlier run of its kind) fits what is left of `--budget-s`, counted from the script's start; a run
-still going when the budget ends is killed with its workers (and reported as cut).
+tree in a new commit), then injected runs. A run starts only when the time it is expected to take (the latest
+warm run of its kind, or the cold first run less what only it paid) fits what is left of `--budget-s`,
+counted from the script's start; a run still going when the budget ends is stopped with its workers (and
+reported as cut by the budget).
 
 After every run, $OUT/ab_modes_<mode>.md (the tables so far), $OUT/ab_modes_<mode>.json (each run's rows) and
 $OUT/ab_modes_<mode>.tgz (every log) are rewritten. Prints `ab-modes:` lines and, at the end, the Markdown:
@@ -132,10 +133,22 @@ def project(scratch: Path, names: tuple[str, ...], host: bool) -> tuple[Path, st
 
 
 def _expected(runs: list[Run], kind: str) -> float:
-    """The seconds a run of `kind` is expected to take: the longest finished one of its kind; before any, an
-    A/A run ~ the cold injected run (an upper bound: no fresh pair, a cached A/A), the first run nothing."""
-    walls = [r["wall_s"] for r in runs if r["kind"] == kind and r["rows"]] or [r["wall_s"] for r in runs[:1]]
-    return max(walls, default=0.0)
+    """The seconds a run of `kind` is expected to take: the latest warm run of its kind; before one, the cold
+    first run less what only it paid (the A/A twin, the compiles a later run did not need, and for an A/A run
+    the fresh pair an injected run needs); before any run, nothing."""
+    done = [r for r in runs if r["rows"] and r["cost"]]
+    warm = [r for r in done[1:] if r["kind"] == kind]
+    if warm:
+        return float(warm[-1]["wall_s"])
+    if not done:
+        return 0.0
+    cold = _phases(done[0]["cost"])
+    extra = cold.get("A/A", 0.0)
+    if len(done) > 1:
+        extra += max(0.0, cold.get("prepare", 0.0) - _phases(done[-1]["cost"]).get("prepare", 0.0))
+    if kind != done[0]["kind"]:
+        extra += cold.get("fresh pair", 0.0)
+    return max(done[0]["wall_s"] - extra, 0.3 * done[0]["wall_s"])
 
 
 def record(kind: str, code: int, wall: float, doc: dict, text: str) -> Run:
