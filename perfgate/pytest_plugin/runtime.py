@@ -366,4 +366,5 @@ def summary_lines(state: PerfgateSession) -> list[str]:
     lines = [scrubber.text(m) for m in state.messages]
     if state.error:
         return lines + [scrubber.text(state.error)]
-    return lines + state.terminal
+    # a failed run's verdict is its last line (pytest_unconfigure, after pytest's own): said once, there
+    return lines + (state.terminal[:-1] if state.exit_code else state.terminal)

@@ -93,6 +93,12 @@ CASE_COLUMNS = (
     "host_state",
     "confirmation_memory",
     "code",
+    "median_mcycles",
+    "sm_clock_mhz",
+    "sm_clock_min_mhz",
+    "sm_clock_max_mhz",
+    "probed_samples",
+    "confirmation_mcycles",
 )
 SPEEDUP_COLUMNS = ("run_id", "case_id", "reference", "median", "ci_low", "ci_high", "reference_samples_f64")
 VERDICT_COLUMNS = ("run_id", "case_id", "metric", "kernel", "verdict", "change_pct", "threshold_pct")
@@ -167,7 +173,16 @@ def case_row(run_id: int, r: CaseResult, verdict: str | None = None) -> tuple[An
         json.dumps(asdict(r.host_state)) if r.host_state else None,
         json.dumps(list(r.confirmation_memory)),
         json.dumps([{**asdict(c), "role": c.role.value} for c in r.code]) if r.code else None,
+        *_cycle_values(r),
     )
+
+
+def _cycle_values(r: CaseResult) -> tuple[Any, ...]:
+    c = r.cycles
+    if c is None:
+        return (None, None, None, None, None, None)
+    mcycles = json.dumps(list(r.confirmation_mcycles))
+    return (c.median_mcycles, c.clock_median_mhz, c.clock_min_mhz, c.clock_max_mhz, c.probed_samples, mcycles)
 
 
 def metric_rows(run_id: int, results: Sequence[CaseResult]) -> Iterator[tuple[Any, ...]]:
@@ -288,6 +303,10 @@ def case_from_row(
         confirmation_memory=checks.positive_list(row["confirmation_memory"], f"{where} confirmation_memory", high=None),
         host_state=checks.host_state(row["host_state"], f"{where} host_state"),
         code=checks.code(row.get("code"), f"{where} code"),
+        cycles=checks.cycles(row, where),
+        confirmation_mcycles=checks.positive_list(
+            row.get("confirmation_mcycles"), f"{where} confirmation_mcycles", high=checks.MAX_MCYCLES
+        ),
         nodeid=checks.text(row["nodeid"], f"{where} nodeid"),
         location=_location(row, where),
         device_uuid=checks.text(row["device_uuid"], f"{where} device_uuid"),
