@@ -17,9 +17,14 @@ def report(args: argparse.Namespace) -> int:
     settings = command_settings(args)
     with open_store(settings.db_path, readonly=True) as store:
         done = write_site(store, args.html, settings, SiteOptions(summaries=args.summaries))
+    how = (
+        f"full build ({done.reason})"
+        if done.full
+        else f"incremental: {done.pages_written} page(s) written, the rest kept from the last build"
+    )
     print(
         f"perfgate: wrote {done.out_dir}/index.html: {done.cases} case series, {done.runs} run(s), "
         f"{done.change_points} change point(s); {done.files} files, {done.total_bytes / 1e6:.1f} MB in "
-        f"{done.seconds:.1f} s"
+        f"{done.seconds:.1f} s; {how}"
     )
     return 0

@@ -39,6 +39,7 @@ class RunMeta:
     device_kind: str
     calibration: bool  # one of `perfgate calibrate`'s processes
     cases: int
+    kind: str  # the stored run kind (gate, calibration, ab-base, ab-head; "" from old histories)
     versions: tuple[tuple[str, str], ...]  # (field, value) of ENV_FIELDS that are set
 
 
@@ -104,6 +105,7 @@ def load_runs(store: Store) -> dict[int, RunMeta]:
             device_kind=r["device_kind"] or "",
             calibration=is_calibration(r["argv"] or ""),
             cases=int(r["n_cases"]),
+            kind=str(r.get("kind") or ""),
             versions=tuple((f, str(r[f])) for f in ENV_FIELDS if r.get(f)),
         )
         for r in rows
