@@ -253,3 +253,22 @@ def test_stored_text_stays_text_in_the_new_views(browser: Browser, tmp_path: Pat
     page = browser.open(out / "regressions.html")
     assert sorted(r[0] for r in rows(page, "#regressions")) == sorted(HOSTILE)
     assert browser.dialogs == []
+
+
+def test_links_of_the_new_views_resolve(showcase: Path, browser: Browser) -> None:
+    """Every link of the new pages leads to a file of the site, or to a commit on the repository's site."""
+    from urllib.parse import unquote, urlparse
+
+    seen = 0
+    for name in ("regressions.html", "compare.html", "ab.html", ab_page(AB_PAIR), case_page(MATMUL)):
+        page = browser.open(showcase / name)
+        if name == "compare.html":
+            ready(page)
+        for href in page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)"):
+            url = urlparse(href)
+            if url.scheme == "file":
+                assert Path(unquote(url.path)).is_file(), f"{name}: {href}"
+            else:
+                assert href.startswith(f"{REPO_URL}/commit/"), f"{name}: {href}"
+            seen += 1
+    assert seen > 100

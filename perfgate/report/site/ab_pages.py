@@ -49,7 +49,10 @@ def list_body(nav_html: str, pairs: Iterable[AbPairRow], project: Project) -> st
     )
 
 
-def pair_body(nav_html: str, row: AbPairRow, record: AbComparisonRecord, project: Project) -> str:
+def pair_body(
+    nav_html: str, row: AbPairRow, record: AbComparisonRecord, project: Project, paged: frozenset[str]
+) -> str:
+    """`paged`: the cases with a page of their own (a case only ever measured in A/B has none)."""
     head, base = record.head, record.base
     base_medians = {r.case_id: r.timing.median_ms for r in base.results}
     verdicts: dict[str, list[MetricVerdict]] = {}
@@ -57,7 +60,9 @@ def pair_body(nav_html: str, row: AbPairRow, record: AbComparisonRecord, project
         verdicts.setdefault(m.case_id, []).append(m)
     cases = sorted({r.case_id for r in head.results} | set(base_medians) | set(verdicts))
     head_medians = {r.case_id: r.timing.median_ms for r in head.results}
-    rows = "".join(_case_row(c, base_medians.get(c), head_medians.get(c), verdicts.get(c, [])) for c in cases)
+    rows = "".join(
+        _case_row(c, base_medians.get(c), head_medians.get(c), verdicts.get(c, []), c in paged) for c in cases
+    )
     failed = record.verdicts.gate_failed if record.verdicts else None
     gate = "" if failed is None else ("failed" if failed else "passed")
     return (
@@ -78,16 +83,22 @@ def pair_body(nav_html: str, row: AbPairRow, record: AbComparisonRecord, project
     )
 
 
-def _case_row(case_id: str, base_ms: float | None, head_ms: float | None, metrics: list[MetricVerdict]) -> str:
+def _case_row(
+    case_id: str, base_ms: float | None, head_ms: float | None, metrics: list[MetricVerdict], paged: bool
+) -> str:
     ratio = head_ms / base_ms if head_ms and base_ms else None
     verdict = most_severe(m.verdict for m in metrics)
     time = next((m for m in metrics if m.metric == TIME_METRIC and not m.kernel), None)
     word = verdict.value if verdict else "-"
     change = "-" if time is None or time.change_pct is None else f"{time.change_pct:+.1f}%"
     detects = "-" if time is None or time.threshold_pct is None else f"\u2265 {time.threshold_pct:.1f}%"
+    name = (
+        f'<a class="case-link" href="../{escape(case_page(case_id))}">{escape(case_id)}</a>'
+        if paged
+        else f'<span class="case-link">{escape(case_id)}</span>'
+    )
     return (
-        f'<tr class="verdict-{escape(word.replace(" ", "-"))}"><td><a class="case-link" href="../'
-        f'{escape(case_page(case_id))}">{escape(case_id)}</a></td><td class="num">{_ms(base_ms)}</td>'
+        f'<tr class="verdict-{escape(word.replace(" ", "-"))}"><td>{name}</td><td class="num">{_ms(base_ms)}</td>'
         f'<td class="num">{_ms(head_ms)}</td><td class="num">{"-" if ratio is None else f"{ratio:.3f}x"}</td>'
         f'<td class="verdict">{escape(word)}</td><td class="num">{change}</td><td class="num">{detects}</td></tr>'
     )

@@ -72,7 +72,8 @@ class SiteBuild:
         new_runs = sorted(runs) if changes.full or previous is None else list(changes.new_runs)
         self._run_pages(runs, new_runs)
         digests = [d for ds in cases.values() for d in ds]
-        pairs = self._ab_pages(set() if changes.full or previous is None else set(previous.ab_pairs))
+        done = set() if changes.full or previous is None else set(previous.ab_pairs)
+        pairs = self._ab_pages(done, frozenset(cases))
         self._overview(digests, runs)
         self._regressions(digests)
         self._compare(digests, runs)
@@ -126,7 +127,7 @@ class SiteBuild:
             compare.write_run_data(self.store, self.build, run_id, runs[run_id])
             self.written += 1
 
-    def _ab_pages(self, done: set[str]) -> set[str]:
+    def _ab_pages(self, done: set[str], paged: frozenset[str]) -> set[str]:
         from perfgate.store.ab_pairs import ab_comparisons
 
         listed = ab_comparisons(self.store, self.options.ab_pairs)
@@ -137,7 +138,9 @@ class SiteBuild:
             record = ab_pages.load_pair(self.store, row.pair)
             if record is not None:
                 page = pages.page(
-                    self.project.title("A/B comparison"), "../", ab_pages.pair_body(nav, row, record, self.project)
+                    self.project.title("A/B comparison"),
+                    "../",
+                    ab_pages.pair_body(nav, row, record, self.project, paged),
                 )
                 self._write(self.build / ab_pages.ab_page(row.pair), page)
         body = ab_pages.list_body(pages.nav("", "A/B", self.project.name), listed, self.project)

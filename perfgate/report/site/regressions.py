@@ -4,7 +4,8 @@ Two sources, both already in the site: the change points of each case's series (
 last run before it and the first run after it), and the latest run's verdict against the committed
 baseline (regressed now, with or without a step the change-point search could name). A slower step's
 state:
-- open: the latest run still fails the gate on this case;
+- open: the latest run still fails the gate on this case (or has no verdict that passes it: not gated,
+  inconclusive);
 - fixed: a later step made the case faster again (its commit range is shown too);
 - accepted: the latest run passes against today's baseline (the baseline was re-calibrated with it, or
   the step is within what the case detects).
@@ -20,6 +21,7 @@ from perfgate.report.site.history_data import CaseSeries, RunMeta
 from perfgate.trends.history import CaseChanges, HistoryChange
 
 FAILING = ("regressed", "below target")
+PASSING = ("unchanged", "improved")  # a latest run judged and passing: the step is accepted
 STATES = ("open", "fixed", "accepted")
 
 
@@ -34,7 +36,7 @@ def regressions_of(
         if not c.slower:
             continue
         fix = next((later for later in steps[i + 1 :] if not later.slower), None)
-        state = "fixed" if fix is not None else ("open" if failing else "accepted")
+        state = "fixed" if fix is not None else ("accepted" if row["verdict"] in PASSING else "open")
         out.append(_entry(row, state, c.change_pct, _range(c), _range(fix) if fix else None, "change point"))
     if failing and not any(e["state"] == "open" for e in out) and len(s.points) > 0:
         last = s.points[-1].run_id
