@@ -25,6 +25,20 @@ TMP_SUFFIX = ".tmp"
 _MKSTEMP_PART = re.compile(r"[a-z0-9_]{8}")  # what tempfile.mkstemp puts between prefix and suffix
 
 
+def make_dir(path: Path, what: str) -> None:
+    """Create an output directory (and its parents); PerfgateError in one line (`perfgate: {what}: cannot
+    write there: ...`) when it cannot be, naming the part of the path in the way (a file where a directory
+    belongs, /proc, a read-only file system)."""
+    from perfgate.errors import PerfgateError
+
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        blocking = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+        why = f"{blocking} is a file, not a directory" if blocking is not None else err.strerror or str(err)
+        raise PerfgateError(f"perfgate: {what}: cannot write there: {why}") from err
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     atomic_write_stream(path, lambda fh: fh.write(data))
 

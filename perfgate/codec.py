@@ -18,7 +18,9 @@ from perfgate.model import (
     CaseThresholds,
     CodeRole,
     CodeSource,
+    CycleStats,
     Environment,
+    GatedMeasure,
     GpuState,
     HostState,
     Metric,
@@ -94,6 +96,8 @@ def case_from_dict(d: Any) -> CaseResult:
             compiled=compiled_codec.from_dict(d["compiled"], "compiled") if d.get("compiled") is not None else None,
             phases_s=tuple((str(k), float(v)) for k, v in d.get("phases_s", ())),
             code=code_from_list(d.get("code") or ()),
+            cycles=CycleStats(**d["cycles"]) if d.get("cycles") else None,
+            confirmation_mcycles=tuple(float(v) for v in d.get("confirmation_mcycles", ())),
         )
     except (KeyError, TypeError, ValueError, IndexError, OverflowError) as err:
         raise CodecError(f"not a perfgate case result ({type(err).__name__}: {err})") from err
@@ -132,7 +136,28 @@ def case_problem(r: CaseResult) -> str | None:
     wrote it; anything else wrote something perfgate must not gate."""
     if has_control(r.case_id):
         return "the case id holds a control character (a newline, an escape...)"
-    return _timing_problem(r.timing) or _values_problem(r) or _speedup_problem(r.speedup)
+    return (
+        _timing_problem(r.timing)
+        or _values_problem(r)
+        or _speedup_problem(r.speedup)
+        or _samples_problem(r.timing, r.samples_ms)
+        or _cycles_problem(r.cycles)
+    )
+
+
+def _samples_problem(t: TimingStats, samples: tuple[float, ...]) -> str | None:
+    """Statistics that are not their samples': perfgate computes them from the samples it keeps (stats.summarize),
+    so a median or mean its samples do not give was edited or damaged."""
+    if not samples or len(samples) != t.n_samples:
+        return None
+    from perfgate.stats import summarize
+
+    ref = summarize(samples, t.timer)
+    for key in ("median_ms", "mean_ms", "min_ms", "max_ms", "q1_ms", "q3_ms"):
+        got, want = getattr(t, key), getattr(ref, key)
+        if abs(got - want) > _ROUNDING * max(abs(got), abs(want), 1e-300):
+            return f"timing.{key} ({got:g}) is not what its {len(samples)} samples give ({want:g})"
+    return None
 
 
 def _timing_problem(t: TimingStats) -> str | None:
@@ -169,6 +194,7 @@ def _values_problem(r: CaseResult) -> str | None:
         ("confirmation_medians_ms", r.confirmation_medians_ms),
         ("confirmation_speedups", r.confirmation_speedups),
         ("confirmation_memory", r.confirmation_memory),
+        ("confirmation_mcycles", r.confirmation_mcycles),
     ):
         if any(not _number(v) or v < 0 for v in values):
             return f"{name} must hold finite numbers >= 0"
@@ -193,6 +219,18 @@ def _speedup_problem(sp: Speedup | None) -> str | None:
     return None
 
 
+def _cycles_problem(c: CycleStats | None) -> str | None:
+    if c is None:
+        return None
+    if not all(_number(v) and v > 0 for v in (c.median_mcycles, c.clock_min_mhz, c.clock_median_mhz, c.clock_max_mhz)):
+        return "cycles: median_mcycles and the clocks must be finite numbers > 0"
+    if not c.clock_min_mhz <= c.clock_median_mhz <= c.clock_max_mhz:
+        return "cycles: the clocks must be in order (min <= median <= max)"
+    if not _count(c.probed_samples) or c.probed_samples < 1:
+        return "cycles.probed_samples must be an integer >= 1"
+    return None
+
+
 _THRESHOLD_FIELDS = frozenset(CaseThresholds.__dataclass_fields__)
 _NOISE_FIELDS = frozenset(NoiseEstimate.__dataclass_fields__)
 
@@ -204,7 +242,9 @@ def thresholds_from_dict(raw: object) -> CaseThresholds:
         raise CodecError("thresholds must be an object")
     values = {k: v for k, v in raw.items() if k in _THRESHOLD_FIELDS}
     values["metrics"] = tuple((str(k), float(v)) for k, v in values.get("metrics", ()))
-    for key in ("time_noise", "speedup_noise"):
+    if "gated_measure" in values:
+        values["gated_measure"] = GatedMeasure(values["gated_measure"])
+    for key in ("time_noise", "speedup_noise", "cycles_noise"):
         noise = values.get(key)
         if noise is not None:
             if not isinstance(noise, dict):

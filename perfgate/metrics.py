@@ -53,6 +53,7 @@ class MetricSpec:
 
 
 TIME_METRIC = "median_ms"
+CYCLES_METRIC = "median_mcycles"  # the time in SM cycles (measure/sm_clock.py): gated for compute-bound cases
 PEAK_ALLOCATED = "memory.peak_allocated_bytes"
 PEAK_RESERVED = "memory.peak_reserved_bytes"
 PEAK_HOST = "memory.peak_host_bytes"
@@ -69,6 +70,7 @@ NCU_WHY = "ncu.why"  # ncu's diagnosis of a regressed case's kernel (gate/why.py
 _SPECS = {
     # timing run
     TIME_METRIC: MetricSpec("time", "ms", LOWER, TIMED, 3.0),
+    CYCLES_METRIC: MetricSpec("cycles", "Mcycles", LOWER, TIMED, 3.0),
     "gbps": MetricSpec("bandwidth", "GB/s", HIGHER, DERIVED, 0.0),
     "tflops": MetricSpec("throughput", "TFLOP/s", HIGHER, DERIVED, 0.0),
     # memory per call (measure/memory.py): allocator peaks are deterministic for most kernels

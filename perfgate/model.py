@@ -52,8 +52,40 @@ class Timer(str, enum.Enum):
     """What took a case's samples. Cases timed by different timers are never compared."""
 
     CUDA_EVENT = "cuda_event"
-    HOST = "host"  # perfgate's host clock: calibrated loops of calls (measure/host_clock.py)
+    HOST = "host"  # perfgate's host clock: wall time, calibrated loops of calls (measure/host_clock.py)
+    HOST_THREAD_CPU = "host_thread_cpu"  # the same loops on the measuring thread's CPU time (time.thread_time_ns)
+    HOST_PROCESS_CPU = "host_process_cpu"  # ... on the process's CPU time, every thread (time.process_time_ns)
     PYTEST_BENCHMARK = "pytest_benchmark"  # imported from pytest-benchmark's JSON: its own calibration and rounds
+
+    @property
+    def on_host(self) -> bool:
+        """Perfgate's own host timers (wall or CPU time): the machine around a case is part of what they read."""
+        return self in (Timer.HOST, Timer.HOST_THREAD_CPU, Timer.HOST_PROCESS_CPU)
+
+
+class HostTimer(str, enum.Enum):
+    """Which host clock times a host case (`host_timer`): the wall clock, or CPU time (measure/host_clock.py)."""
+
+    WALL = "wall"
+    THREAD_CPU = "thread_cpu"
+    PROCESS_CPU = "process_cpu"
+
+    @property
+    def timer(self) -> Timer:
+        return {
+            HostTimer.WALL: Timer.HOST,
+            HostTimer.THREAD_CPU: Timer.HOST_THREAD_CPU,
+            HostTimer.PROCESS_CPU: Timer.HOST_PROCESS_CPU,
+        }[self]
+
+
+class GatedMeasure(str, enum.Enum):
+    """Which of a case's measures is gated (`gated_measure`; gate/bottleneck.py): its time, its time in SM cycles
+    (time x the SM clock each sample ran at), or whichever its bottleneck makes stable."""
+
+    AUTO = "auto"  # cycles for a compute-bound case, time otherwise (declared work against the roofline, or ncu)
+    TIME = "time"
+    CYCLES = "cycles"
 
 
 class AbProcess(str, enum.Enum):
@@ -128,6 +160,19 @@ class GpuState:
 
 
 @dataclass(frozen=True)
+class CycleStats:
+    """A case's samples in SM cycles: each sample's time times the mean SM clock over that very sample, read by a
+    clock probe around it (measure/sm_clock.py). A compute-bound kernel's cycles do not move with the clock the
+    power cap sets; its time does."""
+
+    median_mcycles: float  # the median over samples of time x clock, in millions of cycles
+    clock_median_mhz: float  # the SM clock the samples ran at (median, lowest, highest)
+    clock_min_mhz: float
+    clock_max_mhz: float
+    probed_samples: int  # samples with a clock reading (a probe that missed leaves its sample out)
+
+
+@dataclass(frozen=True)
 class HostState:
     """The machine around a case while it was sampled: on the host clock it is part of what is measured, so a
     change of it (load, CPU frequency, stolen time) is named beside a verdict (gate/findings.py)."""
@@ -137,6 +182,9 @@ class HostState:
     threads: int  # threads alive in the measuring process
     cpu_mhz: float | None = None  # mean current frequency of those CPUs (None: not readable here)
     steal_pct: float | None = None  # share of CPU time the hypervisor took during the case (None: not Linux)
+    # the measuring thread's CPU time over the wall time of its samples (%): well under 100 when it was preempted
+    # (a host case on the wall clock then reads the waits too; host_timer = "thread_cpu" does not)
+    cpu_share_pct: float | None = None
 
 
 @dataclass(frozen=True)
@@ -179,6 +227,8 @@ class CaseThresholds:
     false_alarm_pct: float = 1.0  # the run's false-alarm budget, divided over its gated tests
     time_noise: NoiseEstimate | None = None  # None: from the baseline's calibration alone
     speedup_noise: NoiseEstimate | None = None
+    gated_measure: GatedMeasure = GatedMeasure.AUTO  # time or SM cycles (gate/bottleneck.py)
+    cycles_noise: NoiseEstimate | None = None
 
     def metric_pct(self, name: str) -> float | None:
         """Explicit threshold for a metric, or None (the catalogue decides)."""
@@ -233,6 +283,8 @@ class CaseResult:
     compiled: CompiledCase | None = None  # the kernels one call launched, as compiled (perfgate/compiled/)
     phases_s: tuple[tuple[str, float], ...] = ()  # where measuring it went (measure/phases.py); not stored
     code: tuple[CodeSource, ...] = ()  # A/B mode: where the code it measured came from (ab/provenance.py)
+    cycles: CycleStats | None = None  # its samples in SM cycles (None: no clock probe, e.g. the host clock)
+    confirmation_mcycles: tuple[float, ...] = ()  # the confirmation processes' median cycles (Mcycles)
 
     def with_metrics(
         self, extra: tuple[Metric, ...], errors: tuple[str, ...] = (), notes: tuple[str, ...] = ()
@@ -256,6 +308,11 @@ class CaseResult:
         mean of its calibration processes' (docs/decision-rule.md)."""
         values = self.process_medians_ms
         return sum(values) / len(values)
+
+    @property
+    def process_mcycles(self) -> tuple[float, ...]:
+        """This run's median cycles first, then the confirmation processes' (empty without a clock probe)."""
+        return (self.cycles.median_mcycles, *self.confirmation_mcycles) if self.cycles is not None else ()
 
     @property
     def process_speedups(self) -> tuple[float, ...]:

@@ -29,6 +29,10 @@ def run(argv: list[str], cwd: Path | None = None) -> str:
     return out.stdout + out.stderr
 
 
+RMS_LAUNCH = CSRC / "rms_norm_launch.cu"
+RMS_FLAGS = ("-O3", "--use_fast_math", f"-I{CSRC}")
+
+
 def nvcc_fixtures(out: Path, cuobjdump: str) -> None:
     """The spilling kernel at its natural register count and squeezed to 32; the CUDA C++ kernel's module."""
     source = out / "spill.cu"
@@ -40,25 +44,33 @@ def nvcc_fixtures(out: Path, cuobjdump: str) -> None:
         (out / f"{name}.cuobjdump.txt.gz").write_bytes(gzip.compress(dump.encode(), mtime=0))
     with tempfile.TemporaryDirectory() as tmp:
         so = Path(tmp) / "rms_norm.so"
+        run(["nvcc", "-shared", "-Xcompiler", "-fPIC", "-arch=sm_90", *RMS_FLAGS, "-o", str(so), str(RMS_LAUNCH)])
+        run([cuobjdump, "-xelf", "all", str(so)], cwd=Path(tmp))
+        cubin = max(Path(tmp).glob("*.sm_90.cubin"), key=lambda p: p.stat().st_size)
+        shutil.copy(cubin, out / "rms_norm.sm_90.cubin")
+        dump = run([cuobjdump, "--dump-resource-usage", "-sass", str(cubin)])
+        (out / "rms_norm.sm_90.cuobjdump.txt.gz").write_bytes(gzip.compress(dump.encode(), mtime=0))
+        # the module as the H100 built it (TORCH_CUDA_ARCH_LIST=9.0a): sm_90a code only, read on an sm_90 GPU
+        so = Path(tmp) / "perfgate_rms_norm.so"
+        gencode = "arch=compute_90a,code=sm_90a"
         run(
             [
                 "nvcc",
                 "-shared",
                 "-Xcompiler",
                 "-fPIC",
-                "-arch=sm_90",
-                "-O3",
-                "--use_fast_math",
+                "-cudart",
+                "shared",
+                "-gencode",
+                gencode,
+                *RMS_FLAGS,
                 "-o",
                 str(so),
-                str(CSRC / "rms_norm_check.cu"),
+                str(RMS_LAUNCH),
             ]
         )
-        run([cuobjdump, "-xelf", "all", str(so)], cwd=Path(tmp))
-        cubin = max(Path(tmp).glob("*.sm_90.cubin"), key=lambda p: p.stat().st_size)
-        shutil.copy(cubin, out / "rms_norm.sm_90.cubin")
-        dump = run([cuobjdump, "--dump-resource-usage", "-sass", str(cubin)])
-        (out / "rms_norm.sm_90.cuobjdump.txt.gz").write_bytes(gzip.compress(dump.encode(), mtime=0))
+        run(["strip", str(so)])
+        (out / "perfgate_rms_norm.sm_90a.so.gz").write_bytes(gzip.compress(so.read_bytes(), mtime=0))
 
 
 def triton_fixtures(out: Path, detuned: bool) -> None:

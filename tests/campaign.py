@@ -12,6 +12,10 @@ child too) or dies (a native abort: segfault, abort(), the kernel's OOM killer).
     hang          past the deadline
     native abort  the worker died
 
+Readers named "X (semantic)" get tests/semantic.py's inputs (other producers' schemas, locale numbers,
+duplicated ids, contradictory statistics, impossible physics, changes that must change nothing), and an
+exit-0 reading of one is also judged by what its mutation says the truth is (`judge`).
+
 Used by scripts/mutation_campaign.py (thousands of inputs per reader) and tests/test_mutation.py (CI).
 """
 
@@ -22,6 +26,7 @@ import io
 import json
 import os
 import random
+import re
 import resource
 import select
 import shutil
@@ -39,6 +44,7 @@ from typing import Any
 
 from tests import oracle
 from tests.mutations import MAKERS, ROOT
+from tests.semantic import SEMANTIC
 
 OUTCOMES = ("read", "clean error", "traceback", "silent-wrong", "hang", "native abort", "generator error")
 WORKER_MEMORY_BYTES = 4 << 30  # a reader that needs more is a finding (MemoryError), not a swapping machine
@@ -185,6 +191,131 @@ READERS: dict[str, Callable[[Path, Path, random.Random], Iterator[Callable[[], l
 }
 
 
+# --- semantic mutations: what the reading must be (tests/semantic.py) --------------------------------------
+
+SEMANTIC_SUFFIX = " (semantic)"
+SEMANTIC_READERS = tuple(r + SEMANTIC_SUFFIX for r in SEMANTIC)
+
+
+def _rows(items: Any, key: str, *fields: str) -> list[tuple[Any, ...]]:
+    return sorted(tuple(row.get(f) for f in (key, *fields)) for row in items)
+
+
+def _project_analysis(path: Path, tmp: Path) -> dict[str, Any]:
+    """What `perfgate analyze` says of a timeline: per kernel, transfer kind, API call and range, how many and
+    how long; the GPU's busy and idle time; and the notes (a note is allowed to differ)."""
+    doc = _strict_json(_cli(["analyze", str(path), "--format", "json"]))
+    idle = doc.get("gpu_idle") or {}
+    return {
+        "kernels": _rows(doc.get("kernels", []), "name", "count", "total_ns", "min_ns", "max_ns"),
+        "memory": _rows(doc.get("memory", []), "kind", "count", "bytes", "total_ns"),
+        "api": _rows(doc.get("api", []), "name", "count", "total_ns"),
+        "nvtx": _rows(doc.get("nvtx", []), "range", "count", "total_ns"),
+        "idle": (idle.get("busy_ns"), idle.get("idle_ns"), idle.get("span_ns")),
+        "notes": doc.get("notes", []),
+    }
+
+
+def _project_torch(path: Path, tmp: Path) -> dict[str, Any]:
+    from perfgate.parse.torch_trace import read_torch_trace
+
+    t = read_torch_trace(path)
+    return {**_project_analysis(path, tmp), "annotated": sorted((k.name, k.nvtx_range) for k in t.kernels)}
+
+
+def _project_ncu_csv(path: Path, tmp: Path) -> dict[str, Any]:
+    from perfgate.parse.ncu_csv import read_ncu_csv
+
+    launches = read_ncu_csv(path)
+    return {
+        "launches": sorted(
+            (la.launch_id, la.name, tuple(sorted((k, m.value, m.unit) for k, m in la.metrics.items())))
+            for la in launches
+        ),
+        "notes": [],
+    }
+
+
+def _project_benchmark(path: Path, tmp: Path) -> dict[str, Any]:
+    from perfgate.parse.pytest_benchmark import read_pytest_benchmark
+
+    run = read_pytest_benchmark(path)
+    keys = ("n_samples", "median_ms", "mean_ms", "stdev_ms", "min_ms", "max_ms", "q1_ms", "q3_ms")
+    return {"cases": sorted((r.case_id, *(getattr(r.timing, k) for k in keys)) for r in run.results), "notes": []}
+
+
+def _project_child(path: Path, tmp: Path) -> dict[str, Any]:
+    from perfgate.measure.processes import parse_child_output
+
+    results = parse_child_output(path, 0).results
+    return {
+        "cases": sorted((r.case_id, r.timing.median_ms, r.timing.mean_ms, r.samples_ms) for r in results),
+        "notes": [],
+    }
+
+
+def _project_results(path: Path, tmp: Path) -> dict[str, Any]:
+    return {"annotations": sorted(_cli(["ci", "annotate", str(path)]).splitlines()), "notes": []}
+
+
+def _project_baseline(path: Path, tmp: Path) -> dict[str, Any]:
+    from perfgate.baseline import load_baseline
+
+    b = load_baseline(path)
+    cases = b.cases if b is not None else {}
+    return {
+        "cases": sorted((cid, c.median_ms, c.samples_ms, c.process_medians_ms) for cid, c in cases.items()),
+        "notes": [],
+    }
+
+
+PROJECT: dict[str, tuple[Callable[[Path, Path], dict[str, Any]], float]] = {
+    # reader: (projection, relative tolerance); torch's begin/end pairs round each event's end to the ns
+    "nsys-sqlite": (_project_analysis, 1e-12),
+    "ncu-csv": (_project_ncu_csv, 1e-9),
+    "torch-json": (_project_torch, 1e-3),
+    "pytest-benchmark": (_project_benchmark, 1e-12),
+    "child-output": (_project_child, 1e-12),
+    "results-json": (_project_results, 0.0),
+    "baseline": (_project_baseline, 1e-12),
+}
+
+
+def _differs(want: Any, got: Any, rel: float) -> str:
+    """Where two projections differ ("" when they agree within `rel` on every number)."""
+    if isinstance(want, (int, float)) and isinstance(got, (int, float)) and not isinstance(want, bool):
+        return "" if abs(want - got) <= rel * max(abs(want), abs(got)) else f"{want!r} != {got!r}"
+    if isinstance(want, dict) and isinstance(got, dict):
+        for key in want.keys() | got.keys():
+            if key != "notes" and (d := _differs(want.get(key), got.get(key), rel)):
+                return f"{key}: {d}"
+        return ""
+    if isinstance(want, (list, tuple)) and isinstance(got, (list, tuple)):
+        if len(want) != len(got):
+            return f"{len(want)} items != {len(got)}: {str(got)[:120]}"
+        return next((d for a, b in zip(want, got) if (d := _differs(a, b, rel))), "")
+    return "" if want == got else f"{str(want)[:60]!r} != {str(got)[:60]!r}"
+
+
+def judge(reader: str, path: Path, expect: Any, tmp: Path) -> list[str]:
+    """A semantic input that was read: is the reading the truth its mutation says?"""
+    from perfgate.errors import PerfgateError
+
+    if expect.kind == "refuse":
+        return [f"read what must be refused: {expect.why}"]
+    project, rel = PROJECT[reader]
+    try:
+        got = project(path, tmp)
+        want = project(expect.reference, tmp) if expect.kind == "same" else None
+    except (PerfgateError, Clean):
+        return []  # refused in one line by the reading that is judged: allowed for every kind
+    if expect.kind == "note":
+        noted = any(re.search(expect.note, n) for n in got.get("notes", []))
+        return [] if noted else [f"{expect.why}: read without a note matching {expect.note!r}"]
+    diff = _differs(want, got, rel)
+    return [f"{expect.why}: read as something else ({diff})"] if diff else []
+
+
 def crash_site(err: BaseException) -> str:
     """The innermost frame in perfgate's own code (else the innermost frame), with the exception type."""
     frames = traceback.extract_tb(err.__traceback__)
@@ -195,18 +326,23 @@ def crash_site(err: BaseException) -> str:
 
 
 def run_one(reader: str, seed: int, tmp: Path, made: Callable[[], None] | None = None) -> tuple[str, str]:
-    """(outcome, detail) of one input, in this process; `made` is called once the input exists."""
+    """(outcome, detail) of one input, in this process; `made` is called once the input exists. A reader
+    named "X (semantic)" gets a semantic mutation of X's files, and its reading is judged by its Expect."""
     from perfgate.errors import PerfgateError
 
     rng = random.Random(f"{reader}:{seed}")
+    base, expect = reader.removesuffix(SEMANTIC_SUFFIX), None
     try:
-        path = MAKERS[reader](rng, tmp)
+        if base != reader:
+            path, expect = SEMANTIC[base](rng, tmp)
+        else:
+            path = MAKERS[reader](rng, tmp)
     except Exception as err:  # noqa: BLE001 - a generator bug is reported, not counted as perfgate's
         return "generator error", crash_site(err)
     if made is not None:
         made()
     outcome, detail = "read", ""
-    for step in READERS[reader](path, tmp, rng):
+    for step in READERS[base](path, tmp, rng):
         try:
             found = step()
         except (PerfgateError, Clean) as err:
@@ -219,6 +355,13 @@ def run_one(reader: str, seed: int, tmp: Path, made: Callable[[], None] | None =
             return "traceback", crash_site(err)
         if found:
             return "silent-wrong", "; ".join(found)[:400]
+    if expect is not None and outcome == "read":
+        try:
+            wrong = judge(base, path, expect, tmp)
+        except BaseException as err:  # noqa: BLE001 - a judge that fails is a finding of the reading it judged
+            return "traceback", crash_site(err)
+        if wrong:
+            return "silent-wrong", "; ".join(wrong)[:400]
     return outcome, detail
 
 
@@ -235,8 +378,8 @@ def worker() -> None:
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_AS, (WORKER_MEMORY_BYTES, WORKER_MEMORY_BYTES))
     for line in sys.stdin:
-        reader, seed = line.split()
-        tmp = Path(tempfile.mkdtemp(prefix=f"mut-{reader}-"))
+        reader, seed = line.rsplit(None, 1)  # a reader name may hold spaces: "torch-json (semantic)"
+        tmp = Path(tempfile.mkdtemp(prefix=f"mut-{reader.split()[0]}-"))
         try:
             outcome, detail = run_one(reader, int(seed), tmp, made=lambda: answers.write("made\n"))
         finally:

@@ -1,8 +1,9 @@
 """The invariant oracle of the mutation campaign: what every exit-0 result of a reader must satisfy,
 written from what the numbers mean (issue 23), independently of the readers' own checks. A result that
 breaks one is a silent-wrong finding, as bad as a traceback: durations >= 0 (end >= start), timestamps
-and sums within int64, shares within [0, 100], rates finite and >= 0, counts non-negative, medians and
-means within [min, max], names that are text.
+and sums within int64, shares within [0, 100], rates finite and >= 0 and no faster than any memory moves
+(100 TB/s, issue 32), counts non-negative, medians and means within [min, max], names that are text.
+Semantic mutations (tests/semantic.py) carry their own truth on top of these invariants.
 
 Each check returns a list of violations (empty when the result can be true).
 """
@@ -16,6 +17,9 @@ from typing import Any
 INT64_MAX = 2**63 - 1
 PCT_OVERSHOOT = 5.0  # ncu's counters read a little past 100 % (analyze/ncu_diagnosis.py says why)
 ROUNDING = 1e-9
+# Physics: no memory moves faster than 100 TB/s (12x the fastest HBM of 2025); a rate past it is damage
+MAX_GBPS = 1e5
+MAX_BYTES_PER_S = MAX_GBPS * 1e9
 
 
 def _num(v: Any) -> bool:
@@ -73,6 +77,8 @@ def analysis(doc: Any) -> list[str]:
     for m in doc.get("memory", []):
         if not _int(m.get("bytes")) or (m.get("gbps") is not None and (not _num(m["gbps"]) or m["gbps"] < 0)):
             out.append(f"memory {m.get('kind')!r}: bytes {m.get('bytes')!r} / gbps {m.get('gbps')!r}")
+        elif m.get("gbps") is not None and m["gbps"] > MAX_GBPS:
+            out.append(f"memory {m.get('kind')!r}: {m['gbps']:g} GB/s, faster than any memory")
     return out + idle(doc.get("gpu_idle"))
 
 
@@ -179,6 +185,8 @@ def ncu_launch(
             out.append(f"{where}: {metric} = {value!r} is not a finite number")
         elif unit and not unit.startswith("%") and not 0 <= value <= INT64_MAX:
             out.append(f"{where}: {metric} = {value} {unit}: a count, size, time or rate out of range")
+        elif unit == "byte/s" and value > MAX_BYTES_PER_S:
+            out.append(f"{where}: {metric} = {value:g} byte/s, faster than any memory")
     return out
 
 
@@ -215,7 +223,9 @@ def case_metrics(per_case: dict[str, list[Any]]) -> list[str]:
         f"{case}: {m.name} = {m.value!r}"
         for case, ms in per_case.items()
         for m in ms
-        if not _num(m.value) or (m.unit and not m.unit.startswith("%") and m.value < 0)
+        if not _num(m.value)
+        or (m.unit and not m.unit.startswith("%") and m.value < 0)
+        or (m.unit == "byte/s" and m.value > MAX_BYTES_PER_S)
     ]
 
 

@@ -40,12 +40,26 @@ def test_shared_memory_limits_a_kernel_that_asks_for_much_of_it():
     occ = theoretical(H100, 32, 128, 0, 100 * 1024)
     # 100 KiB + the driver's 1 KiB per block: two fit in 228 KiB
     assert (occ.blocks_per_sm, occ.limiter) == (2, Limiter.SHARED_MEMORY)
-    assert why(occ, 128, 103424).startswith("shared memory (103424 bytes per block) limits it to 2 blocks")
+    assert why(occ, 128, 103424).startswith("shared memory (103,424 bytes per block) limits it to 2 blocks")
 
 
 def test_warp_slots_limit_a_lean_kernel_with_large_blocks():
     occ = theoretical(H100, 16, 1024, 0, 0)
     assert (occ.blocks_per_sm, occ.limiter, occ.pct) == (2, Limiter.WARPS, 100.0)
+
+
+def test_at_full_occupancy_the_warp_slots_are_the_limit_even_where_registers_allow_no_more():
+    # the RMSNorm kernel on the H100: 28 registers, 512 threads: registers and warp slots both allow 4 blocks
+    occ = theoretical(H100, 28, 512, 128, 0)
+    assert (occ.blocks_per_sm, occ.pct, occ.by_registers, occ.limiter) == (4, 100.0, 4, Limiter.WARPS)
+    assert why(occ, 512) == "the SM's 64 warp slots limit it to 4 blocks of 512 threads"
+
+
+def test_tiny_blocks_are_limited_by_the_block_slots_not_by_a_resource_capped_at_them():
+    # the same kernel de-tuned to 32 threads a block: every resource allows more than the 32 block slots
+    occ = theoretical(H100, 28, 32, 128, 0)
+    assert (occ.blocks_per_sm, occ.pct, occ.limiter) == (32, 50.0, Limiter.BLOCKS)
+    assert why(occ, 32) == "the SM's 32 block slots limit it to 32 blocks of 32 threads"
 
 
 def test_a_block_that_cannot_be_resident_has_no_occupancy():

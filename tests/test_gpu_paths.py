@@ -172,9 +172,44 @@ def test_a_user_who_locked_clocks_gets_it_recorded(fake_cuda):
     assert result.gpu_state.clocks_locked
 
 
+def _trim_cold(samples):
+    return timer._select(samples, timer._kept_rounds(samples, range(len(samples[0]))))
+
+
 def test_leading_warm_up_outliers_are_not_recorded():
     samples = [[50.0, 40.0] + [1.0] * 98]
-    assert timer._trim_cold(samples)[0][:2] == (1.0, 1.0)
-    assert len(timer._trim_cold(samples)[0]) == 98
+    assert _trim_cold(samples)[0][:2] == (1.0, 1.0)
+    assert len(_trim_cold(samples)[0]) == 98
     steady = [[1.0, 1.1] + [1.0] * 98]
-    assert len(timer._trim_cold(steady)[0]) == 100
+    assert len(_trim_cold(steady)[0]) == 100
+
+
+def test_each_cuda_sample_is_stamped_around_its_call_and_keeps_its_clock_through_the_drops(
+    fake_cuda, monkeypatch, manual_clock
+):
+    from perfgate.measure import sm_clock
+    from tests.manual_clock import FakeSm, FakeSmProbe
+
+    monkeypatch.setattr(timer, "CHUNK_MS", 3.0)
+    monkeypatch.setattr(protocol, "SETTLE_S", 0.0)
+    order = []
+    sm = FakeSm(manual_clock, 1980.0, schedule=((0.02, 1500.0),))  # the clock drops part-way
+
+    class Recording(FakeSmProbe):
+        def stamp(self, index):
+            order.append("p")
+            super().stamp(index)
+
+    def cand():
+        order.append("c")
+        sm.compute(0.99)  # 0.5 ms at 1980 MHz
+
+    monkeypatch.setattr(sm_clock, "_installed", [lambda _timer: Recording(sm)])
+    options = MeasureOptions(warmup_ms=0, min_samples=10, max_samples=60, budget_ms=60, cooldown_max_ms=0, memory=False)
+    nvml = FakeNvml(capped_between=((0.0, 0.012),))  # the first chunks are dropped as throttled
+    result = measure_case(CaseSpec("t::x", cand, options=options, timer=Timer.CUDA_EVENT), nvml)
+    assert "pcppcp" in "".join(order)  # a stamp right before and right after every sampled call
+    assert result.gpu_state.excluded_samples > 0
+    assert result.cycles.probed_samples == result.timing.n_samples  # the clocks dropped with their samples
+    assert result.cycles.clock_min_mhz == pytest.approx(1500.0) and result.cycles.clock_max_mhz == pytest.approx(1980.0)
+    assert result.cycles.median_mcycles == pytest.approx(0.99, rel=1e-5)  # whatever clock each sample ran at

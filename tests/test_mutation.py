@@ -1,11 +1,11 @@
 """The mutation campaign at CI size: a few hundred mutated real files through every reader, each in a
-worker process with a deadline, every exit-0 result judged by the invariant oracle. No traceback, no
-silent-wrong result, no hang, no native abort. scripts/mutation_campaign.py runs >= 5,000 per reader
-(docs/robustness.md)."""
+worker process with a deadline, every exit-0 result judged by the invariant oracle (and, for semantic
+mutations, by the truth each carries). No traceback, no silent-wrong result, no hang, no native abort.
+scripts/mutation_campaign.py runs >= 5,000 per reader (docs/robustness.md)."""
 
 import pytest
 
-from tests.campaign import run_campaign
+from tests.campaign import SEMANTIC_SUFFIX, run_campaign
 
 # inputs per reader, sized by what one costs (an nsys export ~0.5 s, an ncu report ~0.8 s in NVIDIA's reader)
 SIZES = {
@@ -17,6 +17,14 @@ SIZES = {
     "results-json": 15,
     "child-output": 60,
     "baseline": 60,
+    # semantic mutations (tests/semantic.py): each input read twice (the truth is the reference file's reading)
+    "nsys-sqlite" + SEMANTIC_SUFFIX: 6,
+    "ncu-csv" + SEMANTIC_SUFFIX: 30,
+    "torch-json" + SEMANTIC_SUFFIX: 40,
+    "pytest-benchmark" + SEMANTIC_SUFFIX: 40,
+    "results-json" + SEMANTIC_SUFFIX: 15,
+    "child-output" + SEMANTIC_SUFFIX: 40,
+    "baseline" + SEMANTIC_SUFFIX: 40,
 }
 
 

@@ -122,6 +122,7 @@ def test_a_failed_gate_is_the_last_line_in_red_and_the_exit_code_is_unchanged(pr
     last = result.stdout.lines[-1]
     assert "perfgate: gate FAILED" in last and "\x1b[31m" in last  # after pytest's own "N passed" line, red
     assert "passed" in result.stdout.lines[-2]
+    assert sum("perfgate: gate FAILED" in line for line in result.stdout.lines) == 1  # once, last
 
 
 def test_a_passing_gate_adds_no_last_line(project):

@@ -47,7 +47,7 @@ confirm_runs = 0
         "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
         "rk_test_abcdefghijkl",
         "OPENAI sk-proj-" + "x" * 30,
-        "sk-" + "a" * 40,
+        "sk-" + "a1B2c3D4e5F6g7H8i9J0" * 2,  # an OpenAI-style key (not a run of one letter: a placeholder)
     ],
 )
 def test_token_shapes_are_masked(text):

@@ -63,18 +63,63 @@ def rows_for(before: KernelFacts, after: KernelFacts, rule: StaticRule = StaticR
     return compare_compiled(CID, compiled(before), compiled(after), rule)
 
 
-def test_registers_past_the_margin_fail_with_the_occupancy_they_cost_in_words():
+def test_registers_past_the_margin_fail_and_the_occupancy_row_says_what_they_cost():
     rows = rows_for(kernel(64), kernel(80), StaticRule(registers_margin=8))
     regs = next(r for r in rows if r.metric == STATIC_REGISTERS)
     assert regs.verdict is Verdict.REGRESSED and regs.gated
+    assert regs.note == "registers 64 -> 80 per thread"  # the occupancy is the occupancy row's to explain
+    occ = next(r for r in rows if r.metric == STATIC_OCCUPANCY)
+    assert occ.verdict is Verdict.REGRESSED
+    assert occ.note == (
+        "occupancy 50 % -> 37.5 % from registers 64 -> 80 per thread: the register file limits it to 3 blocks of "
+        "256 threads per SM (was: the register file limits it to 4 blocks of 256 threads per SM)"
+    )
+
+
+def test_without_an_occupancy_row_the_registers_row_says_the_occupancy_they_cost():
+    rows = rows_for(kernel(64), kernel(80), StaticRule(registers_margin=8, occupancy=StaticPolicy.OFF))
+    (regs,) = rows
     assert regs.note == (
         "registers 64 -> 80 per thread: occupancy 50 % -> 37.5 % "
         "(the register file limits it to 3 blocks of 256 threads per SM)"
     )
-    occ = next(r for r in rows if r.metric == STATIC_OCCUPANCY)
+
+
+def detuned_matmul() -> tuple[KernelFacts, KernelFacts]:
+    """The H100's matmul and its de-tune (lab/gpu/kernels_session.py): 8 warps and 192 KiB -> 4 warps, 128 KiB."""
+    return kernel(216, 256, dynamic=196608), kernel(255, 128, dynamic=131072, spills=(7268, 5752))
+
+
+def test_each_static_row_of_the_detuned_matmul_says_one_true_thing():
+    rows = {r.metric: r for r in rows_for(*detuned_matmul())}
+    assert rows[STATIC_REGISTERS].note == "registers 216 -> 255 per thread"
+    assert rows[STATIC_SPILLS].note.startswith("spills 0 -> 13,020 bytes")
+    # registers alone (2 blocks of 4 warps still fit) and less shared memory did not lower it: the halved block did
+    assert rows[STATIC_OCCUPANCY].note == (
+        "occupancy 12.5 % -> 6.25 % from block 256 -> 128 threads: shared memory (132,096 bytes per block) limits "
+        "it to 1 block of 128 threads per SM (was: the register file limits it to 1 block of 256 threads per SM)"
+    )
+    shared = rows[STATIC_SHARED]
+    assert (shared.verdict, shared.note) == (Verdict.IMPROVED, "shared memory 196,608 -> 131,072 bytes per block")
+    assert sum("occupancy" in r.note for r in rows.values()) == 1
+
+
+def test_a_block_shrunk_to_one_warp_is_explained_by_the_sms_block_slots():
+    before = kernel(28, 512, name="rms_norm_kernel", key="rms_norm_kernel")
+    (occ,) = rows_for(before, replace(before, **_launch(28, 32)), StaticRule(registers=StaticPolicy.OFF))
     assert occ.verdict is Verdict.REGRESSED
-    assert occ.note.startswith("occupancy 50 % -> 37.5 %: the register file limits it to 3 blocks")
-    assert occ.note.endswith("; moved: registers 64 -> 80")
+    assert occ.note == (
+        "occupancy 100 % -> 50 % from block 512 -> 32 threads: the SM's 32 block slots limit it to 32 blocks of 32 "
+        "threads (was: the SM's 64 warp slots limit it to 4 blocks of 512 threads)"
+    )
+
+
+def _launch(registers: int, threads: int) -> dict:
+    return {
+        "block": (threads, 1, 1),
+        "num_warps": threads // 32,
+        "occupancy": theoretical(LIMITS["sm_90"], registers, threads, 0, 0),
+    }
 
 
 def test_registers_within_the_margin_pass_and_say_so():
@@ -149,7 +194,13 @@ def test_a_time_regression_names_the_static_changes_that_came_with_it_first(tmp_
     why = gate.explanations[CID]
     assert why[0].metric == STATIC_REGISTERS and "(within the margin of 16)" in why[0].note
     md = render_markdown(gate, run=run).replace("-&gt;", "->")  # GitHub shows the escaped arrow as written
-    assert "_matmul_kernel: registers 64 -> 72 per thread (within the margin of 16): occupancy 50 % -> 37.5 %" in md
+    assert "_matmul_kernel: registers 64 -> 72 per thread (within the margin of 16); _matmul_kernel: occupancy" in md
+    assert "occupancy 50 % -> 37.5 % from registers 64 -> 72 per thread: the register file limits it" in md
+    why_line = next(line for line in render_terminal(gate) if line.startswith("why "))
+    assert why_line == (  # what changed, once; the static rows below it say why
+        f"why {CID}: _matmul_kernel: registers 64 -> 72 per thread (within the margin of 16), occupancy 50 % -> "
+        "37.5 % from registers 64 -> 72 per thread"
+    )
 
 
 def test_the_baseline_file_keeps_the_compiled_facts_one_kernel_a_line(tmp_path):
@@ -242,7 +293,7 @@ def test_a_damaged_record_is_a_value_error_never_a_traceback(raw, field):
 def test_a_token_among_a_cases_arguments_is_not_published():
     from perfgate.report.scrub import Scrubber
 
-    record = replace(compiled(kernel()), inputs="f32[8](1)@cuda, 'ghp_abcdefghijklmnopqrstuvwxyz0123456789'")
+    record = replace(compiled(kernel()), inputs="f32[8](1)@cuda, 'ghp_R7kq2Lx9VbT4mWz8NcJ3pYh6Fd1Gs5QaUe0o'")
     run = make_run([case(CID, noisy(1.0), compiled=record)])
     published = Scrubber(None, False, ()).run(run).results[0].compiled
     assert "ghp_" not in published.inputs and published.kernels == record.kernels

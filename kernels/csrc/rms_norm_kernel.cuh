@@ -1,5 +1,5 @@
 // RMSNorm over the last dimension: y = x * rsqrt(mean(x^2) + eps) * w.
-// Pure CUDA (no torch headers) so CI can compile it with nvcc alone; rms_norm.cu binds it to torch.
+// Pure CUDA (no torch headers): rms_norm_launch.cu launches it, rms_norm.cpp binds that to torch.
 #pragma once
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>

@@ -1,19 +1,23 @@
-"""Issue 34 on the H100, one command (~5-8 min): the compiled kernels of the bundled suite, the static gate on
-a de-tuned kernel, A/B skipping the cases whose code did not change, cold and warm gate times.
+"""Issue 34 on the H100, one command (~5-7 min, one GPU): the compiled kernels of the bundled suite, the static
+gate on de-tuned kernels, A/B skipping the cases whose code did not change, cold, restored and warm gate times.
 
-    source .device-env/setup.sh >/dev/null && python3 lab/gpu/kernels_session.py --budget-s 540
+    source .device-env/setup.sh >/dev/null && python3 lab/gpu/kernels_session.py --budget-s 480
 
-Steps (each starts only while the budget lasts; every log under $OUT/kernels_session.tgz, the summary in
-$OUT/kernels_session.md, lines prefixed `kernels-session:`):
+One GPU: CUDA_VISIBLE_DEVICES's first when set, else the visible GPU with the least memory in use (a shared
+host); every child runs on it. Steps (each starts only while the budget lasts; every log under
+$OUT/kernels_session.tgz, the summary in $OUT/kernels_session.md, lines prefixed `kernels-session:`):
 
-1. cold: a strict gate of kernels/tests/test_perf.py with empty Triton and CUDA-extension caches (wall time,
-   the phase line, the kernels Triton compiled: one per pinned autotuner?);
-2. warm: the same with those caches (what a runner with restored caches pays);
-3. crosscheck: each suite kernel's facts against the driver (cuFuncGetAttribute, the CUDA occupancy API
-   cuOccupancyMaxActiveBlocksPerMultiprocessor) and, for the CUDA C++ kernel, torch.profiler's launch;
-4. static: a baseline with the warm run's compiled facts; the gate of matmul and rms_norm on it unchanged
+1. cold: a strict gate of kernels/tests/test_perf.py with empty Triton, CUDA-extension and cubin caches (wall
+   time, the phase line, the kernels Triton compiled: one per pinned autotuner?);
+2. restored: the same in a fresh checkout with copies of those caches in other directories (what a new runner
+   gets from actions/cache: every cache is keyed by content, none by path);
+3. warm: the first checkout again with its caches kept;
+4. crosscheck: each suite kernel's facts against the driver (cuFuncGetAttribute, the CUDA occupancy API
+   cuOccupancyMaxActiveBlocksPerMultiprocessor), the CUDA C++ kernel's from the cubin the driver runs;
+5. static: a baseline with the warm run's compiled facts; the gate of matmul and rms_norm on it unchanged
    (quiet), then with KERNELS_DETUNE=matmul,rms_norm (the static gate fails, in words);
-5. A/B: a throwaway repository whose head changes the softmax kernel only: `perfgate ab` skips the other
+6. A/B: a throwaway repository whose head changes the softmax kernel only, on the warm caches (the base and
+   head worktrees share every build and cubin whose source is identical): `perfgate ab` skips the other
    cases as unchanged (same code) and says the GPU time saved; then the same with --measure-same-code.
 
 $OUT/compiled/ gets what tests/data/compiled/ can take: the suite's compiled facts as the H100 recorded
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -31,6 +36,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ab_lab as lab  # noqa: E402
@@ -55,17 +61,37 @@ def gate_argv(name: str, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-def caches(name: str, fresh: bool) -> dict[str, str]:
+def caches(name: str, fresh: bool = False, like: str = "") -> dict[str, str]:
+    """The three caches a runner keeps (Triton's, the extension builds, the read cubins) under SCRATCH/name:
+    emptied when `fresh`, copied from SCRATCH/like when given (a restore into other directories)."""
     base = SCRATCH / name
-    if fresh:
+    if fresh or like:
         shutil.rmtree(base, ignore_errors=True)
-    (base / "triton").mkdir(parents=True, exist_ok=True)
-    (base / "kernels").mkdir(parents=True, exist_ok=True)
+    if like:
+        shutil.copytree(SCRATCH / like, base, symlinks=True)
+    for sub in ("triton", "kernels", "cubins"):
+        (base / sub).mkdir(parents=True, exist_ok=True)
     return {
         "TRITON_CACHE_DIR": str(base / "triton"),
         "PERFGATE_KERNEL_CACHE": str(base / "kernels"),
         "PERFGATE_CUBIN_CACHE": str(base / "cubins"),
     }
+
+
+def pick_gpu() -> str:
+    """One GPU for every child: CUDA_VISIBLE_DEVICES's first entry, else the one with the least memory used."""
+    named = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    if not named:
+        rows = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,memory.used", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout.splitlines()
+        used = [(float(m), i.strip()) for i, m in (r.split(",") for r in rows if r.count(",") == 1)]
+        named = min(used)[1] if used else "0"
+    os.environ["CUDA_VISIBLE_DEVICES"] = named
+    return named
 
 
 def interesting(text: str) -> list[str]:
@@ -79,27 +105,43 @@ def compiled_counts(triton_dir: Path) -> Counter[str]:
     return Counter(p.stem for p in triton_dir.glob("*/*.json") if not p.name.startswith("__grp__"))
 
 
-def run_gate(name: str, env: dict[str, str], limit_s: float, *extra: str) -> tuple[int, float, str]:
-    code, wall, text = lab.timed(name, gate_argv(name, *extra), lab.ROOT, env, limit_s)
+def run_gate(
+    name: str, env: dict[str, str], limit_s: float, *extra: str, cwd: Path = lab.ROOT
+) -> tuple[int, float, str]:
+    code, wall, text = lab.timed(name, gate_argv(name, *extra), cwd, env, limit_s)
     for line in interesting(text):
         lab.log(f"  {line}")
     return code, wall, text
 
 
-def step_cold_warm(baseline_args: list[str]) -> None:
+def phase_line(text: str) -> str:
+    return next((line for line in text.splitlines() if line.startswith("perfgate: timing phase")), "")
+
+
+def step_cold_restored_warm(baseline_args: list[str]) -> None:
+    """Cold (empty caches), restored (a fresh checkout, the caches copied elsewhere), warm (caches kept)."""
     env = lab.env_with(**caches("cold", fresh=True))
-    code, wall, text = run_gate("cold", env, 240, "--perfgate-strict", *baseline_args)
+    code, wall, text = run_gate("cold", env, 200, "--perfgate-strict", *baseline_args)
     counts = compiled_counts(Path(env["TRITON_CACHE_DIR"]))
-    phase = next((line for line in text.splitlines() if line.startswith("perfgate: timing phase")), "")
-    say(f"cold strict gate: exit {code}, {wall:.1f} s wall; {phase}")
+    say(f"cold strict gate (empty caches): exit {code}, {wall:.1f} s wall; {phase_line(text)}")
     say("cold: Triton compiled " + ", ".join(f"{k} x{n}" for k, n in sorted(counts.items())))
+    checkout = lab.new_project(SCRATCH / "restored-checkout")
+    restored = lab.env_with(**caches("restored", like="cold"))
+    h100 = [f"--perfgate-baseline-file={lab.ROOT / H100}"] if not baseline_args else baseline_args
+    code, wall, text = run_gate("restored", restored, 120, "--perfgate-strict", *h100, cwd=checkout)
+    say(f"restored-cache strict gate (new checkout, caches copied): exit {code}, {wall:.1f} s; {phase_line(text)}")
     code, wall, text = run_gate("warm", env, 120, "--perfgate-strict", *baseline_args)
-    phase = next((line for line in text.splitlines() if line.startswith("perfgate: timing phase")), "")
-    say(f"warm strict gate (caches kept): exit {code}, {wall:.1f} s wall; {phase}")
-    doc = json.loads((lab.LOGS / "warm.json").read_text())
+    say(f"warm strict gate (caches kept): exit {code}, {wall:.1f} s wall; {phase_line(text)}")
+    list_compiled(lab.LOGS / "warm.json")
+
+
+def list_compiled(results: Path) -> None:
+    """The suite's kernels with their static facts (and any note), as the warm gate recorded them."""
+    doc = json.loads(results.read_text())
     COMPILED_OUT.mkdir(parents=True, exist_ok=True)
     suite = {c["case_id"]: c.get("compiled") for c in doc.get("cases", [])}
     (COMPILED_OUT / "h100_suite_compiled.json").write_text(json.dumps(suite, indent=1, sort_keys=True) + "\n")
+    phases = {c["case_id"]: dict(c.get("phases_s") or []) for c in doc.get("cases", [])}
     for cid, rec in suite.items():
         for k in (rec or {}).get("kernels", []):
             occ = k.get("occupancy") or {}
@@ -112,10 +154,12 @@ def step_cold_warm(baseline_args: list[str]) -> None:
             )
         for note in (rec or {}).get("notes", []):
             say(f"  {cid.split('::')[-1]}: note: {note}")
+    recording = ", ".join(f"{c.split('::')[-1]} {p.get('compiled kernels', 0):.3f}" for c, p in phases.items())
+    say(f"warm: compiled-kernel recording per case (s): {recording}")
 
 
 def step_crosscheck() -> None:
-    env = lab.env_with(**caches("cold", fresh=False))
+    env = lab.env_with(**caches("cold"))
     out = COMPILED_OUT / "crosscheck.json"
     argv = [sys.executable, str(Path(__file__).resolve()), "--crosscheck", str(out)]
     code, wall, text = lab.timed("crosscheck", argv, lab.ROOT, env, 150)
@@ -144,12 +188,12 @@ def with_facts(baseline: Path, results: Path, out: Path) -> None:
 def step_static(baseline: Path) -> None:
     facts = SCRATCH / "baseline_with_facts.json"
     with_facts(baseline, lab.LOGS / "warm.json", facts)
-    env = lab.env_with(**caches("cold", fresh=False))
+    env = lab.env_with(**caches("cold"))
     args = ("-k", "matmul or rms_norm", f"--perfgate-baseline-file={facts}", "--perfgate-allow-env-mismatch")
     code, wall, text = run_gate("static_unchanged", env, 90, *args)
     static = [line for line in text.splitlines() if "(static" in line]
     say(f"static gate, unchanged matmul and rms_norm: exit {code}, {wall:.1f} s, {len(static)} static row(s)")
-    detuned = lab.env_with(**caches("cold", fresh=False), KERNELS_DETUNE="matmul,rms_norm")
+    detuned = lab.env_with(**caches("cold"), KERNELS_DETUNE="matmul,rms_norm")
     code, wall, text = run_gate("static_detuned", detuned, 240, *args)
     say(f"static gate, KERNELS_DETUNE=matmul,rms_norm: exit {code}, {wall:.1f} s")
     for line in interesting(text):
@@ -167,7 +211,7 @@ def step_ab(budget_left: float) -> None:
     text = path.read_text()
     assert SOFTMAX_CHANGE[0] in text, "the softmax kernel changed: update SOFTMAX_CHANGE"
     lab.commit(repo, "softmax: reciprocal", {"kernels/softmax_kernel.py": text.replace(*SOFTMAX_CHANGE)})
-    env = lab.env_with(**caches("cold", fresh=False))
+    env = lab.env_with(**caches("cold"))  # warm by now: both trees use what the checkout built (content keys)
     worktrees = SCRATCH / "worktrees"
     code, wall, doc = lab.perfgate_ab("ab_skip", repo, "HEAD~1", [SUITE], worktrees, env, 300)
     rows = [c for c in doc.get("comparisons", []) if c["metric"] == "median_ms"]
@@ -181,7 +225,7 @@ def step_ab(budget_left: float) -> None:
     for line in log_text.splitlines():
         if "same code" in line and line.startswith("perfgate") or line.startswith("perfgate: A/B cost"):
             say(f"  {line}")
-    if budget_left - wall > 150:
+    if budget_left - wall > 100:  # the second run measures every case: ~1.5x the first
         code, wall2, _ = lab.perfgate_ab("ab_all", repo, "HEAD~1", [SUITE], worktrees, env, 300, "--measure-same-code")
         say(f"A/B, the same with --measure-same-code: exit {code}, {wall2:.1f} s (skipping saved {wall2 - wall:.1f} s)")
 
@@ -191,16 +235,16 @@ def step_ab(budget_left: float) -> None:
 CU_ATTRS = {"max_threads": 0, "shared_size_bytes": 1, "local_size_bytes": 3, "num_regs": 4}
 
 
-def driver_facts(cuda: object, function: int, threads: int, dynamic: int) -> dict[str, int]:
+def driver_facts(cuda: Any, function: int, threads: int, dynamic: int) -> dict[str, int]:
     import ctypes
 
     out = {}
     for name, attr in CU_ATTRS.items():
         value = ctypes.c_int()
-        assert cuda.cuFuncGetAttribute(ctypes.byref(value), attr, ctypes.c_void_p(function)) == 0  # type: ignore[attr-defined]
+        assert cuda.cuFuncGetAttribute(ctypes.byref(value), attr, ctypes.c_void_p(function)) == 0
         out[name] = value.value
     blocks = ctypes.c_int()
-    status = cuda.cuOccupancyMaxActiveBlocksPerMultiprocessor(  # type: ignore[attr-defined]
+    status = cuda.cuOccupancyMaxActiveBlocksPerMultiprocessor(
         ctypes.byref(blocks), ctypes.c_void_p(function), ctypes.c_int(threads), ctypes.c_size_t(dynamic)
     )
     out["occupancy_blocks"] = blocks.value if status == 0 else -status
@@ -214,19 +258,18 @@ def crosscheck(out: Path) -> None:
 
     sys.path.insert(0, str(lab.ROOT))
     import kernels
-    from perfgate.compiled.cubin import find_cuobjdump
     from perfgate.compiled.occupancy import arch_of
     from perfgate.compiled.record import KernelRecorder
-    from perfgate.compiled.triton_kernels import cubin_reader
 
     cuda = ctypes.CDLL("libcuda.so.1")
     major, minor = torch.cuda.get_device_capability()
     recorder = KernelRecorder.for_device(arch_of(f"{major}.{minor}"))
-    read = cubin_reader(find_cuobjdump())
     r = lambda *s, dtype=torch.bfloat16: torch.randn(*s, device="cuda", dtype=dtype)  # noqa: E731
     x16, w = r(16384, 8192), r(8192)
+    big = lambda: r(1 << 27, dtype=torch.float32)  # noqa: E731
     calls = {
-        "vector_add": (kernels.vector_add, (r(1 << 27, dtype=torch.float32), r(1 << 27, dtype=torch.float32))),
+        "vector_add": (kernels.vector_add, (big(), big())),
+        "mul_add": (kernels.mul_add, (big(), big(), big())),
         "fused_add_gelu": (kernels.fused_add_gelu, (x16, w)),
         "softmax_bf16": (kernels.softmax, (x16,)),
         "softmax_fp32": (kernels.softmax, (x16.float(),)),
@@ -238,98 +281,95 @@ def crosscheck(out: Path) -> None:
     rows: list[dict] = []
     for name, (fn, args) in calls.items():
         try:
-            rows += _case_crosscheck(name, fn, args, recorder, read, cuda, out.parent)
+            rows += _case_crosscheck(name, fn, args, recorder, cuda, out.parent)
         except Exception as err:  # one case's failure must not lose the others'
             print(f"crosscheck {name}: failed: {type(err).__name__}: {err}", flush=True)
         out.write_text(json.dumps(rows, indent=1, sort_keys=True, default=str) + "\n")
+        torch.cuda.empty_cache()
 
 
-def _case_crosscheck(
-    name: str, fn: object, args: tuple, recorder: object, read: object, cuda: object, where: Path
-) -> list[dict]:
+def _case_crosscheck(name: str, fn: Any, args: tuple, recorder: Any, cuda: Any, where: Path) -> list[dict]:
     import torch
 
     from perfgate.compiled.triton_kernels import facts
 
-    fn(*args)  # type: ignore[operator]  # compile, autotune, build
+    fn(*args)  # compile, autotune, build
     torch.cuda.synchronize()
-    seen = recorder.watch(lambda: fn(*args), args, {})  # type: ignore[attr-defined, operator]
+    seen = recorder.watch(lambda: fn(*args), args, {})
     rows = []
     for launch in seen.triton:
-        k = facts(launch.kernel, launch.grid, read, recorder.limits)  # type: ignore[arg-type, attr-defined]
-        threads = k.num_warps * 32  # type: ignore[operator]
+        k = facts(launch.kernel, launch.grid, recorder._read, recorder.limits)
+        threads = k.num_warps * 32
         drv = driver_facts(cuda, launch.kernel.function, threads, k.dynamic_shared_bytes or 0)
-        ours = k.occupancy.blocks_per_sm if k.occupancy else None
-        row = {"case": name, "kernel": k.name, "perfgate": _plain(k), "driver": drv, "n_spills": launch.kernel.n_spills}
-        row["match"] = ours == drv["occupancy_blocks"] and k.registers_per_thread == drv["num_regs"]
-        rows.append(row)
-        print(
-            f"crosscheck {name} {k.name}: registers {k.registers_per_thread} (driver {drv['num_regs']}), stack "
-            f"{k.stack_bytes_per_thread} (driver local {drv['local_size_bytes']}), static shared "
-            f"{k.static_shared_bytes} (driver {drv['shared_size_bytes']}), blocks/SM {ours} (occupancy API "
-            f"{drv['occupancy_blocks']}), {'MATCH' if row['match'] else 'MISMATCH'}",
-            flush=True,
-        )
+        rows.append(_row(name, k, drv, n_spills=launch.kernel.n_spills))
     if seen.modules:
-        rows += _module_crosscheck(recorder, seen, lambda: fn(*args), cuda, where)  # type: ignore[operator]
+        rows += _module_crosscheck(name, recorder, seen, lambda: fn(*args), cuda, where)
     return rows
 
 
-def _module_crosscheck(recorder: object, seen: object, call: object, cuda: object, where: Path) -> list[dict]:
+def _row(case: str, k: Any, drv: dict, **extra: object) -> dict:
+    ours = k.occupancy.blocks_per_sm if k.occupancy else None
+    match = bool(drv) and ours == drv.get("occupancy_blocks") and k.registers_per_thread == drv.get("num_regs")
+    print(
+        f"crosscheck {case} {k.name[:70]}: registers {k.registers_per_thread} (driver {drv.get('num_regs')}), "
+        f"stack {k.stack_bytes_per_thread} (driver local {drv.get('local_size_bytes')}), static shared "
+        f"{k.static_shared_bytes} (driver {drv.get('shared_size_bytes')}), block {k.block}, dynamic "
+        f"{k.dynamic_shared_bytes}, blocks/SM {ours} (occupancy API {drv.get('occupancy_blocks')}), "
+        f"{'MATCH' if match else 'MISMATCH'}",
+        flush=True,
+    )
+    return {"case": case, "kernel": k.name, "perfgate": _plain(k), "driver": drv, "match": match, **extra}
+
+
+def _module_crosscheck(case: str, recorder: Any, seen: Any, call: Any, cuda: Any, where: Path) -> list[dict]:
     """The CUDA C++ kernels: perfgate's record (with CUPTI's launches) against the driver's attributes of the
-    same cubin, loaded with cuModuleLoadData; torch.profiler's trace kept for tests/data."""
+    cubin the driver runs on this GPU (perfgate's choice, cubin.runnable_arch), loaded with cuModuleLoadData;
+    torch.profiler's trace kept for tests/data."""
     import ctypes
-    import tempfile
 
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    case = recorder.compiled(seen, call)  # type: ignore[attr-defined]
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        call()  # type: ignore[operator]
-        torch.cuda.synchronize()
-    prof.export_chrome_trace(str(where / "rms_norm_torch_trace.json"))
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([recorder.cuobjdump, "-xelf", "all", str(seen.modules[0])], cwd=tmp, check=True, timeout=120)  # type: ignore[attr-defined]
-        cubin = max(Path(tmp).glob(f"*.{recorder.arch}.cubin"), key=lambda p: p.stat().st_size)  # type: ignore[attr-defined]
-        data = cubin.read_bytes()
-    module = ctypes.c_void_p()
-    assert cuda.cuModuleLoadData(ctypes.byref(module), data) == 0  # type: ignore[attr-defined]
-    from perfgate.compiled.cubin import demangled, read_cubin
+    from perfgate.compiled.cubin import cubin_arch, extract_cubins, runnable_arch
 
-    readable = demangled([c.name for c in read_cubin(data, recorder.cuobjdump)])  # type: ignore[attr-defined]
-    for k in case.kernels:
-        if k.source.value != "cuda module":
-            continue
-        name = next((m for m, text in readable.items() if text == k.name), None)
-        function = ctypes.c_void_p()
-        ok = name is not None and cuda.cuModuleGetFunction(ctypes.byref(function), module, name.encode()) == 0  # type: ignore[attr-defined]
-        drv = (
-            driver_facts(cuda, function.value or 0, k.threads_per_block or 512, k.dynamic_shared_bytes or 0)
-            if ok
-            else {}
-        )
-        ours = k.occupancy.blocks_per_sm if k.occupancy else None
-        match = bool(drv) and ours == drv.get("occupancy_blocks") and k.registers_per_thread == drv.get("num_regs")
-        rows.append({"case": "rms_norm", "kernel": k.name, "perfgate": _plain(k), "driver": drv, "match": match})
-        print(
-            f"crosscheck rms_norm {k.name[:70]}: registers {k.registers_per_thread} (driver {drv.get('num_regs')}), "
-            f"static shared {k.static_shared_bytes} (driver {drv.get('shared_size_bytes')}), dynamic "
-            f"{k.dynamic_shared_bytes}, block {k.block}, grid {k.grid}, blocks/SM {ours} (occupancy API "
-            f"{drv.get('occupancy_blocks')}), {'MATCH' if match else 'MISMATCH'}",
-            flush=True,
-        )
-    for note in case.notes:
-        print(f"crosscheck rms_norm note: {note}", flush=True)
+    case_record = recorder.compiled(seen, call)
+    for note in case_record.notes:
+        print(f"crosscheck {case} note: {note}", flush=True)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        call()
+        torch.cuda.synchronize()
+    prof.export_chrome_trace(str(where / f"{case}_torch_trace.json"))
+    rows = []
+    for path in seen.modules:
+        cubins = extract_cubins(path, recorder.reader.cuobjdump)
+        chosen = runnable_arch([cubin_arch(n) for n in cubins], recorder.arch)
+        print(f"crosscheck {case}: {path.name} carries {', '.join(sorted(cubins))}; runs {chosen}", flush=True)
+        for name, data in cubins.items():
+            if cubin_arch(name) != chosen:
+                continue
+            module = ctypes.c_void_p()
+            assert cuda.cuModuleLoadData(ctypes.byref(module), data) == 0
+            symbols = {c.name for c in recorder.reader.cubin(data)}
+            readable = recorder._demangled(sorted(symbols))
+            for k in case_record.kernels:
+                mangled = next((m for m, text in readable.items() if text == k.name), None)
+                if k.source.value != "cuda module" or mangled is None:
+                    continue
+                function = ctypes.c_void_p()
+                status = cuda.cuModuleGetFunction(ctypes.byref(function), module, mangled.encode())
+                threads = k.threads_per_block or 0
+                drv = (
+                    driver_facts(cuda, function.value or 0, threads, k.dynamic_shared_bytes or 0) if status == 0 else {}
+                )
+                rows.append(_row(case, k, drv, cubin=name))
     return rows
 
 
-def _plain(k: object) -> dict:
+def _plain(k: Any) -> dict:
     from perfgate.compiled.codec import to_dict
     from perfgate.compiled.records import CompiledCase
 
-    return to_dict(CompiledCase((k,), ""))["kernels"][0]  # type: ignore[arg-type]
+    return to_dict(CompiledCase((k,), ""))["kernels"][0]
 
 
 # --- the session ------------------------------------------------------------------------------------------
@@ -337,7 +377,7 @@ def _plain(k: object) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--budget-s", type=float, default=540.0)
+    parser.add_argument("--budget-s", type=float, default=480.0)
     parser.add_argument("--crosscheck", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.crosscheck:
@@ -346,17 +386,22 @@ def main() -> None:
     started = time.monotonic()
     lab.check_tools()
     SCRATCH.mkdir(parents=True, exist_ok=True)
+    device = pick_gpu()
     gpu = subprocess.run(
-        ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=60
+        ["nvidia-smi", "-i", device, "--query-gpu=name,driver_version", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     ).stdout.strip()
     h100 = bool(re.search(r"H100 80GB HBM3", gpu))
     baseline_args = [] if h100 else [f"--perfgate-baseline-file={H100}", "--perfgate-allow-env-mismatch"]
-    say(f"GPU {gpu}" + ("" if h100 else ": not the H100 the committed baseline is for (compared anyway)"))
+    note = "" if h100 else ": not the H100 the committed baseline is for (compared anyway)"
+    say(f"GPU {device}: {gpu}{note}")
     steps = (
-        ("cold and warm gates", 200, lambda: step_cold_warm(baseline_args)),
-        ("cross-check", 60, step_crosscheck),
-        ("static gate", 120, lambda: step_static(lab.ROOT / H100)),
-        ("A/B", 90, lambda: step_ab(args.budget_s - (time.monotonic() - started))),
+        ("cold, restored and warm gates", 150, lambda: step_cold_restored_warm(baseline_args)),
+        ("cross-check", 40, step_crosscheck),
+        ("static gate", 90, lambda: step_static(lab.ROOT / H100)),
+        ("A/B", 60, lambda: step_ab(args.budget_s - (time.monotonic() - started))),
     )
     for name, needs, step in steps:
         left = args.budget_s - (time.monotonic() - started)

@@ -34,12 +34,12 @@ from perfgate.ab.protocol import (
 from perfgate.compiled.records import CompiledCase
 from perfgate.errors import one_line
 from perfgate.measure.autotune import AutotuneWatch
-from perfgate.measure.case import CaseSpec, compiled_kernels, first_calls, reference_name, watch_kernels
+from perfgate.measure.case import CaseSpec, case_timer, compiled_kernels, first_calls, reference_name, watch_kernels
 from perfgate.measure.gpu_state import NvmlDevice
 from perfgate.measure.host_clock import Invocation
 from perfgate.measure.memory import peak_memory
 from perfgate.measure.protocol import cool_down
-from perfgate.measure.timer import cuda_available, measure_calls
+from perfgate.measure.timer import measure_calls
 from perfgate.metrics import SPEEDUP_METRIC
 from perfgate.model import CaseResult, CodeRole, CodeSource, Metric, Speedup, Timer
 from perfgate.stats import ratio_ci, summarize
@@ -116,7 +116,7 @@ class _Case:
     def __init__(self, spec: CaseSpec, device: NvmlDevice | None) -> None:
         self.spec = spec
         self.device = device
-        self.timer = spec.timer or (Timer.CUDA_EVENT if cuda_available() else Timer.HOST)
+        self.timer = case_timer(spec)
         self.watch: AutotuneWatch | None = None
         self.metrics: tuple[Metric, ...] = ()
         self.compiled: CompiledCase | None = None

@@ -36,7 +36,13 @@ from perfgate.analyze.summary import (
     duration_stats,
 )
 from perfgate.errors import ReportFileError
-from perfgate.parse.invariants import DropCount, OutOfRange, exact_total
+from perfgate.parse.invariants import (
+    IMPOSSIBLE_TRANSFER,
+    MAX_BYTES_PER_NS,
+    DropCount,
+    OutOfRange,
+    exact_total,
+)
 from perfgate.parse.nsys_sqlite import (
     BAD_SIZE,
     BAD_SPAN,
@@ -60,6 +66,8 @@ SPANS_PER_KERNEL = 20_000  # a chart cannot show more bars than this per row any
 # difference of two timestamps (durations, gaps, the capture's span) fits int64 (timestamps count from 0)
 OK = f"typeof(start) = 'integer' AND typeof(end) = 'integer' AND start >= 0 AND end >= start AND end < {MAX_NS}"
 _SIZE_OK = "(bytes IS NULL OR (typeof(bytes) = 'integer' AND bytes >= 0))"
+# invariants.plausible_transfer in SQL (the span and size are checked first: end - start cannot overflow)
+_FAST_ENOUGH = f"(bytes IS NULL OR bytes <= {MAX_BYTES_PER_NS} * max(end - start, 1))"
 
 
 def summarize_nsys(path: Path, type_label: str, with_spans: bool = False) -> TimelineSummary:
@@ -217,12 +225,17 @@ def _memory(ex: NsysExport, dropped: DropCount) -> tuple[MemoryRow, ...]:
     durations: dict[str, list[IntArray]] = defaultdict(list)
     sizes: dict[str, list[IntArray]] = defaultdict(list)
     kinds = ex.copy_kinds()
-    usable = f"{OK} AND {_SIZE_OK}"
+    readable = f"{OK} AND {_SIZE_OK}"
+    usable = f"{readable} AND {_FAST_ENOUGH}"
     for table, key in ((MEMCPY_TABLE, "copyKind"), (MEMSET_TABLE, "NULL")):
         if not ex.has(table):
             continue
-        bad = ex.con.execute(f"SELECT count(*) FROM {table} WHERE NOT ({usable})").fetchone()[0]
+        bad, fast = ex.con.execute(
+            f"SELECT coalesce(sum(NOT ({readable})), 0), coalesce(sum(({readable}) AND NOT {_FAST_ENOUGH}), 0) "
+            f"FROM {table}"
+        ).fetchone()
         dropped.add(f"{table} rows {BAD_SIZE}, or {BAD_SPAN.removeprefix('with ')}", bad)
+        dropped.add(f"{table} rows {IMPOSSIBLE_TRANSFER}", fast)
         for kind, count, packed, packed_bytes in ex.con.execute(
             f"SELECT {key}, count(*), group_concat(end - start), group_concat(coalesce(bytes, 0)) FROM {table} "
             f"WHERE {usable} GROUP BY {key}"

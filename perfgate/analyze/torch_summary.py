@@ -22,7 +22,7 @@ from perfgate.analyze.summary import (
     idle_summary,
 )
 from perfgate.errors import ReportFileError
-from perfgate.parse.invariants import OutOfRange, exact_total, int64_total
+from perfgate.parse.invariants import IMPOSSIBLE_TRANSFER, OutOfRange, exact_total, int64_total, plausible_transfer
 from perfgate.parse.torch_trace import (
     LAUNCH_CATS,
     MEMORY_CATS,
@@ -36,6 +36,7 @@ from perfgate.parse.torch_trace import (
 )
 
 SPAN_CHART_TOP = 12
+_BAD_SIZE = "with a negative or non-integer size"
 
 
 def _ints() -> array[int]:
@@ -65,8 +66,8 @@ def summarize_torch(path: Path, type_label: str, with_spans: bool = False) -> Ti
                     registers[name] = max(regs, registers.get(name, regs))
             elif cat in MEMORY_CATS:
                 size = memory_bytes(e)
-                if size is None:
-                    trace.dropped.add(f"{cat} trace events with a negative or non-integer size")
+                if size is None or not plausible_transfer(size, end - start):
+                    trace.dropped.add(f"{cat} trace events {_BAD_SIZE if size is None else IMPOSSIBLE_TRANSFER}")
                     continue
                 kind = MEMORY_CATS[cat] or copy_kind(name)
                 mem_d[kind].append(end - start)

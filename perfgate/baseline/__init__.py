@@ -37,6 +37,7 @@ MAX_UPDATES_KEPT = 20
 MIN_CALIBRATION_PROCESSES = 3  # fewer process medians cannot estimate a spread
 SAMPLE_SUMMARY_POINTS = 33  # quantiles at 0, 1/32, ..., 1: minimum, quartiles, median and maximum exact
 MAX_SAMPLE_COUNT = 1_000_000  # max_samples allows no more
+MAX_MCYCLES = 1e12  # MAX_TIME_MS at 10 GHz: no measured sample holds more cycles
 _ENV_FIELDS = tuple(Environment.__dataclass_fields__)
 
 
@@ -62,6 +63,11 @@ class BaselineCase:
     host_state: HostState | None = None  # the machine while the representative process measured it
     sample_points_ms: tuple[float, ...] = ()  # the quantile summary `samples_ms` was expanded from, as read
     compiled: CompiledCase | None = None  # its compiled kernels, for the static gate (gate/static.py)
+    # one per calibration process: its median in SM cycles (time x the clock each sample ran at), when every
+    # process read the clock (measure/sm_clock.py); what a compute-bound case is gated on (gate/bottleneck.py)
+    process_mcycles: tuple[float, ...] = ()
+    mcycles_noise_pct: float | None = None
+    mcycles_threshold_pct: float | None = None
 
     @property
     def calibrated(self) -> bool:
@@ -81,6 +87,10 @@ class BaselineCase:
     def speedup_values(self) -> tuple[float, ...]:
         """The calibration's process speedups as reciprocals (lower is better, like time); () without one."""
         return tuple(1.0 / s for s in self.process_speedups)
+
+    def cycle_values(self) -> tuple[float, ...]:
+        """The calibration's process medians in SM cycles (Mcycles); () when it read no clock."""
+        return self.process_mcycles
 
 
 @dataclass(frozen=True)
@@ -225,6 +235,11 @@ def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
     speedups: tuple[float, ...] = ()
     if c.get("process_speedups") not in (None, []):
         speedups = _numbers(path, where, "process_speedups", c["process_speedups"], MIN_CALIBRATION_PROCESSES, True)
+    mcycles: tuple[float, ...] = ()
+    if c.get("process_mcycles") not in (None, []):
+        mcycles = _numbers(
+            path, where, "process_mcycles", c["process_mcycles"], MIN_CALIBRATION_PROCESSES, True, MAX_MCYCLES
+        )
     # the median is one of its own numbers: of the calibration processes' medians, else of the samples
     spread = procs or samples
     if not min(spread) * (1 - 1e-9) <= median <= max(spread) * (1 + 1e-9):
@@ -236,7 +251,14 @@ def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
         )
     optional = {
         k: _finite(path, where, k, c[k], positive=False)
-        for k in ("noise_pct", "threshold_pct", "speedup_noise_pct", "speedup_threshold_pct")
+        for k in (
+            "noise_pct",
+            "threshold_pct",
+            "speedup_noise_pct",
+            "speedup_threshold_pct",
+            "mcycles_noise_pct",
+            "mcycles_threshold_pct",
+        )
         if c.get(k) is not None
     }
     autotuned = {
@@ -263,6 +285,9 @@ def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
         _host_state(path, where, c.get("host_state")),
         points,
         _compiled(path, where, c.get("compiled")),
+        mcycles,
+        optional.get("mcycles_noise_pct"),
+        optional.get("mcycles_threshold_pct"),
     )
 
 

@@ -42,9 +42,12 @@ def reanchored(
     env: Environment,
     update: Update,
     per_case: bool = False,
+    recent_mcycles: Mapping[str, Sequence[float]] | None = None,
 ) -> Reanchor | None:
     """The baseline with its calibrated cases' values scaled onto their recent level; None when no case has
-    MIN_RUNS runs to take a level from."""
+    MIN_RUNS runs to take a level from. Cases with cycles (`recent_mcycles`: their recent runs' median cycles)
+    have their calibration cycles moved the same way, by the cycles' own factors: a power state moves a
+    compute-bound case's time and not its cycles."""
     factors = {cid: f for cid, c in baseline.cases.items() if (f := case_factor(c, recent_ms.get(cid, ()))) is not None}
     if not factors:
         return None
@@ -52,6 +55,15 @@ def reanchored(
     cases = dict(baseline.cases)
     for cid, own in factors.items():
         cases[cid] = scaled(cases[cid], own if per_case else common)
+    cycle_factors = {
+        cid: statistics.median(runs) / statistics.fmean(c.process_mcycles)
+        for cid, c in baseline.cases.items()
+        if c.process_mcycles and len(runs := (recent_mcycles or {}).get(cid, ())) >= MIN_RUNS
+    }
+    common_cycles = statistics.median(cycle_factors.values()) if cycle_factors else 1.0
+    for cid, own in cycle_factors.items():
+        factor = own if per_case else common_cycles
+        cases[cid] = replace(cases[cid], process_mcycles=tuple(v * factor for v in cases[cid].process_mcycles))
     skipped = tuple(sorted(cid for cid, c in baseline.cases.items() if c.calibrated and cid not in factors))
     updates = (*baseline.updates, replace(update, cases=len(factors)))
     return Reanchor(replace(baseline, cases=cases, environment=env, updates=updates), common, len(factors), skipped)

@@ -12,9 +12,13 @@ from perfgate.model import CaseResult, HostState, Run, Timer
 from perfgate.report.format import fmt_value
 
 USEFUL_DETECT_PCT = 10.0  # a case that cannot see a change this large gates nothing worth gating
-TINY_CALL_MS = {Timer.CUDA_EVENT: 0.005, Timer.HOST: 0.001}  # launch/timer overhead dominates below this
+TINY_CALL_MS = {Timer.CUDA_EVENT: 0.005}  # launch/timer overhead dominates below this; the host clock: 1 us
+HOST_TINY_CALL_MS = 0.001
 BUSY_LOAD_PER_CPU = 0.5
 STEAL_PCT = 2.0
+PREEMPTED_SHARE_PCT = 90.0  # a thread that ran less of its wall time than this waited for a CPU
+SHARE_SPREAD_PCT = 5.0  # ... or whose share moved this much between processes
+PREEMPTED_NAMED = 3
 
 
 def calibration_notes(
@@ -43,7 +47,7 @@ def calibration_notes(
         if detects and min(detects) > USEFUL_DETECT_PCT:
             why = "; ".join(reasons(results)) or "its process medians differ this much from one process to the next"
             lines.append(f"perfgate warning: {case_id} detects only changes >= {min(detects):.1f}%: {why}")
-    return lines
+    return lines + preemption_notes(by_case)
 
 
 def _isolated_notes(case_id: str, case: BaselineCase) -> list[str]:
@@ -92,7 +96,7 @@ def reasons(results: Sequence[CaseResult]) -> list[str]:
     out = []
     medians = sorted(r.timing.median_ms for r in results)
     timer = results[0].timing.timer
-    if medians[len(medians) // 2] < TINY_CALL_MS[timer]:
+    if medians[len(medians) // 2] < TINY_CALL_MS.get(timer, HOST_TINY_CALL_MS):
         out.append(
             f"one call takes {fmt_value(medians[len(medians) // 2], 'ms')}, where timer and launch overhead "
             "set the spread: time more work per call"
@@ -120,3 +124,26 @@ def _host_reasons(hosts: Sequence[HostState]) -> list[str]:
     if steal > STEAL_PCT:
         out.append(f"the hypervisor took {steal:.0f}% of the CPU time (steal)")
     return out
+
+
+def preemption_notes(by_case: dict[str, list[CaseResult]]) -> list[str]:
+    """One line when wall-clock host cases were preempted in calibration (their thread ran well under its wall
+    time, or that share moved between processes, or the hypervisor stole time): the wall clock counts the waits,
+    CPU time does not (`host_timer = "thread_cpu"`, docs/host-timers.md)."""
+    hit = []
+    for case_id, results in sorted(by_case.items()):
+        hosts = [r.host_state for r in results if r.timing.timer is Timer.HOST and r.host_state is not None]
+        shares = [h.cpu_share_pct for h in hosts if h.cpu_share_pct is not None]
+        steal = max((h.steal_pct for h in hosts if h.steal_pct is not None), default=0.0)
+        if shares and (min(shares) < PREEMPTED_SHARE_PCT or max(shares) - min(shares) > SHARE_SPREAD_PCT):
+            hit.append(f"{case_id} (its thread ran {min(shares):.0f}-{max(shares):.0f}% of the wall time)")
+        elif steal > STEAL_PCT:
+            hit.append(f"{case_id} (the hypervisor stole {steal:.0f}% of the CPU)")
+    if not hit:
+        return []
+    more = f" and {len(hit) - PREEMPTED_NAMED} more" if len(hit) > PREEMPTED_NAMED else ""
+    return [
+        f"perfgate note: {len(hit)} wall-clock host case(s) were preempted while calibrating: "
+        f"{'; '.join(hit[:PREEMPTED_NAMED])}{more}. The wall clock counts the time they waited for a CPU; for "
+        f'single-threaded code set host_timer = "thread_cpu" (CPU time, docs/host-timers.md) and recalibrate'
+    ]

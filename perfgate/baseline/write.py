@@ -114,6 +114,7 @@ def _calibrated_case(results: list[CaseResult], settings: Settings, cases: int, 
             autotune_process_median_ms=warmup.timing.median_ms,
             autotune_process_speedup=warmup.speedup.median if warmup.speedup else None,
         )
+    case = _calibrated_cycles(case, kept, settings, cases)
     speedups = tuple(r.speedup.median for r in kept if r.speedup is not None)
     if len(speedups) < MIN_CALIBRATION_PROCESSES or len(speedups) != len(kept):
         return case
@@ -124,6 +125,21 @@ def _calibrated_case(results: list[CaseResult], settings: Settings, cases: int, 
         process_speedups=speedups,
         speedup_noise_pct=_round(d.noise.noise_pct if d.noise else None),
         speedup_threshold_pct=_round(d.detects_pct),
+    )
+
+
+def _calibrated_cycles(case: BaselineCase, kept: Sequence[CaseResult], settings: Settings, cases: int) -> BaselineCase:
+    """Every process's median in SM cycles, when every process read the clock (a compute-bound case is gated
+    on them: gate/bottleneck.py), with the noise and what they detect, for review."""
+    mcycles = tuple(r.cycles.median_mcycles for r in kept if r.cycles is not None)
+    if len(mcycles) < MIN_CALIBRATION_PROCESSES or len(mcycles) != len(kept):
+        return case
+    d = _review_decision(mcycles, kept[0], settings, cases)
+    return replace(
+        case,
+        process_mcycles=mcycles,
+        mcycles_noise_pct=_round(d.noise.noise_pct if d.noise else None),
+        mcycles_threshold_pct=_round(d.detects_pct),
     )
 
 
@@ -225,7 +241,11 @@ def _render_case(c: BaselineCase, last: bool) -> list[str]:
         fields.append(f'"threshold_pct": {_short(c.threshold_pct)}')
     if c.process_speedups:
         fields.append(f'"process_speedups": [{", ".join(_short(v) for v in c.process_speedups)}]')
+    if c.process_mcycles:
+        fields.append(f'"process_mcycles": [{", ".join(_short(v) for v in c.process_mcycles)}]')
     for key, value in (
+        ("mcycles_noise_pct", c.mcycles_noise_pct),
+        ("mcycles_threshold_pct", c.mcycles_threshold_pct),
         ("speedup_noise_pct", c.speedup_noise_pct),
         ("speedup_threshold_pct", c.speedup_threshold_pct),
         ("autotune_process_median_ms", c.autotune_process_median_ms),

@@ -30,6 +30,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # `perfgate history | head`
         return 0
+    except OSError as err:  # a file a command was told to use and cannot (each command names its own where it can)
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"perfgate: {where}{err.strerror or err}", file=sys.stderr)
+        return 2
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfgate.analyze.streamed_json import write_json
+from perfgate.atomic import make_dir
 
 if TYPE_CHECKING:
     from perfgate.analyze.document import ComparisonRow
@@ -22,6 +23,8 @@ def analyze(args: argparse.Namespace) -> int:
     from perfgate.report.publish import write_text
 
     want_charts = bool(args.output_dir) and not args.no_charts
+    if args.output_dir:  # before the reading: a directory that cannot be written fails at once
+        make_dir(args.output_dir, f"--output-dir {args.output_dir}")
     documents = [analyze_file(f, with_spans=want_charts) for f in _progress(args.files)]
     table = comparison(documents)
     charts: list[str] = []

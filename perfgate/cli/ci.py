@@ -17,10 +17,11 @@ from perfgate.inputs import read_bytes
 def annotate(args: argparse.Namespace) -> int:
     from perfgate.ci.results import read_checked_results
     from perfgate.report.annotations import check_results, workflow_commands
+    from perfgate.report.scrub import scrub_rendered
 
     checked = read_checked_results(args.results)
     for line in workflow_commands(check_results(args.results, checked.doc)):
-        print(line)
+        print(scrub_rendered(line, os.environ))
     return 0
 
 
@@ -39,6 +40,9 @@ def comment(args: argparse.Namespace) -> int:
         if args.results
         else [read_bytes(path, ReportFileError).decode("utf-8", errors="replace") for path in args.summary]
     )
+    from perfgate.report.scrub import scrub_rendered
+
+    summaries = [scrub_rendered(s, os.environ) for s in summaries]
     result = upsert_comment(GitHubApi(args.api_url, args.repo, token), args.pr, summaries, args.marker, args.author)
     extra = f", {result.deleted_duplicates} duplicate(s) removed" if result.deleted_duplicates else ""
     print(f"perfgate: {result.action} comment {result.comment_id} on {args.repo}#{args.pr}{extra}")

@@ -78,6 +78,9 @@ def baseline_show(args: argparse.Namespace) -> int:
                 _speedup(c),
                 _pct(c.speedup_noise_pct),
                 _detects(c.speedup_threshold_pct),
+                fmt_value(sum(c.process_mcycles) / len(c.process_mcycles), "Mcycles") if c.process_mcycles else "-",
+                _pct(c.mcycles_noise_pct),
+                _detects(c.mcycles_threshold_pct),
                 str(len(c.samples_ms)),
                 str(len(c.metrics)),
             )
@@ -86,7 +89,21 @@ def baseline_show(args: argparse.Namespace) -> int:
         print(
             "\n".join(
                 render_table(
-                    rows, ("case", "time", "noise", "detects", "speedup", "noise", "detects", "samples", "metrics")
+                    rows,
+                    (
+                        "case",
+                        "time",
+                        "noise",
+                        "detects",
+                        "speedup",
+                        "noise",
+                        "detects",
+                        "cycles",
+                        "noise",
+                        "detects",
+                        "samples",
+                        "metrics",
+                    ),
                 )
             )
         )
@@ -123,7 +140,8 @@ def baseline_reanchor(args: argparse.Namespace) -> int:
         commit = next((p.git_commit for points in found.values() for p in points if p.run_id == newest), "")
     recent = {cid: [p.median_ms for p in points] for cid, points in found.items()}
     update = Update(at=utc_now(), by=who(), commit=commit, reason=args.reason, cases=0)
-    result = reanchored(baseline, recent, env, update, per_case=args.per_case)
+    mcycles = {cid: [p.median_mcycles for p in points if p.median_mcycles is not None] for cid, points in found.items()}
+    result = reanchored(baseline, recent, env, update, per_case=args.per_case, recent_mcycles=mcycles)
     if result is None:
         raise PerfgateError(
             f"perfgate baseline reanchor: no case of {args.path} has 3 passing gate runs on "

@@ -48,6 +48,8 @@ _WORD = re.compile(r"^\s*/\*\s*(?P<word>0x[0-9a-f]+)\s*\*/\s*$")
 _LABEL_DEF = re.compile(r"^\s*(?P<label>\.L_x_\d+):\s*$")
 _LABEL_USE = re.compile(r"\.L_x_\d+")
 _HEX = re.compile(r"\b0x[0-9a-f]+\b")
+_ARCH_NAME = re.compile(r"sm_(?P<major>\d+?)(?P<minor>\d)(?P<suffix>[af]?)")
+_CUBIN_ARCH = re.compile(r"\.sm_(?P<major>\d+?)(?P<minor>\d)(?P<suffix>[af]?)\.cubin$")
 _WIDTH = {"64": 8, "128": 16, "U8": 1, "S8": 1, "U16": 2, "S16": 2}
 
 
@@ -83,11 +85,16 @@ def find_cuobjdump() -> str:
 
 def elf_section_names(data: bytes) -> tuple[str, ...]:
     """The section names of a 64-bit little-endian ELF image (a cubin); () for anything else."""
-    return _section_names(lambda offset, size: data[offset : offset + size])
+    return tuple(name for name, _, _ in _sections(lambda offset, size: data[offset : offset + size]))
 
 
 def elf_file_section_names(path: Path) -> tuple[str, ...]:
     """The same for a file, reading only its headers and name table (a shared object may be a gigabyte)."""
+    return tuple(name for name, _, _ in elf_file_sections(path))
+
+
+def elf_file_sections(path: Path) -> tuple[tuple[str, int, int], ...]:
+    """(name, file offset, size) of each section of an ELF file, from its headers only; () for anything else."""
     try:
         with path.open("rb") as f:
 
@@ -95,12 +102,31 @@ def elf_file_section_names(path: Path) -> tuple[str, ...]:
                 f.seek(offset)
                 return f.read(size)
 
-            return _section_names(read)
+            return _sections(read)
     except OSError:
         return ()
 
 
-def _section_names(read: Callable[[int, int], bytes]) -> tuple[str, ...]:
+def fatbin_sha(path: Path) -> str:
+    """sha256 of a module's device code (its `.nv_fatbin` section), what its kernels' facts depend on; "" when it
+    has none. Read in pieces: a module's fatbin may be hundreds of megabytes."""
+    found = next(((offset, size) for name, offset, size in elf_file_sections(path) if name == ".nv_fatbin"), None)
+    if found is None:
+        return ""
+    digest = hashlib.sha256()
+    offset, left = found
+    try:
+        with path.open("rb") as f:
+            f.seek(offset)
+            while left > 0 and (chunk := f.read(min(left, 1 << 22))):
+                digest.update(chunk)
+                left -= len(chunk)
+    except OSError:
+        return ""
+    return digest.hexdigest() if left == 0 else ""
+
+
+def _sections(read: Callable[[int, int], bytes]) -> tuple[tuple[str, int, int], ...]:
     head = read(0, 64)
     if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
         return ()
@@ -114,11 +140,12 @@ def _section_names(read: Callable[[int, int], bytes]) -> tuple[str, ...]:
     headers = [struct.unpack_from("<IIQQQQ", table, i * shentsize) for i in range(shnum)]
     _, _, _, _, str_offset, str_size = headers[shstrndx]
     strings = read(str_offset, min(str_size, MAX_NAME_TABLE))
-    names = []
-    for name_offset, *_ in headers:
+    out = []
+    for name_offset, _, _, _, offset, size in headers:
         end = strings.find(b"\0", name_offset)
-        names.append(strings[name_offset : end if end >= 0 else len(strings)].decode("ascii", "replace"))
-    return tuple(names)
+        name = strings[name_offset : end if end >= 0 else len(strings)].decode("ascii", "replace")
+        out.append((name, offset, size))
+    return tuple(out)
 
 
 def parse_resource_usage(text: str) -> dict[str, dict[str, int]]:
@@ -238,12 +265,39 @@ def read_cubin(cubin: bytes, cuobjdump: str) -> list[CubinKernel]:
     return kernels_of(out.stdout, RESERVED_SHARED in elf_section_names(cubin))
 
 
-def read_module(path: Path, arch: str, cuobjdump: str) -> list[CubinKernel]:
-    """The kernels a native module (.so) carries for `arch`: each of its cubins extracted and read."""
+def extract_cubins(path: Path, cuobjdump: str) -> dict[str, bytes]:
+    """Every cubin a native module (.so) carries, by the name cuobjdump gives it (`mod.1.sm_90a.cubin`)."""
     with tempfile.TemporaryDirectory(prefix="perfgate-module-") as tmp:
         run_tool([cuobjdump, "-xelf", "all", str(path.resolve())], CUOBJDUMP_TIMEOUT_S, cwd=Path(tmp))
-        cubins = sorted(p for p in Path(tmp).iterdir() if p.name.endswith(f".{arch}.cubin"))
-        return [k for cubin in cubins for k in read_cubin(cubin.read_bytes(), cuobjdump)]
+        return {p.name: p.read_bytes() for p in sorted(Path(tmp).iterdir()) if p.name.endswith(".cubin")}
+
+
+def cubin_arch(name: str) -> str:
+    """`perfgate_rms_norm.1.sm_90a.cubin` -> "sm_90a"; "" for a name that says none."""
+    m = _CUBIN_ARCH.search(name)
+    return f"sm_{m['major']}{m['minor']}{m['suffix']}" if m else ""
+
+
+def runnable_arch(available: list[str], device: str) -> str:
+    """Which of a module's cubin architectures the driver runs on `device` ("sm_90"): its own architecture-
+    specific code (sm_90a) first, then its plain one (sm_90), its family's (sm_100f on sm_103), then the newest
+    older minor version of its major one (sm_80 on sm_86: binary compatible). "" when none can run (a module
+    with PTX only for it: the driver compiles that at load, and perfgate reads no SASS)."""
+    m = _ARCH_NAME.fullmatch(device.rstrip("af"))
+    if m is None:
+        return ""
+    major, minor = int(m["major"]), int(m["minor"])
+    ranked = []
+    for arch in set(available):
+        c = _ARCH_NAME.fullmatch(arch)
+        if c is None or int(c["major"]) != major or int(c["minor"]) > minor:
+            continue
+        exact = int(c["minor"]) == minor
+        if c["suffix"] == "a" and not exact:
+            continue  # architecture-specific code runs on that architecture only
+        rank = {("a", True): 0, ("", True): 1, ("f", True): 2}.get((c["suffix"], exact), 3)
+        ranked.append((rank, -int(c["minor"]), arch))
+    return min(ranked)[2] if ranked else ""
 
 
 def demangled(names: list[str]) -> dict[str, str]:

@@ -12,7 +12,9 @@ Per resource, the blocks it allows:
 - warps: the SM's warp slots (`max threads per SM / 32`) over the block's warps;
 - blocks: the SM's block slots.
 
-The least of them is the blocks per SM; `blocks x warps per block / max warps` the occupancy. ncu reports the
+The least of them, and of the SM's block slots, is the blocks per SM; `blocks x warps per block / max warps` the
+occupancy. The limiter named is what binds (`_limiter`): the block slots when every resource allows more, the
+warp slots at full occupancy. ncu reports the
 same four limits (launch__occupancy_limit_*, capped at the block slots, as here); tests/test_compiled_occupancy.py
 checks them against a recorded H100 report, and lab/gpu/kernels_session.py against the CUDA occupancy API.
 """
@@ -117,25 +119,33 @@ def theoretical(
     if min(registers_per_thread, static_shared, dynamic_shared) < 0:
         raise ValueError("registers and shared memory must be >= 0")
     warps = -(-threads_per_block // WARP)
-    cap = limits.max_blocks_per_sm  # each limit is shown capped at the block slots, as ncu shows it
-    found = {
-        Limiter.REGISTERS: min(cap, by_registers(limits, registers_per_thread, warps)),
-        Limiter.SHARED_MEMORY: min(cap, by_shared_memory(limits, static_shared, dynamic_shared)),
-        Limiter.WARPS: min(cap, limits.max_warps_per_sm // warps),
-        Limiter.BLOCKS: cap,
+    cap = limits.max_blocks_per_sm
+    allowed = {
+        Limiter.REGISTERS: by_registers(limits, registers_per_thread, warps),
+        Limiter.SHARED_MEMORY: by_shared_memory(limits, static_shared, dynamic_shared),
+        Limiter.WARPS: limits.max_warps_per_sm // warps,
     }
-    blocks = min(found.values())
-    limiter = next(k for k, v in found.items() if v == blocks)  # the first in the order above: code moves it
+    blocks = min(cap, *allowed.values())
+    found = {k: min(cap, v) for k, v in allowed.items()} | {Limiter.BLOCKS: cap}  # capped, as ncu shows them
     return Occupancy(
         blocks_per_sm=blocks,
         warps_per_block=warps,
         max_warps_per_sm=limits.max_warps_per_sm,
-        limiter=limiter,
+        limiter=_limiter(allowed, blocks, warps, limits),
         by_registers=found[Limiter.REGISTERS],
         by_shared_memory=found[Limiter.SHARED_MEMORY],
         by_warps=found[Limiter.WARPS],
         by_blocks=found[Limiter.BLOCKS],
     )
+
+
+def _limiter(allowed: dict[Limiter, int], blocks: int, warps: int, limits: SmLimits) -> Limiter:
+    """What bounds the blocks: at full occupancy the warp slots (nothing else could give more); otherwise the first
+    resource, in the order registers, shared memory, warps (the order code moves them), that allows no more
+    than `blocks` before the cap; the block slots when every resource would allow more."""
+    if blocks * warps == limits.max_warps_per_sm:
+        return Limiter.WARPS
+    return next((k for k, v in allowed.items() if v == blocks), Limiter.BLOCKS)
 
 
 def pct_text(value: float) -> str:
@@ -149,7 +159,7 @@ def why(occ: Occupancy, threads_per_block: int, shared_bytes: int | None = None)
     if occ.limiter is Limiter.REGISTERS:
         return f"the register file limits it to {blocks} per SM"
     if occ.limiter is Limiter.SHARED_MEMORY:
-        each = f" ({shared_bytes} bytes per block)" if shared_bytes is not None else ""
+        each = f" ({shared_bytes:,} bytes per block)" if shared_bytes is not None else ""
         return f"shared memory{each} limits it to {blocks} per SM"
     if occ.limiter is Limiter.WARPS:
         return f"the SM's {occ.max_warps_per_sm} warp slots limit it to {blocks}"

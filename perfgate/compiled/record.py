@@ -1,7 +1,8 @@
 """Record the compiled kernels of a case: one call watched before its samples (Triton launches, torch operators,
 native modules entered: hooks in Python, nothing on the GPU), the facts read after them (cuobjdump on the
-cubins and modules; for a case that entered a CUDA C++ module, one more call under torch.profiler for the
-launches only CUPTI sees). A failure to read anything is a note on the case, never a failed case.
+cubins and modules, each distinct one once: compiled/cache.py; for a case that entered a CUDA C++ module, one
+more call under torch.profiler for the launches only CUPTI sees). A failure to read anything is a note on the
+case, never a failed case.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from perfgate.compiled.cubin import CubinKernel, demangled, find_cuobjdump, read_module
+from perfgate.compiled.cache import CodeReader, cubin_cache_dir
+from perfgate.compiled.cubin import CubinKernel, demangled, find_cuobjdump
 from perfgate.compiled.inputs import describe
 from perfgate.compiled.modules import NativeCalls, ObservedLaunch, cuda_modules, launched_kernels
 from perfgate.compiled.occupancy import SmLimits, limits_for, theoretical
 from perfgate.compiled.records import CompiledCase, KernelFacts, KernelSource
 from perfgate.compiled.torch_ops import TorchOps
-from perfgate.compiled.triton_kernels import Launch, TritonLaunches, cubin_cache_dir, cubin_reader, facts
+from perfgate.compiled.triton_kernels import Launch, TritonLaunches, facts
 from perfgate.errors import PerfgateError, one_line
 
 
@@ -42,17 +44,19 @@ class KernelRecorder:
     arch: str
     versions: tuple[tuple[str, str], ...] = ()
     observe_launches: Callable[[Callable[[], Any]], list[ObservedLaunch]] = launched_kernels
-    cuobjdump: str | None = None
+    reader: CodeReader | None = None  # None: no cuobjdump (the notes say so)
     notes: tuple[str, ...] = ()
-    _read: Callable[[bytes], list[CubinKernel]] | None = None
-    _modules: dict[Path, list[CubinKernel]] = field(default_factory=dict)
+    _read: Callable[[bytes], list[CubinKernel]] | None = None  # a cubin's kernels (the reader's, or a stand-in)
+    _modules: dict[Path, list[CubinKernel]] = field(default_factory=dict)  # this process's modules, by path
+    _unread: dict[Path, str] = field(default_factory=dict)  # modules that could not be read, and why
+    _names: dict[str, str] = field(default_factory=dict)  # C++ symbols, demangled
 
     @classmethod
     def for_device(cls, arch: str, versions: tuple[tuple[str, str], ...] = ()) -> KernelRecorder:
         recorder = cls(arch=arch, versions=versions)
         try:
-            recorder.cuobjdump = find_cuobjdump()
-            recorder._read = cubin_reader(recorder.cuobjdump, cubin_cache_dir())
+            recorder.reader = CodeReader(find_cuobjdump(), cubin_cache_dir())
+            recorder._read = recorder.reader.cubin
         except PerfgateError as err:
             recorder.notes = (f"{err}: no registers, spills or SASS hashes from cubins",)
         if limits_for(arch) is None:
@@ -121,15 +125,10 @@ class KernelRecorder:
     def _module_kernels(
         self, modules: tuple[Path, ...], call: Callable[[], Any], notes: list[str]
     ) -> list[KernelFacts]:
-        code: list[tuple[Path, CubinKernel]] = []
-        for path in modules:
-            try:
-                if path not in self._modules and self.cuobjdump is not None:
-                    self._modules[path] = read_module(path, self.arch, self.cuobjdump)
-            except PerfgateError as err:
-                notes.append(one_line(f"{path.name}: {err}", 200))
-            code += [(path, k) for k in self._modules.get(path, [])]
-        names = demangled([k.name for _, k in code])
+        code = [(path, k) for path in modules for k in self._module_code(path, notes)]
+        if not code:  # nothing to match launches with: the notes say why, and no profiler is started for it
+            return []
+        names = self._demangled([k.name for _, k in code])
         try:
             observed = self.observe_launches(call)
         except Exception as err:  # noqa: BLE001 (no profiler, no CUPTI: the module's kernels without launches)
@@ -137,7 +136,7 @@ class KernelRecorder:
             return [_module_facts(p, k, names[k.name], None, self.limits) for p, k in code]
         by_name = {names[k.name]: (p, k) for p, k in code}
         counted = Counter((o.name, o.grid, o.block, o.shared_bytes) for o in observed if o.name in by_name)
-        if code and not counted:  # launched none of them, or names that do not match: say so, keep the code
+        if not counted:  # launched none of them, or names that do not match: say so, keep the code
             seen_names = ", ".join(sorted({o.name[:60] for o in observed})) or "none"
             notes.append(
                 one_line(f"no launch seen of {', '.join(p.name for p in modules)}'s kernels ({seen_names})", 200)
@@ -148,6 +147,24 @@ class KernelRecorder:
             replace(_module_facts(*by_name[key[0]], key[0], launches[key], self.limits), launches=count)
             for key, count in counted.items()
         ]
+
+    def _module_code(self, path: Path, notes: list[str]) -> list[CubinKernel]:
+        """The kernels a module carries for this GPU, read once per process (and per content: compiled/cache.py)."""
+        if path not in self._modules and self.reader is not None:  # without cuobjdump the notes say so already
+            try:
+                self._modules[path] = self.reader.module(path, self.arch)
+            except PerfgateError as err:  # kept too: the next case that enters it is not read again
+                self._modules[path] = []
+                self._unread[path] = one_line(str(err), 200)
+        if path in self._unread:
+            notes.append(self._unread[path])
+        return self._modules.get(path, [])
+
+    def _demangled(self, symbols: list[str]) -> dict[str, str]:
+        new = [s for s in dict.fromkeys(symbols) if s not in self._names]
+        if new:
+            self._names.update(demangled(new))
+        return {s: self._names[s] for s in symbols}
 
 
 def _module_facts(

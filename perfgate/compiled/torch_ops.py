@@ -64,6 +64,13 @@ class TorchOps:
         ops = self.ops
 
         class _Watch(TorchDispatchMode):
+            @classmethod
+            def _should_skip_dynamo(cls) -> bool:
+                # torch wraps a mode's __torch_dispatch__ in torch._disable_dynamo unless the mode opts out, and
+                # that wrapper imports torch._dynamo on its first call: 7 s of the first recorded case on the
+                # H100 (docs/compiled-kernels.md). This mode never runs under torch.compile.
+                return False
+
             def __torch_dispatch__(
                 self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
             ) -> Any:

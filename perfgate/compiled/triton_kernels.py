@@ -10,17 +10,12 @@ for the SASS hash, the stack frame and the spill traffic (compiled/cubin.py).
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
-import os
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-from perfgate.atomic import atomic_write_text
-from perfgate.compiled.cubin import CubinKernel, read_cubin
+from perfgate.compiled.cubin import CubinKernel
 from perfgate.compiled.occupancy import SmLimits, theoretical
 from perfgate.compiled.records import KernelFacts, KernelSource
 
@@ -82,7 +77,7 @@ def facts(
     limits: SmLimits | None,
     launches: int = 1,
 ) -> KernelFacts:
-    """One launched Triton kernel's facts. `read` reads a cubin (cached by the caller)."""
+    """One launched Triton kernel's facts. `read` reads a cubin (compiled/cache.py keeps what it read)."""
     md = kernel.metadata
     name = str(md.name)
     num_warps = int(md.num_warps)
@@ -117,46 +112,3 @@ def facts(
         launches=launches,
         detail=f"triton {str(getattr(kernel, 'hash', ''))[:16]}",
     )
-
-
-CUBIN_CACHE_ENV = "PERFGATE_CUBIN_CACHE"
-READER_VERSION = 1  # bump when what is read from a cubin changes (the hash's normalisation, a new field)
-
-
-def cubin_cache_dir() -> Path:
-    """Where read cubins are kept between runs: $PERFGATE_CUBIN_CACHE, else $XDG_CACHE_HOME/perfgate/cubins."""
-    named = os.environ.get(CUBIN_CACHE_ENV)
-    if named:
-        return Path(named)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "perfgate" / "cubins"
-
-
-def cubin_reader(cuobjdump: str, cache_dir: Path | None = None) -> Callable[[bytes], list[CubinKernel]]:
-    """read_cubin, once per distinct cubin: in this process (a case launches a kernel many times) and, with
-    `cache_dir`, across runs (a warm gate runs no cuobjdump; the file is keyed by the cubin's sha256)."""
-    memory: dict[str, list[CubinKernel]] = {}
-
-    def read(cubin: bytes) -> list[CubinKernel]:
-        key = f"{hashlib.sha256(cubin).hexdigest()}-v{READER_VERSION}"
-        if key not in memory:
-            memory[key] = _stored(cache_dir, key) or _store(cache_dir, key, read_cubin(cubin, cuobjdump))
-        return memory[key]
-
-    return read
-
-
-def _stored(cache_dir: Path | None, key: str) -> list[CubinKernel] | None:
-    if cache_dir is None:
-        return None
-    try:
-        return [CubinKernel(**k) for k in json.loads((cache_dir / f"{key}.json").read_text())]
-    except (OSError, ValueError, TypeError):  # absent, or damaged: read the cubin again
-        return None
-
-
-def _store(cache_dir: Path | None, key: str, kernels: list[CubinKernel]) -> list[CubinKernel]:
-    if cache_dir is not None:
-        with contextlib.suppress(OSError):  # a read-only cache costs the next run a cuobjdump, nothing else
-            cache_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(cache_dir / f"{key}.json", json.dumps([asdict(k) for k in kernels]))
-    return kernels

@@ -31,7 +31,7 @@ def render_keys_markdown() -> str:
     rows.append("| `[tool.perfgate.metrics]` | catalogue | per-metric thresholds, % in the worse direction |")
     rows.append(
         "| `[[tool.perfgate.overrides]]` | - | `pattern` (shell pattern on case ids) with `threshold_pct`, "
-        "`metrics`, `min_speedup`; later entries win |"
+        "`metrics`, `min_speedup`, `gated_measure`; later entries win |"
     )
     return "\n".join(rows) + "\n"
 

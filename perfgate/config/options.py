@@ -21,7 +21,7 @@ from typing import Any
 from perfgate.compiled.records import StaticPolicy
 from perfgate.config import validate as v
 from perfgate.errors import ConfigError
-from perfgate.model import AbProcess
+from perfgate.model import AbProcess, GatedMeasure, HostTimer
 
 
 class Arg(enum.Enum):
@@ -355,6 +355,15 @@ OPTIONS: tuple[Option, ...] = (
         key="gate_time_with_reference",
     ),
     Option(
+        "gated_measure",
+        "what a case without a reference is gated on: 'time', 'cycles' (time x the SM clock each sample ran at: "
+        "steady under the power cap for compute-bound kernels) or 'auto' (cycles when the declared flops and "
+        "bytes_moved put the case above the GPU's ridge point, or ncu finds it compute-bound; time otherwise)",
+        v.choice(GatedMeasure),
+        key="gated_measure",
+        marker=True,
+    ),
+    Option(
         "noise_floor_pct",
         "the smallest between-process noise (%) a case is credited with (default 0.1 for "
         "CUDA events, 0.5 for the host clock)",
@@ -459,6 +468,16 @@ OPTIONS: tuple[Option, ...] = (
         measure=True,
     ),
     Option("memory", "measure and gate peak memory per call", v.boolean, key="memory", marker=True, measure=True),
+    Option(
+        "host_timer",
+        "the clock of a case timed on the host: 'wall' (time.perf_counter), 'thread_cpu' (the measuring thread's "
+        "CPU time: a preempted call reads what it ran, not what it waited; single-threaded code only) or "
+        "'process_cpu' (every thread's CPU time); a baseline in one is never compared with another",
+        v.choice(HostTimer),
+        key="host_timer",
+        marker=True,
+        measure=True,
+    ),
     # --- A/B mode: base and head side by side on one GPU (docs/ab.md) ------------------------------------
     Option(
         "base",

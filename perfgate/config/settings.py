@@ -19,7 +19,7 @@ from perfgate.config import options as opts
 from perfgate.config import validate as cs
 from perfgate.errors import ConfigError
 from perfgate.metrics import CATALOGUE
-from perfgate.model import AbProcess, AllowedMissing
+from perfgate.model import AbProcess, AllowedMissing, GatedMeasure, HostTimer
 
 DB_ENV = "PERFGATE_DB"
 # keys of earlier versions whose meaning changed: one line naming the replacement, not a silent reinterpretation
@@ -42,6 +42,7 @@ class MeasureOptions:
     exclude_throttled: bool = True  # drop samples NVML saw under a power/thermal cap, when enough remain
     memory: bool = True  # measure peak memory per call
     move_inputs: bool = True  # A/B mode: the case's CUDA inputs copied to a fresh place every round
+    host_timer: HostTimer = HostTimer.WALL  # a host case's clock: wall time, or the thread's / process's CPU time
 
     def __post_init__(self) -> None:
         if self.max_samples < self.min_samples:
@@ -56,6 +57,7 @@ class Override:
     threshold_pct: float | None = None
     metrics: tuple[tuple[str, float], ...] = ()
     min_speedup: float | None = None
+    gated_measure: GatedMeasure | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class MarkerOptions:
     threshold_pct: float | None = None
     metrics: tuple[tuple[str, float], ...] = ()
     min_speedup: float | None = None
+    gated_measure: GatedMeasure | None = None
     measure: tuple[tuple[str, Any], ...] = ()
 
 
@@ -79,6 +82,7 @@ class Settings:
     noise_window: int = 30  # recent passing runs on noise_branch whose process values join the noise
     noise_branch: str = ""  # "": the repository's default branch (gate/run.py); "*": every branch
     gate_time_with_reference: bool = False  # a case with a reference is gated on its speedup only
+    gated_measure: GatedMeasure = GatedMeasure.AUTO  # time or SM cycles per case (gate/bottleneck.py)
     noise_floor_pct: float | None = None  # None: 0.1% for CUDA events, 0.5% for the host clock
     measure: MeasureOptions = MeasureOptions()
     metric_thresholds: tuple[tuple[str, float], ...] = ()
@@ -197,7 +201,7 @@ def _overrides(raw: object, where: str, known: Any) -> tuple[Override, ...]:
         here = f"{where} overrides[{i}]"
         if not isinstance(ov, dict):
             raise ConfigError(f"perfgate: {here}: must be a table")
-        cs.check_keys(ov, {"pattern", "threshold_pct", "metrics", "min_speedup"}, here)
+        cs.check_keys(ov, {"pattern", "threshold_pct", "metrics", "min_speedup", "gated_measure"}, here)
         if "pattern" not in ov:
             raise ConfigError(f"perfgate: {here}: needs a 'pattern'")
         out.append(
@@ -208,6 +212,9 @@ def _overrides(raw: object, where: str, known: Any) -> tuple[Override, ...]:
                 else None,
                 metrics=cs.metric_table(known)(ov["metrics"], f"{here} metrics") if "metrics" in ov else (),
                 min_speedup=cs.SPEEDUP(ov["min_speedup"], f"{here} min_speedup") if "min_speedup" in ov else None,
+                gated_measure=cs.choice(GatedMeasure)(ov["gated_measure"], f"{here} gated_measure")
+                if "gated_measure" in ov
+                else None,
             )
         )
     return tuple(out)
@@ -234,6 +241,7 @@ def marker_options(kwargs: dict[str, Any], where: str, ncu_metrics: tuple[str, .
         threshold_pct=parsed.get("threshold_pct"),
         metrics=metrics,
         min_speedup=parsed.get("min_speedup"),
+        gated_measure=parsed.get("gated_measure"),
         measure=tuple(sorted(measure.items())),
     )
 

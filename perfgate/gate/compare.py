@@ -2,7 +2,9 @@
 it (resolved when it was measured, noise included), so the same stored run always gets the same verdicts.
 
 One gated test per case: its speedup when it has a reference (clocks and process state cancel in the
-ratio; its time is then reported, not gated, unless `gate_time_with_reference`), else its time. The run's
+ratio; its time is then reported, not gated, unless `gate_time_with_reference`), else its time in SM cycles
+when it is compute-bound (gate/bottleneck.py: the power cap moves the clock, not the cycles), else its time;
+the measure not gated is reported beside it with the reason. The run's
 false-alarm budget is divided over these tests (gate/decision.py). Memory and profiler counters are
 compared with tolerances; a memory regression, a speedup below its target and an improvement follow the
 same confirmation as a time regression: every process must show it.
@@ -15,7 +17,9 @@ from collections.abc import Sequence
 
 from perfgate.baseline import Baseline, BaselineCase
 from perfgate.config.settings import Settings
+from perfgate.gate.bottleneck import MeasureChoice, choose_measure
 from perfgate.gate.common import common_shift
+from perfgate.gate.cycles import compare_cycles
 from perfgate.gate.decision import MAX_STAGES, Decision, Rule, decide, per_test_alpha
 from perfgate.gate.noise import estimate_noise, noise_floor
 from perfgate.gate.static import LAUNCHED, compare_compiled, static_rule
@@ -27,6 +31,7 @@ from perfgate.model import (
     Comparison,
     Direction,
     Environment,
+    GatedMeasure,
     GateResult,
     Metric,
     MetricKind,
@@ -102,16 +107,22 @@ def compare_run(
             )
         else:
             speedup_row = compare_speedup(res, base, settings, alpha)
-            time_gated = speedup_row is None or settings.gate_time_with_reference
-            time_row = compare_time(res, base, settings, alpha, intervals, gated=time_gated, shift=shift)
+            choice = choose_measure(res, base, current_env.device_name, settings)
+            on_cycles = speedup_row is None and choice.measure is GatedMeasure.CYCLES
+            time_gated = (speedup_row is None and not on_cycles) or settings.gate_time_with_reference
+            time_row = compare_time(res, base, settings, alpha, intervals, gated=time_gated, shift=shift, choice=choice)
+            explicit = res.thresholds.time_pct if res.thresholds.time_pct_explicit else None
+            reason = choice.reason if speedup_row is None else "the speedup is gated"
+            rule_now = _rule(res, settings, alpha, explicit)
+            cycles_row = compare_cycles(res, base, settings, rule_now, on_cycles, reason, shift if on_cycles else None)
             metric_rows = compare_metrics(res, base, skip=(SPEEDUP_METRIC,), stages=1 + settings.confirm_runs)
             static_rows = compare_compiled(res.case_id, base.compiled, res.compiled, rule)
             rows.append(time_row)
-            if speedup_row is not None:
-                rows.append(speedup_row)
+            rows += [r for r in (cycles_row, speedup_row) if r is not None]
             rows += [r for r in metric_rows if r.threshold_pct is not None]  # derived ones only explain
             rows += static_rows
-            regressed = any(r.verdict is Verdict.REGRESSED and r.gated for r in (time_row, speedup_row) if r)
+            timed = (time_row, cycles_row, speedup_row)
+            regressed = any(r.verdict is Verdict.REGRESSED and r.gated for r in timed if r)
             regressed = regressed or time_row.verdict is Verdict.REGRESSED
             why = explanation(static_rows, metric_rows, res) if regressed else ()
             if why:  # nothing moved and nothing always-shown: no "why" line at all rather than an empty one
@@ -142,7 +153,9 @@ def compare_run(
 def run_shift(
     results: Sequence[CaseResult], baseline: Baseline | None, env: Environment, settings: Settings
 ) -> CommonShift | None:
-    """The run's common-mode shift (gate/common.py) over its calibrated, time-gated cases' first processes."""
+    """The run's common-mode shift (gate/common.py) over its calibrated cases' first processes, each in the measure
+    it is gated on: time, or cycles for a compute-bound case (its time follows the SM clock, a driver update
+    moves its cycles)."""
     if baseline is None:
         return None
     changes = {}
@@ -152,12 +165,15 @@ def run_shift(
             continue
         if _speedup_values(res, base) and not settings.gate_time_with_reference:
             continue  # gated on its speedup, where a shared shift cancels
-        values = base.time_values()
+        if choose_measure(res, base, env.device_name, settings).measure is GatedMeasure.CYCLES:
+            values, now, resolved = base.cycle_values(), res.process_mcycles[0], res.thresholds.cycles_noise
+        else:
+            values, now, resolved = base.time_values(), res.timing.median_ms, res.thresholds.time_noise
         centre = sum(values) / len(values)
-        noise = _noise(res.thresholds.time_noise, values, res, settings)
+        noise = _noise(resolved, values, res, settings)
         if noise is not None:
             unit = noise.noise_pct * math.sqrt(1.0 + 1.0 / len(values))
-            changes[res.case_id] = (100.0 * (res.timing.median_ms - centre) / centre, unit)
+            changes[res.case_id] = (100.0 * (now - centre) / centre, unit)
     return common_shift(changes, settings.min_effect_pct, baseline.environment, env)
 
 
@@ -234,9 +250,11 @@ def compare_time(
     intervals: bool = True,
     gated: bool = True,
     shift: CommonShift | None = None,
+    choice: MeasureChoice | None = None,
 ) -> Comparison:
     """The time verdict with its interval: between-process when calibrated, else the within-run one; against
-    the centre moved by the run's common-mode shift when there is one (gate/common.py)."""
+    the centre moved by the run's common-mode shift when there is one (gate/common.py). `choice`: why time is
+    (or is not) the gated measure, said in the note."""
     d = time_decision(res, base, settings, alpha, shift)
     lo, hi = d.ci_low_pct, d.ci_high_pct
     if d.noise is None and intervals:
@@ -258,7 +276,7 @@ def compare_time(
         noise_pct=d.noise.noise_pct if d.noise else None,
         score=d.score,
         processes=d.processes,
-        note=_note(d, gated)
+        note=_note(d, gated, _instead(res, choice, gated))
         + (
             f"; change against the run's common-mode shift ({shift.shift_pct:+.1f}%)"
             if shift is not None and d.noise is not None
@@ -271,7 +289,16 @@ def compare_time(
     )
 
 
-def _note(d: Decision, gated: bool) -> str:
+def _instead(res: CaseResult, choice: MeasureChoice | None, gated: bool) -> str:
+    """Not gated: what is gated in its place. Gated: why the time is, when the case also has cycles."""
+    if not gated:
+        if res.speedup is not None or choice is None:
+            return "the speedup is"
+        return f"cycles are: {choice.reason}"
+    return choice.reason if choice is not None and res.cycles is not None and res.speedup is None else ""
+
+
+def _note(d: Decision, gated: bool, instead: str = "") -> str:
     if d.noise is None and d.verdict is Verdict.REGRESSED:
         source = (
             f"slower by more than {d.threshold_pct:g}% in every process, with no between-process noise yet: "
@@ -281,7 +308,9 @@ def _note(d: Decision, gated: bool) -> str:
         source = "no between-process noise yet: calibrate"
     else:
         source = f"noise from {d.noise.df + 1} processes ({d.noise.window_runs} from the history)"
-    return source if gated else f"{source}; reported, not gated (the speedup is)"
+    if gated:
+        return f"{source}; gated: {instead}" if instead else source
+    return f"{source}; reported, not gated ({instead})"
 
 
 def _speedup_values(res: CaseResult, base: BaselineCase) -> tuple[float, ...]:

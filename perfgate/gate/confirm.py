@@ -73,7 +73,7 @@ def confirm_suspects(
 
 
 def confirmed(r: CaseResult, again: CaseResult) -> CaseResult:
-    """`r` with one more process's values: its time median, speedup and peak memory."""
+    """`r` with one more process's values: its time median, speedup, cycles and peak memory."""
     speedups = r.confirmation_speedups
     if r.speedup is not None and again.speedup is not None:
         speedups += (again.speedup.median,)
@@ -82,8 +82,12 @@ def confirmed(r: CaseResult, again: CaseResult) -> CaseResult:
     value = next((m.value for m in again.metrics if m.name == gated), None)
     if value is not None:
         memory += (value,)
+    mcycles = r.confirmation_mcycles
+    if r.cycles is not None and again.cycles is not None:
+        mcycles += (again.cycles.median_mcycles,)
     return replace(
         r,
+        confirmation_mcycles=mcycles,
         confirmation_medians_ms=r.confirmation_medians_ms + (again.timing.median_ms,),
         confirmation_speedups=speedups,
         confirmation_memory=memory,

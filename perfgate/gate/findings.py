@@ -16,7 +16,7 @@ from perfgate.baseline import Baseline
 from perfgate.baseline.base_ref import BaseCheck
 from perfgate.gate.ceiling import Changes, baseline_changes, beyond_ceiling
 from perfgate.gate.common import shift_message
-from perfgate.metrics import SPEEDUP_METRIC, TIME_METRIC
+from perfgate.metrics import CYCLES_METRIC, SPEEDUP_METRIC, TIME_METRIC
 from perfgate.model import (
     AllowedMissing,
     Comparison,
@@ -26,7 +26,6 @@ from perfgate.model import (
     HostState,
     Run,
     TestOutcome,
-    Timer,
     Verdict,
 )
 
@@ -169,7 +168,7 @@ def _not_measured(
 
 
 def _inconclusive(c: Comparison) -> str:
-    what = "speedup" if c.metric == SPEEDUP_METRIC else "time"
+    what = {SPEEDUP_METRIC: "speedup", CYCLES_METRIC: "cycles"}.get(c.metric, "time")
     change = f"{c.case_id}: {what} {c.change_pct:+.2f}%" if c.change_pct is not None else f"{c.case_id}: {what}"
     if c.noise_pct is None:
         return (
@@ -190,7 +189,7 @@ def _host_drift(run: Run, baseline: Baseline | None) -> Iterator[Finding]:
     drifts: dict[str, list[tuple[float, str]]] = {}
     for r in run.results:
         base = baseline.cases.get(r.case_id)
-        if r.timing.timer is not Timer.HOST or base is None or base.host_state is None or r.host_state is None:
+        if not r.timing.timer.on_host or base is None or base.host_state is None or r.host_state is None:
             continue
         for kind, size, text in host_changes(base.host_state, r.host_state):
             drifts.setdefault(kind, []).append((size, f"{r.case_id}: {text}"))
@@ -263,7 +262,7 @@ def _run_level(run: Run, baseline: Baseline | None, facts: GateFacts) -> Iterato
             f"baseline {baseline.path.name} is uncalibrated: run `perfgate "
             f"calibrate` for per-case thresholds from between-process noise",
         )
-    host_cases = [r for r in run.results if r.timing.timer is Timer.HOST]
+    host_cases = [r for r in run.results if r.timing.timer.on_host]
     if host_cases and facts.cuda_baselines:
         yield Finding(
             FindingKind.HOST_CLOCK,
@@ -325,7 +324,7 @@ def _per_case(run: Run, baseline: Baseline | None, gate: GateResult) -> Iterator
             yield Finding(FindingKind.NOT_COMPARABLE, f"{c.case_id}: {c.note}", c.case_id)
         elif c.verdict is Verdict.PROFILE_FAILED:
             yield Finding(FindingKind.PROFILE_FAILED, f"{c.case_id}: {c.note}", c.case_id)
-        elif c.gated and c.metric in (TIME_METRIC, SPEEDUP_METRIC) and c.verdict is Verdict.INCONCLUSIVE:
+        elif c.gated and c.metric in (TIME_METRIC, SPEEDUP_METRIC, CYCLES_METRIC) and c.verdict is Verdict.INCONCLUSIVE:
             yield Finding(FindingKind.INCONCLUSIVE, _inconclusive(c), c.case_id)
         elif c.gated and c.noise_pct is None and c.verdict is Verdict.REGRESSED and c.change_pct is not None:
             yield Finding(

@@ -27,7 +27,13 @@ from collections.abc import Sequence
 
 from perfgate.model import NoiseEstimate, Timer
 
-DEFAULT_NOISE_FLOOR_PCT = {Timer.CUDA_EVENT: 0.1, Timer.HOST: 0.5, Timer.PYTEST_BENCHMARK: 0.5}
+DEFAULT_NOISE_FLOOR_PCT = {
+    Timer.CUDA_EVENT: 0.1,
+    Timer.HOST: 0.5,
+    Timer.HOST_THREAD_CPU: 0.5,
+    Timer.HOST_PROCESS_CPU: 0.5,
+    Timer.PYTEST_BENCHMARK: 0.5,
+}
 MIN_REFERENCE_PROCESSES = 3  # fewer cannot estimate a spread: the case is uncalibrated
 EXCLUSION_MIN_PROCESSES = 20  # below this no process is ever left out of s
 EXCLUSION_SHARE = 20  # at most one process in this many may be left out of s

@@ -241,7 +241,11 @@ def noise_windows(run: Run, baseline: Baseline | None, settings: Settings) -> di
             store, run.environment.comparability_key(), branch, settings.noise_window, ids, starts
         )
     return {
-        cid: WindowValues(tuple(p.median_ms for p in points), tuple(p.speedup for p in points if p.speedup is not None))
+        cid: WindowValues(
+            tuple(p.median_ms for p in points),
+            tuple(p.speedup for p in points if p.speedup is not None),
+            tuple(p.median_mcycles for p in points if p.median_mcycles is not None),
+        )
         for cid, points in found.items()
     }
 

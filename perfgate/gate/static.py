@@ -9,16 +9,20 @@ policy (fail, warn, off: config/options.py):
 - theoretical occupancy down a step;
 - shared memory per block (static + dynamic) up.
 
-Each row says why in words: "registers 128 -> 168 per thread: occupancy 50 % -> 37.5 % (the register file
-limits it to 3 blocks of 256 threads per SM)". A kernel launched on one side only (another kernel, a
-changed specialisation) cannot be compared: one row names it, not gated. docs/compiled-kernels.md.
+Each row says one thing, in words, as "what changed: why it matters" (`static_headline` is the part before the
+first ": "). The occupancy row explains the occupancy: the inputs whose change moved it (each one's own effect,
+the others held) and what limits it now and before: "occupancy 50 % -> 37.5 % from registers 128 -> 168 per
+thread: the register file limits it to 3 blocks of 256 threads per SM (was: 4 blocks ...)". A registers or
+shared-memory row names its own change only; it carries the occupancy it caused where no occupancy row is
+shown (that policy off), and never an occupancy it did not cause. A kernel launched on one side only (another
+kernel, a changed specialisation) cannot be compared: one row names it, not gated. docs/compiled-kernels.md.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perfgate.compiled.occupancy import limits_for, pct_text, shared_per_block, why
+from perfgate.compiled.occupancy import limits_for, pct_text, shared_per_block, theoretical, why
 from perfgate.compiled.records import CompiledCase, KernelFacts, KernelSource, StaticPolicy
 from perfgate.config.settings import Settings
 from perfgate.metrics import STATIC_LAUNCHED, STATIC_OCCUPANCY, STATIC_REGISTERS, STATIC_SHARED, STATIC_SPILLS
@@ -70,6 +74,12 @@ def compare_compiled(
 
 
 def _kernel_rows(case_id: str, b: KernelFacts, a: KernelFacts, rule: StaticRule, arch: str) -> list[Comparison]:
+    causes = _causes(b, a, arch)
+    occupancy_row = rule.occupancy is not StaticPolicy.OFF and _occupancy_moved(b, a)
+
+    def caused(label: str) -> str:  # the occupancy a resource moved, said on its row only where no other row does
+        return "" if occupancy_row or label not in causes else _occupancy_words(b, a, arch)
+
     rows = []
     if rule.registers is not StaticPolicy.OFF and _moved(b.registers_per_thread, a.registers_per_thread):
         assert b.registers_per_thread is not None and a.registers_per_thread is not None
@@ -77,59 +87,37 @@ def _kernel_rows(case_id: str, b: KernelFacts, a: KernelFacts, rule: StaticRule,
         note = f"registers {b.registers_per_thread} -> {a.registers_per_thread} per thread"
         if a.registers_per_thread > b.registers_per_thread and not worse:
             note += f" (within the margin of {rule.registers_margin})"
-        rows.append(
-            _row(
-                case_id,
-                REGISTERS,
-                "register/thread",
-                b,
-                a,
-                _verdict(worse, a, b, REGISTERS),
-                rule.registers,
-                note + _occupancy_words(b, a, arch),
-            )
-        )
+        verdict = _verdict(worse, a, b, REGISTERS)
+        rows.append(_row(case_id, REGISTERS, "register/thread", b, a, verdict, rule.registers, note + caused(REGS)))
     if rule.spills is not StaticPolicy.OFF and _moved(b.spill_bytes, a.spill_bytes):
         assert b.spill_bytes is not None and a.spill_bytes is not None
         note = (
-            f"spills {b.spill_bytes} -> {a.spill_bytes} bytes of local-memory traffic per thread's code (stores "
-            f"{a.spill_store_bytes}, loads {a.spill_load_bytes}) at {a.registers_per_thread} registers"
+            f"spills {b.spill_bytes:,} -> {a.spill_bytes:,} bytes: local-memory stores {a.spill_store_bytes:,} + "
+            f"loads {a.spill_load_bytes:,} bytes in one thread's code, at {a.registers_per_thread} registers"
         )
         if b.spill_bytes == 0:
-            note += ": the kernel spills where it did not"
-        rows.append(
-            _row(
-                case_id, SPILLS, "byte", b, a, _verdict(a.spill_bytes > b.spill_bytes, a, b, SPILLS), rule.spills, note
-            )
-        )
-    if (
-        rule.occupancy is not StaticPolicy.OFF
-        and b.occupancy
-        and a.occupancy
-        and _moved(b.occupancy.pct, a.occupancy.pct)
-    ):
-        note = f"occupancy {pct_text(b.occupancy.pct)} -> {pct_text(a.occupancy.pct)}: " + _why(a, arch)
-        note += f" (was: {_why(b, arch)})" + _cause(b, a)
-        rows.append(
-            _row(
-                case_id,
-                OCCUPANCY,
-                "%",
-                b,
-                a,
-                _verdict(a.occupancy.pct < b.occupancy.pct, a, b, OCCUPANCY),
-                rule.occupancy,
-                note,
-            )
-        )
+            note += "; the kernel spills where it did not"
+        verdict = _verdict(a.spill_bytes > b.spill_bytes, a, b, SPILLS)
+        rows.append(_row(case_id, SPILLS, "byte", b, a, verdict, rule.spills, note))
+    if occupancy_row:
+        assert b.occupancy is not None and a.occupancy is not None
+        note = f"occupancy {pct_text(b.occupancy.pct)} -> {pct_text(a.occupancy.pct)}"
+        note += f" from {', '.join(causes.values())}" if causes else ""
+        note += f": {_why(a, arch)} (was: {_why(b, arch)})"
+        verdict = _verdict(a.occupancy.pct < b.occupancy.pct, a, b, OCCUPANCY)
+        rows.append(_row(case_id, OCCUPANCY, "%", b, a, verdict, rule.occupancy, note))
     sb, sa = _shared(b), _shared(a)
     if rule.shared_memory is not StaticPolicy.OFF and _moved(sb, sa):
         assert sb is not None and sa is not None
-        note = f"shared memory {sb:,} -> {sa:,} bytes per block" + _occupancy_words(b, a, arch)
-        rows.append(
-            _row(case_id, SHARED, "byte/block", b, a, _verdict(sa > sb, a, b, SHARED), rule.shared_memory, note)
-        )
+        note = f"shared memory {sb:,} -> {sa:,} bytes per block" + caused(SHARED_MEMORY)
+        verdict = _verdict(sa > sb, a, b, SHARED)
+        rows.append(_row(case_id, SHARED, "byte/block", b, a, verdict, rule.shared_memory, note))
     return rows
+
+
+def static_headline(note: str) -> str:
+    """What a static row says changed, without why (its note up to the first ": "; a warning's mark dropped)."""
+    return note.removeprefix("warn: ").split(": ", 1)[0]
 
 
 def _moved(before: float | None, after: float | None) -> bool:
@@ -226,21 +214,44 @@ def _why(k: KernelFacts, arch: str) -> str:
     return why(k.occupancy, threads, shared)
 
 
+REGS, SHARED_MEMORY, BLOCK = "registers", "shared memory", "block"
+
+
+def _occupancy_moved(b: KernelFacts, a: KernelFacts) -> bool:
+    return b.occupancy is not None and a.occupancy is not None and b.occupancy.pct != a.occupancy.pct
+
+
 def _occupancy_words(b: KernelFacts, a: KernelFacts, arch: str) -> str:
-    if b.occupancy is None or a.occupancy is None:
-        return ""
-    if b.occupancy.pct == a.occupancy.pct:
-        return f": occupancy unchanged at {pct_text(a.occupancy.pct)} ({_why(a, arch)})"
+    assert b.occupancy is not None and a.occupancy is not None
     return f": occupancy {pct_text(b.occupancy.pct)} -> {pct_text(a.occupancy.pct)} ({_why(a, arch)})"
 
 
-def _cause(b: KernelFacts, a: KernelFacts) -> str:
-    """Which input of the calculation moved."""
-    moved = []
-    if _moved(b.registers_per_thread, a.registers_per_thread):
-        moved.append(f"registers {b.registers_per_thread} -> {a.registers_per_thread}")
-    if _moved(_shared(b), _shared(a)):
-        moved.append(f"shared memory {_shared(b):,} -> {_shared(a):,} bytes")
-    if _moved(b.threads_per_block, a.threads_per_block):
-        moved.append(f"block {b.threads_per_block} -> {a.threads_per_block} threads")
-    return f"; moved: {', '.join(moved)}" if moved else ""
+def _causes(b: KernelFacts, a: KernelFacts, arch: str) -> dict[str, str]:
+    """Which inputs of the occupancy calculation moved it: each one changed alone (the others as before) that
+    moves the occupancy the same way; all the moved inputs together when none does alone. {} when the
+    occupancy did not move or cannot be recomputed."""
+    limits = limits_for(arch)
+    if limits is None or not _occupancy_moved(b, a):
+        return {}
+    assert b.occupancy is not None and a.occupancy is not None
+    before = (b.registers_per_thread, _shared(b), b.threads_per_block)
+    after = (a.registers_per_thread, _shared(a), a.threads_per_block)
+    if None in before or None in after:
+        return {}
+    words = {
+        REGS: f"registers {before[0]} -> {after[0]} per thread",
+        SHARED_MEMORY: f"shared memory {before[1]:,} -> {after[1]:,} bytes per block",
+        BLOCK: f"block {before[2]} -> {after[2]} threads",
+    }
+    moved = [i for i in range(3) if before[i] != after[i]]
+    down = a.occupancy.pct < b.occupancy.pct
+    alone = {}
+    for i in moved:
+        inputs = [after[j] if j == i else before[j] for j in range(3)]
+        try:
+            pct = theoretical(limits, int(inputs[0] or 0), int(inputs[2] or 0), 0, int(inputs[1] or 0)).pct
+        except ValueError:
+            continue
+        if (pct < b.occupancy.pct) if down else (pct > b.occupancy.pct):
+            alone[list(words)[i]] = words[list(words)[i]]
+    return alone or {list(words)[i]: words[list(words)[i]] for i in moved}

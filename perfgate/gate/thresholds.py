@@ -18,6 +18,7 @@ def resolve_thresholds(settings: Settings, case_id: str, marker: MarkerOptions |
     time_pct, explicit = settings.threshold_pct, False
     metrics = dict(settings.metric_thresholds)
     min_speedup = settings.min_speedup
+    gated = settings.gated_measure
     for ov in settings.overrides:
         if fnmatch.fnmatchcase(case_id, ov.pattern):
             if ov.threshold_pct is not None:
@@ -25,12 +26,16 @@ def resolve_thresholds(settings: Settings, case_id: str, marker: MarkerOptions |
             metrics.update(ov.metrics)
             if ov.min_speedup is not None:
                 min_speedup = ov.min_speedup
+            if ov.gated_measure is not None:
+                gated = ov.gated_measure
     if marker is not None:
         if marker.threshold_pct is not None:
             time_pct, explicit = marker.threshold_pct, True
         metrics.update(marker.metrics)
         if marker.min_speedup is not None:
             min_speedup = marker.min_speedup
+        if marker.gated_measure is not None:
+            gated = marker.gated_measure
     return CaseThresholds(
         time_pct=time_pct,
         time_pct_explicit=explicit,
@@ -38,6 +43,7 @@ def resolve_thresholds(settings: Settings, case_id: str, marker: MarkerOptions |
         metrics=tuple(sorted(metrics.items())),
         min_speedup=min_speedup,
         false_alarm_pct=settings.false_alarm_pct,
+        gated_measure=gated,
     )
 
 

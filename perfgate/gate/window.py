@@ -1,6 +1,6 @@
 """Each case's noise resolved at gate time: the baseline's calibration processes plus the noise window, the
 process values of recent passing gate runs on the tracked branch (store/window.py reads them), stored
-with the case (CaseThresholds.time_noise / speedup_noise) so `perfgate compare` on the stored run
+with the case (CaseThresholds.time_noise / speedup_noise / cycles_noise) so `perfgate compare` on the stored run
 reaches the same verdict later, whatever the history holds by then.
 
 The committed baseline stays the source of truth for the centre and the autotune pins; the window only
@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from perfgate.baseline import Baseline, BaselineCase
 from perfgate.config.settings import Settings
+from perfgate.gate.cycles import cycles_noise
 from perfgate.gate.noise import estimate_noise, noise_floor
 from perfgate.metrics import SPEEDUP_METRIC
 from perfgate.model import CaseResult, NoiseEstimate
@@ -26,6 +27,7 @@ class WindowValues:
 
     medians_ms: tuple[float, ...] = ()
     speedups: tuple[float, ...] = ()
+    mcycles: tuple[float, ...] = ()  # median SM cycles, of the runs that read the clock
 
 
 def with_noise(
@@ -44,7 +46,13 @@ def with_noise(
         floor = noise_floor(res.timing.timer, settings.noise_floor_pct)
         time_noise = estimate_noise(base.time_values(), window.medians_ms, floor)
         speedup_noise = _speedup_noise(res, base, window, floor)
-        out.append(replace(res, thresholds=replace(res.thresholds, time_noise=time_noise, speedup_noise=speedup_noise)))
+        thresholds = replace(
+            res.thresholds,
+            time_noise=time_noise,
+            speedup_noise=speedup_noise,
+            cycles_noise=cycles_noise(res, base, window.mcycles, settings),
+        )
+        out.append(replace(res, thresholds=thresholds))
     return tuple(out)
 
 

@@ -1,5 +1,6 @@
 """One perf case, measured: first call (compile, autotune) outside the timing, the output check against
-the reference, interleaved sampling, peak memory in its own pass -> a CaseResult."""
+the reference, interleaved sampling (with the SM clock each sample ran at, where a probe can read it), peak
+memory in its own pass -> a CaseResult."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from perfgate.measure.host_state import HostSampler
 from perfgate.measure.memory import peak_memory
 from perfgate.measure.phases import FIRST_CALLS, KERNELS, MEMORY, SAMPLES, Phases
 from perfgate.measure.rounds import FixedRounds, run_rounds
-from perfgate.measure.timer import cuda_available, measure_calls
+from perfgate.measure.sm_clock import cycle_stats, probe_for, unavailable
+from perfgate.measure.timer import cuda_available, host_clock_for, measure_calls
 from perfgate.metrics import SPEEDUP_METRIC
 from perfgate.model import CaseResult, CaseThresholds, Metric, Speedup, Timer
 from perfgate.stats import ratio_ci, summarize
@@ -54,8 +56,15 @@ def reference_name(ref: Callable[..., Any]) -> str:
     return f"{module}.{name}" if module and module != "builtins" else name
 
 
-def measure_case(spec: CaseSpec, device: NvmlDevice | None = None) -> CaseResult:
+def case_timer(spec: CaseSpec) -> Timer:
+    """The timer a case is measured with: CUDA events on a GPU, else the host clock `host_timer` names (the wall
+    clock, or the thread's or the process's CPU time)."""
     timer = spec.timer or (Timer.CUDA_EVENT if cuda_available() else Timer.HOST)
+    return spec.options.host_timer.timer if timer is Timer.HOST else timer
+
+
+def measure_case(spec: CaseSpec, device: NvmlDevice | None = None) -> CaseResult:
+    timer = case_timer(spec)
     if spec.check and spec.reference is None:
         raise ValueError("perfgate: check=True needs a reference= callable to compare with")
     kwargs = dict(spec.kwargs)
@@ -68,11 +77,14 @@ def measure_case(spec: CaseSpec, device: NvmlDevice | None = None) -> CaseResult
             first_calls(call, ref_call, spec, timer, watch)
         with phase(KERNELS):
             seen = watch_kernels(spec, call, timer)
+        probe = probe_for(timer)
         host = HostSampler().start()
         with phase(SAMPLES):
-            m = measure_calls([ref_call, call] if ref_call is not None else [call], spec.options, timer, device)
+            calls = [ref_call, call] if ref_call is not None else [call]
+            m = measure_calls(calls, spec.options, timer, device, probe=probe)
         host_state = host.stop()
         samples = m.samples_ms[-1]
+        cycles = cycle_stats(samples, m.clocks_mhz[-1]) if m.clocks_mhz else None
         metrics: list[Metric] = []
         if spec.options.memory:
             with phase(MEMORY):
@@ -104,18 +116,29 @@ def measure_case(spec: CaseSpec, device: NvmlDevice | None = None) -> CaseResult
         speedup=speedup,
         nodeid=spec.nodeid,
         location=spec.location,
-        profile_notes=tuple(f"autotune: {p}" for p in watch.problems),
+        profile_notes=tuple(f"autotune: {p}" for p in watch.problems) + _cycles_note(timer, probe, cycles),
         calls_per_sample=m.calls_per_sample[-1] if m.calls_per_sample else 1,
+        cycles=cycles,
     )
+
+
+def _cycles_note(timer: Timer, probe: object, cycles: object) -> tuple[str, ...]:
+    """Why a CUDA case has no cycles (it is then gated on time): the probe could not run, or missed its samples."""
+    if timer is not Timer.CUDA_EVENT or cycles is not None:
+        return ()
+    if probe is None:
+        return (f"cycles: no SM clock probe ({unavailable() or 'not available'}): gated on time",)
+    return ("cycles: fewer than half of the samples had an SM clock reading: gated on time",)
 
 
 def measure_rounds_case(spec: CaseSpec, plan: FixedRounds) -> tuple[CaseResult, Any]:
     """pytest-benchmark's pedantic plan, call for call (rounds.py): no first call, no memory pass.
     Returns the case and the value pytest-benchmark would hand back (the last round's, iterations == 1)."""
-    timer = spec.timer or (Timer.CUDA_EVENT if cuda_available() else Timer.HOST)
+    timer = case_timer(spec)
     watch = AutotuneWatch(spec.autotune_pins)
+    read_ns = host_clock_for(timer).read_ns if timer.on_host else None
     try:
-        m = run_rounds(plan, timer, spec.options.flush_l2, first_round=watch.first_call())
+        m = run_rounds(plan, timer, spec.options.flush_l2, first_round=watch.first_call(), read_ns=read_ns)
     finally:
         watch.release()
     case = CaseResult(

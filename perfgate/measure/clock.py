@@ -5,6 +5,9 @@ time and wait through `current()`. Production gets `SYSTEM` (time.perf_counter_n
 polling thread), looked up once per case, never per sample: the timing loop binds time.perf_counter_ns
 itself.
 
+The host timers on CPU time (`host_timer`, measure/host_clock.py) read `thread_time_ns` / `process_time_ns` of
+the same clock, so a test's stand-in can also say how much of the wall time a call spent on a CPU.
+
 A test installs a deterministic stand-in (tests/manual_clock.py; trio.testing.MockClock is the model):
 time moves only when a callable says how long it took (`clock.current().sleep(0.002)`), and periodic work
 (the NVML poller) runs at the exact instants it is due, so samples are the same on an idle and on a busy
@@ -28,6 +31,12 @@ class Periodic(Protocol):
 class Clock(Protocol):
     def perf_counter_ns(self) -> int:
         """Monotonic nanoseconds (only differences mean anything)."""
+
+    def thread_time_ns(self) -> int:
+        """CPU time of the calling thread (ns): what it ran, not what it waited."""
+
+    def process_time_ns(self) -> int:
+        """CPU time of the whole process, every thread (ns)."""
 
     def sleep(self, seconds: float) -> None:
         """Let this much time pass."""
@@ -60,6 +69,8 @@ class SystemClock:
     """The host's clock: the functions of the `time` module themselves, so reading costs nothing extra."""
 
     perf_counter_ns = staticmethod(time.perf_counter_ns)
+    thread_time_ns = staticmethod(time.thread_time_ns)
+    process_time_ns = staticmethod(time.process_time_ns)
     sleep = staticmethod(time.sleep)
 
     def every(self, interval_s: float, action: Callable[[], None]) -> Periodic:

@@ -17,7 +17,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from perfgate.measure.sm_clock import ClockProbe
 
 ClockNs = Callable[[], int]
 
@@ -68,11 +71,28 @@ def perf_counter_clock() -> HostClock:
     return clock_of(time.perf_counter_ns, resolution_ns)
 
 
+# CPU time (host_timer = "thread_cpu" / "process_cpu"): what the call ran, not what it waited. The wall clock
+# read a 2 ms call as 11-30 ms on a loaded 2-core host where thread_time read 2.05-2.43 ms (issue 31). It cannot
+# see time spent off the CPU by design: I/O, sleeps, locks held by others, work on other threads (the thread
+# clock; the process clock adds the other threads' CPU time, including perfgate's own poller's). On Linux both
+# are clock_gettime(CLOCK_*_CPUTIME_ID): a system call, not the vDSO (~0.2-0.5 us a read; host_clock sizes the
+# loop from what a read costs) and nanosecond accounting from the scheduler.
+CPU_CLOCKS = {"thread_time": time.thread_time_ns, "process_time": time.process_time_ns}
+
+
+@functools.cache
+def cpu_time_clock(name: Literal["thread_time", "process_time"]) -> HostClock:
+    """time.thread_time_ns or time.process_time_ns (by `time.get_clock_info` name), measured once per process."""
+    resolution_ns = math.ceil(time.get_clock_info(name).resolution * 1e9)
+    return clock_of(CPU_CLOCKS[name], resolution_ns)
+
+
 @dataclass(frozen=True)
 class HostSamples:
     samples_ms: tuple[tuple[float, ...], ...]  # per call, one tuple per callable, interleaved order
     calls_per_sample: tuple[int, ...]
     warmup_calls: int
+    clocks_mhz: tuple[tuple[float | None, ...], ...] = ()  # with a clock probe: the clock over each sample
 
 
 def time_loop(inv: Invocation, loops: int, read_ns: ClockNs) -> int:
@@ -133,15 +153,34 @@ def warm_up(invocations: Sequence[Invocation], warmup_ms: float, read_ns: ClockN
 
 
 def sample_host(
-    invocations: Sequence[Invocation], n_of: Callable[[float], int], warmup_ms: float, clock: HostClock
+    invocations: Sequence[Invocation],
+    n_of: Callable[[float], int],
+    warmup_ms: float,
+    clock: HostClock,
+    probe: ClockProbe | None = None,
 ) -> HostSamples:
-    """Warm up, size each callable's loop, then `n_of(ms per round)` interleaved samples of per-call ms."""
+    """Warm up, size each callable's loop, then `n_of(ms per round)` interleaved samples of per-call ms; with a
+    probe (a test's stand-in SM clock: the host has none), stamps around each sample's loop."""
     warmups, fastest = warm_up(invocations, warmup_ms, clock.read_ns)
     sized = [calibrate_loops(inv, clock, ns) for inv, ns in zip(invocations, fastest)]
     loops = tuple(n for n, _ in sized)
     n = n_of(sum(n * per_call_ns for n, per_call_ns in sized) / 1e6)
     samples: list[list[float]] = [[] for _ in invocations]
-    for _ in range(n):
+    if probe is not None:
+        probe.begin(2 * n * len(invocations))
+    for r in range(n):
         for i, inv in enumerate(invocations):
+            if probe is not None:
+                probe.stamp(2 * (r * len(invocations) + i))
             samples[i].append(time_loop(inv, loops[i], clock.read_ns) / loops[i] / 1e6)
-    return HostSamples(tuple(tuple(s) for s in samples), loops, warmups)
+            if probe is not None:
+                probe.stamp(2 * (r * len(invocations) + i) + 1)
+    clocks = (
+        tuple(
+            tuple(probe.mhz(2 * (r * len(invocations) + i), 2 * (r * len(invocations) + i) + 1) for r in range(n))
+            for i in range(len(invocations))
+        )
+        if probe is not None
+        else ()
+    )
+    return HostSamples(tuple(tuple(s) for s in samples), loops, warmups, clocks)

@@ -1,7 +1,9 @@
 """What the machine was doing while a case was sampled: load, CPU frequency, stolen time, threads.
 
 Read from the kernel's own counters (os.getloadavg, /proc/stat, cpufreq in sysfs), twice per case; a
-field the machine does not expose is None, never a guess. On the host clock these are part of what a
+field the machine does not expose is None, never a guess. The measuring thread's CPU time over the wall
+time between the two readings (through measure/clock.py, so a test's clock can say it was preempted) tells
+how much of the case's wall time the thread actually ran. On the host clock these are part of what a
 sample measures: a rise in load between calibration and gate explains "regressions" that are not the
 code's (gate/findings.py names it).
 """
@@ -12,6 +14,7 @@ import os
 import threading
 from pathlib import Path
 
+from perfgate.measure import clock
 from perfgate.model import HostState
 
 PROC_STAT = Path("/proc/stat")
@@ -23,12 +26,18 @@ class HostSampler:
 
     def __init__(self) -> None:
         self._start: tuple[int, int] | None = None
+        self._thread_start: tuple[int, int] = (0, 0)
 
     def start(self) -> HostSampler:
         self._start = _cpu_times()
+        clk = clock.current()
+        self._thread_start = (clk.perf_counter_ns(), clk.thread_time_ns())
         return self
 
     def stop(self) -> HostState:
+        clk = clock.current()
+        wall_ns = clk.perf_counter_ns() - self._thread_start[0]
+        cpu_ns = clk.thread_time_ns() - self._thread_start[1]
         end = _cpu_times()
         steal = None
         if self._start is not None and end is not None and end[0] > self._start[0]:
@@ -40,6 +49,7 @@ class HostSampler:
             threads=threading.active_count(),
             cpu_mhz=_mean_mhz(cpus),
             steal_pct=steal,
+            cpu_share_pct=round(min(100.0, 100.0 * cpu_ns / wall_ns), 2) if wall_ns > 0 and cpu_ns >= 0 else None,
         )
 
 

@@ -131,8 +131,13 @@ def parse_child_output(path: Path, returncode: int, nonce: str | None = None) ->
         doc = parse_json(read_bytes(path, ReportFileError), path, ReportFileError, unique_keys=False)
         if nonce is not None and doc.get("nonce") != nonce:
             raise PerfgateError(f"perfgate: a measurement child's results {path} do not carry this run's nonce")
+        results = tuple(case_from_dict(d) for d in doc["results"])
+        ids = [r.case_id for r in results]
+        if len(set(ids)) != len(ids):
+            twice = next(i for i in ids if ids.count(i) > 1)
+            raise CodecError(f"case {twice[:120]!r} appears twice")
         return ChildRun(
-            results=tuple(case_from_dict(d) for d in doc["results"]),
+            results=results,
             unmeasured=tuple(unmeasured_from_dict(d) for d in doc.get("unmeasured", ())),
             environment=environment_from_dict(doc["environment"]) if doc.get("environment") else None,
             returncode=returncode,

@@ -43,10 +43,11 @@ def run_rounds(
     timer: Timer,
     flush_l2: bool = True,
     first_round: contextlib.AbstractContextManager[Any] | None = None,
-    read_ns: ClockNs = time.perf_counter_ns,
+    read_ns: ClockNs | None = None,
 ) -> RoundsMeasurement:
-    """Run the plan; `first_round` wraps the very first round (the autotune watch)."""
-    timed = _cuda_round(flush_l2) if timer is Timer.CUDA_EVENT else _host_round(read_ns)
+    """Run the plan; `first_round` wraps the very first round (the autotune watch). `read_ns`: the host timer's
+    clock (default time.perf_counter_ns, the wall clock)."""
+    timed = _cuda_round(flush_l2) if timer is Timer.CUDA_EVENT else _host_round(read_ns or time.perf_counter_ns)
     samples: list[Elapsed] = []
     result = None
     for i in range(plan.warmup_rounds + plan.rounds):

@@ -10,6 +10,9 @@ dropped when enough remain.
 Several callables may be timed together, interleaved sample by sample (reference, candidate, reference,
 ...), each with the same flush and warm-up: the ratio of their times then cancels the clock and the
 power state.
+
+With a clock probe (measure/sm_clock.py), each sample is stamped right before its start and right after its
+end, outside its events: the mean SM clock over that sample, kept beside its time (cycles = time x clock).
 """
 
 from __future__ import annotations
@@ -20,8 +23,16 @@ from typing import Any
 
 from perfgate.config.settings import MeasureOptions
 from perfgate.measure import clock, gpu_state
-from perfgate.measure.host_clock import HostClock, Invocation, clock_of, perf_counter_clock, sample_host
+from perfgate.measure.host_clock import (
+    HostClock,
+    Invocation,
+    clock_of,
+    cpu_time_clock,
+    perf_counter_clock,
+    sample_host,
+)
 from perfgate.measure.protocol import cool_down
+from perfgate.measure.sm_clock import ClockProbe
 from perfgate.model import GpuState, Timer
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # larger than any Hopper/Blackwell L2 (50-126 MB)
@@ -42,6 +53,8 @@ class Measurement:
     # CUDA: times the caching allocator went to the device (cudaMalloc, cudaFree, a retry after freeing its
     # cache) while the samples were timed: a host stall inside the events (None: not known)
     device_allocations: int | None = None
+    # with a clock probe: the mean SM clock (MHz) over each sample, aligned with samples_ms (None: no reading)
+    clocks_mhz: tuple[tuple[float | None, ...], ...] = ()
 
 
 def cuda_available() -> bool:
@@ -79,18 +92,36 @@ def measure_calls(
     device: gpu_state.NvmlDevice | None = None,
     per_round_ms: float | None = None,
     host_clock: HostClock | None = None,
+    probe: ClockProbe | None = None,
 ) -> Measurement:
     """Sample already-compiled callables (their first call has been made by the caller). On the host clock
     each sample is a calibrated loop of calls (host_clock.py), read through measure/clock.py (a test's
-    clock, or time.perf_counter_ns); `host_clock` replaces it outright. `per_round_ms`: one round's time
-    when already known (A/B mode's rounds), instead of timing a few rounds first (CUDA)."""
+    clock, or the `time` function of the host timer: wall or CPU time); `host_clock` replaces it outright.
+    `per_round_ms`: one round's time when already known (A/B mode's rounds), instead of timing a few rounds
+    first (CUDA). `probe`: stamp each sample to record the SM clock it ran at (sm_clock.py)."""
     if timer is Timer.CUDA_EVENT:
-        return _measure_cuda(calls, options, device, per_round_ms)
+        return _measure_cuda(calls, options, device, per_round_ms, probe)
     invocations = [c if isinstance(c, Invocation) else Invocation(c) for c in calls]
+    reader = host_clock or host_clock_for(timer)
+    m = sample_host(invocations, lambda round_ms: sample_count(round_ms, options), options.warmup_ms, reader, probe)
+    kept = _kept_rounds([list(s) for s in m.samples_ms], range(len(m.samples_ms[0]) if m.samples_ms else 0))
+    return Measurement(
+        timer,
+        _select([list(s) for s in m.samples_ms], kept),
+        calls_per_sample=m.calls_per_sample,
+        clocks_mhz=_select([list(c) for c in m.clocks_mhz], kept) if m.clocks_mhz else (),
+    )
+
+
+def host_clock_for(timer: Timer) -> HostClock:
+    """The clock a host timer reads: the test's clock when one is installed (measure/clock.py), else the `time`
+    module's own function (wall: perf_counter_ns; CPU: thread_time_ns / process_time_ns)."""
     current = clock.current()
-    reader = host_clock or (perf_counter_clock() if current is clock.SYSTEM else clock_of(current.perf_counter_ns))
-    m = sample_host(invocations, lambda round_ms: sample_count(round_ms, options), options.warmup_ms, reader)
-    return Measurement(Timer.HOST, _trim_cold([list(s) for s in m.samples_ms]), calls_per_sample=m.calls_per_sample)
+    if timer is Timer.HOST_THREAD_CPU:
+        return cpu_time_clock("thread_time") if current is clock.SYSTEM else clock_of(current.thread_time_ns)
+    if timer is Timer.HOST_PROCESS_CPU:
+        return cpu_time_clock("process_time") if current is clock.SYSTEM else clock_of(current.process_time_ns)
+    return perf_counter_clock() if current is clock.SYSTEM else clock_of(current.perf_counter_ns)
 
 
 def _measure_cuda(
@@ -98,6 +129,7 @@ def _measure_cuda(
     options: MeasureOptions,
     device: gpu_state.NvmlDevice | None,
     known_round_ms: float | None = None,
+    probe: ClockProbe | None = None,
 ) -> Measurement:
     flush = flush_buffer() if options.flush_l2 else None
     waited_ms = cool_down(device, options.cooldown_max_ms)
@@ -112,17 +144,25 @@ def _measure_cuda(
                 call()
         n = sample_count(per_round_ms, options)
         allocations = device_allocations()
-        samples, chunks = _cuda_chunks(calls, flush, n, per_round_ms)
+        samples, clocks, chunks = _cuda_chunks(calls, flush, n, per_round_ms, probe)
         after = device_allocations()
         during = after - allocations if after is not None and allocations is not None else None
     finally:
         if sampler is not None:
             sampler.__exit__(None, None, None)
     state = None
+    kept: range | list[int] = range(len(samples[0]) if samples else 0)
     if sampler is not None and device is not None:
-        samples, excluded = _drop_throttled(samples, chunks, sampler.readings, options)
+        kept, excluded = _unthrottled(len(kept), chunks, sampler.readings, options)
         state = gpu_state.summarize_state(sampler.readings, device, waited_ms, excluded)
-    return Measurement(Timer.CUDA_EVENT, _trim_cold(samples), state, device_allocations=during)
+    kept = _kept_rounds(samples, kept)
+    return Measurement(
+        Timer.CUDA_EVENT,
+        _select(samples, kept),
+        state,
+        device_allocations=during,
+        clocks_mhz=_select(clocks, kept) if probe is not None else (),
+    )
 
 
 ALLOCATOR_DEVICE_CALLS = ("num_device_alloc", "num_device_free", "num_alloc_retries", "num_ooms")
@@ -166,74 +206,95 @@ def _event_pairs(n_calls: int, rounds: int) -> list[list[tuple[Any, Any]]]:
     ]
 
 
-def _record_rounds(calls: Sequence[Call], rounds: list[list[tuple[Any, Any]]], flush: Any) -> None:
-    """One round: each call in turn (interleaved), the L2 flush outside its events."""
+def _record_rounds(
+    calls: Sequence[Call], rounds: list[list[tuple[Any, Any]]], flush: Any, probe: ClockProbe | None = None
+) -> None:
+    """One round: each call in turn (interleaved), the L2 flush outside its events; with a probe, stamps 2i and
+    2i + 1 right before and right after the i-th call's events."""
+    stamp = 0
     for pairs in rounds:
         for call, (start, end) in zip(calls, pairs):
             if flush is not None:
                 flush.zero_()
+            if probe is not None:
+                probe.stamp(stamp)
             start.record()
             call()
             end.record()
+            if probe is not None:
+                probe.stamp(stamp + 1)
+            stamp += 2
+
+
+Chunk = tuple[int, int, float, float]  # (first round, end round, t_start s, t_end s)
 
 
 def _cuda_chunks(
-    calls: Sequence[Call], flush: Any, n: int, per_round_ms: float
-) -> tuple[list[list[float]], list[tuple[int, int, float, float]]]:
-    """n interleaved rounds, synchronised every ~CHUNK_MS; chunks are (first, end, t_start, t_end)."""
+    calls: Sequence[Call], flush: Any, n: int, per_round_ms: float, probe: ClockProbe | None = None
+) -> tuple[list[list[float]], list[list[float | None]], list[Chunk]]:
+    """n interleaved rounds, synchronised every ~CHUNK_MS: per call its samples and (with a probe) the mean SM
+    clock over each, and the chunks."""
     import torch
 
     per_chunk = max(1, int(CHUNK_MS / per_round_ms)) if per_round_ms > 0 else n
     now_ns = clock.current().perf_counter_ns
     samples: list[list[float]] = [[] for _ in calls]
+    clocks: list[list[float | None]] = [[] for _ in calls]
     chunks = []
     done = 0
     while done < n:
         size = min(per_chunk, n - done)
         events = _event_pairs(len(calls), size)
+        if probe is not None:
+            probe.begin(2 * size * len(calls))
         t0 = now_ns() / 1e9
-        _record_rounds(calls, events, flush)
+        _record_rounds(calls, events, flush, probe)
         torch.cuda.synchronize()
         chunks.append((done, done + size, t0, now_ns() / 1e9))
-        for pairs in events:
+        for r, pairs in enumerate(events):
             for i, (start, end) in enumerate(pairs):
                 samples[i].append(float(start.elapsed_time(end)))
+                if probe is not None:
+                    stamp = 2 * (r * len(calls) + i)
+                    clocks[i].append(probe.mhz(stamp, stamp + 1))
         done += size
-    return samples, chunks
+    return samples, clocks, chunks
 
 
-def _drop_throttled(
-    samples: list[list[float]],
-    chunks: list[tuple[int, int, float, float]],
-    readings: list[gpu_state.Reading],
-    options: MeasureOptions,
-) -> tuple[list[list[float]], int]:
-    """Drop the rounds of chunks NVML saw under a power/thermal cap (NVBench drops samples below 75% of
-    the default clock), unless fewer than min_samples would remain: then keep all, and the case is
-    flagged as throttled instead."""
+def _unthrottled(
+    n: int, chunks: list[Chunk], readings: list[gpu_state.Reading], options: MeasureOptions
+) -> tuple[range | list[int], int]:
+    """The rounds to keep, without those of chunks NVML saw under a power/thermal cap (NVBench drops samples
+    below 75% of the default clock), unless fewer than min_samples would remain: then all are kept, and the
+    case is flagged as throttled instead. Returns (kept rounds, rounds dropped)."""
     margin = gpu_state.POLL_INTERVAL_S  # the poll nearest a short chunk may fall just outside it
-    bad = [
+    bad = {
         i
         for first, end, t0, t1 in chunks
         if gpu_state.limited_between(readings, t0 - margin, t1 + margin)
         for i in range(first, end)
-    ]
-    if not options.exclude_throttled or not bad or len(samples[0]) - len(bad) < options.min_samples:
-        return samples, 0
-    drop = set(bad)
-    return [[v for i, v in enumerate(s) if i not in drop] for s in samples], len(drop)
+    }
+    if not options.exclude_throttled or not bad or n - len(bad) < options.min_samples:
+        return range(n), 0
+    return [i for i in range(n) if i not in bad], len(bad)
 
 
-def _trim_cold(samples: list[list[float]]) -> tuple[tuple[float, ...], ...]:
-    """Leading rounds far above the median are a warm-up that had not finished (a lazily loaded module,
-    a first-touch page fault): drop at most 5% of them, so no compile or first-call time is recorded."""
+def _kept_rounds(samples: list[list[float]], rounds: range | list[int]) -> list[int]:
+    """`rounds` without the leading ones far above the median: a warm-up that had not finished (a lazily
+    loaded module, a first-touch page fault); at most 5% of them, so no compile or first-call time is
+    recorded."""
     import statistics
 
-    if not samples or len(samples[0]) < 20:
-        return tuple(tuple(s) for s in samples)
-    limit = int(len(samples[0]) * MAX_COLD_FRACTION)
-    medians = [statistics.median(s) for s in samples]
+    kept = list(rounds)
+    if not samples or len(kept) < 20:
+        return kept
+    limit = int(len(kept) * MAX_COLD_FRACTION)
+    medians = [statistics.median(s[i] for i in kept) for s in samples]
     cold = 0
-    while cold < limit and any(s[cold] > COLD_FACTOR * m > 0 for s, m in zip(samples, medians)):
+    while cold < limit and any(s[kept[cold]] > COLD_FACTOR * m > 0 for s, m in zip(samples, medians)):
         cold += 1
-    return tuple(tuple(s[cold:]) for s in samples)
+    return kept[cold:]
+
+
+def _select(series: Sequence[Sequence[Any]], rounds: Sequence[int]) -> tuple[tuple[Any, ...], ...]:
+    return tuple(tuple(s[i] for i in rounds) for s in series)

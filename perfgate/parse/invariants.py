@@ -23,6 +23,17 @@ INT64_MAX = 2**63 - 1
 # and scaled to microseconds or turned into a change percentage it overflows to inf.
 MAX_TIME_MS = 1e12
 INT64_MIN = -(2**63)
+# No memory moves faster than this: 100 TB/s (1e5 bytes per ns) is 12x the fastest HBM of 2025 (B200, 8 TB/s)
+# and 50x NVLink 5 per GPU. A transfer of more bytes than this in its duration (a 0 ns one counted as 1 ns)
+# is damaged: summed in, one such row made nsys print 1.1e15 GB/s.
+MAX_BYTES_PER_NS = 100_000
+IMPOSSIBLE_TRANSFER = f"faster than {MAX_BYTES_PER_NS // 1000} TB/s (no memory moves that fast)"
+
+
+def plausible_transfer(nbytes: int, duration_ns: int) -> bool:
+    return nbytes <= MAX_BYTES_PER_NS * max(duration_ns, 1)
+
+
 _EXACT_SUM_BELOW = 2.0**62  # a float sum under this leaves room for its rounding: numpy's int64 sum cannot wrap
 
 

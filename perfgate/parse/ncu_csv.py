@@ -5,7 +5,8 @@ Streamed row by row (csv over the open file), with launches sharing their metric
 index, so memory follows the values (a 6,000-launch x 759-metric export is 4.6M of them), never the
 text. The launch checks are parse/ncu_values.py's, shared with `.ncu-rep`; quirks of hand-edited CSV
 are one line each: a blank line is skipped, a duplicated column, a field past the csv module's limit,
-a launch ID that is not a non-negative integer (`inf`, `1e30`, `-1`) or a short row refuse the file.
+a launch ID that is not a non-negative integer (`inf`, `1e30`, `-1`) or appears twice, a number with a decimal
+comma (`1,5`: another locale's; read as 15 it would be wrong) or a short row refuse the file.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from typing import TextIO
 from perfgate.errors import ReportFileError
 from perfgate.inputs import check_regular_file
 from perfgate.parse.invariants import INT64_MAX
-from perfgate.parse.ncu_values import Budget, check_name, check_unit, check_value
+from perfgate.parse.ncu_values import Budget, check_name, check_unit, check_value, implausible
 from perfgate.parse.records import MetricTable, NcuLaunch
-from perfgate.parse.units import parse_number, unit_scale
+from perfgate.parse.units import LocaleNumber, parse_number, ungrouped, unit_scale
 
 _ID_COLUMNS = {
     "ID",
@@ -107,13 +108,22 @@ def _read(path: Path, fh: TextIO) -> list[NcuLaunch]:
     shared: dict[tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...], dict[str, int]]] = {}
     budget = Budget(path)
     launches = []
+    first_line: dict[int, int] = {}  # launch ID -> the line it was first on
     for line_no, row in rows:
         if len(row) != columns.width:
             raise ReportFileError(
                 path, f"line {line_no} has {len(row)} fields, the header {columns.width} (truncated?)"
             )
         budget.take(len(columns.metrics))
-        launches.append(_launch(path, line_no, columns, row, shared))
+        launch = _launch(path, line_no, columns, row, shared)
+        if launch.launch_id in first_line:  # ncu numbers each launch once: a copied or merged row
+            raise ReportFileError(
+                path,
+                f"line {line_no}: launch ID {launch.launch_id} appears again (first on line "
+                f"{first_line[launch.launch_id]}): a copied row would be counted twice",
+            )
+        first_line[launch.launch_id] = line_no
+        launches.append(launch)
     return launches
 
 
@@ -133,12 +143,12 @@ def _launch(
         try:
             number: float | None = float(cell)  # the common case; "4,096", "" and "n/a" take the long way
         except ValueError:
-            number = parse_number(cell)
+            number = _number(path, line_no, name, cell)
         if number is None:
             if cell.strip() and not _NUMERIC.fullmatch(cell.strip()):
                 names.append(name)
                 values.append(cell.strip())
-                units.append(unit)
+                units.append(base_unit)  # as for numbers: "Kbyte" and "byte" columns read the same
             continue  # empty cell: the metric is absent for this launch
         written = number
         for factor in factors:  # as to_base_unit does, one multiplication at a time
@@ -147,7 +157,7 @@ def _launch(
             if written - written == 0:  # finite as written, past float range once scaled: refused as too large
                 check_value(path, launch_id, name, written, unit)
             continue  # NaN/inf as written: ncu could not compute it; absent, never a number
-        if not 0 <= number <= INT64_MAX:
+        if implausible(number, base_unit):
             check_value(path, launch_id, name, number, base_unit)
         names.append(name)
         values.append(number + 0.0)  # -0.0 + 0.0 is 0.0: a "-0" cell is never shown as -0 %
@@ -165,8 +175,22 @@ def _launch(
     )
 
 
+def _number(path: Path, line_no: int, name: str, cell: str) -> float | None:
+    try:
+        return parse_number(cell)
+    except LocaleNumber:
+        raise ReportFileError(
+            path,
+            f"line {line_no}: {name} = {cell.strip()[:40]!r} is not a number as ncu writes one (a decimal "
+            f"comma is another locale's format; read here it would be another number): export with LC_ALL=C",
+        ) from None
+
+
 def _launch_id(path: Path, line_no: int, cell: str) -> int:
-    text = cell.strip().replace(",", "")
+    try:
+        text = ungrouped(cell)
+    except LocaleNumber:
+        text = "-"  # "1,5" is no launch ID: refused below
     if not (text.isascii() and text.isdigit()) or len(text) > 19 or int(text) > INT64_MAX:
         raise ReportFileError(path, f"line {line_no}: the launch ID {cell[:40]!r} is not a non-negative integer")
     return int(text)

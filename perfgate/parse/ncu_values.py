@@ -3,7 +3,8 @@ the isolated ncu_report child) and `ncu --csv --page raw` exports.
 
 Refused, with one line naming the file, the launch and the metric: a launch without a kernel name (a
 damaged or truncated report: every later step labels by name), and a count, size, duration or rate that
-is negative or past int64 (bytes, ns, byte/s, cycles, ... cannot be). ncu measures each launch as a
+is negative or past int64 (bytes, ns, byte/s, cycles, ... cannot be), and a rate in byte/s past 100 TB/s (no
+memory moves that fast: the recorded H100 reports peak at 3 TB/s). ncu measures each launch as a
 whole, so one impossible value means the launch, and the file, cannot be trusted; refusing is the only
 way not to fold it into a diagnosis or a stored metric.
 
@@ -27,9 +28,11 @@ from pathlib import Path
 
 from perfgate.errors import ReportFileError
 from perfgate.metrics import CATALOGUE
-from perfgate.parse.invariants import INT64_MAX, printable
+from perfgate.parse.invariants import INT64_MAX, MAX_BYTES_PER_NS, printable
 from perfgate.parse.units import unit_scale
 
+# 100 TB/s (parse/invariants.py): 33x the fastest rate in the recorded H100 reports (3 TB/s of DRAM)
+MAX_BYTES_PER_S = MAX_BYTES_PER_NS * 1e9
 MAX_METRIC_VALUES = 20_000_000  # ~30 bytes each in memory: 6,000 launches x 759 metrics is 4.6M
 
 
@@ -51,6 +54,17 @@ def check_value(path: Path, launch: int, name: str, value: float, unit: str) -> 
             f"launch {launch}: {name} = {value:g} {unit} cannot be "
             f"{'negative' if value < 0 else 'that large'} (the file is damaged)",
         )
+    if unit == "byte/s" and value > MAX_BYTES_PER_S:
+        raise ReportFileError(
+            path,
+            f"launch {launch}: {name} = {value:g} byte/s is faster than any memory moves "
+            f"(at most {MAX_BYTES_PER_S:.0e}): the file is damaged",
+        )
+
+
+def implausible(value: float, unit: str) -> bool:
+    """A value check_value refuses (a fast test: most values pass)."""
+    return (not 0 <= value <= INT64_MAX and is_count_unit(unit)) or (unit == "byte/s" and value > MAX_BYTES_PER_S)
 
 
 def check_name(path: Path, launch: int, name: object) -> str:

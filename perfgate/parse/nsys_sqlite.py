@@ -20,7 +20,7 @@ from urllib.parse import quote
 from perfgate.errors import ReportFileError
 from perfgate.inputs import check_regular_file
 from perfgate.parse.intervals import Span, enclosing
-from perfgate.parse.invariants import DropCount, printable
+from perfgate.parse.invariants import IMPOSSIBLE_TRANSFER, DropCount, plausible_transfer, printable
 from perfgate.parse.records import ApiCall, KernelLaunch, MemoryOp, NvtxRange, Timeline
 
 SUPPORTED_MAJOR = 3
@@ -454,15 +454,19 @@ def _memory_ops(ex: NsysExport, dropped: DropCount) -> Iterator[MemoryOp]:
     for table, kind_sql in ((MEMCPY_TABLE, "copyKind"), (MEMSET_TABLE, "NULL")):
         if not ex.has(table):
             continue
-        bad = 0
+        bad = fast = 0
         for kind, nbytes, start, end in ex.con.execute(f"SELECT {kind_sql}, bytes, start, end FROM {table}"):
             size = 0 if nbytes is None else _count(nbytes)
             if not is_span(start, end) or size is None:
                 bad += 1
                 continue
+            if not plausible_transfer(size, end - start):
+                fast += 1
+                continue
             label = "memset" if table == MEMSET_TABLE else kinds.get(kind, f"copy kind {text(kind)}")
             ops.append(MemoryOp(kind=label, bytes=size, start_ns=start, end_ns=end))
         dropped.add(f"{table} rows {BAD_SIZE}, or {BAD_SPAN.removeprefix('with ')}", bad)
+        dropped.add(f"{table} rows {IMPOSSIBLE_TRANSFER}", fast)
     return iter(sorted(ops, key=lambda m: m.start_ns))
 
 

@@ -6,7 +6,10 @@ twice stores it once.
 
 Refused in one line: no benchmarks (a run of 0 cases is no measurement), a `datetime` that is not an ISO
 8601 time (it becomes the run's started_at, which `db prune --older-than` must be able to read; a time
-without an offset is UTC, as pytest-benchmark writes it). Texts (branch, commit, host, names) have their
+without an offset is UTC, as pytest-benchmark writes it), statistics that contradict their data (min, max,
+mean, median, quartiles, stddev, iqr, total, ops recomputed as pytest-benchmark defines them) or each other
+when the file keeps no data (iqr = q3 - q1, total = mean x rounds, ops = 1 / mean, a stddev no `rounds`
+values in [min, max] can have). Texts (branch, commit, host, names) have their
 control characters replaced: `perfgate history` prints them.
 """
 
@@ -23,6 +26,7 @@ from perfgate.errors import ReportFileError
 from perfgate.inputs import parse_json, read_bytes
 from perfgate.model import CaseResult, Environment, Run, RunInfo, Timer, TimingStats
 from perfgate.parse.invariants import INT64_MAX, as_finite, printable
+from perfgate.parse.pytest_benchmark_stats import contradictions
 
 _STATS = ("min", "max", "mean", "stddev", "median", "q1", "q3")
 
@@ -126,6 +130,9 @@ def _case(path: Path, i: int, b: Any) -> CaseResult:
             f"{where}: {outside[0]:g} ms (the mean or a sample) lies outside "
             f"[min, max] = [{ms['min']:g}, {ms['max']:g}] ms",
         )
+    wrong = contradictions(stats, [float(v) for v in data])
+    if wrong:
+        raise ReportFileError(path, f"{where}: {wrong[0]} (pytest-benchmark computes them from one list of times)")
     timing = TimingStats(
         timer=Timer.PYTEST_BENCHMARK,
         n_samples=rounds,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gzip
 import zlib
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,13 +29,14 @@ from typing import Any, BinaryIO
 from perfgate.errors import ReportFileError
 from perfgate.inputs import MAX_JSON_BYTES, check_regular_file
 from perfgate.parse.intervals import Span, enclosing
-from perfgate.parse.invariants import DropCount, as_finite, as_int64, printable
+from perfgate.parse.invariants import IMPOSSIBLE_TRANSFER, DropCount, as_finite, as_int64, plausible_transfer, printable
 from perfgate.parse.json_stream import JsonStreamError, JsonTooLarge, object_members
 from perfgate.parse.records import ApiCall, KernelLaunch, MemoryOp, NvtxRange, Timeline
 
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 MEMORY_CATS = {"gpu_memcpy": None, "gpu_memset": "memset"}
 READ_CATS = frozenset({"kernel", "user_annotation", *LAUNCH_CATS, *MEMORY_CATS})
+GPU_CATS = frozenset({"kernel", *MEMORY_CATS})
 COPY_KINDS = {"HtoD": "Host-to-Device", "DtoH": "Device-to-Host", "DtoD": "Device-to-Device", "PtoP": "Peer-to-Peer"}
 MAX_US = 1e15  # 31 years of microseconds: anything larger is not a timestamp (and 1e18 ns fits int64)
 MAX_TRACE_BYTES = MAX_JSON_BYTES * 4  # decompressed, too: a small .gz can hold gigabytes
@@ -45,10 +47,63 @@ MAX_GZIP_RATIO = 400
 GZIP_FLOOR_BYTES = 64 << 20
 
 
+# Other producers' names for the categories perfgate reads: Kineto before PyTorch 1.11 wrote "Kernel",
+# "Runtime", "Memcpy" and "Memset"; case varies between tools that re-export traces
+CATEGORY_ALIASES = {"runtime": "cuda_runtime", "memcpy": "gpu_memcpy", "memset": "gpu_memset"}
+MAX_OPEN_BEGINS = 10_000  # Chrome "B" events open at once on one thread: deeper is no call stack
+MAX_CATEGORIES_KEPT = 64  # distinct categories counted for the message of a trace perfgate cannot use
+
+
 def _category(e: dict[str, Any]) -> str | None:
-    """An event's category when it is text (a damaged trace can hold a list or an object there)."""
+    """An event's category, in perfgate's names, when it is text (a damaged trace can hold a list there)."""
     cat = e.get("cat")
-    return cat if isinstance(cat, str) else None
+    if not isinstance(cat, str):
+        return None
+    lowered = cat.lower()
+    return CATEGORY_ALIASES.get(lowered, lowered) if lowered in READ_CATS or lowered in CATEGORY_ALIASES else cat
+
+
+@dataclass
+class _Begins:
+    """Chrome's duration events as begin/end pairs ("B" ... "E" on one thread, nested), made into the
+    complete events ("X") the readers take. An "E" closes the last "B" open on its thread."""
+
+    path: Path
+    dropped: DropCount
+    open: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
+
+    def complete(self, raw: Any) -> dict[str, Any] | None:
+        """A complete event: an "X" as it is, an "E" with its "B"; None for anything else (a "B" waits)."""
+        if not isinstance(raw, dict):
+            return None
+        phase = raw.get("ph")
+        if phase == "B":
+            self.begin(raw)
+            return None
+        if phase == "E":
+            return self.end(raw)
+        return raw if phase == "X" else None
+
+    def begin(self, e: dict[str, Any]) -> None:
+        stack = self.open.setdefault(_thread(e), [])
+        if len(stack) >= MAX_OPEN_BEGINS:
+            raise ReportFileError(self.path, f"more than {MAX_OPEN_BEGINS:,} begin events open on one thread")
+        stack.append(e)
+
+    def end(self, e: dict[str, Any]) -> dict[str, Any] | None:
+        """The complete event this end closes, or None (an end without a begin is dropped and counted)."""
+        stack = self.open.get(_thread(e))
+        if not stack:
+            self.dropped.add("end trace events without a begin event on their thread")
+            return None
+        begin = stack.pop()
+        ts, end_ts = as_finite(begin.get("ts")), as_finite(e.get("ts"))
+        dur: object = end_ts - ts if ts is not None and end_ts is not None else None
+        return {**begin, "ph": "X", "dur": dur, "args": {**args_of(begin), **args_of(e)}}
+
+    def unclosed(self) -> None:
+        left = sum(len(stack) for stack in self.open.values())
+        self.dropped.add("begin trace events never ended", left)
 
 
 @dataclass
@@ -106,16 +161,50 @@ class TraceStream:
             if seen_events:
                 raise ReportFileError(self.path, "two traceEvents lists")  # json.loads would keep the last
             seen_events = True
-            for e in value:
-                if isinstance(e, dict) and e.get("ph") == "X" and _category(e) in READ_CATS:
-                    if span_ns(e) is None:
-                        self.dropped.add(
-                            f"{e['cat']} trace events whose ts/dur is not a number in [0, {MAX_US:.0e}) us"
-                        )
-                        continue
-                    yield e
+            yield from self._complete(value)
         if not seen_events:
             raise ReportFileError(self.path, "not a torch profiler trace (no traceEvents list)")
+
+    def _complete(self, events: Iterator[Any]) -> Iterator[dict[str, Any]]:
+        """The complete events of the categories perfgate reads ("X", or "B"/"E" pairs), categories in
+        perfgate's names; a trace that holds none refuses the file, naming what it holds instead."""
+        begins, others, read = _Begins(self.path, self.dropped), Counter[str](), 0
+        seen: set[int] = set()
+        for raw in events:
+            e = begins.complete(raw)
+            if e is None:
+                continue
+            cat = _category(e)
+            if cat not in READ_CATS:
+                if len(others) < MAX_CATEGORIES_KEPT or cat in others:
+                    others[str(cat)[:40]] += 1
+                continue
+            read += 1
+            e["cat"] = cat
+            if span_ns(e) is None:
+                self.dropped.add(f"{cat} trace events whose ts/dur is not a number in [0, {MAX_US:.0e}) us")
+                continue
+            if cat in GPU_CATS:
+                self._check_new(e, seen)
+            yield e
+        begins.unclosed()
+        if not read:
+            raise ReportFileError(self.path, _nothing_to_read(others))
+
+    def _check_new(self, e: dict[str, Any], seen: set[int]) -> None:
+        """A GPU event repeating another exactly (name, start, duration, process, thread, stream, correlation id)
+        is a copied trace, as a copied table is in an nsys export: refused, never counted twice. A 64-bit hash
+        per GPU event (~50 bytes each in the set) keeps memory well under the trace's own size."""
+        a = args_of(e)
+        fields = (e["cat"], e.get("name"), e.get("ts"), e.get("dur"), e.get("pid"), e.get("tid"))
+        key = hash(tuple(str(v)[:200] for v in fields) + tuple(str(a.get(k))[:40] for k in ("correlation", "stream")))
+        if key in seen:
+            raise ReportFileError(
+                self.path,
+                f"{e['cat']} event {name_of(e)[:80]!r} at ts {str(e.get('ts'))[:40]} us repeats another exactly "
+                f"(same start, duration, stream and correlation id): a copied trace would be counted twice",
+            )
+        seen.add(key)
 
     def _header(self, key: str, value: Any) -> None:
         if key == "deviceProperties" and isinstance(value, list) and value and isinstance(value[0], dict):
@@ -127,6 +216,16 @@ class TraceStream:
     @property
     def notes(self) -> tuple[str, ...]:
         return self.dropped.notes()
+
+
+def _nothing_to_read(others: Counter[str]) -> str:
+    if not others:
+        return "the trace holds no complete or begin/end events: nothing to summarise"
+    held = ", ".join(f"{cat!r} ({n:,})" for cat, n in others.most_common(5))
+    return (
+        f"no kernel, copy, runtime-call or annotation events (categories kernel, gpu_memcpy, gpu_memset, "
+        f"cuda_runtime, cuda_driver, user_annotation, or Kernel/Memcpy/Memset/Runtime); it holds {held}"
+    )
 
 
 @contextmanager
@@ -194,8 +293,9 @@ def read_torch_trace(path: Path) -> Timeline:
         elif cat in MEMORY_CATS:
             start, end = span_ns(e) or (0, 0)
             size = memory_bytes(e)
-            if size is None:
-                trace.dropped.add(f"{cat} trace events with a negative or non-integer size")
+            if size is None or not plausible_transfer(size, end - start):
+                why = "with a negative or non-integer size" if size is None else IMPOSSIBLE_TRANSFER
+                trace.dropped.add(f"{cat} trace events {why}")
                 continue
             kind = MEMORY_CATS[cat] or copy_kind(name_of(e))
             mem_ops.append(MemoryOp(kind=kind, bytes=size, start_ns=start, end_ns=end))

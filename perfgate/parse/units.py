@@ -4,6 +4,7 @@ units that ncu_report returns (ns, byte, byte/s, hz, sector/s), so both readers 
 from __future__ import annotations
 
 import functools
+import re
 
 _SI = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 # numerator: unit -> (base unit, factor)
@@ -58,12 +59,34 @@ def unit_scale(unit: str) -> tuple[tuple[float, ...], str]:
     return (num_factor, den_factor), f"{num_base}/{den_base}"
 
 
+# ncu writes numbers in the C locale with thousands grouped by commas: "4,096", "1,980,000.5"
+_GROUPED = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?(?:[eE][+-]?\d+)?")
+# anything else with a comma in it is not ncu's: "1,5", "1.234,5" (a decimal comma: German, French...), "1,2,3"
+_NUMERIC = re.compile(r"[-+0-9.,eE]+")
+
+
+class LocaleNumber(ValueError):
+    """A number written with a decimal comma: read in the C locale it would be another number."""
+
+
+def ungrouped(text: str) -> str:
+    """'1,980,000' -> '1980000'; a comma that is not C-locale grouping raises LocaleNumber."""
+    t = text.strip()
+    if "," in t and _NUMERIC.fullmatch(t) and not _GROUPED.fullmatch(t):
+        raise LocaleNumber(t)
+    return t.replace(",", "")
+
+
 def parse_number(text: str) -> float | None:
-    """'4,096' -> 4096.0; '' or 'n/a' -> None (absent, not 0)."""
-    t = text.strip().replace(",", "")
+    """'4,096' -> 4096.0; '' or 'n/a' -> None (absent, not 0). A number in another locale's format ('1,5',
+    '1.234,5', '1.980.000': 1.5, 1234.5 and 1980000 there) raises LocaleNumber: read here it would be another
+    number, or none."""
+    t = ungrouped(text)
     if not t or t.lower() in {"n/a", "nan", "-"}:
         return None
     try:
         return float(t)
     except ValueError:
+        if _NUMERIC.fullmatch(t):
+            raise LocaleNumber(t) from None
         return None

@@ -59,6 +59,9 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(err)) from err
     config.stash[SESSION_KEY] = state
     if state.measuring or state.mode is Mode.PROFILE_CHILD:
+        from perfgate.pytest_plugin.forks import watch_forks
+
+        watch_forks()  # a child forked inside a measured call never carries on measuring
         register_benchmark_fixture(config)
     if state.mode in (Mode.AB, Mode.AB_WORKER):
         from perfgate.pytest_plugin.ab import register_ab_plugin
@@ -115,7 +118,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = session.config.stash.get(SESSION_KEY, None)
     if state is None and session.config.getoption("--perfgate") and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR  # ended before perfgate was configured: no verdict
-    if state is None or not state.measuring:
+    if state is None or not state.measuring or not state.owns_process:  # a test's forked child finishes nothing
         return
     from perfgate.pytest_plugin.runtime import finish
 
@@ -134,7 +137,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     """After pytest's own "N passed" line: a failed gate's verdict is the last line, in red. Last of every
     plugin's: a later hook that reset the exit status to 0 does not turn a failed gate green."""
     state = config.stash.get(SESSION_KEY, None)
-    if state is None:
+    if state is None or not state.owns_process:
         return
     if state.exit_guard is not None:
         state.exit_guard.remove()
@@ -151,7 +154,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = config.stash.get(SESSION_KEY, None)
-    if state is None or (not state.messages and not state.terminal and not state.error):
+    if state is None or not state.owns_process or (not state.messages and not state.terminal and not state.error):
         return
     from perfgate.pytest_plugin.runtime import summary_lines
 

@@ -79,7 +79,13 @@ class PerfgateBenchmark:
         warmup_rounds: int = 0,
         iterations: int = 1,
     ) -> Any:
+        __tracebackhide__ = True  # a bad argument shows the test's line and pytest-benchmark's ValueError
         self._use("benchmark.pedantic(...)")
+        try:
+            _check_pedantic(setup, rounds, warmup_rounds, iterations)
+        except ValueError:
+            self.has_error = True
+            raise
         try:
             return self._raw_pedantic(target, args, kwargs, setup, teardown, rounds, warmup_rounds, iterations)
         except Exception:
@@ -133,7 +139,6 @@ class PerfgateBenchmark:
         warmup_rounds: int,
         iterations: int,
     ) -> Any:
-        _check_pedantic(setup, rounds, warmup_rounds, iterations)
         arguments = _arguments_maker(args, kwargs, setup)
         if self.disabled:
             call_args, call_kwargs = arguments()
@@ -187,11 +192,15 @@ class PerfgateBenchmark:
     def _cleanup(self) -> None:
         while self._cleanup_callbacks:
             self._cleanup_callbacks.pop()()
-        self._fixture.annotate(self.group or "", self.extra_info)
+        from perfgate.pytest_plugin.fixture import failing_the_test
+
+        with failing_the_test():  # a group or extra_info no history can hold errors the test, in one line
+            self._fixture.annotate(self.group, self.extra_info)
 
 
 def _check_pedantic(setup: Callable[[], Any] | None, rounds: Any, warmup_rounds: Any, iterations: Any) -> None:
     """pytest-benchmark's checks, in its order and with its exceptions."""
+    __tracebackhide__ = True
     if not isinstance(iterations, int) or iterations < 1:
         raise ValueError("Must have positive int for `iterations`.")
     if not isinstance(rounds, int) or rounds < 1:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,7 @@ import pytest
 from perfgate.config.settings import MarkerOptions, Settings, marker_options, measure_for
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.model import CaseResult, Timer, TimingStats
+from perfgate.pytest_plugin import arguments
 from perfgate.pytest_plugin.session import Mode, PerfgateSession
 from perfgate.stats import summarize
 
@@ -44,10 +46,11 @@ class PerfgateFixture:
 
     def work(self, bytes_moved: int | None = None, flops: int | None = None) -> PerfgateFixture:
         """Bytes read + written and floating-point operations of one call, for the next measurement."""
-        for key, value in (("bytes_moved", bytes_moved), ("flops", flops)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-                raise ValueError(f"perfgate.work: {key} must be a non-negative int, got {value!r}")
-        self._work = (bytes_moved, flops)
+        with failing_the_test():
+            self._work = (
+                arguments.work_amount(bytes_moved, "perfgate.work bytes_moved"),
+                arguments.work_amount(flops, "perfgate.work flops"),
+            )
         return self
 
     def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> TimingStats:
@@ -70,22 +73,25 @@ class PerfgateFixture:
         bytes_moved: int | None = None,
         flops: int | None = None,
     ) -> TimingStats:
-        kwargs = dict(kwargs or {})
-        request = _Request(
-            fn=fn,
-            args=args,
-            kwargs=kwargs,
-            name=name,
-            timer=timer,
-            reference=reference,
-            reference_name=reference_name,
-            min_speedup=min_speedup,
-            check=check,
-            rtol=rtol,
-            atol=atol,
-            bytes_moved=bytes_moved,
-            flops=flops,
-        )
+        with failing_the_test():
+            call_args, call_kwargs = arguments.call_arguments(args, kwargs, "perfgate.measure")
+            arguments.callable_or_none(fn, "perfgate.measure fn", required=True)
+            arguments.callable_or_none(reference, "perfgate.measure reference", required=False)
+            request = _Request(
+                fn=fn,
+                args=call_args,
+                kwargs=call_kwargs,
+                name=arguments.case_name(name, "perfgate.measure name"),
+                timer=arguments.timer(timer, "perfgate.measure timer"),
+                reference=reference,
+                reference_name=arguments.case_name(reference_name or None, "perfgate.measure reference_name") or "",
+                min_speedup=arguments.speedup_target(min_speedup, "perfgate.measure min_speedup"),
+                check=arguments.flag(check, "perfgate.measure check"),
+                rtol=arguments.tolerance(rtol, "perfgate.measure rtol"),
+                atol=arguments.tolerance(atol, "perfgate.measure atol"),
+                bytes_moved=arguments.work_amount(bytes_moved, "perfgate.measure bytes_moved"),
+                flops=arguments.work_amount(flops, "perfgate.measure flops"),
+            )
         return self._dispatch(request)
 
     def measure_rounds(self, plan: FixedRounds, timer: Timer | None = None) -> tuple[CaseResult | None, Any]:
@@ -99,28 +105,35 @@ class PerfgateFixture:
             assert session.profile_child is not None  # set with the mode (runtime.make_session)
             run_under_profiler(session.profile_child, self._nodeid, plan.target, args, dict(kwargs))
             return None, _once(plan, args, kwargs)
-        if session is None or not session.measuring:
+        if session is None or not session.measuring or not session.owns_process:
             args, kwargs = plan.arguments()
             return None, _once(plan, args, kwargs)
+        with failing_the_test():
+            session.check_new(self._nodeid)
         from perfgate.measure.case import measure_rounds_case
 
         spec = self._spec(session, self._nodeid, _Request(fn=plan.target, timer=timer))
         result, value = measure_rounds_case(spec, plan)
         if session.environment is not None and result.timing.timer is Timer.CUDA_EVENT:
             result = replace(result, device_uuid=session.environment.device_uuid)
-        session.record(result)
+        with failing_the_test():
+            session.record(result)
         self.last = result
         return result, value
 
-    def annotate(self, group: str, extra_info: Mapping[str, Any]) -> None:
+    def annotate(self, group: object, extra_info: object) -> None:
         """pytest-benchmark's `group` and `extra_info`, read when the test ends (users set them after the
         call too): kept with the last case measured."""
         if self.last is None or self._session is None or self.last.case_id not in self._session.results:
             return
-        import json
-
-        info = json.loads(json.dumps(dict(extra_info), default=str))  # JSON values, as pytest-benchmark saves them
-        self.last = replace(self.last, group=group, extra_info=tuple((str(k), v) for k, v in info.items()))
+        case_id = self.last.case_id
+        try:
+            checked_group = arguments.group(group, "benchmark.group")
+            info = arguments.extra_info(extra_info, "benchmark.extra_info")
+        except arguments.ArgumentError:
+            del self._session.results[case_id]  # the test fails (below): its case is not half kept
+            raise
+        self.last = replace(self.last, group=checked_group, extra_info=tuple(info.items()))
         self._session.results[self.last.case_id] = self.last
 
     def _dispatch(self, q: _Request) -> TimingStats:
@@ -132,6 +145,8 @@ class PerfgateFixture:
         )
         case_id = self._nodeid if q.name is None else f"{self._nodeid}::{q.name}"
         session = self._session
+        if session is not None and not session.owns_process:
+            return _single_call(q)  # a forked child: only the process that started the session measures
         if session is not None and session.mode is Mode.PROFILE_CHILD:
             from perfgate.measure.in_profiler import run_under_profiler
 
@@ -140,15 +155,19 @@ class PerfgateFixture:
             return summarize([ms], Timer.HOST)  # no extra call: it would add launches to the capture
         if session is None or not session.measuring:
             return _single_call(q)
+        with failing_the_test():
+            session.check_new(case_id)
         if session.mode is Mode.AB_WORKER:
             served: CaseResult | None = session.ab_server.serve_case(self._spec(session, case_id, q), session.device)
             if served is None:  # the coordinator did not need this case from this tree
                 return _single_call(q)
-            session.record(served)
+            with failing_the_test():
+                session.record(served)
             self.last = served
             return served.timing
         result = self._measured(session, case_id, q)
-        session.record(result)
+        with failing_the_test():
+            session.record(result)
         self.last = result
         return result.timing
 
@@ -162,13 +181,12 @@ class PerfgateFixture:
 
     def _spec(self, session: PerfgateSession, case_id: str, q: _Request) -> Any:
         """The case as the library measures it (measure.case.CaseSpec), thresholds resolved once."""
-        from perfgate.config import validate as cs
         from perfgate.gate.thresholds import resolve_thresholds
         from perfgate.measure.case import CaseSpec
 
         thresholds = resolve_thresholds(session.settings, case_id, self._marker)
-        if q.min_speedup is not None:
-            thresholds = replace(thresholds, min_speedup=cs.POSITIVE(q.min_speedup, f"{case_id}: min_speedup"))
+        if q.min_speedup is not None:  # checked at the call (arguments.speedup_target)
+            thresholds = replace(thresholds, min_speedup=q.min_speedup)
         options = measure_for(session.settings, self._marker)
         timer = q.timer or session.timer  # decided once per session, not per case
         return CaseSpec(
@@ -191,6 +209,16 @@ class PerfgateFixture:
             location=self._location,
             kernels=session.kernel_recorder(),
         )
+
+
+@contextlib.contextmanager
+def failing_the_test() -> Iterator[None]:
+    """A bad argument fails the test that passed it, in one line (no perfgate traceback, no chained one)."""
+    try:
+        yield
+    except arguments.ArgumentError as err:
+        failed = pytest.fail.Exception(str(err), pytrace=False)
+        raise failed from None
 
 
 @dataclass(frozen=True)

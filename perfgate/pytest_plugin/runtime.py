@@ -253,7 +253,8 @@ def step_aside_pytest_benchmark(config: pytest.Config) -> None:
 
 def finish(config: pytest.Config, state: PerfgateSession, interrupted: bool, tests_failed: bool) -> int:
     """Hand the measurements on: to the parent (child), the controller (worker) or the gate. Returns the
-    exit status the gate asks for (0 = nothing to add)."""
+    exit status the gate asks for (0 = nothing to add). A test's forked child hands nothing on (the hook
+    does not call this there; the store and the child's output check again)."""
     if state.mode is Mode.MEASURE_CHILD:
         _write_child_output(state)
         return 0
@@ -282,6 +283,8 @@ def finish(config: pytest.Config, state: PerfgateSession, interrupted: bool, tes
 def _gate(config: pytest.Config, state: PerfgateSession, tests_failed: bool) -> int:
     from perfgate.gate.run import GateRequest, build_run, run_gate
 
+    if not state.owns_process:
+        return 0
     assert state.environment is not None and state.baseline_path is not None  # set when the gate is enabled
     profile_settings = _profile(state)
     run = build_run(
@@ -332,6 +335,8 @@ def _write_child_output(state: PerfgateSession) -> None:
     from perfgate.report.publish import write_text
 
     assert state.child_output is not None
+    if not state.owns_process:
+        return
     doc = {
         "nonce": state.child_nonce,
         "results": [case_to_dict(r) for r in state.results.values()],
@@ -361,4 +366,5 @@ def summary_lines(state: PerfgateSession) -> list[str]:
     lines = [scrubber.text(m) for m in state.messages]
     if state.error:
         return lines + [scrubber.text(state.error)]
-    return lines + state.terminal
+    # a failed run's verdict is its last line (pytest_unconfigure, after pytest's own): said once, there
+    return lines + (state.terminal[:-1] if state.exit_code else state.terminal)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,10 +11,12 @@ from typing import Any
 import pytest
 
 from perfgate.baseline import Baseline
+from perfgate.codec import case_problem
 from perfgate.config.settings import Settings
 from perfgate.gate.findings import GateFacts
 from perfgate.measure.in_profiler import ChildRange
 from perfgate.model import CaseResult, Environment, GateResult, Timer, UnmeasuredTest
+from perfgate.pytest_plugin.arguments import ArgumentError
 
 
 class Mode(str, enum.Enum):
@@ -54,6 +57,7 @@ class PerfgateSession:
     ab_server: Any = None  # an A/B worker's end of the protocol (perfgate.ab.serve.CaseServer)
     exit_guard: Any = None  # the gate's os._exit guard (exit_guard.py), removed at unconfigure
     pytest_session: Any = None  # pytest's Session, to hold the gate's exit status against later hooks
+    pid: int = field(default_factory=os.getpid)  # the process that started the session: it alone stores
     kernels: Any = None  # the compiled-kernel recorder (compiled.record.KernelRecorder), made on first use
 
     @property
@@ -76,12 +80,25 @@ class PerfgateSession:
             else nodeid
         )
 
-    def record(self, result: CaseResult) -> None:
-        if result.case_id in self.results:
-            raise ValueError(
-                f"perfgate: case {result.case_id!r} measured twice; give each measurement "
+    @property
+    def owns_process(self) -> bool:
+        """Whether this is the process that started the session (a test's forked child is not: it never
+        measures, stores, gates or sets the exit status)."""
+        return os.getpid() == self.pid
+
+    def check_new(self, case_id: str) -> None:
+        if case_id in self.results:
+            raise ArgumentError(
+                f"perfgate: case {case_id!r} measured twice; give each measurement "
                 f"its own name with perfgate.measure(..., name=...)"
             )
+
+    def record(self, result: CaseResult) -> None:
+        """Keep a measured case; one that could not be stored (a child or worker sent it) fails its test."""
+        self.check_new(result.case_id)
+        problem = case_problem(result)
+        if problem:
+            raise ArgumentError(f"perfgate: case {result.case_id!r}: {problem}")
         self.results[result.case_id] = result
         if self.child_output is not None:  # the parent counts this process's cases as they are measured
             from perfgate.measure.processes import progress_path

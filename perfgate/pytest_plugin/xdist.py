@@ -15,6 +15,7 @@ import pytest
 
 from perfgate.codec import CodecError, case_from_dict, case_to_dict, unmeasured_from_dict, unmeasured_to_dict
 from perfgate.errors import ConfigError
+from perfgate.pytest_plugin.arguments import ArgumentError
 from perfgate.pytest_plugin.session import PerfgateSession
 
 OUTPUT_KEY = "perfgate"
@@ -105,6 +106,9 @@ def receive_worker_results(state: PerfgateSession, node: Any, error: Any) -> Non
         state.messages.append(f"perfgate: {name} sent unreadable measurements: {err}")
         return
     for r in results:
-        state.record(r)
+        try:
+            state.record(r)
+        except ArgumentError as err:  # measured twice across workers, or a value no history could hold
+            state.messages.append(f"perfgate: {name}: {err}")
     for u in unmeasured:
         state.unmeasured[u.nodeid] = u

@@ -113,12 +113,31 @@ def _diag_labels(diags: Sequence[Diagnosis]) -> list[str]:
     return kernel_labels([d.name for d in diags], 28)
 
 
+# Launches drawn one row each: the longest ones. A chart of every launch grew with the file (300 launches:
+# 28 s and 381 MB for a 136-inch figure); every launch stays in analysis.json and report.md.
+MAX_CHART_LAUNCHES = 40
+
+
+def _longest(diags: Sequence[Diagnosis], limit: int = MAX_CHART_LAUNCHES) -> list[Diagnosis]:
+    """At most `limit` launches, the longest, in their order in the file."""
+    if len(diags) <= limit:
+        return list(diags)
+    keep = set(sorted(range(len(diags)), key=lambda i: -(diags[i].duration_ns or 0))[:limit])
+    return [d for i, d in enumerate(diags) if i in keep]
+
+
+def _of_total(title: str, shown: int, total: int) -> str:
+    return title if shown == total else f"{title} (the {shown} longest of {total} launches)"
+
+
 def _grouped_bars(diags: Sequence[Diagnosis], series: list[tuple[str, str]], xlabel: str, title: str) -> Any | None:
-    """One row per launch (horizontal: long kernel names never overlap), one bar per series; a metric ncu
-    did not collect is drawn as a missing bar, not as zero."""
-    rows = [d for d in diags if any(getattr(d, key) is not None for key, _ in series)]
-    if not rows:
+    """One row per launch (horizontal: long kernel names never overlap), one bar per series, the longest
+    MAX_CHART_LAUNCHES launches; a metric ncu did not collect is drawn as a missing bar, not as zero."""
+    usable = [d for d in diags if any(getattr(d, key) is not None for key, _ in series)]
+    if not usable:
         return None
+    rows = _longest(usable)
+    title = _of_total(title, len(rows), len(usable))
     fig = new_figure(9, max(3, 0.45 * len(rows) * len(series) / 2 + 1.5))
     ax = fig.add_subplot()
     height = 0.8 / len(series)
@@ -167,10 +186,12 @@ def occupancy_figure(diags: Sequence[Diagnosis]) -> Any | None:
 @plain_text
 def bottleneck_figure(diags: Sequence[Diagnosis]) -> Any | None:
     """SM vs memory speed-of-light: the corner a kernel sits in is its bottleneck class."""
-    points = [(i, d) for i, d in enumerate(diags) if d.sm_sol_pct is not None and d.memory_sol_pct is not None]
-    if not points:
+    usable = [d for d in diags if d.sm_sol_pct is not None and d.memory_sol_pct is not None]
+    if not usable:
         return None
-    labels = _diag_labels(diags)
+    shown = _longest(usable)
+    points = list(enumerate(shown))
+    labels = _diag_labels(shown)
     fig = new_figure(7, 5.5)
     ax = fig.add_subplot()
     for cls, colour in BOTTLENECK_COLOURS.items():
@@ -199,7 +220,7 @@ def bottleneck_figure(diags: Sequence[Diagnosis]) -> Any | None:
     ax.set_ylim(0, 105)
     ax.set_xlabel("memory throughput (% of peak)")
     ax.set_ylabel("SM throughput (% of peak)")
-    ax.set_title("Bottleneck class per kernel")
+    ax.set_title(_of_total("Bottleneck class per kernel", len(shown), len(usable)))
     fig.text(0.01, 0.005, "  ".join(f"{i}: {labels[i]}" for i, _ in points[:20]), fontsize="xx-small", wrap=True)
     return fig
 

@@ -160,6 +160,25 @@ def movement(c: Comparison) -> str:
     return f"{metric_title(c)} {fmt_value(c.baseline, c.unit)} → {fmt_value(c.current, c.unit)}"
 
 
+def why_line(rows: Sequence[Comparison]) -> str:
+    """A regressed case's "why" on one line: each row's movement, the static rows only by what changed (their
+    notes, with why, are listed after it), one kernel's together: `_k: registers 216 -> 255 per thread, spills
+    0 -> 13,020 bytes ...; DRAM bytes read 1 MB → 2 MB`."""
+    from perfgate.gate.static import static_headline
+
+    parts: list[tuple[str, list[str]]] = []
+    for c in rows:
+        if c.note and c.metric.startswith(STATIC_PREFIX):
+            head, text = kernel_label(c.kernel, 40) if c.kernel else "", static_headline(c.note)
+            if parts and head and parts[-1][0] == head:
+                parts[-1][1].append(text)
+            else:
+                parts.append((head, [text]))
+        else:
+            parts.append(("", [movement(c)]))
+    return "; ".join(f"{head}: {', '.join(texts)}" if head else ", ".join(texts) for head, texts in parts)
+
+
 def kernel_label(name: str, width: int = 32, signature: bool = False) -> str:
     """`void at::native::vectorized_elementwise_kernel<4, ...>(int, T2, T3)` -> `vectorized_elementwise_kernel`:
     the function's own name, the same way in every chart and table. `signature=True` adds the template

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.baseline import Baseline
+from perfgate.gate.bottleneck import DEVICE_PEAKS
 from perfgate.metrics import TIME_METRIC
 from perfgate.model import Comparison, GateResult, Metric, Run, Verdict
 from perfgate.report.analyze_charts import kernel_labels
@@ -27,18 +28,6 @@ MIN_CLIP_PCT = 2.0
 ACHIEVED_OCC = "sm__warps_active.avg.pct_of_peak_sustained_active"
 THEORETICAL_OCC = "sm__maximum_warps_per_active_cycle_pct"
 DRAM_BW = "dram__bytes.sum.per_second"
-# Spec-sheet ceilings (dense bf16 tensor TFLOP/s, DRAM GB/s), used when none are configured.
-DEVICE_SPECS = {
-    "H100 80GB HBM3": (989.0, 3350.0),
-    "H100 SXM": (989.0, 3350.0),
-    "H100 PCIe": (756.0, 2000.0),
-    "H200": (989.0, 4800.0),
-    "A100-SXM4-80GB": (312.0, 2039.0),
-    "A100-SXM4-40GB": (312.0, 1555.0),
-    "A100 80GB PCIe": (312.0, 1935.0),
-    "L40S": (362.0, 864.0),
-    "RTX 4090": (165.0, 1008.0),
-}
 
 
 def time_rows(gate: GateResult) -> list[Comparison]:
@@ -208,7 +197,7 @@ def ceilings(run: Run, peak_tflops: float | None, peak_gbps: float | None) -> tu
     """Compute and bandwidth roofs: configured, else the device's spec sheet, else the best measured."""
     if peak_tflops and peak_gbps:
         return peak_tflops, peak_gbps, "configured"
-    spec = next((v for k, v in DEVICE_SPECS.items() if k in run.environment.device_name), None)
+    spec = next((v for k, v in DEVICE_PEAKS.items() if k in run.environment.device_name), None)
     if spec:
         return peak_tflops or spec[0], peak_gbps or spec[1], "spec sheet"
     tf = max((r.timing.tflops for r in run.results if r.timing.tflops), default=None)

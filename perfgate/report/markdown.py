@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-from perfgate.metrics import GROUPS, MetricGroup, columns
+from perfgate.metrics import CYCLES_METRIC, GROUPS, MetricGroup, columns
 from perfgate.model import Comparison, Environment, Finding, GateResult, Run, Verdict
 from perfgate.report.compiled import compiled_section
 from perfgate.report.format import (
@@ -82,6 +82,7 @@ def render_markdown(gate: GateResult, charts: Sequence[ChartLink] = (), top_n: i
     out += _attention(notes, gate.strict, top_n)
     if changed:
         out += [f"### Changed ({len(changed)})", ""] + _table(changed, top_n, labels) + [""]
+    out += _on_cycles(gate, top_n)
     out += _speedups(run, top_n) + compiled_section(run.results if run else (), top_n, _escape, _code)
     out += _metric_tables(run, top_n)
     problems = [c for c in rest if c.verdict in (Verdict.NOT_COMPARABLE, Verdict.PROFILE_FAILED) and c.note]
@@ -165,6 +166,16 @@ def _table(rows: Sequence[Comparison], top_n: int, labels: Mapping[str, str]) ->
             f"{fmt_detects(c)} | {verdict} |"
         )
     return lines + _more_row(len(rows) - top_n, 7)
+
+
+def _on_cycles(gate: GateResult, top_n: int) -> list[str]:
+    """The cases gated in SM cycles (compute-bound: the power cap moves their time, not their cycles), and why."""
+    rows = [c for c in gate.comparisons if c.metric == CYCLES_METRIC and c.gated]
+    if not rows:
+        return []
+    out = [f"### Gated in SM cycles ({len(rows)}): time x the SM clock each sample ran at", ""]
+    out += [f"- `{_code(shorten(c.case_id, 80))}`: {_escape(c.note)}" for c in rows[:top_n]]
+    return out + _more_item(len(rows) - top_n) + [""]
 
 
 def _speedups(run: Run | None, top_n: int) -> list[str]:

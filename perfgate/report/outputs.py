@@ -80,16 +80,35 @@ def write_text(path: Path, text: str) -> None:
 
 
 def _charts(p: Published, out_dir: Path) -> Written:
+    """Drawn from what is published (a chart's title names its case): the history and the baseline, looked
+    up by the stored ids, are handed over under the published ones."""
+    from dataclasses import replace
+
     from perfgate.report.gate_charts import charted_cases, write_gate_charts
 
     s = p.settings
     if p.view.no_charts:
         return Written(messages=(f"perfgate: no charts written to {out_dir}: {p.view.no_charts}",))
+    published = {r.case_id: q.case_id for r, q in zip(p.stored_run.results, p.run.results)}
+    published.update({c.case_id: q.case_id for c, q in zip(p.stored_gate.comparisons, p.gate.comparisons)})
     try:
         history = _trend_points(s, p.stored_run, [c.case_id for c in charted_cases(p.stored_gate)])
+        baseline = (
+            replace(p.baseline, cases={published.get(k, k): v for k, v in p.baseline.cases.items()})
+            if p.baseline is not None
+            else None
+        )
         return Written(
             charts=tuple(
-                write_gate_charts(p.stored_gate, p.stored_run, out_dir, p.baseline, history, s.peak_tflops, s.peak_gbps)
+                write_gate_charts(
+                    p.gate,
+                    p.run,
+                    out_dir,
+                    baseline,
+                    {published.get(k, k): v for k, v in history.items()},
+                    s.peak_tflops,
+                    s.peak_gbps,
+                )
             )
         )
     except PerfgateError:

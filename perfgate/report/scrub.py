@@ -1,12 +1,17 @@
 """What may be published: profiler stderr, argv, notes and reasons pass through here before they reach
 Markdown, the job summary, JSON or a PR comment.
 
-A profiler's stderr can echo the environment (a stand-in nsys printed a variable straight into all four
-outputs), and argv carries absolute paths and the runner's layout. Values that look like secrets are
-masked, and so is the value of every secret-named environment variable wherever it appears (an assertion
-that echoes `os.environ["API_KEY"]` shows no name, only the value), case ids included (a token in a
-parametrize id); the hostname and absolute paths stay in the local history and are published only on
-request (`publish_host = true`).
+Secrets, and only secrets, are masked (`***`, as GitHub masks them in logs):
+- tokens in a format of their own, wherever they appear (case ids included): gitleaks' 216 default rules and
+  a few more (secret_patterns.py);
+- in free text (notes, reasons, stderr, argv, never identifiers), the value after a secret-named key
+  (`API_KEY=...`, `"password": "..."`, `--token ...`, `Authorization: ...`);
+- the value of every secret-named environment variable (`*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `API_KEY`,
+  GitHub's own `GITHUB_TOKEN`, `ACTIONS_RUNTIME_TOKEN`, an action's `INPUT_TOKEN`), wherever it appears:
+  an assertion that echoes `os.environ["API_KEY"]` shows no name, only the value.
+A case id is an identity: nothing but a secret in it changes (`test_tokenizer.py` stays), and two ids that
+differ only in their secrets stay apart (`t[***]`, `t[***2]`). The hostname and absolute paths stay in the
+local history and are published only on request (`publish_host = true`).
 """
 
 from __future__ import annotations
@@ -15,76 +20,142 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from perfgate.compiled.records import CompiledCase
 from perfgate.model import CaseResult, Comparison, Environment, Finding, GateResult, Run, UnmeasuredTest
+from perfgate.report.secret_patterns import Span, find, is_placeholder, merge, shannon_entropy
 from perfgate.store.verdicts import RunVerdicts
 
 MASK = "***"
-
-# a pattern for the *names* of secret-bearing variables, not a secret
-_SECRET_NAME = (
-    r"[A-Za-z0-9_.-]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION)"  # noqa: S105
-    r"[A-Za-z0-9_.-]*"
-)
-_NAME_WORDS = ("key", "token", "secret", "passw", "passphrase", "credential", "auth", "cookie", "session")
-# environment variables whose values are masked wherever they appear (GitHub masks only `secrets.*` in logs)
-_SECRET_ENV_NAME = re.compile(r"(?i)KEY|TOKEN|SECRET|PASS|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|SIGNATURE|DSN")
 MIN_SECRET_VALUE = 8  # shorter values ("1", "true", a port) would mask ordinary text
-# (pattern, replacement, words one of which the lower-cased text must hold for the pattern to match at all:
-# a text without any is not searched, so scrubbing 10,000 findings costs little)
-_PATTERNS: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
-    # before the name rule: "Authorization: Bearer <token>" must lose the token, not only the word
-    (re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}"), rf"\1 {MASK}", ("bearer", "basic", "token")),
-    # NAME=value / NAME: value / --name=value where NAME looks like a secret (quoted values too)
-    (re.compile(rf"(?i)(\b{_SECRET_NAME}\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;|]+)"), rf"\1{MASK}", _NAME_WORDS),
-    (re.compile(rf"(?i)(--{_SECRET_NAME}[= ])(\S+)"), rf"\1{MASK}", _NAME_WORDS),
-    (re.compile(r"\bgh[opusr]_[A-Za-z0-9]{20,}\b"), MASK, ("gh",)),  # GitHub tokens
-    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}\b"), MASK, ("github_pat_",)),
-    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), MASK, ("akia", "asia")),  # AWS access key ids
-    (re.compile(r"\bxox[baprs]-[A-Za-z0-9-]{10,}\b"), MASK, ("xox",)),  # Slack tokens
-    # Stripe-style live/test keys (sk_live_..., rk_test_..., sk-live-...) and OpenAI-style sk-... keys
-    (re.compile(r"\b[sr]k[-_](?:live|test|proj)[-_][A-Za-z0-9_-]{8,}"), MASK, ("k-", "k_")),
-    (re.compile(r"\bsk-[A-Za-z0-9_-]{20,}"), MASK, ("sk-",)),
-    (
-        re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.S),
-        MASK,
-        ("-----begin",),
-    ),
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@"), rf"\1{MASK}@", ("://",)),  # user:pass@ in URLs
+
+# a key names a secret when one of its words is one of these ("tokenizer" and "key_cache" are not)
+_SECRET_WORDS = frozenset(
+    {
+        "token", "tokens", "secret", "secrets", "password", "passwords", "passwd", "pwd", "passphrase",
+        "credential", "credentials", "creds", "cookie", "auth", "authorization", "apikey", "accesskey",
+        "secretkey", "privatekey", "authtoken", "accesstoken", "refreshtoken", "sessiontoken", "sessionid",
+    }
+)  # fmt: skip
+# "key" alone is a dictionary key, a sort key, a cache key; after one of these words it is a credential
+_KEY_QUALIFIERS = frozenset(
+    {"api", "access", "secret", "private", "auth", "signing", "encryption", "master", "client", "account",
+     "license", "service", "ssh", "deploy", "session", "app", "subscription", "storage", "admin", "write"}
+)  # fmt: skip
+_ENV_WORDS = _SECRET_WORDS | {"key", "keys", "pass", "private", "signature", "dsn"}
+_NOT_SECRET_ENV = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK"})
+_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+# key = value, key: value, "key": "value", key => value (a single ':' followed by a space or a quote: not
+# `file.py:12:` or `a::b`), and --key value / --key=value on a command line
+_ASSIGNMENT = re.compile(
+    r"""(?<![\w.-])(["']?)([A-Za-z_][\w.-]*)\1(\s*(?:=>?|:(?=\s|["']))\s*)"""
+    r"""("[^"]*"|'[^']*'|\$?\{\{[^}]*\}\}|[^\s,;|)\]}'"]+)"""
 )
+_FLAG = re.compile(r"(?<![\w-])--([A-Za-z][\w-]*)(=|\s+)([^\s'\"]+)")
 _HOME = re.compile(r"(?<![\w.])(?:/home|/Users)/[^/\s'\"]+|(?<![\w.])/root(?=/|\b)")
 _ABS_PATH = re.compile(r"(?<![\w.:/~])(/(?:[^/\s'\"|,;:()\[\]]+/)+)([^/\s'\"|,;:()\[\]]+)")
+# an HTTP header's credential: Authorization's value after its scheme word, an API key header's value, a Cookie
+_HEADER = re.compile(
+    r"(?i)\b(?:(?:proxy-)?authorization\s*:\s*(?:[a-z-]+\s+)?([^\s,;]+)|x-api-key\s*:\s*([^\s,;]+)|cookie\s*:\s*([^\r\n]+))"
+)
+
+
+def words(name: str) -> list[str]:
+    """The words of a name: `GITHUB_TOKEN` -> github, token; `apiKey` -> api, key; `test_tokenizer.py` ->
+    test, tokenizer, py."""
+    return [w.lower() for w in _WORD.findall(name)]
+
+
+def names_a_secret(name: str) -> bool:
+    """Whether a key in free text names a secret: a secret word, or "key" after a qualifier (api_key)."""
+    ws = words(name)
+    return any(
+        w in _SECRET_WORDS or (w in ("key", "keys") and i > 0 and ws[i - 1] in _KEY_QUALIFIERS)
+        for i, w in enumerate(ws)
+    )
+
+
+def is_secret_env_name(name: str) -> bool:
+    return name not in _NOT_SECRET_ENV and any(w in _ENV_WORDS for w in words(name))
 
 
 def secret_env_values(environ: Mapping[str, str]) -> tuple[str, ...]:
-    """The values of secret-named environment variables, longest first (the caller passes os.environ)."""
-    values = {v for k, v in environ.items() if _SECRET_ENV_NAME.search(k) and len(v.strip()) >= MIN_SECRET_VALUE}
+    """The values of secret-named environment variables, longest first (the caller passes os.environ);
+    placeholders and paths (`$VAR`, `/home/...`, `true`) and values under 8 characters are left alone."""
+    values = {
+        v
+        for k, v in environ.items()
+        if is_secret_env_name(k) and len(v.strip()) >= MIN_SECRET_VALUE and not is_placeholder(v.strip())
+    }
     return tuple(sorted(values, key=len, reverse=True))
 
 
-def mask_values(text: str, values: Iterable[str]) -> str:
+def value_spans(text: str, values: Iterable[str]) -> list[Span]:
+    spans = []
     for value in values:
-        if value in text:
-            text = text.replace(value, MASK)
+        at = text.find(value)
+        while at != -1:
+            spans.append((at, at + len(value)))
+            at = text.find(value, at + len(value))
+    return spans
+
+
+def _may_be_secret(value: str) -> bool:
+    """A value after a secret-named key that can be one: not a placeholder (`$VAR`, `${{ secrets.X }}`),
+    not the mask, not a short number (`token: 12 per step`)."""
+    if not value or value == MASK or is_placeholder(value):
+        return False
+    return not (len(value) < 6 and value.replace(".", "", 1).isdigit())
+
+
+# a token cut by a length limit (`one_line`'s "…"): too short for its format's rule, still part of a secret
+_CUT = re.compile(r"(\S{12,})…$")
+
+
+def _cut_token_spans(text: str) -> list[Span]:
+    m = _CUT.search(text)
+    if m is None or " " in m.group(1):
+        return []
+    word = m.group(1)
+    looks_random = shannon_entropy(word) > 3.5 and any(c.isdigit() for c in word) and not word.startswith("/")
+    return [m.span(1)] if looks_random else []
+
+
+def _assignment_spans(text: str) -> list[Span]:
+    spans = []
+    for m in _ASSIGNMENT.finditer(text):
+        value, start = m.group(4), m.start(4)
+        if value[:1] in "\"'":
+            value, start = value[1:-1], start + 1
+        if names_a_secret(m.group(2)) and _may_be_secret(value) and "authorization" not in m.group(2).lower():
+            spans.append((start, start + len(value)))
+    for m in _FLAG.finditer(text):
+        if names_a_secret(m.group(1)) and not is_placeholder(m.group(3)):
+            spans.append(m.span(3))
+    for m in _HEADER.finditer(text):
+        group = next(g for g in (1, 2, 3) if m.group(g) is not None)
+        spans.append(m.span(group))
+    return spans
+
+
+def masked(text: str, spans: list[Span], mask: str = MASK) -> str:
+    for start, end in reversed(merge(spans)):
+        text = text[:start] + mask + text[end:]
     return text
 
 
-def scrub_secrets(text: str) -> str:
-    lowered = text.lower()
-    for pattern, replacement, words in _PATTERNS:
-        if any(w in lowered for w in words):
-            text = pattern.sub(replacement, text)
-            lowered = text.lower()
-    return text
+def scrub_secrets(text: str, values: Iterable[str] = ()) -> str:
+    """Free text with its secrets masked: token formats, secret-named keys' values, `values`."""
+    return masked(text, value_spans(text, values) + find(text) + _assignment_spans(text) + _cut_token_spans(text))
 
 
 def _root_prefix(root: Path | None) -> str:
     return "" if root is None else str(Path(root).resolve()).rstrip("/") + "/"
 
 
-def _scrub(text: str, prefix: str, publish_paths: bool) -> str:
-    text = scrub_secrets(text)
+def _scrub(text: str, values: tuple[str, ...], prefix: str, publish_paths: bool) -> str:
+    text = scrub_secrets(text, values)
     if publish_paths:
         return text
     if prefix:
@@ -107,17 +178,41 @@ class Scrubber:
         self._prefix = _root_prefix(root)
         self._done: dict[str, str] = {}  # the same file path or note recurs in thousands of cases
         self._ids: dict[str, str] = {}
+        self._names: dict[str, str] = {}
+        self._owners: dict[str, str] = {}  # published id -> the id it stands for
+        self._numbers: dict[str, int] = {}  # secret -> its number in published ids (***, ***2, ...)
 
     def text(self, value: str) -> str:
         if value not in self._done:
-            self._done[value] = _scrub(mask_values(value, self.secret_values), self._prefix, self.publish_host)
+            self._done[value] = _scrub(value, self.secret_values, self._prefix, self.publish_host)
         return self._done[value]
 
+    def identifier(self, value: str) -> str:
+        """A name (a branch, a kernel, a group): its secrets masked, nothing else touched."""
+        if value not in self._names:
+            self._names[value] = masked(value, value_spans(value, self.secret_values) + find(value))
+        return self._names[value]
+
     def case_id(self, value: str) -> str:
-        """An identity: secrets masked (a token in a parametrize id), nothing else touched."""
+        """An identity: secrets masked (a token in a parametrize id), nothing else touched; ids that differ
+        only in their secrets stay apart (the second secret seen is `***2`)."""
         if value not in self._ids:
-            self._ids[value] = scrub_secrets(mask_values(value, self.secret_values))
+            self._ids[value] = self._published_id(value)
         return self._ids[value]
+
+    def _published_id(self, value: str) -> str:
+        spans = merge(value_spans(value, self.secret_values) + find(value))
+        out = value
+        for _ in range(len(self._owners) + 1):  # a free name is found in at most one try per id published
+            out = value
+            for a, b in reversed(spans):
+                n = self._numbers.setdefault(value[a:b], len(self._numbers) + 1)
+                out = out[:a] + (MASK if n == 1 else f"{MASK}{n}") + out[b:]
+            if not spans or self._owners.get(out, value) == value:
+                break
+            self._numbers[value[spans[0][0] : spans[0][1]]] = len(self._numbers) + 1 + len(self._owners)
+        self._owners[out] = value
+        return out
 
     def gate(self, gate: GateResult) -> GateResult:
         return replace(
@@ -137,7 +232,7 @@ class Scrubber:
             c,
             case_id=self.case_id(c.case_id),
             note=self.text(c.note) if c.note else c.note,
-            kernel=self.case_id(c.kernel) if c.kernel else c.kernel,
+            kernel=self.identifier(c.kernel) if c.kernel else c.kernel,
         )
 
     def verdicts(self, verdicts: RunVerdicts | None) -> RunVerdicts | None:
@@ -155,6 +250,7 @@ class Scrubber:
         info = replace(
             run.info,
             argv=self.text(run.info.argv),
+            git_branch=self.identifier(run.info.git_branch),
             profile_settings=self.text(run.info.profile_settings),
             hostname=run.info.hostname if self.publish_host else "",
             unmeasured=tuple(self._unmeasured(u) for u in run.info.unmeasured),
@@ -174,8 +270,23 @@ class Scrubber:
             profile_errors=tuple(self.text(e) for e in r.profile_errors),
             profile_notes=tuple(self.text(n) for n in r.profile_notes),
             location=location,
+            metrics=tuple(replace(m, kernel=self.identifier(m.kernel)) if m.kernel else m for m in r.metrics),
+            autotune=tuple((self.identifier(k), self.identifier(v)) for k, v in r.autotune),
+            speedup=replace(r.speedup, reference=self.identifier(r.speedup.reference)) if r.speedup else None,
+            group=self.identifier(r.group),
+            extra_info=tuple((self.identifier(k), self._value(v)) for k, v in r.extra_info),
             compiled=self._compiled(r.compiled),
         )
+
+    def _value(self, value: Any) -> Any:
+        """A JSON value (pytest-benchmark's extra_info) with every text in it scrubbed."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self._value(v) for v in value]
+        if isinstance(value, dict):
+            return {self.identifier(str(k)): self._value(v) for k, v in value.items()}
+        return value
 
     def _compiled(self, c: CompiledCase | None) -> CompiledCase | None:
         """A case's arguments (a string argument may be a token) and what could not be read (a tool's stderr)."""
@@ -188,6 +299,12 @@ class Scrubber:
 def export_scrubber(root: Path | None, publish_host: bool, environ: Mapping[str, str]) -> Scrubber:
     """The scrubber for what leaves the machine: outputs, the uploaded history (`perfgate db export`)."""
     return Scrubber(root, publish_host, secret_env_values(environ))
+
+
+def scrub_rendered(text: str, environ: Mapping[str, str]) -> str:
+    """A text rendered from a results file that another job wrote (a PR comment, annotations): token
+    formats and this job's secret values masked, as in case ids, so the rendered ids match the file's."""
+    return masked(text, value_spans(text, secret_env_values(environ)) + find(text))
 
 
 def terminal_scrubber(environ: Mapping[str, str]) -> Scrubber:

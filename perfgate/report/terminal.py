@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from perfgate.metrics import STATIC_PREFIX, TIME_METRIC
+from perfgate.metrics import CYCLES_METRIC, STATIC_PREFIX, TIME_METRIC
 from perfgate.model import Comparison, Finding, FindingKind, GateResult, Verdict
 from perfgate.report.format import (
     distinct_short,
@@ -15,7 +15,7 @@ from perfgate.report.format import (
     fmt_value,
     fmt_verdict,
     metric_title,
-    movement,
+    why_line,
 )
 
 HEADERS = ("case", "metric", "baseline", "current", "change", "detects", "verdict")
@@ -85,7 +85,7 @@ def render_terminal(gate: GateResult, full: bool = False, top_n: int = TOP_N) ->
     if not full:
         lines += _counts(gate, hidden)
     for case_id, rows in gate.explanations.items():
-        lines.append(f"why {labels.get(case_id, case_id)}: " + "; ".join(movement(r) for r in rows))
+        lines.append(f"why {labels.get(case_id, case_id)}: {why_line(rows)}")
     notes = [
         c
         for c in gate.comparisons
@@ -101,8 +101,22 @@ def render_terminal(gate: GateResult, full: bool = False, top_n: int = TOP_N) ->
     if len(notes) > limit:
         lines.append(f"perfgate: … and {len(notes) - limit:,} more note(s) (--perfgate-full-table lists them)")
     lines += _findings(gate, full, top_n)
+    lines += cycles_line(gate, labels)
     lines.append(headline(gate))
     return lines
+
+
+CYCLES_NAMED = 3
+
+
+def cycles_line(gate: GateResult, labels: Mapping[str, str]) -> list[str]:
+    """Which cases were gated in SM cycles rather than time, and why (one line, a few named)."""
+    rows = [c for c in gate.comparisons if c.metric == CYCLES_METRIC and c.gated]
+    if not rows:
+        return []
+    named = "; ".join(f"{labels.get(c.case_id, c.case_id)}: {c.note.split('; ')[0]}" for c in rows[:CYCLES_NAMED])
+    more = f"; and {len(rows) - CYCLES_NAMED} more" if len(rows) > CYCLES_NAMED else ""
+    return [f"perfgate: gated in SM cycles (time x the clock each sample ran at): {len(rows)} case(s): {named}{more}"]
 
 
 def _note_head(c: Comparison) -> str:
@@ -147,11 +161,16 @@ def _tag(f: Finding, strict: bool) -> str:
 
 
 def headline(gate: GateResult) -> str:
-    """One line: cases by time verdict, then metric regressions, failed profiles and strict failures."""
+    """One line: cases by time verdict (by cycles where those are gated), then metric regressions, failed profiles
+    and strict failures."""
     time_rows = [c for c in gate.comparisons if c.metric == TIME_METRIC and c.verdict is not Verdict.PROFILE_FAILED]
-    counts = Counter(c.verdict for c in time_rows)
+    on_cycles = {c.case_id: c for c in gate.comparisons if c.metric == CYCLES_METRIC and c.gated}
+    case_rows = [on_cycles.get(c.case_id, c) for c in time_rows]
+    counts = Counter(c.verdict for c in case_rows)
     parts = [f"{counts[v]} {v.value}" for v in Verdict if counts[v]]
-    metric_bad = sum(c.verdict is Verdict.REGRESSED for c in gate.comparisons if c.metric != TIME_METRIC)
+    metric_bad = sum(
+        c.verdict is Verdict.REGRESSED for c in gate.comparisons if c.metric not in (TIME_METRIC, CYCLES_METRIC)
+    )
     if metric_bad:
         parts.append(f"{metric_bad} other metric(s) regressed")
     below = len(gate.by_verdict(Verdict.BELOW_TARGET))

@@ -90,8 +90,14 @@ class Store:
         except sqlite3.OperationalError as err:
             # only SQLITE_BUSY is another process; SQLITE_LOCKED ("database table is locked") is this
             # connection getting in its own way, and says so in its own words
-            locked = str(getattr(err, "sqlite_errorname", "")).startswith("SQLITE_BUSY")
-            why = f"locked by another process for more than {BUSY_TIMEOUT_S:.0f} s" if locked else str(err)
+            name = str(getattr(err, "sqlite_errorname", ""))
+            why = (
+                f"locked by another process for more than {BUSY_TIMEOUT_S:.0f} s"
+                if name.startswith("SQLITE_BUSY")
+                else f"the disk is full ({err}); nothing of it was written"
+                if name == "SQLITE_FULL"
+                else str(err)
+            )
             raise StoreError(f"perfgate: history {self.path}: cannot {doing}: {why}") from err
         except (sqlite3.DatabaseError, ValueError, KeyError, TypeError) as err:  # UnicodeDecodeError is a ValueError
             raise StoreError(f"perfgate: history {self.path}: cannot {doing}: {err}") from err
@@ -119,7 +125,8 @@ class Store:
                 ids = [self._insert(run, verdicts) for run, verdicts in runs]
                 self.con.execute("COMMIT")
             except BaseException:
-                self.con.execute("ROLLBACK")
+                if self.con.in_transaction:  # SQLite has already rolled back on a full disk: its error is the one
+                    self.con.execute("ROLLBACK")
                 raise
         return ids
 
@@ -340,8 +347,8 @@ class Store:
             found = [
                 HistoryPoint(
                     int(r["run_id"]),
-                    checks.text(r["started_at"], f"run {r['run_id']} started_at"),
-                    checks.text(r["git_commit"], f"run {r['run_id']} git_commit"),
+                    checks.run_time(r["started_at"], f"run {r['run_id']} started_at"),
+                    checks.run_text(r["git_commit"], f"run {r['run_id']} git_commit"),
                     *(
                         checks.time_ms(r[c], f"run {r['run_id']} case {case_id!r} {c}")
                         for c in ("median_ms", "q1_ms", "q3_ms")
@@ -398,11 +405,22 @@ def _connect(path: Path, uri: str) -> sqlite3.Connection:
         raise StoreError(f"perfgate: cannot open history {path}: {err}") from err
 
 
+def readonly_uri(path: Path) -> str:
+    """How a command that only reads opens the history without creating a file beside it. `mode=ro` alone
+    still creates the WAL index (-shm) and an empty -wal: readers of a history nobody writes left both
+    behind. Without a -wal or -shm file no writer is at work and every transaction is in the file itself,
+    so it is opened `immutable` (no lock, no file created). With one (a writer is storing, or one died),
+    `mode=ro` reads the log's committed transactions through the files already there."""
+    wal, shm = (path.with_name(path.name + suffix) for suffix in ("-wal", "-shm"))
+    immutable = "" if wal.exists() or shm.exists() else "&immutable=1"
+    return f"file:{quote(str(path))}?mode=ro{immutable}"
+
+
 def _open_readonly(path: Path) -> Store:
     if not path.exists():
         raise StoreError(f"perfgate: no history at {path}")
     check_regular_file(path, _store_error)
-    con = _connect(path, f"file:{quote(str(path))}?mode=ro")
+    con = _connect(path, readonly_uri(path))
     store = Store(con, path, readonly=True)
     try:
         with store.errors("open it"):

@@ -10,10 +10,11 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from datetime import datetime
 from typing import Any
 
-from perfgate.model import CaseThresholds, CodeSource, HostState, NoiseEstimate
-from perfgate.parse.invariants import MAX_TIME_MS, has_control
+from perfgate.model import CaseThresholds, CodeSource, CycleStats, GatedMeasure, HostState, NoiseEstimate
+from perfgate.parse.invariants import MAX_TIME_MS, has_control, printable
 
 # What a stored threshold may be: percentages up to a 10x change, alpha a real significance level.
 MAX_THRESHOLD_PCT = 1000.0
@@ -21,9 +22,12 @@ ALPHA_RANGE = (1e-9, 0.5)  # `alpha`, stored by versions before the run-wide fal
 FALSE_ALARM_RANGE = (0.01, 5.0)
 RETIRED_THRESHOLD_KEYS = frozenset({"alpha"})
 MAX_NOISE_PCT = 1000.0
+MAX_DEVIATION_PCT = 1e6  # a reference process's deviation from the centre: a preempted 2 ms call read 27 ms (+1300%)
 MAX_NOISE_PROCESSES = 1_000_000
 MAX_EXTREMES = 64
 MAX_SPEEDUP = 1e6
+MAX_MHZ = 10_000.0  # measure/sm_clock.py's bound on a clock reading
+MAX_MCYCLES = 1e12  # MAX_TIME_MS at MAX_MHZ
 # Relative slack when checking that stored quantiles are ordered (they are computed in floating point).
 ORDER_SLACK = 1e-9
 
@@ -66,6 +70,34 @@ def text(value: object, where: str) -> str:
     if not isinstance(value, str):
         raise StoredValueError(f"{where}: {_shown(value)} is not text")
     return value
+
+
+MAX_RUN_TEXT = 4096  # a branch, a commit, an argv: longer is no run perfgate wrote
+
+
+def run_text(value: object, where: str) -> str:
+    """A run's text (branch, commit, argv, host, device, versions): text, at most MAX_RUN_TEXT characters,
+    its control characters replaced (U+FFFD). A history from elsewhere is read, not trusted: a branch
+    holding an escape sequence or a newline and `::error::` would print them into a terminal or a CI log."""
+    out = text(value, where)
+    if len(out) > MAX_RUN_TEXT:
+        raise StoredValueError(f"{where}: {len(out):,} characters of text (at most {MAX_RUN_TEXT:,})")
+    return printable(out)
+
+
+def run_time(value: object, where: str) -> str:
+    """started_at / finished_at: an ISO 8601 time as perfgate writes one ("" when the run has none). Runs
+    are ordered, pruned (`--older-than`) and shown by it: anything else is not a run perfgate stored."""
+    out = text(value, where)
+    if not out:
+        return out
+    try:
+        ok = not has_control(out) and len(out) <= 64 and datetime.fromisoformat(out) is not None
+    except ValueError:
+        ok = False
+    if not ok:
+        raise StoredValueError(f"{where}: {_shown(out)} is not an ISO 8601 time")
+    return out
 
 
 def case_id(value: object, where: str) -> str:
@@ -133,9 +165,7 @@ def thresholds(raw: object, where: str) -> CaseThresholds:
         out["false_alarm_pct"] = number(
             doc["false_alarm_pct"], f"{where}.false_alarm_pct", low=FALSE_ALARM_RANGE[0], high=FALSE_ALARM_RANGE[1]
         )
-    for key in ("time_noise", "speedup_noise"):
-        if doc.get(key) is not None:
-            out[key] = noise(doc[key], f"{where}.{key}")
+    out.update(_noises_and_measure(doc, where))
     if "time_pct_explicit" in doc:
         if not isinstance(doc["time_pct_explicit"], bool):
             raise StoredValueError(f"{where}.time_pct_explicit: {_shown(doc['time_pct_explicit'])} is not true/false")
@@ -151,6 +181,21 @@ def thresholds(raw: object, where: str) -> CaseThresholds:
         raise StoredValueError(f"{where}.metrics: not a list of [metric, threshold_pct] pairs")
     out["metrics"] = tuple((m[0], number(m[1], f"{where}.metrics.{m[0]}", high=MAX_THRESHOLD_PCT)) for m in metrics)
     return CaseThresholds(**out)
+
+
+def _noises_and_measure(doc: dict[str, Any], where: str) -> dict[str, Any]:
+    """The noise estimates a case was gated with, and the measure it was set to gate (schema 9)."""
+    out: dict[str, Any] = {
+        key: noise(doc[key], f"{where}.{key}")
+        for key in ("time_noise", "speedup_noise", "cycles_noise")
+        if doc.get(key) is not None
+    }
+    if "gated_measure" in doc:
+        try:
+            out["gated_measure"] = GatedMeasure(doc["gated_measure"])
+        except ValueError:
+            raise StoredValueError(f"{where}.gated_measure: {_shown(doc['gated_measure'])} is not a measure") from None
+    return out
 
 
 def noise(raw: object, where: str) -> NoiseEstimate:
@@ -180,7 +225,24 @@ def noise(raw: object, where: str) -> NoiseEstimate:
 def _percentages(values: object, where: str) -> tuple[float, ...]:
     if not isinstance(values, list) or len(values) > MAX_EXTREMES:
         raise StoredValueError(f"{where}: not a short list of percentages")
-    return tuple(number(v, where, low=-100.0, high=MAX_NOISE_PCT) for v in values)
+    return tuple(number(v, where, low=-100.0, high=MAX_DEVIATION_PCT) for v in values)
+
+
+def cycles(row: dict[str, Any], where: str) -> CycleStats | None:
+    """A case's samples in SM cycles (schema 9); None when the run had no clock probe (or was stored before)."""
+    if row.get("median_mcycles") is None:
+        return None
+    low, median, high = (
+        number(row[c], f"{where} {c}", high=MAX_MHZ, low_open=True)
+        for c in ("sm_clock_min_mhz", "sm_clock_mhz", "sm_clock_max_mhz")
+    )
+    if not low <= median <= high:
+        raise StoredValueError(f"{where}: SM clocks out of order ({low:g} <= {median:g} <= {high:g} MHz)")
+    probed = count(row["probed_samples"], f"{where} probed_samples")
+    if not probed:
+        raise StoredValueError(f"{where} probed_samples: cycles from no probed sample")
+    mcycles = number(row["median_mcycles"], f"{where} median_mcycles", high=MAX_MCYCLES, low_open=True)
+    return CycleStats(mcycles, median, low, high, probed)
 
 
 def host_state(raw: object, where: str) -> HostState | None:
@@ -200,6 +262,7 @@ def host_state(raw: object, where: str) -> HostState | None:
         load_avg_1m=number(doc.get("load_avg_1m"), f"{where}.load_avg_1m", high=1e6),
         cpu_mhz=optional_number(doc.get("cpu_mhz"), f"{where}.cpu_mhz", high=1e6),
         steal_pct=optional_number(doc.get("steal_pct"), f"{where}.steal_pct", high=100.0),
+        cpu_share_pct=optional_number(doc.get("cpu_share_pct"), f"{where}.cpu_share_pct", high=100.0),
         **counts,
     )
 

@@ -107,7 +107,8 @@ def migrate(con: sqlite3.Connection, path: Path, target: int = SCHEMA_VERSION) -
             )
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        if con.in_transaction:  # not after SQLite rolled back itself (a full disk): keep its error
+            con.execute("ROLLBACK")
         raise
     return version
 

@@ -113,7 +113,8 @@ def remove_runs(store: Store, run_ids: Sequence[int]) -> None:
                 store.con.execute(f"DELETE FROM {table} WHERE {key} IN (SELECT id FROM temp.prune_ids)")
             store.con.execute("COMMIT")
         except BaseException:
-            store.con.execute("ROLLBACK")
+            if store.con.in_transaction:  # not after SQLite rolled back itself (a full disk): keep its error
+                store.con.execute("ROLLBACK")
             raise
 
 

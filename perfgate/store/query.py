@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.errors import PerfgateError
-from perfgate.store import Store, open_store
+from perfgate.store import Store, checks, open_store
 from perfgate.store import rows as stored_rows
 from perfgate.store.kinds import kind_condition
 
@@ -62,22 +62,27 @@ def list_runs(store: Store, last: int, kind: str = "") -> list[RunRow]:
         f"FROM runs r WHERE {kind_condition(kind)} ORDER BY r.id DESC LIMIT ?",
         (max(last, 0),),
     )
-    return [
-        RunRow(
+    return [_run_row(store, r) for r in reversed(rows)]
+
+
+def _run_row(store: Store, r: dict[str, Any]) -> RunRow:
+    """A run as `perfgate history` lists it: its texts verified (started_at a time) and printable (a
+    history from elsewhere cannot print terminal escapes or a `::error::` line of its own)."""
+    where = f"run {r['id']}"
+    with store.errors(f"read {where}"):
+        return RunRow(
             int(r["id"]),
             r["kind"] or "",
-            r["started_at"] or "",
-            r["git_commit"] or "",
-            r["git_branch"] or "",
+            checks.run_time(r["started_at"], f"{where} started_at"),
+            checks.run_text(r["git_commit"], f"{where} git_commit"),
+            checks.run_text(r["git_branch"], f"{where} git_branch"),
             bool(r["git_dirty"]),
-            r["device_name"] or "",
-            r["hostname"] or "",
+            checks.run_text(r["device_name"], f"{where} device_name"),
+            checks.run_text(r["hostname"], f"{where} hostname"),
             int(r["cases"]),
             _gate(r["gate_failed"]),
-            r["argv"] or "",
+            checks.run_text(r["argv"], f"{where} argv"),
         )
-        for r in reversed(rows)
-    ]
 
 
 def _gate(failed: object) -> str:
@@ -111,11 +116,12 @@ def case_trend(
     list_runs: A/B runs only when asked for), oldest first."""
     matches = case_matcher(pattern, regex)
     # the ids first (one pass over the (case_id, run_id) index, no row read), then only their rows
-    ids = [
-        cid
-        for (cid,) in store.con.execute("SELECT DISTINCT case_id FROM cases")
-        if isinstance(cid, str) and matches(cid)
-    ]
+    with store.errors("read it"):  # a damaged index (text that is not UTF-8) fails here, in one line
+        ids = [
+            cid
+            for (cid,) in store.con.execute("SELECT DISTINCT case_id FROM cases")
+            if isinstance(cid, str) and matches(cid)
+        ]
     where = kind_condition(kind)
     first = store.query(
         f"SELECT min(id) AS id FROM (SELECT r.id FROM runs r WHERE {where} ORDER BY r.id DESC LIMIT ?)", (max(last, 0),)
@@ -137,14 +143,16 @@ def _trend_row(store: Store, r: dict[str, Any]) -> TrendRow:
         case = stored_rows.case_from_row(r, (), None, (), None)
         kind = stored_rows.run_kind(r["kind"], f"run {r['run_id']}")
         verdict = stored_rows.case_verdict(r["verdict"], f"run {r['run_id']} case {case.case_id!r}")
+        started_at = checks.run_time(r["started_at"], f"run {r['run_id']} started_at")
+        commit, device = (checks.run_text(r[c], f"run {r['run_id']} {c}") for c in ("git_commit", "device_name"))
     t = case.timing
     return TrendRow(
         int(r["run_id"]),
         kind.value if kind else "",
-        r["started_at"] or "",
-        r["git_commit"] or "",
+        started_at,
+        commit,
         bool(r["git_dirty"]),
-        r["device_name"] or "",
+        device,
         case.case_id,
         verdict.value if verdict else "",
         t.timer.value,

@@ -93,6 +93,12 @@ CASE_COLUMNS = (
     "host_state",
     "confirmation_memory",
     "code",
+    "median_mcycles",
+    "sm_clock_mhz",
+    "sm_clock_min_mhz",
+    "sm_clock_max_mhz",
+    "probed_samples",
+    "confirmation_mcycles",
 )
 SPEEDUP_COLUMNS = ("run_id", "case_id", "reference", "median", "ci_low", "ci_high", "reference_samples_f64")
 VERDICT_COLUMNS = ("run_id", "case_id", "metric", "kernel", "verdict", "change_pct", "threshold_pct")
@@ -167,7 +173,16 @@ def case_row(run_id: int, r: CaseResult, verdict: str | None = None) -> tuple[An
         json.dumps(asdict(r.host_state)) if r.host_state else None,
         json.dumps(list(r.confirmation_memory)),
         json.dumps([{**asdict(c), "role": c.role.value} for c in r.code]) if r.code else None,
+        *_cycle_values(r),
     )
+
+
+def _cycle_values(r: CaseResult) -> tuple[Any, ...]:
+    c = r.cycles
+    if c is None:
+        return (None, None, None, None, None, None)
+    mcycles = json.dumps(list(r.confirmation_mcycles))
+    return (c.median_mcycles, c.clock_median_mhz, c.clock_min_mhz, c.clock_max_mhz, c.probed_samples, mcycles)
 
 
 def metric_rows(run_id: int, results: Sequence[CaseResult]) -> Iterator[tuple[Any, ...]]:
@@ -214,16 +229,16 @@ def run_from_row(row: dict[str, Any], results: tuple[CaseResult, ...], unmeasure
             for r in results
         )
     where = f"run {row['id']}"
-    env = Environment(**{c: checks.text(row[c], f"{where} {c}") for c in ENV_COLUMNS})
+    env = Environment(**{c: checks.run_text(row[c], f"{where} {c}") for c in ENV_COLUMNS})
     info = RunInfo(
-        started_at=checks.text(row["started_at"], f"{where} started_at"),
-        finished_at=checks.text(row["finished_at"], f"{where} finished_at"),
-        git_commit=checks.text(row["git_commit"], f"{where} git_commit"),
-        git_branch=checks.text(row["git_branch"], f"{where} git_branch"),
+        started_at=checks.run_time(row["started_at"], f"{where} started_at"),
+        finished_at=checks.run_time(row["finished_at"], f"{where} finished_at"),
+        git_commit=checks.run_text(row["git_commit"], f"{where} git_commit"),
+        git_branch=checks.run_text(row["git_branch"], f"{where} git_branch"),
         git_dirty=bool(row["git_dirty"]),
         hostname=env.hostname,
-        argv=checks.text(row["argv"], f"{where} argv"),
-        profile_settings=checks.text(row["profile_settings"], f"{where} profile_settings"),
+        argv=checks.run_text(row["argv"], f"{where} argv"),
+        profile_settings=checks.run_text(row["profile_settings"], f"{where} profile_settings"),
         run_uid=checks.text(row["run_uid"], f"{where} run_uid"),
         unmeasured=unmeasured,
         kind=run_kind(row["kind"], where),
@@ -288,6 +303,10 @@ def case_from_row(
         confirmation_memory=checks.positive_list(row["confirmation_memory"], f"{where} confirmation_memory", high=None),
         host_state=checks.host_state(row["host_state"], f"{where} host_state"),
         code=checks.code(row.get("code"), f"{where} code"),
+        cycles=checks.cycles(row, where),
+        confirmation_mcycles=checks.positive_list(
+            row.get("confirmation_mcycles"), f"{where} confirmation_mcycles", high=checks.MAX_MCYCLES
+        ),
         nodeid=checks.text(row["nodeid"], f"{where} nodeid"),
         location=_location(row, where),
         device_uuid=checks.text(row["device_uuid"], f"{where} device_uuid"),

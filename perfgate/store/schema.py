@@ -13,7 +13,7 @@ refused before anything is read.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 # Version 1, as written by perfgate 0.1.0 through sqlite-utils (read back from a database it created).
 MIGRATION_1 = """
@@ -326,6 +326,19 @@ WHERE (kind = 'gate' OR kind IS NULL) AND profile_settings LIKE 'ab: %' AND run_
 CREATE INDEX idx_runs_ab_pair ON runs (ab_pair);
 """
 
+# Version 11: each case's samples in SM cycles (measure/sm_clock.py): the median of time x the SM clock each
+# sample ran at (millions of cycles), that clock's median, lowest and highest reading (MHz), how many samples had
+# one, and the median cycles of each confirmation process (a JSON list); NULL where no clock was read (the host
+# clock, runs stored before). Standard types only (SQLite and PostgreSQL).
+MIGRATION_11 = """
+ALTER TABLE cases ADD COLUMN median_mcycles REAL;
+ALTER TABLE cases ADD COLUMN sm_clock_mhz REAL;
+ALTER TABLE cases ADD COLUMN sm_clock_min_mhz REAL;
+ALTER TABLE cases ADD COLUMN sm_clock_max_mhz REAL;
+ALTER TABLE cases ADD COLUMN probed_samples INTEGER;
+ALTER TABLE cases ADD COLUMN confirmation_mcycles TEXT;
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     MIGRATION_1,
     MIGRATION_2,
@@ -337,4 +350,5 @@ MIGRATIONS: tuple[str, ...] = (
     MIGRATION_8,
     MIGRATION_9,
     MIGRATION_10,
+    MIGRATION_11,
 )

@@ -3,9 +3,9 @@
 For the decision rule's "noise from history" (docs/decision-rule.md): given a device model
 (`Environment.comparability_key()`), a branch and a window W, each case's last W gate runs on that branch
 whose gate passed and whose verdict for the case was neither a failing nor an inconclusive one (store/
-verdicts.py OUT_OF_WINDOW), newest first. Only the run's own
-median (not its confirmation processes': those were measured because the run looked suspect) and its
-speedup when the case has a reference. `from_run_id` (one for all cases, or per case) starts the window at
+verdicts.py OUT_OF_WINDOW), newest first. Only the run's own median (not its confirmation processes': those
+were measured because the run looked suspect), its speedup when the case has a reference, and its median in
+SM cycles when a clock probe read it. `from_run_id` (one for all cases, or per case) starts the window at
 a change point or a baseline update: runs stored before it are not read.
 
 One query: per case, an index walk over cases(case_id, run_id) from the newest run down, each step a
@@ -33,11 +33,12 @@ class PassingGateMedian:
     started_at: str
     median_ms: float
     speedup: float | None
+    median_mcycles: float | None = None
 
 
 _SQL = """
 WITH wanted(case_id, from_id) AS (SELECT key, value FROM json_each(?))
-SELECT w.case_id, r.id, r.git_commit, r.started_at, c.median_ms, s.median AS speedup
+SELECT w.case_id, r.id, r.git_commit, r.started_at, c.median_ms, s.median AS speedup, c.median_mcycles
 FROM wanted w
 JOIN cases c ON c.case_id = w.case_id AND c.run_id IN (
     SELECT c2.run_id FROM cases c2 JOIN runs r2 ON r2.id = c2.run_id
@@ -73,19 +74,22 @@ def recent_passing_gate_medians(
         first = dict.fromkeys(wanted, int(from_run_id or 0))
     params = (json.dumps(first), RunKind.GATE.value, branch, branch, kind, name, capability, window)
     with store.errors("read the noise window"):
-        for case_id, run_id, commit, started_at, median_ms, speedup in store.con.execute(
+        for case_id, run_id, commit, started_at, median_ms, speedup, mcycles in store.con.execute(
             _SQL.format(failing=failing), params
         ):
             where = f"run {run_id} case {case_id!r}"
             out[case_id].append(
                 PassingGateMedian(
                     run_id=int(run_id),
-                    git_commit=checks.text(commit, where),
-                    started_at=checks.text(started_at, where),
+                    git_commit=checks.run_text(commit, where),
+                    started_at=checks.run_time(started_at, where),
                     median_ms=checks.time_ms(median_ms, f"{where} median_ms", positive=True),
                     speedup=None
                     if speedup is None
                     else checks.number(speedup, f"{where} speedup", high=checks.MAX_SPEEDUP, low_open=True),
+                    median_mcycles=None
+                    if mcycles is None
+                    else checks.number(mcycles, f"{where} median_mcycles", high=checks.MAX_MCYCLES, low_open=True),
                 )
             )
     return {cid: tuple(v) for cid, v in out.items()}

@@ -13,8 +13,9 @@ import json
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from perfgate.store import Store
+from perfgate.store import Store, checks
 from perfgate.store.checks import StoredValueError
 from perfgate.store.kinds import OUTSIDE_AB
 from perfgate.store.query import case_matcher
@@ -86,10 +87,20 @@ def case_series(store: Store, case_id: str, device_name: str, branch: str | None
             median = timing_from_row(r, where).median_ms
             if median <= 0:
                 raise StoredValueError(f"{where}: median_ms {median!r}: a change point needs a positive median")
-        points.append(
-            RunPoint(int(r["id"]), r["git_commit"] or "", r["git_branch"] or "", r["started_at"] or "", median)
-        )
+            points.append(_point(r, median))
     return tuple(points)
+
+
+def _point(r: dict[str, Any], median: float) -> RunPoint:
+    """A run of a series, its texts verified and printable (store/checks.py: a history from elsewhere)."""
+    where = f"run {r['id']}"
+    return RunPoint(
+        int(r["id"]),
+        checks.run_text(r["git_commit"], f"{where} git_commit"),
+        checks.run_text(r["git_branch"], f"{where} git_branch"),
+        checks.run_time(r["started_at"], f"{where} started_at"),
+        median,
+    )
 
 
 def _usable(value: object) -> bool:
@@ -154,15 +165,8 @@ def recent_changes(
     series: dict[str, list[RunPoint]] = {}
     for r in store.query(sql, (json.dumps(sorted(set(case_ids))), device_name, branch, branch)):
         if _usable(r["median_ms"]):
-            series.setdefault(r["case_id"], []).append(
-                RunPoint(
-                    int(r["id"]),
-                    r["git_commit"] or "",
-                    r["git_branch"] or "",
-                    r["started_at"] or "",
-                    float(r["median_ms"]),
-                )
-            )
+            with store.errors("read a case series"):
+                series.setdefault(r["case_id"], []).append(_point(r, float(r["median_ms"])))
     accepted: dict[str, int] = {}
     for a in store.accepted_changes():
         if a.device_name == device_name:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from dataclasses import replace
 from html import escape
 
 from perfgate.metrics import TIME_METRIC
+from perfgate.report.scrub import Scrubber
 from perfgate.report.site.links import case_page, run_page
 from perfgate.report.site.project import Project, commit_url
 from perfgate.store import Store
@@ -121,6 +123,15 @@ def _commit(project: Project, commit: str) -> str:
     url = commit_url(project.repo_url, commit)
     shown = escape(commit[:12] or "-")
     return f'<a class="commit" href="{escape(url)}" rel="noopener">{shown}</a>' if url else shown
+
+
+def scrubbed(record: AbComparisonRecord, scrubber: Scrubber) -> AbComparisonRecord:
+    """The comparison as published: both sides and the verdicts' case ids through the site's scrubber."""
+    verdicts = record.verdicts
+    if verdicts is not None:
+        metrics = tuple(replace(m, case_id=scrubber.case_id(m.case_id)) for m in verdicts.metrics)
+        verdicts = replace(verdicts, metrics=metrics)
+    return AbComparisonRecord(scrubber.run(record.head), scrubber.run(record.base), verdicts)
 
 
 def load_pair(store: Store, pair: str) -> AbComparisonRecord | None:

@@ -4,12 +4,15 @@ regressions list and the choosers always, from the manifest's digests of the cas
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+import os
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from perfgate.config.settings import Settings
+from perfgate.report.scrub import Scrubber, export_scrubber
 from perfgate.report.site import ab_pages, compare, pages, regressions
 from perfgate.report.site.case_data import CaseDigest, case_payload
 from perfgate.report.site.history_data import RunMeta, case_ids, case_series, latest_runs_by_device, load_runs
@@ -57,6 +60,8 @@ class SiteBuild:
         self.store, self.build, self.settings, self.options = store, build, settings, options
         self.project, self.key = project, key
         self.written = 0
+        # a site is published: scrubbed like every output (report/scrub.py; secret values from the environment)
+        self.published = Published(export_scrubber(None, False, os.environ))
 
     def run(self, previous: Manifest | None, changes: SiteChanges) -> Built:
         runs = load_runs(self.store)
@@ -73,7 +78,7 @@ class SiteBuild:
         self._run_pages(runs, new_runs)
         digests = [d for ds in cases.values() for d in ds]
         done = set() if changes.full or previous is None else set(previous.ab_pairs)
-        pairs = self._ab_pages(done, frozenset(cases))
+        pairs = self._ab_pages(done, frozenset(d["row"]["case"] for d in digests))
         self._overview(digests, runs)
         self._regressions(digests)
         self._compare(digests, runs)
@@ -92,10 +97,11 @@ class SiteBuild:
             if redo is None or cid in redo
         }
         latest_rows = self.run_pages.latest_rows(latest)
-        out: dict[str, list[dict[str, Any]]] = {}
+        out: dict[str, list[dict[str, Any]]] = {}  # keyed by case_key: the manifest is published too
         for cid in case_ids(self.store):
-            if redo is not None and cid not in redo and cid in kept:
-                out[cid] = kept[cid]
+            key = case_key(cid)
+            if redo is not None and cid not in redo and key in kept:
+                out[key] = kept[key]
                 continue
             series = case_series(self.store, cid, runs)
             if not series:
@@ -111,26 +117,33 @@ class SiteBuild:
                 self.options.spark_points,
                 case_kernels(self.store, cid, runs),
             )
-            payload["repo"] = self.project.repo_url
-            body = pages.case_body(cid, [s.device_name for s in series], self.project.name)
+            shown = self.published.scrubber.case_id(cid)
+            payload = self.published.value(payload, cid) | {"repo": self.project.repo_url}
+            body = pages.case_body(shown, [s.device_name for s in series], self.project.name)
             styles = ("vendor/uPlot.min.css",)
             page = pages.page(
-                self.project.title(cid), "../", body, ("vendor/uPlot.iife.min.js", "case.js"), payload, styles
+                self.project.title(shown), "../", body, ("vendor/uPlot.iife.min.js", "case.js"), payload, styles
             )
-            self._write(self.build / case_page(cid), page)
-            out[cid] = [_digest_json(d) for d in case_digests]
+            self._write(self.build / case_page(shown), page)
+            out[key] = [self.published.value(_digest_json(d), cid) for d in case_digests]
         return out
 
     def _run_pages(self, runs: dict[int, RunMeta], new_runs: list[int]) -> None:
         for run_id in new_runs:
             self.run_pages.write(self.build, run_id)
-            compare.write_run_data(self.store, self.build, run_id, runs[run_id])
+            compare.write_run_data(self.store, self.build, run_id, runs[run_id], self.published.scrubber)
             self.written += 1
 
     def _ab_pages(self, done: set[str], paged: frozenset[str]) -> set[str]:
         from perfgate.store.ab_pairs import ab_comparisons
 
-        listed = ab_comparisons(self.store, self.options.ab_pairs)
+        text = self.published.scrubber.identifier
+        listed = [
+            replace(
+                r, head_commit=text(r.head_commit), base_commit=text(r.base_commit), device_name=text(r.device_name)
+            )
+            for r in ab_comparisons(self.store, self.options.ab_pairs)
+        ]
         nav = pages.nav("../", "A/B comparison", self.project.name)
         for row in listed:
             if row.pair in done:
@@ -140,7 +153,9 @@ class SiteBuild:
                 page = pages.page(
                     self.project.title("A/B comparison"),
                     "../",
-                    ab_pages.pair_body(nav, row, record, self.project, paged),
+                    ab_pages.pair_body(
+                        nav, row, ab_pages.scrubbed(record, self.published.scrubber), self.project, paged
+                    ),
                 )
                 self._write(self.build / ab_pages.ab_page(row.pair), page)
         body = ab_pages.list_body(pages.nav("", "A/B", self.project.name), listed, self.project)
@@ -175,7 +190,7 @@ class SiteBuild:
             value = d["row"]["detects"]
             if value is not None and (detects.get(d["row"]["case"]) or 0.0) < value:
                 detects[d["row"]["case"]] = value
-        data = compare.compare_data(runs, detects, self.project.repo_url)
+        data = compare.compare_data(runs, detects, self.project.repo_url, self.published.scrubber)
         body = compare.body(pages.nav("", "compare", self.project.name))
         page = pages.page(self.project.title("compare"), "", body, ("compare.js",), data)
         pages.write_page(self.build / "compare.html", page)
@@ -183,6 +198,32 @@ class SiteBuild:
     def _write(self, path: Path, text: str) -> None:
         pages.write_page(path, text)
         self.written += 1
+
+
+def case_key(case_id: str) -> str:
+    """A case's key in the manifest: a hash, so that no secret in a case id reaches the published site."""
+    return hashlib.sha256(case_id.encode("utf-8", errors="surrogatepass")).hexdigest()[:24]
+
+
+class Published:
+    """What a case's page data becomes on the site: its id as published (scrub.py), every other text with
+    its secrets masked, and the links to its page under the published id (the PR comment links there)."""
+
+    def __init__(self, scrubber: Scrubber) -> None:
+        self.scrubber = scrubber
+
+    def value(self, value: Any, case_id: str) -> Any:
+        if isinstance(value, str):
+            if value == case_id:
+                return self.scrubber.case_id(case_id)
+            if value == case_page(case_id):
+                return case_page(self.scrubber.case_id(case_id))
+            return self.scrubber.identifier(value)
+        if isinstance(value, dict):
+            return {k: self.value(v, case_id) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.value(v, case_id) for v in value]
+        return value
 
 
 def _digest_json(d: CaseDigest) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from perfgate.report.scrub import Scrubber
 from perfgate.report.site import pages
 from perfgate.report.site.history_data import RunMeta
 from perfgate.store import Store
@@ -25,28 +26,33 @@ def run_data_file(run_id: int) -> str:
     return f"data/run-{int(run_id)}.js"
 
 
-def write_run_data(store: Store, build: Path, run_id: int, meta: RunMeta) -> None:
+def write_run_data(store: Store, build: Path, run_id: int, meta: RunMeta, scrubber: Scrubber) -> None:
+    """The run's medians by case id as published (secrets masked, as on every page)."""
     rows = store.query("SELECT case_id, median_ms FROM cases WHERE run_id = ? ORDER BY case_id", (run_id,))
     data = {
         "id": run_id,
-        "commit": meta.git_commit,
-        "device": meta.device_name,
-        "cases": {str(r["case_id"]): r["median_ms"] for r in rows},
+        "commit": scrubber.identifier(meta.git_commit),
+        "device": scrubber.identifier(meta.device_name),
+        "cases": {scrubber.case_id(str(r["case_id"])): r["median_ms"] for r in rows},
     }
     (build / run_data_file(run_id)).write_text(f"perfgateRunLoaded({pages.embed_json(data)});\n", encoding="utf-8")
 
 
-def compare_data(runs: Mapping[int, RunMeta], detects: Mapping[str, float | None], repo_url: str) -> dict[str, Any]:
+def compare_data(
+    runs: Mapping[int, RunMeta], detects: Mapping[str, float | None], repo_url: str, scrubber: Scrubber
+) -> dict[str, Any]:
+    """The choosers' runs (texts as published: a secret in a branch name is masked) and each case's threshold."""
     shown = sorted(runs)[-MAX_RUNS:]
+    text = scrubber.identifier
     return {
         "repo": repo_url,
         "runs": [
             {
                 "id": i,
-                "commit": runs[i].git_commit[:12],
-                "branch": runs[i].git_branch,
+                "commit": text(runs[i].git_commit[:12]),
+                "branch": text(runs[i].git_branch),
                 "date": runs[i].started_at[:16].replace("T", " "),
-                "device": runs[i].device_name,
+                "device": text(runs[i].device_name),
                 "kind": "calibration" if runs[i].calibration else (runs[i].kind or "gate"),
             }
             for i in shown

@@ -14,7 +14,7 @@ from typing import Any
 
 from perfgate.metrics import CATALOGUE, PEAK_ALLOCATED
 from perfgate.model import MetricKind
-from perfgate.store import Store
+from perfgate.store import Store, checks
 from perfgate.store.kinds import OUTSIDE_AB
 
 # Profiler metrics gated by default (counters and measured ratios), charted per kernel on the case page.
@@ -94,22 +94,30 @@ def load_runs(store: Store) -> dict[int, RunMeta]:
     rows = store.query(
         "SELECT r.*, (SELECT count(*) FROM cases c WHERE c.run_id = r.id) AS n_cases FROM runs r ORDER BY r.id"
     )
-    return {
-        int(r["id"]): RunMeta(
-            run_id=int(r["id"]),
-            started_at=r["started_at"] or "",
-            git_commit=r["git_commit"] or "",
-            git_branch=r["git_branch"] or "",
-            git_dirty=bool(r["git_dirty"]),
-            device_name=r["device_name"] or "",
-            device_kind=r["device_kind"] or "",
-            calibration=is_calibration(r["argv"] or ""),
-            cases=int(r["n_cases"]),
-            kind=str(r.get("kind") or ""),
-            versions=tuple((f, str(r[f])) for f in ENV_FIELDS if r.get(f)),
-        )
-        for r in rows
-    }
+    with store.errors("read its runs"):
+        return {int(r["id"]): _run_meta(r) for r in rows}
+
+
+def _run_meta(r: dict[str, Any]) -> RunMeta:
+    """A run's facts for its page: texts verified and printable (store/checks.py: a history from elsewhere)."""
+    where = f"run {r['id']}"
+
+    def text(column: str) -> str:
+        return checks.run_text(r[column], f"{where} {column}")
+
+    return RunMeta(
+        run_id=int(r["id"]),
+        started_at=checks.run_time(r["started_at"], f"{where} started_at"),
+        git_commit=text("git_commit"),
+        git_branch=text("git_branch"),
+        git_dirty=bool(r["git_dirty"]),
+        device_name=text("device_name"),
+        device_kind=text("device_kind"),
+        calibration=is_calibration(text("argv")),
+        cases=int(r["n_cases"]),
+        kind=text("kind") if r.get("kind") else "",
+        versions=tuple((f, checks.run_text(str(r[f]), f"{where} {f}")) for f in ENV_FIELDS if r.get(f)),
+    )
 
 
 def case_ids(store: Store) -> list[str]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -69,9 +70,11 @@ class RunPageBuilder:
                 f"`perfgate compare --run {run_id}`."
             )
         kind = "calibration process" if meta.calibration else _KINDS.get(meta.kind, "gate run")
+        from perfgate.report.scrub import scrub_rendered
+
         facts = [
             ("commit", meta.git_commit or "-"),
-            ("branch", meta.git_branch or "-"),
+            ("branch", scrub_rendered(meta.git_branch, os.environ) or "-"),
             ("uncommitted changes", "yes" if meta.git_dirty else "no"),
             ("started", meta.started_at or "-"),
             ("device", meta.device_name or "-"),
@@ -87,17 +90,18 @@ class RunPageBuilder:
 
 def summary_html(gate: GateResult, run: Run) -> str:
     """The PR comment's Markdown for this run, scrubbed as published, rendered to HTML; its chart links
-    lead to the case pages of the cases that changed."""
+    lead to the case pages of the cases that changed (named by their published ids, as the site names them)."""
     from perfgate.report.markdown import CHANGED, ChartLink, render_markdown
-    from perfgate.report.scrub import Scrubber
+    from perfgate.report.scrub import export_scrubber
 
-    scrubber = Scrubber(None, publish_host=False)
+    scrubber = export_scrubber(None, False, os.environ)
+    gate, run = scrubber.gate(gate), scrubber.run(run)
     changed = sorted({c.case_id for c in gate.comparisons if c.verdict in CHANGED})
     links = [ChartLink(f"{cid}: charts", f"../{case_page(cid)}") for cid in changed[:MAX_CASE_LINKS]]
     if not links:  # nothing changed: the first cases it measured
         measured = sorted(r.case_id for r in run.results)
         links = [ChartLink(f"{cid}: charts", f"../{case_page(cid)}") for cid in measured[:MAX_CASE_LINKS]]
-    return markdown_to_html(render_markdown(scrubber.gate(gate), links, run=scrubber.run(run)))
+    return markdown_to_html(render_markdown(gate, links, run=run))
 
 
 def markdown_to_html(text: str) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfgate.atomic import make_dir
 from perfgate.config.settings import Settings
 from perfgate.errors import PerfgateError
 from perfgate.report.site.build import MARKER, SiteBuild, SiteOptions
@@ -53,12 +54,15 @@ def write_site(
     options = options or SiteOptions()
     out_dir = Path(out_dir)
     _check_target(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    make_dir(out_dir.parent, f"--html {out_dir}")
     project = project or project_for(settings.rootdir, settings.repo_url)
     key = build_key(_key_parts(settings, options, project), _baseline_files(settings))
     previous = read_manifest(out_dir) if (out_dir / MARKER).is_file() else None
     changes = changes_since(store, previous, key)
-    build = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        build = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    except OSError as err:  # /proc, a read-only file system
+        raise PerfgateError(f"perfgate: --html {out_dir}: cannot write a site there: {err.strerror or err}") from err
     try:
         if not changes.full:
             _link_copy(out_dir, build)
