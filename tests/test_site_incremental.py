@@ -110,3 +110,33 @@ def test_what_the_manifest_cannot_vouch_for_is_a_full_build(
     assert not (site / run_page(2)).exists()
     (site / MANIFEST).write_text("{not json", encoding="utf-8")
     assert "full build (no earlier build)" in build(tmp_path, history, "site", capsys)
+
+
+def test_no_secret_reaches_the_new_pages_or_the_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A secret value in case ids, a branch and an A/B comparison: masked in every file of the site, the
+    compare data, the A/B pages and the manifest included (they are published with it)."""
+    from dataclasses import replace
+
+    from perfgate.model import RunKind
+    from tests.site_showcase import ENV
+
+    secret = "s3cr3t-value-0123456789"
+    monkeypatch.setenv("DEPLOY_TOKEN", secret)
+    db = tmp_path / "h.db"
+    cases = {f"t.py::test_x[{secret}]": 1.0, "t.py::plain": 2.0}
+    with open_store(db) as store:
+        for i in range(8):
+            run = make_run({c: noisy(t * (1.5 if i >= 4 else 1), n=20, seed=i) for c, t in cases.items()}, env=ENV)
+            store.save_run(replace(run, info=replace(run.info, git_branch=f"feature/{secret}", run_uid=f"r{i}")))
+        for kind in (RunKind.AB_BASE, RunKind.AB_HEAD):
+            run = make_run({c: noisy(t, n=20) for c, t in cases.items()}, env=ENV)
+            store.save_run(replace(run, info=replace(run.info, kind=kind, ab_pair="pair-1", run_uid=kind.value)))
+    out = tmp_path / "site"
+    assert main(["report", "--html", str(out), "--db", str(db), "--rootdir", str(tmp_path)]) == 0
+    published = files(out)
+    assert {"compare.html", "ab.html", "regressions.html", MANIFEST, "data/run-1.js"} <= set(published)
+    assert [name for name, data in published.items() if secret.encode() in data] == []
+    pair_page = next(name for name in published if name.startswith("ab/"))
+    assert b"t.py::test_x[***" in published["data/run-1.js"] and b"t.py::test_x[***" in published[pair_page]
