@@ -277,3 +277,13 @@ def test_summary_emoji_become_css_marks_outside_tags_only() -> None:
     assert not EMOJI.search(out.replace('title="\U0001f534 x"', ""))
     assert '<span class="mark badge bad" role="img" aria-label="failed" title="failed">FAIL</span>' in out
     assert '<span class="mark dot bad"' in out and 'title="\U0001f534 x"' in out  # an attribute is left whole
+
+
+def test_an_unusable_repo_url_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "h.db"
+    open_store(db).close()
+    argv = ["report", "--html", str(tmp_path / "site"), "--db", str(db), "--rootdir", str(tmp_path)]
+    assert main([*argv, "--repo-url", "https://user:token@github.com/o/r"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not a repository's web address" in err and "token" not in err
+    assert not (tmp_path / "site").exists()
