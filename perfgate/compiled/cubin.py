@@ -290,8 +290,9 @@ def code_shas(cubin: bytes) -> dict[str, str]:
 
 
 def cubin_sm(cubin: bytes) -> str:
-    """The architecture ("sm_90") from a cubin's ELF flags ("" for what is not a cubin): the SM number is the flags' low byte up to
-    ELF ABI version 7, their second byte from version 8 (CUDA 12.8 on). Architecture suffixes are not read."""
+    """The architecture ("sm_90") from a cubin's ELF flags ("" for what is not a cubin): the SM number is the
+    flags' low byte up to ELF ABI version 7, their second byte from version 8 (CUDA 12.8 on). Architecture
+    suffixes are not read."""
     if len(cubin) < 0x34 or cubin[:4] != b"\x7fELF" or cubin[4] != 2:
         return ""
     (flags,) = struct.unpack_from("<I", cubin, 0x30)
