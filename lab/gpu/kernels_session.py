@@ -142,6 +142,8 @@ def step_cold(limit_s: float) -> None:
     say(f"cold: {phase_line(text) or 'no phase line (see cold.log)'}")
     counts = compiled_counts(Path(env["TRITON_CACHE_DIR"]))
     say("cold: Triton compiled " + ", ".join(f"{k} x{n}" for k, n in sorted(counts.items())))
+    if (lab.LOGS / "cold.json").is_file():
+        say(recording_line(lab.LOGS / "cold.json"))
 
 
 def step_warm(limit_s: float) -> None:
@@ -176,7 +178,6 @@ def list_compiled(results: Path) -> None:
     say(f"the suite's kernels as {results.name} recorded them:")
     suite = {c["case_id"]: c.get("compiled") for c in doc.get("cases", [])}
     (COMPILED_OUT / "h100_suite_compiled.json").write_text(json.dumps(suite, indent=1, sort_keys=True) + "\n")
-    phases = {c["case_id"]: dict(c.get("phases_s") or []) for c in doc.get("cases", [])}
     for cid, rec in suite.items():
         for k in (rec or {}).get("kernels", []):
             occ = k.get("occupancy") or {}
@@ -189,8 +190,19 @@ def list_compiled(results: Path) -> None:
             )
         for note in (rec or {}).get("notes", []):
             say(f"  {cid.split('::')[-1]}: note: {note}")
-    recording = ", ".join(f"{c.split('::')[-1]} {p.get('compiled kernels', 0):.3f}" for c, p in phases.items())
-    say(f"{results.stem}: compiled-kernel recording per case (s): {recording}")
+    say(recording_line(results))
+
+
+def recording_line(results: Path) -> str:
+    """Each case's compiled-kernel recording time (s), the profiler's part for a CUDA module after a '+'."""
+    doc = json.loads(results.read_text())
+    parts = []
+    for case in doc.get("cases", []):
+        spent = dict(case.get("phases_s") or [])
+        launches = spent.get("CUDA module launches (profiler)")
+        extra = f" + {launches:.2f} profiler" if launches else ""
+        parts.append(f"{case['case_id'].split('::')[-1]} {spent.get('compiled kernels', 0):.2f}{extra}")
+    return f"{results.stem}: compiled-kernel recording per case (s): {', '.join(parts)}"
 
 
 def step_crosscheck(limit_s: float) -> None:
