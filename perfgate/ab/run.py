@@ -256,7 +256,8 @@ def _compared(
         label, stated = setup.base.label, s.accept_baseline_change
         own += tuple(selection_findings(req.invocation_dir, setup.base.path / setup.here, label, stated))
         base_dir = setup.base.path / relative_in(s.baseline_dir, setup.head.path)
-        own += tuple(baseline_findings(s.baseline_dir, base_dir, label, stated))
+        if setup.anchor is None:  # an anchor's base predates its baseline by construction: calibrating wrote it
+            own += tuple(baseline_findings(s.baseline_dir, base_dir, label, stated))
     info = AbInfo(
         setup.base.label,
         setup.head.label,
@@ -268,6 +269,7 @@ def _compared(
         base_commit=base.info.git_commit,
         base_run_uid=base.info.run_uid,
         base_code=tuple((r.case_id, r.code) for r in base.results),
+        anchor=setup.anchor.label if setup.anchor else "",
     )
     return Compared(
         head,
@@ -401,7 +403,9 @@ def _runs(measured: _Measured, setup: Setup, req: AbRequest, started: str) -> tu
         cmp.head_results,
     )
     base = SideFacts(setup.base.commit, False, base_env, tuple(m.unmeasured.get(Side.BASE, ())), cmp.base_results)
-    return side_runs(head, base, how, req.ref, started, req.settings.measure.max_samples)
+    anchor = setup.anchor
+    ref = f"anchor: {anchor.label}" if anchor else req.ref
+    return side_runs(head, base, how, ref, started, req.settings.measure.max_samples, anchor=anchor is not None)
 
 
 def _update_aa(setup: Setup, cmp: AbComparison, m: Measurement, messages: list[str]) -> None:
