@@ -205,3 +205,32 @@ def test_ab_needs_a_ref_or_anchor_not_both(argv, capsys):
         main(argv)
     assert exit_.value.code == 2
     assert "name the base: a REF, or --anchor" in capsys.readouterr().err
+
+
+def test_a_calibration_on_a_tree_with_uncommitted_changes_is_recorded_and_said(project, tmp_path):
+    from perfgate.baseline.write import calibrated_baseline, render_baseline
+    from perfgate.config.settings import Settings
+    from tests.helpers import make_run, noisy
+
+    clean = [make_run({A: noisy(1.0, seed=i)}) for i in range(3)]
+    dirty = [*clean[:2], replace(clean[2], info=replace(clean[2].info, git_dirty=True))]
+    settings = Settings(enabled=True)
+    assert '"dirty"' not in render_baseline(calibrated_baseline(None, clean, tmp_path / "b.json", "me", "r", settings))
+    text = render_baseline(calibrated_baseline(None, dirty, tmp_path / "b.json", "me", "r", settings))
+    assert '"dirty": true' in text
+    repo, anchor = project
+    write_baseline(repo, [{**calibrated(anchor), "dirty": True}])
+    said = "\n".join(run_ab(anchor_request(repo, tmp_path)).messages)
+    assert f"the calibration ran on a tree with uncommitted changes: commit {anchor[:12]} is not exactly" in said
+
+
+def test_the_calibration_an_anchor_needs_outlives_the_update_log_trim():
+    from perfgate.baseline import MAX_UPDATES_KEPT, Update
+    from perfgate.baseline.write import kept_updates
+
+    calibration = Update("2026-01-01", "ci", "a" * 40, "calibrate", 2, calibrated_runs=6)
+    later = tuple(Update(f"2026-02-{i:02d}", "x", "b" * 40, f"update {i}", 1) for i in range(1, 26))
+    kept = kept_updates((calibration, *later))
+    assert len(kept) == MAX_UPDATES_KEPT and kept[0] == calibration and kept[-1] == later[-1]
+    recalibrated = Update("2026-03-01", "ci", "c" * 40, "calibrate", 2, calibrated_runs=6)
+    assert kept_updates((calibration, *later, recalibrated))[0] == later[-(MAX_UPDATES_KEPT - 1)]  # plain trim

@@ -29,6 +29,7 @@ class Anchor:
     calibrated_at: str  # ISO 8601 UTC, from the baseline's update log
     calibrated_runs: int  # the calibration's fresh processes
     later_updates: int  # updates of the baseline after it (their cases' numbers come from other commits)
+    dirty: bool = False  # the calibration's tree had uncommitted changes
 
     @property
     def label(self) -> str:
@@ -76,7 +77,7 @@ def resolve_anchor(settings: Settings, repo: Path) -> Anchor:
             "perfgate calibrate with a commit): calibrate it in a git checkout to anchor it"
         )
     later = len(baseline.updates) - 1 - baseline.updates.index(update)
-    anchor = Anchor(path, update.commit.strip(), update.at, update.calibrated_runs, later)
+    anchor = Anchor(path, update.commit.strip(), update.at, update.calibrated_runs, later, update.dirty)
     _check_present(repo, anchor)
     return anchor
 
@@ -125,6 +126,11 @@ def anchor_lines(anchor: Anchor, repo: Path, head_commit: str) -> list[str]:
         f"(calibrated {anchor.calibrated_at} from {anchor.calibrated_runs} processes{since}): each ratio is "
         "the case's cumulative change since, machine and driver drift cancelled"
     ]
+    if anchor.dirty:
+        lines.append(
+            f"perfgate: anchor: the calibration ran on a tree with uncommitted changes: commit {anchor.commit[:12]} "
+            "is not exactly the code it measured (calibrate from a clean checkout)"
+        )
     if anchor.later_updates:
         lines.append(
             f"perfgate: anchor: {anchor.later_updates} later update(s) of {anchor.baseline_path.name} changed cases "
