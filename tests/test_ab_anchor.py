@@ -83,6 +83,7 @@ def test_the_report_says_the_ratios_are_the_cumulative_change_since_the_calibrat
     row_b = next(line for line in outcome.terminal if line.lstrip().startswith(B))
     assert "1.30" in row_a and "REGRESSED" in row_a  # the ratio with its interval, the call
     assert "1.00" in row_b and "unchanged" in row_b
+    assert f"perfgate bisect {anchor[:12]} HEAD -k 'a'" in said  # the commit that did it, found by one command
     # the baseline was written by the calibration, after its commit: an anchor run's base never holds it
     assert "baseline changed since the base ref" not in said
 

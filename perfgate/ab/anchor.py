@@ -10,6 +10,7 @@ as an anchor run (store/ab_pairs.py lists them over time). docs/anchor.md says w
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,3 +138,14 @@ def anchor_lines(anchor: Anchor, repo: Path, head_commit: str) -> list[str]:
             "without calibrating: their accepted changes show here as changes since the anchor"
         )
     return lines
+
+
+def bisect_hint(anchor: Anchor, regressed: Iterable[str]) -> list[str]:
+    """After an anchor run that called cases regressed: the command that finds the commit (one line)."""
+    tests = sorted({case_id.split("::")[-1].split("[", 1)[0] for case_id in regressed})
+    if not tests:
+        return []
+    return [
+        f"perfgate: anchor: {len(tests)} test(s) slower since the calibration; the commit that did it: "
+        f"perfgate bisect {anchor.commit[:12]} HEAD -k '{' or '.join(tests)}'"
+    ]

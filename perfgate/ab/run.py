@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfgate.ab import aa as aa_cache
+from perfgate.ab.anchor import bisect_hint
 from perfgate.ab.compare import (
     CALLS,
     AbComparison,
@@ -43,7 +44,7 @@ from perfgate.ab.verdict import RatioDecision
 from perfgate.ab.workers import PytestLauncher
 from perfgate.ab.worktree import Tree, discard, verify
 from perfgate.config.settings import Settings
-from perfgate.model import CaseResult, Environment, Finding, FindingKind, GateResult, Run
+from perfgate.model import CaseResult, Environment, Finding, FindingKind, GateResult, Run, Verdict
 from perfgate.report.ab import AbInfo, AbView, cost_line
 from perfgate.report.progress import Progress
 
@@ -107,6 +108,9 @@ def run_ab(req: AbRequest) -> AbOutcome:
         if req.publish and m.failure is None and not measured.tampered:  # its cache went with the worktree
             _update_aa(setup, measured.cmp, m, messages)
     messages += done.messages
+    if setup.anchor is not None:
+        regressed = (cid for (cid, _), d in measured.cmp.decisions.items() if d.verdict is Verdict.REGRESSED)
+        messages += bisect_hint(setup.anchor, regressed)
     total = costs.total()
     messages.append(cost_line(total))
     head_failed = m.exitstatus.get(Side.HEAD, 0) not in (0, 5) and m.failure is None
