@@ -15,9 +15,9 @@ import pytest
 from perfgate.ab.anchor import calibration_update, resolve_anchor
 from perfgate.ab.protocol import AbError
 from perfgate.ab.run import run_ab
-from perfgate.ab.verdict import Verdict
 from perfgate.baseline import load_baseline
 from perfgate.cli import main
+from perfgate.model import Verdict
 from perfgate.store import open_store
 from perfgate.store.ab_pairs import ab_comparisons
 from tests.ab_repo import cases, commit, git, make_repo, request

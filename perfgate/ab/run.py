@@ -40,10 +40,10 @@ from perfgate.ab.provenance import changed_paths, judge, located
 from perfgate.ab.runs import SideFacts, side_runs
 from perfgate.ab.setup import AbRequest, Setup, relative_in, setup_run, worker_specs
 from perfgate.ab.trace import round_trace
-from perfgate.ab.verdict import RatioDecision
 from perfgate.ab.workers import PytestLauncher
 from perfgate.ab.worktree import Tree, discard, verify
 from perfgate.config.settings import Settings
+from perfgate.gate.ratio import RatioDecision
 from perfgate.model import CaseResult, Environment, Finding, FindingKind, GateResult, Run, Verdict
 from perfgate.report.ab import AbInfo, AbView, cost_line
 from perfgate.report.progress import Progress
@@ -221,8 +221,8 @@ def _measure(req: AbRequest, setup: Setup, costs: _Costs, messages: list[str], p
     if m.failure is None and s.ab_fresh_pair and _called(cmp):
         with costs.phase("fresh pair"):
             fresh, fresh_failed = _fresh_pair(req, setup, cmp, m, log_dir, messages, progress)
-        if fresh is not None:
-            again = {c.case_id: c for c in fresh.cases if c.paired}
+        if fresh is not None or fresh_failed:  # a failed fresh pair measured nothing: calls judged on one pair
+            again = {c.case_id: c for c in fresh.cases if c.paired} if fresh is not None else {}
             with costs.phase("verdicts"):
                 cmp = compare_ab(m, cached, setup.rule, results, s.fail_on_profile_error, again, incomparable)
     cmp, tampered = _untouched(cmp, setup, req, messages)
@@ -425,6 +425,7 @@ def _update_aa(setup: Setup, cmp: AbComparison, m: Measurement, messages: list[s
         tuple(base_args),
         {k: dict(v) for k, v in cmp.aa_measured.items()},
         {k: tuple(v) for k, v in base_cases.items()},
+        m.shared,
     )
     try:
         aa_cache.write_cache(aa_cache.with_entry(setup.cache, entry))

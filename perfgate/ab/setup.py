@@ -92,9 +92,9 @@ def setup_run(req: AbRequest, messages: list[str]) -> Setup:
         seed=seed,
         skip_same_code=s.ab_skip_same_code and s.compiled_kernels,
     )
-    rule = AbRule(s.false_alarm_pct, s.min_effect_pct, plan.stages, s.strict, static_rule(s))
-    covered = cache.covering(base_args) if base_args is not None else None
+    rule = AbRule(s.false_alarm_pct, s.min_effect_pct, plan.stages, s.strict, static_rule(s), s.ab_fresh_pair)
     sharing = decide_sharing(s.ab_process, (("base", base.path), ("head", head.path)))
+    covered = cache.covering(base_args, sharing.shared) if base_args is not None else None
     messages.append(f"perfgate: A/B: {sharing.why}")
     root = relative_in(s.rootdir, repo)
     return Setup(head, base, here, root, base_args, cache, covered, plan, rule, sharing.shared, repo, anchor)

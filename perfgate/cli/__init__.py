@@ -362,7 +362,7 @@ def _report_parser(sub: Any) -> None:
         "write the history as a static HTML dashboard (reads only)",
         ("perfgate report --html site/", "perfgate report --html site/ --db runner.db --summaries 20"),
     )
-    _settings_options(r, "db_path", "baseline_dir")
+    _settings_options(r, "db_path", "baseline_dir", "repo_url")
     r.add_argument(
         "--html",
         type=Path,

@@ -293,6 +293,15 @@ OPTIONS: tuple[Option, ...] = (
         flag="--perfgate-site-url",
         metavar="URL",
     ),
+    Option(
+        "repo_url",
+        "the repository's web address (https://github.com/OWNER/REPO): the dashboard links commits to it "
+        "(default: GITHUB_SERVER_URL/GITHUB_REPOSITORY in Actions, else the git remote `origin`)",
+        v.text,
+        key="repo_url",
+        cli="--repo-url",
+        metavar="URL",
+    ),
     # --- the decision -----------------------------------------------------------------------------------
     Option(
         "threshold_pct",

@@ -126,6 +126,7 @@ class Settings:
     publish_host: bool = False  # hostname and absolute paths in published outputs (opt-in)
     chart_url: str = ""  # where the charts are published (links in a job summary need absolute URLs)
     site_url: str = ""  # where `perfgate report --html` is published: the summary links to the case pages
+    repo_url: str = ""  # the repository's web address: the dashboard's commit links ("" = detected)
     base: str = ""  # A/B mode: the git ref measured side by side with the head ("" = baseline mode)
     ab_fresh_pair: bool = True  # A/B mode: a call must be repeated by a fresh pair of processes
     ab_process: AbProcess = AbProcess.AUTO  # A/B mode: both trees in one process, or one each
