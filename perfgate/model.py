@@ -398,6 +398,7 @@ class RunInfo:
     unmeasured: tuple[UnmeasuredTest, ...] = ()
     kind: RunKind | None = RunKind.GATE  # None: stored before run kinds were recorded
     ab_pair: str = ""  # A/B mode: the identity both sides of one comparison share ("" for any other run)
+    ab_anchor: bool = False  # A/B mode against the baseline's calibration commit (perfgate ab --anchor)
 
 
 @dataclass(frozen=True)

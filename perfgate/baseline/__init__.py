@@ -104,6 +104,7 @@ class Update:
     reason: str
     cases: int
     calibrated_runs: int = 0  # > 0: written by `perfgate calibrate` from this many processes
+    dirty: bool = False  # the tree had uncommitted changes: `commit` is not exactly the code measured
 
 
 @dataclass(frozen=True)
@@ -436,6 +437,13 @@ def _update(path: Path, i: int, u: Any) -> Update:
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= INT64_MAX:
             raise BaselineError(path, f'{where}: "{key}" must be an integer in [0, 2**63)')
         counts[key] = v
+    if not isinstance(u.get("dirty", False), bool):
+        raise BaselineError(path, f'{where}: "dirty" must be true or false')
     return Update(
-        at=u.get("at", ""), by=u.get("by", ""), commit=u.get("commit", ""), reason=u.get("reason", ""), **counts
+        at=u.get("at", ""),
+        by=u.get("by", ""),
+        commit=u.get("commit", ""),
+        reason=u.get("reason", ""),
+        dirty=u.get("dirty", False),
+        **counts,
     )

@@ -189,7 +189,11 @@ def _ab_parsers(sub: Any) -> None:
         sub,
         "ab",
         "measure the head against a base commit side by side on one GPU (A/B mode)",
-        ("perfgate ab main", "perfgate ab origin/main --strict --summary ab.md -- kernels/tests/test_perf.py"),
+        (
+            "perfgate ab main",
+            "perfgate ab origin/main --strict --summary ab.md -- kernels/tests/test_perf.py",
+            "perfgate ab --anchor --summary anchor.md",
+        ),
         description="Check out REF in a cached worktree, run the selected perf tests in a worker per tree "
         "and alternate base and head in short rounds on the same GPU; each case's verdict is "
         "on its head/base ratio (docs/ab.md). Same as `pytest --perfgate --perfgate-base REF`.",
@@ -200,7 +204,13 @@ def _ab_parsers(sub: Any) -> None:
     outputs = [attr for attr in output_options() if by_attr()[attr].cli]  # every output, as in baseline mode
     settings = ("db_path", "store", "baseline_dir", "baseline_file", *outputs, "worktree_dir", "ab_rounds")
     _settings_options(a, *settings, "ab_process", "strict", "ab_skip_same_code")
-    a.add_argument("ref", metavar="REF", help="the base: a branch, tag or commit git knows")
+    a.add_argument("ref", metavar="REF", nargs="?", help="the base: a branch, tag or commit git knows")
+    a.add_argument(
+        "--anchor",
+        action="store_true",
+        help="the base is the commit the baseline was calibrated at: each ratio is the case's cumulative change "
+        "since, machine and driver drift cancelled (docs/anchor.md); no REF",
+    )
     a.add_argument("pytest_args", nargs="*", help="after --: what pytest runs (default: its testpaths)")
     a.add_argument(
         "--seed",
@@ -318,10 +328,10 @@ def _history_parser(sub: Any) -> None:
     h.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
     h.add_argument(
         "--kind",
-        choices=("gate", "calibration", "import", "ab", "all"),
+        choices=("gate", "calibration", "import", "ab", "anchor", "all"),
         default="",
-        help="only runs of this kind: ab lists both sides of A/B comparisons, which are otherwise left out "
-        "(default: every kind but ab)",
+        help="only runs of this kind: ab lists both sides of A/B comparisons, which are otherwise left out, "
+        "anchor those of anchor runs (perfgate ab --anchor) (default: every kind but ab)",
     )
     h.add_argument(
         "--changes",

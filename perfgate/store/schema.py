@@ -13,7 +13,7 @@ refused before anything is read.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 # Version 1, as written by perfgate 0.1.0 through sqlite-utils (read back from a database it created).
 MIGRATION_1 = """
@@ -339,6 +339,13 @@ ALTER TABLE cases ADD COLUMN probed_samples INTEGER;
 ALTER TABLE cases ADD COLUMN confirmation_mcycles TEXT;
 """
 
+# Version 12: anchor runs (perfgate ab --anchor, ab/anchor.py): an A/B comparison whose base is the commit the
+# baseline was calibrated at, so its ratios are each case's cumulative change since; both sides say so (1), so the
+# history lists anchor runs over time. NULL: an earlier run, never an anchor run. Standard SQL (SQLite, PostgreSQL).
+MIGRATION_12 = """
+ALTER TABLE runs ADD COLUMN ab_anchor INTEGER;
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     MIGRATION_1,
     MIGRATION_2,
@@ -351,4 +358,5 @@ MIGRATIONS: tuple[str, ...] = (
     MIGRATION_9,
     MIGRATION_10,
     MIGRATION_11,
+    MIGRATION_12,
 )
