@@ -56,6 +56,7 @@ def case_to_dict(r: CaseResult) -> dict[str, Any]:
     out["autotune"] = [list(p) for p in r.autotune]
     out["thresholds"]["metrics"] = [list(p) for p in r.thresholds.metrics]
     out["extra_info"] = dict(r.extra_info)
+    out["params"] = dict(r.params)
     out["phases_s"] = [list(p) for p in r.phases_s]
     out["compiled"] = compiled_codec.to_dict(r.compiled) if r.compiled is not None else None
     out["code"] = [{**asdict(c), "role": c.role.value} for c in r.code]
@@ -93,6 +94,7 @@ def case_from_dict(d: Any) -> CaseResult:
             calls_per_sample=int(d.get("calls_per_sample", 1)),
             group=str(d.get("group") or ""),
             extra_info=tuple((str(k), v) for k, v in dict(d.get("extra_info") or {}).items()),
+            params=tuple((str(k), v) for k, v in dict(d.get("params") or {}).items()),
             compiled=compiled_codec.from_dict(d["compiled"], "compiled") if d.get("compiled") is not None else None,
             phases_s=tuple((str(k), float(v)) for k, v in d.get("phases_s", ())),
             code=code_from_list(d.get("code") or ()),

@@ -280,6 +280,7 @@ class CaseResult:
     calls_per_sample: int = 1  # calls timed together per sample (host clock loop, pedantic iterations)
     group: str = ""  # pytest-benchmark's `benchmark.group` / marker group
     extra_info: tuple[tuple[str, Any], ...] = ()  # pytest-benchmark's `benchmark.extra_info` (JSON values)
+    params: tuple[tuple[str, Any], ...] = ()  # the test's parameters (pytest-benchmark's `params`; JSON values)
     compiled: CompiledCase | None = None  # the kernels one call launched, as compiled (perfgate/compiled/)
     phases_s: tuple[tuple[str, float], ...] = ()  # where measuring it went (measure/phases.py); not stored
     code: tuple[CodeSource, ...] = ()  # A/B mode: where the code it measured came from (ab/provenance.py)
@@ -397,6 +398,7 @@ class RunInfo:
     unmeasured: tuple[UnmeasuredTest, ...] = ()
     kind: RunKind | None = RunKind.GATE  # None: stored before run kinds were recorded
     ab_pair: str = ""  # A/B mode: the identity both sides of one comparison share ("" for any other run)
+    ab_anchor: bool = False  # A/B mode against the baseline's calibration commit (perfgate ab --anchor)
 
 
 @dataclass(frozen=True)

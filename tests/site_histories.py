@@ -110,7 +110,7 @@ def synthetic_history(db: Path, baseline_dir: Path, cases: int, runs: int, seed:
     import numpy as np
 
     from perfgate.baseline.write import calibrated_baseline, write_baseline
-    from perfgate.gate.decision import DecisionSettings
+    from perfgate.config.settings import Settings
     from perfgate.metrics import PEAK_ALLOCATED
     from perfgate.model import GpuState, Metric
     from perfgate.stats import summarize
@@ -162,5 +162,5 @@ def synthetic_history(db: Path, baseline_dir: Path, cases: int, runs: int, seed:
                 calibration.append(run)
     baseline_dir.mkdir(parents=True, exist_ok=True)
     path = baseline_dir / "nvidia-h100-80gb-hbm3.json"
-    write_baseline(calibrated_baseline(None, calibration, path, "site_bench", "synthetic", DecisionSettings()))
+    write_baseline(calibrated_baseline(None, calibration, path, "site_bench", "synthetic", Settings()))
     return db, baseline_dir

@@ -78,7 +78,7 @@ def assert_no_token_where_pull_request_code_runs(docs: dict[str, dict]) -> None:
 def test_a_self_hosted_gpu_runner_gets_a_labelled_gate_and_a_trusted_report(repo):
     assert init(repo, "--action-ref", REF, "--runner-label", "gpu-h100")[0] == 0
     docs = written(repo)
-    assert set(docs) == {"perfgate", "perfgate-baseline"}
+    assert set(docs) == {"perfgate", "perfgate-baseline", "perfgate-anchor"}
     gate = docs["perfgate"]
     assert _triggers(gate)["pull_request_target"] == {"types": ["labeled", "synchronize"]}
     jobs = gate["jobs"]
@@ -101,7 +101,7 @@ def test_a_github_hosted_runner_gets_plain_pull_request_and_a_workflow_run_repor
     code, out = init(repo, "--action-ref", REF, "--runner-label", "ubuntu-latest")
     assert code == 0 and "GitHub-hosted runner ubuntu-latest" in out
     docs = written(repo)
-    assert set(docs) == {"perfgate", "perfgate-report", "perfgate-baseline"}
+    assert set(docs) == {"perfgate", "perfgate-report", "perfgate-baseline", "perfgate-anchor"}
     gate = docs["perfgate"]
     assert "pull_request" in _triggers(gate) and "pull_request_target" not in _triggers(gate)
     assert gate["jobs"]["gate"]["runs-on"] == "ubuntu-latest"  # not [self-hosted, linux, ubuntu-latest]
@@ -131,6 +131,28 @@ def test_python_is_set_up_before_anything_is_installed_and_the_default_branch_is
             assert not installs or (pythons and pythons[0] < installs[0]), (name, job["name"])
     opened = written(repo)["perfgate-baseline"]["jobs"]["open-pr"]["steps"][-1]
     assert opened["env"]["BASE"] == "master"
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_a_nightly_anchor_run_on_the_default_branch_publishes_the_cumulative_change(repo, variant):
+    """Issue 31, requirement 3: `perfgate ab --anchor` on a schedule (a schedule runs on the default branch only),
+    its whole history checked out (the anchor is an old commit), the default branch's code with a read-only token,
+    the table in the job summary; a GPU runner keeps its history (anchor runs over time), a hosted one stores none."""
+    assert init(repo, "--action-ref", REF, *VARIANTS[variant])[0] == 0
+    doc = written(repo)["perfgate-anchor"]
+    assert _triggers(doc) == {"schedule": [{"cron": "17 3 * * *"}], "workflow_dispatch": {}}
+    assert doc["permissions"] == {}
+    job = doc["jobs"]["anchor"]
+    assert job["permissions"] == {"contents": "read"} and not holds_a_token(job)
+    checkout = job["steps"][0]
+    assert checkout["with"] == {"persist-credentials": False, "ref": "master", "fetch-depth": 0}
+    run = next(s for s in job["steps"] if "perfgate ab" in s.get("run", ""))
+    assert 'python -m perfgate ab --anchor --summary "$GITHUB_STEP_SUMMARY"' in run["run"]
+    assert run["env"] == {"PYTEST_ARGS": "tests/perf"}  # ci init's default selection, as the gate's
+    hosted = variant == "GitHub-hosted"
+    assert job["runs-on"] == ("ubuntu-latest" if hosted else ["self-hosted", "linux", "gpu-h100"])
+    assert ("--no-store" in run["run"]) is hosted
+    assert ('--db "$RUNNER_TOOL_CACHE/perfgate/$GITHUB_REPOSITORY/history.db"' in run["run"]) is not hosted
 
 
 def test_the_default_branch_is_origins_head_when_there_is_one(repo):

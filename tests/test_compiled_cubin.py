@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import re
 import struct
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -153,8 +154,51 @@ def cuobjdump() -> str:
 
 def test_a_recorded_cubin_reads_the_same_through_cuobjdump_as_its_recorded_output():
     tool = cuobjdump()
-    live = only(cb.read_cubin((DATA / "spill_maxreg32.cubin").read_bytes(), tool))
-    assert live == only(cb.kernels_of(dump("spill_maxreg32"), True))
+    data = (DATA / "spill_maxreg32.cubin").read_bytes()
+    live = only(cb.read_cubin(data, tool))
+    recorded = only(cb.kernels_of(dump("spill_maxreg32"), True))
+    assert live == replace(recorded, sass_sha=cb.code_shas(data)["spill_kernel"])
+
+
+def disassembled(monkeypatch, tool: str) -> list[str]:
+    runs: list[str] = []
+    real = cb.run_tool
+
+    def counted(argv, *args, **kwargs):
+        runs.append(" ".join(argv[1:-1]))
+        return real(argv, *args, **kwargs)
+
+    monkeypatch.setattr(cb, "run_tool", counted)
+    return runs
+
+
+def test_a_cubin_without_local_memory_is_never_disassembled(monkeypatch):
+    """nvdisasm's start costs ~0.4 s of CPU per cubin: spills live in local memory, so a cubin without any is
+    read from its resource usage and its bytes alone, with the same facts."""
+    tool = cuobjdump()
+    runs = disassembled(monkeypatch, tool)
+    data = (DATA / "spill.cubin").read_bytes()
+    live = only(cb.read_cubin(data, tool))
+    assert runs == ["--dump-resource-usage"]
+    recorded = only(cb.kernels_of(dump("spill"), True))
+    assert live == replace(recorded, sass_sha=cb.code_shas(data)["spill_kernel"])
+
+
+def test_a_cubin_that_spills_is_disassembled_to_count_its_spill_bytes(monkeypatch):
+    tool = cuobjdump()
+    runs = disassembled(monkeypatch, tool)
+    k = only(cb.read_cubin((DATA / "spill_maxreg32.cubin").read_bytes(), tool))
+    assert runs == ["--dump-resource-usage", "--dump-resource-usage -sass"]
+    assert (k.spill_store_bytes, k.spill_load_bytes) == (564, 608)
+
+
+def test_the_code_hash_is_each_kernels_machine_code_and_its_architecture_comes_from_the_elf_flags():
+    data = (DATA / "rms_norm.sm_90.cubin").read_bytes()
+    hashes = cb.code_shas(data)
+    assert len(hashes) == 6 and len(set(hashes.values())) == 6  # six template instances, six codes
+    free, squeezed = ((DATA / f"{n}.cubin").read_bytes() for n in ("spill", "spill_maxreg32"))
+    assert cb.code_shas(free)["spill_kernel"] != cb.code_shas(squeezed)["spill_kernel"]
+    assert cb.cubin_sm(data) == "sm_90" and cb.cubin_sm(b"not a cubin") == ""
 
 
 def test_a_triton_kernel_compiled_for_sm_90_reads_its_registers_and_no_static_shared_memory():

@@ -20,6 +20,8 @@ from perfgate.compiled.occupancy import LIMITS
 from perfgate.compiled.record import KernelRecorder, Watched
 from perfgate.compiled.records import KernelSource, Limiter
 from perfgate.compiled.triton_kernels import Launch, TritonLaunches, facts, grid_of
+from perfgate.measure.phases import KERNELS, LAUNCHES, Phases
+from tests.manual_clock import ManualClock
 from tests.test_compiled_cubin import DATA, dump, elf
 
 TORCH_TRACE = Path(__file__).parent / "data" / "torch_trace.json"
@@ -208,6 +210,22 @@ def test_a_cuda_module_kernel_gets_the_launch_cupti_saw_and_its_occupancy(tmp_pa
     assert k.occupancy is not None and (k.occupancy.blocks_per_sm, k.occupancy.pct) == (4, 100.0)
     assert [x.name for x in case.kernels if x.source is KernelSource.LIBRARY] == ["aten::contiguous"]
     assert case.notes == ()
+
+
+def test_the_profilers_call_for_a_modules_launches_is_timed_apart_from_the_rest_of_the_record(tmp_path):
+    """A cold gate's phase line says how much of "compiled kernels" was CUPTI's start for a CUDA module."""
+    clock = ManualClock()
+    phases = Phases(lambda: clock.perf_counter_ns() / 1e9)
+
+    def observe(call):
+        clock.sleep(4.0)  # torch.profiler's first start in a process
+        return []
+
+    recorder, so = recorder_with_module(tmp_path, observe)
+    with phases(KERNELS):
+        clock.sleep(0.5)
+        recorder.compiled(watched(so), call=lambda: None, phases=phases)
+    assert phases.items() == ((KERNELS, 0.5), (LAUNCHES, 4.0))
 
 
 def test_without_the_launches_every_kernel_of_the_module_is_recorded_and_the_record_says_why(tmp_path):

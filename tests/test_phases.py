@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from perfgate.measure.phases import FIRST_CALLS, KERNELS, MEMORY, SAMPLES, Phases, phase_line
+from perfgate.measure.phases import FIRST_CALLS, KERNELS, LAUNCHES, MEMORY, SAMPLES, Phases, phase_line
 from tests.helpers import case, noisy
 from tests.manual_clock import ManualClock
 
@@ -21,6 +21,19 @@ def test_a_case_counts_the_seconds_of_each_phase_on_the_clock_it_is_given():
     with phases(KERNELS):
         clock.sleep(0.25)
     assert phases.items() == ((FIRST_CALLS, 40.0), (KERNELS, 0.5), (SAMPLES, 0.5))
+
+
+def test_a_phase_inside_another_is_counted_once_in_its_own_name():
+    clock = ManualClock()
+    phases = Phases(lambda: clock.perf_counter_ns() / 1e9)
+    with phases(KERNELS):
+        clock.sleep(0.25)
+        with phases(LAUNCHES):
+            clock.sleep(4.0)
+        clock.sleep(0.25)
+    with phases(SAMPLES):
+        clock.sleep(0.5)
+    assert phases.items() == ((KERNELS, 0.5), (LAUNCHES, 4.0), (SAMPLES, 0.5))
 
 
 def test_the_line_names_the_slowest_first_calls_and_what_the_tests_themselves_took():

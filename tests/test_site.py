@@ -30,6 +30,13 @@ HOSTILE = (
 )
 
 
+@pytest.fixture(autouse=True)
+def _no_ci_repository(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In GitHub Actions these name the repository the site links commits to; the tests name it themselves."""
+    monkeypatch.delenv("GITHUB_SERVER_URL", raising=False)
+    monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
+
+
 def page_data(path: Path) -> Any:
     text = path.read_text(encoding="utf-8")
     block = re.search(r'<script type="application/json" id="perfgate-data">(.*?)</script>', text, re.S)
@@ -50,7 +57,10 @@ def build(tmp_path: Path, db: Path, baselines: Path | None = None, *extra: str) 
 def recorded_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     tmp = tmp_path_factory.mktemp("recorded")
     db, baselines = recorded_h100_history(tmp / "history.db", tmp / "baselines")
-    return build(tmp, db, baselines), db, baselines
+    with pytest.MonkeyPatch.context() as env:  # what _no_ci_repository does for each test
+        env.delenv("GITHUB_SERVER_URL", raising=False)
+        env.delenv("GITHUB_REPOSITORY", raising=False)
+        return build(tmp, db, baselines), db, baselines
 
 
 def test_recorded_site_has_every_case_with_the_gates_verdict(recorded_site: tuple[Path, Path, Path]) -> None:
@@ -111,7 +121,7 @@ def test_empty_history_is_a_site_that_says_so(tmp_path: Path) -> None:
     db = tmp_path / "h.db"
     open_store(db).close()
     site = build(tmp_path, db)
-    assert page_data(site / "index.html") == {"devices": [], "cases": []}
+    assert page_data(site / "index.html") == {"devices": [], "cases": [], "repo": ""}
     assert "No runs in the history yet" in (site / "index.html").read_text()
 
 
@@ -210,3 +220,70 @@ def test_summary_links_to_the_changed_cases_pages() -> None:
         ("dashboard", "https://o.github.io/r/index.html"),
         ("t.py::slow: history", "https://o.github.io/r/" + case_page("t.py::slow")),
     ]
+
+
+@pytest.mark.parametrize(
+    ("given", "web"),
+    [
+        ("git@github.com:owner/repo.git", "https://github.com/owner/repo"),
+        ("https://github.com/owner/repo.git", "https://github.com/owner/repo"),
+        ("ssh://git@gitlab.example.com/group/repo.git", "https://gitlab.example.com/group/repo"),
+        ("https://github.com/owner/repo/", "https://github.com/owner/repo"),
+        ("https://user:token@github.com/owner/repo", ""),  # credentials never reach a page
+        ("/srv/git/repo.git", ""),
+        ("javascript:alert(1)//github.com/o/r", ""),
+        ("https://github.com/o/r?x=<script>", ""),
+    ],
+)
+def test_the_repository_url_from_a_remote_or_web_address(given: str, web: str) -> None:
+    from perfgate.report.site.project import web_url
+
+    assert web_url(given) == web
+
+
+def test_commit_links_only_for_commit_ids() -> None:
+    from perfgate.report.site.project import commit_url
+
+    assert commit_url("https://github.com/o/r", "0123abcd") == "https://github.com/o/r/commit/0123abcd"
+    assert commit_url("https://github.com/o/r", "c-calibrated") == ""  # a label, not a commit
+    assert commit_url("", "0123abcd") == ""
+
+
+def test_the_project_from_actions_then_the_git_remote_then_its_directory(tmp_path: Path) -> None:
+    import subprocess
+
+    from perfgate.report.site.project import project_for
+
+    actions = {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "acme/kernels"}
+    assert project_for(tmp_path, "", actions).repo_url == "https://github.com/acme/kernels"
+    assert project_for(tmp_path, "", actions).name == "kernels"
+    assert project_for(tmp_path, "https://example.org/x/y", actions).repo_url == "https://example.org/x/y"
+    repo = tmp_path / "checkout"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30)
+    subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", "git@github.com:acme/ops.git"], check=True)
+    assert project_for(repo, "", {}) == project_for(repo, "", {})
+    assert project_for(repo, "", {}).repo_url == "https://github.com/acme/ops"
+    (repo / "pyproject.toml").write_text('[project]\nname = "acme-ops"\n', encoding="utf-8")
+    assert project_for(repo, "", {}).name == "acme-ops"
+    assert project_for(tmp_path, "", {}).name == tmp_path.name and project_for(tmp_path, "", {}).repo_url == ""
+
+
+def test_summary_emoji_become_css_marks_outside_tags_only() -> None:
+    from perfgate.report.site.marks import EMOJI, css_marks
+
+    html = '<p>\u274c gate failed</p><td>\U0001f534 regressed</td><a title="\U0001f534 x">\u26a0\ufe0f</a>'
+    out = css_marks(html)
+    assert not EMOJI.search(out.replace('title="\U0001f534 x"', ""))
+    assert '<span class="mark badge bad" role="img" aria-label="failed" title="failed">FAIL</span>' in out
+    assert '<span class="mark dot bad"' in out and 'title="\U0001f534 x"' in out  # an attribute is left whole
+
+
+def test_an_unusable_repo_url_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "h.db"
+    open_store(db).close()
+    argv = ["report", "--html", str(tmp_path / "site"), "--db", str(db), "--rootdir", str(tmp_path)]
+    assert main([*argv, "--repo-url", "https://user:token@github.com/o/r"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not a repository's web address" in err and "token" not in err
+    assert not (tmp_path / "site").exists()

@@ -110,10 +110,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("browser-site")
     db, baselines = recorded_h100_history(tmp / "history.db", tmp / "baselines")
     out = tmp / "site"
-    assert (
-        main(["report", "--html", str(out), "--db", str(db), "--baseline-dir", str(baselines), "--rootdir", str(tmp)])
-        == 0
-    )
+    argv = ["report", "--html", str(out), "--db", str(db), "--baseline-dir", str(baselines), "--rootdir", str(tmp)]
+    with pytest.MonkeyPatch.context() as env:  # in GitHub Actions these would add commit links to github.com
+        env.delenv("GITHUB_SERVER_URL", raising=False)
+        env.delenv("GITHUB_REPOSITORY", raising=False)
+        assert main(argv) == 0
     return out
 
 
@@ -233,18 +234,22 @@ def test_html_and_markdown_in_names_never_run(browser: Browser, tmp_path: Path) 
     metric = (Metric("launch__registers_per_thread", 32.0, "register/thread", "ncu", HOSTILE[0]),)
     db = one_run_db(tmp_path, {name: [1.0 + i, 1.01 + i, 0.99 + i] for i, name in enumerate(HOSTILE)}, metric)
     out = tmp_path / "site"
+    project = "</title><script>document.title='pwned'</script>"
+    (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "{project}"\n', encoding="utf-8")
     assert main(["report", "--html", str(out), "--db", str(db), "--rootdir", str(tmp_path)]) == 0
     page = browser.open(out / "index.html")
     assert sorted(page.eval_on_selector_all("a.case-link", "as => as.map(a => a.textContent)")) == sorted(HOSTILE)
+    assert page.text_content("#home") == f"{project} performance"
     for name in HOSTILE:
         page = browser.open(out / case_page(name))
         assert page.text_content("h1") == name
-        assert page.title() == f"{name}: perfgate"
+        assert page.title() == f"{name}: {project} performance (perfgate)"
         assert (
             page.eval_on_selector_all("img, script:not([src]):not([type='application/json'])", "els => els.length") == 0
         )
     page = browser.open(out / run_page(1))
-    assert page.title() == "run 1: perfgate" and page.eval_on_selector_all("img", "els => els.length") == 0
+    assert page.title() == f"run 1: {project} performance (perfgate)"
+    assert page.eval_on_selector_all("img", "els => els.length") == 0
     assert "document.title='pwned'" in page.text_content("section.summary")
     assert browser.dialogs == []
 

@@ -25,7 +25,6 @@ import argparse
 import json
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -37,6 +36,7 @@ from ab_lab import (
     LOGS,
     ROOT,
     SCRATCH_ROOT,
+    case_slot,
     check_tools,
     commit,
     env_with,
@@ -45,6 +45,7 @@ from ab_lab import (
     log,
     new_project,
     perfgate_ab,
+    spins,
     write_summary,
 )
 
@@ -54,96 +55,6 @@ SLOTS = ("0", "1", "2a", "2b", "2c", "3")
 LEVEL = {"0": 0.0, "1": 1.0, "2a": 2.0, "2b": 2.0, "2c": 2.0, "3": 3.0}
 SCRATCH = SCRATCH_ROOT / "accuracy"
 TEST = "ab_cases/test_ab_accuracy.py"
-
-
-CALIBRATE = """
-import json, statistics, sys, torch
-sys.path.insert(0, "ab_cases")
-from accuracy_cases import CASES
-names, levels = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-
-def samples(call, reps):
-    pairs = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        flush.zero_()
-        s.record()
-        call()
-        e.record()
-        pairs.append((s, e))
-    torch.cuda.synchronize()
-    return [s.elapsed_time(e) for s, e in pairs]
-
-def flushed_ms(call, reps):
-    return statistics.median(samples(call, reps))
-
-cycles_per_ms = 10_000_000 / flushed_ms(lambda: torch.cuda._sleep(10_000_000), 21)
-
-def wrapped(fn, args, cycles):
-    def call():
-        fn(*args)
-        torch.cuda._sleep(cycles)
-    return call
-
-# A short spin is not additive (a few hundred cycles after a 10 us kernel cost next to nothing, and the
-# events tick in 32 ns): the wrapper with c cycles is measured against the wrapper with 0 cycles,
-# interleaved in chunks (drift cancels), on a grid of c; the ratio made monotone (running maximum) and
-# each level's cycles interpolated where it crosses 1 + level.
-def trimmed_mean(values):
-    values = sorted(values)[: max(1, int(len(values) * 0.95))]
-    return sum(values) / len(values)
-
-def ratio_at(fn, args, cycles, per_chunk, chunks=8):
-    base, spun = [], []
-    for _ in range(chunks):
-        base += samples(wrapped(fn, args, 0), per_chunk)
-        spun += samples(wrapped(fn, args, cycles), per_chunk)
-    return trimmed_mean(spun) / trimmed_mean(base)
-
-out = {}
-for name in names:
-    fn, args, _ = CASES[name]()
-    for _ in range(5):
-        fn(*args)
-    ms = flushed_ms(lambda: fn(*args), 201)
-    top = max(pct for key, pct in levels.items() if key.startswith(name + "-"))
-    guess = max(50, int(top / 100 * ms * cycles_per_ms))  # the top level if spins were additive
-    grid = [int(guess * m) for m in (0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 4, 5, 6, 8)]
-    curve, best = [], 0.0
-    for c in grid:
-        best = max(best, ratio_at(fn, args, c, max(10, min(100, int(1.0 / ms)))) if c else 1.0)
-        curve.append((c, best))
-        if best >= 1 + top / 100 * 1.3:
-            break
-    for key, pct in levels.items():
-        if not key.startswith(name + "-"):
-            continue
-        target = 1 + pct / 100
-        cycles = curve[-1][0]
-        for (c0, r0), (c1, r1) in zip(curve, curve[1:]):
-            if r0 < target <= r1:
-                cycles = int(c0 + (c1 - c0) * (target - r0) / (r1 - r0))
-                break
-        out[key] = {"cycles": cycles, "case_ms": ms, "curve": [[c, round(r, 4)] for c, r in curve]}
-print(json.dumps(out))
-"""
-
-
-def fixed_spins(repo: Path, inject: dict[str, float], names: tuple[str, ...]) -> dict[str, dict]:
-    """Each injected slot's spin in cycles, measured once here (the same spin in every process of every run):
-    the case plus the spin against the case plus a 0-cycle spin, L2 flushed, until the level is reached."""
-    out = subprocess.run(
-        [sys.executable, "-c", CALIBRATE, json.dumps(names), json.dumps(inject)],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    spins = json.loads(out.stdout.strip().splitlines()[-1])
-    log("ab-accuracy: fixed spins " + ", ".join(f"{k} {v['cycles']} cycles" for k, v in sorted(spins.items())))
-    return spins
 
 
 def project(names: tuple[str, ...], fixed_spin: bool = False) -> tuple[Path, str, str, str]:
@@ -162,8 +73,8 @@ def project(names: tuple[str, ...], fixed_spin: bool = False) -> tuple[Path, str
     base = head(repo)
     aa = head(commit(repo, "aa: the same code"))
     inject: dict[str, object] = {f"{case}-{slot}": level for case in names for slot, level in LEVEL.items() if level}
-    if fixed_spin:
-        inject = dict(fixed_spins(repo, inject, names))  # type: ignore[arg-type]
+    if fixed_spin:  # each level's spin in cycles, measured once against the case (spin_calibration.py)
+        inject = dict(spins(repo, "ab_cases", "accuracy_cases", inject))  # type: ignore[arg-type]
     injected = head(commit(repo, "inject 1/2/3%", {"ab_cases/inject.json": json.dumps(inject, indent=1)}))
     return repo, base, aa, injected
 
@@ -215,13 +126,6 @@ def main() -> None:
     write_summary(table)
 
 
-def _case_slot(case_id: str) -> tuple[str, str]:
-    # ab_cases/test_ab_accuracy.py::test_case[cublas_matmul-2a]
-    inner = case_id.rsplit("[", 1)[-1].rstrip("]")
-    case, slot = inner.rsplit("-", 1)
-    return case, slot
-
-
 def score(runs: list[tuple[str, dict]], names: tuple[str, ...]) -> list[str]:
     aa: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))  # case -> metric -> alarms
     caught: dict[str, dict[float, list[bool]]] = defaultdict(lambda: defaultdict(list))
@@ -232,7 +136,7 @@ def score(runs: list[tuple[str, dict]], names: tuple[str, ...]) -> list[str]:
         rows: dict[tuple[str, str], dict] = defaultdict(dict)
         for c in doc["comparisons"]:
             if c["metric"] in ("median_ms", "speedup") and c.get("threshold_pct") is not None:
-                case, slot = _case_slot(c["case_id"])
+                case, slot = case_slot(c["case_id"])
                 rows[(case, slot)][c["metric"]] = c
         for (case, slot), metrics in rows.items():
             level = LEVEL[slot] if kind == "inject" else 0.0
@@ -289,7 +193,7 @@ def aa_offsets(names: tuple[str, ...]) -> list[str]:
     per_case: dict[str, list[float]] = defaultdict(list)
     for case_id, metrics in entry["cases"].items():
         if "median_ms" in metrics:
-            per_case[_case_slot(case_id)[0]].append(100 * metrics["median_ms"]["mean_log"])
+            per_case[case_slot(case_id)[0]].append(100 * metrics["median_ms"]["mean_log"])
     lines = ["", "| case | A/A offset between two base processes (%, per slot) |", "|---|---|"]
     lines += [f"| {c} | " + ", ".join(f"{v:+.2f}" for v in per_case[c]) + " |" for c in names if per_case[c]]
     return lines

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -85,19 +86,29 @@ def head(repo: Path) -> str:
 
 
 def timed(name: str, argv: list[str], cwd: Path, env: dict[str, str], limit_s: float) -> tuple[int, float, str]:
-    """Run argv, keep its output in $OUT/<name>.log; (exit status, wall seconds, output)."""
+    """Run argv, keep its output in $OUT/<name>.log; (exit status, wall seconds, output). Past `limit_s` it is
+    interrupted (SIGINT: perfgate ab stops its workers, which lead their own sessions and would otherwise go
+    on holding the GPU), and 20 s later its process group is killed: status 124."""
     started = time.monotonic()
-    try:
-        proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=limit_s)
-        code, text = proc.returncode, proc.stdout + proc.stderr
-    except subprocess.TimeoutExpired as err:
-        code = 124
-        text = (err.stdout or b"").decode(errors="replace") if isinstance(err.stdout, bytes) else (err.stdout or "")
+    with subprocess.Popen(
+        argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    ) as proc:
+        try:
+            text, _ = proc.communicate(timeout=max(1.0, limit_s))
+            code = proc.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGINT)
+            try:
+                text, _ = proc.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                text, _ = proc.communicate()
+            code = 124
     wall = time.monotonic() - started
-    (LOGS / f"{name}.log").write_text(text)
+    (LOGS / f"{name}.log").write_text(text or "")
     log(f"{name}: exit {code}, {wall:.1f} s")
     archive()
-    return code, wall, text
+    return code, wall, text or ""
 
 
 def perfgate_ab(
@@ -136,6 +147,30 @@ def perfgate_ab(
             log(f"  {line}")
     doc = json.loads(out_json.read_text()) if out_json.is_file() else {}
     return code, wall, doc
+
+
+def spins(repo: Path, cases_dir: str, module: str, levels: dict[str, float], host: bool = False) -> dict[str, dict]:
+    """Each injected slot's spin, measured once in the project against the case itself (spin_calibration.py):
+    {"<case>-<slot>": {"cycles" or "seconds", "case_ms", "measured_pct", "curve"}}."""
+    names = sorted({key.rsplit("-", 1)[0] for key in levels})
+    argv = [sys.executable, str(Path(__file__).with_name("spin_calibration.py")), cases_dir, module]
+    argv += [json.dumps(names), json.dumps(levels), *(["--host"] if host else [])]
+    out = subprocess.run(argv, cwd=repo, capture_output=True, text=True, timeout=300, check=False)
+    (LOGS / "calibrate.log").write_text(out.stdout + out.stderr)
+    if out.returncode != 0:
+        raise SystemExit(f"lab: the spin calibration failed (exit {out.returncode}): {out.stderr[-2000:]}")
+    found: dict[str, dict] = json.loads(out.stdout.strip().splitlines()[-1])
+    for key, e in sorted(found.items()):
+        size = f"{e['cycles']} cycles" if "cycles" in e else f"{1e6 * e['seconds']:.1f} us"
+        log(f"lab: spin {key}: {size} after {1000 * e['case_ms']:.1f} us: measured {e['measured_pct']:+.2f}%")
+    return found
+
+
+def case_slot(case_id: str) -> tuple[str, str]:
+    """`ab_cases/test_x.py::test_case[cublas_matmul-2a]` -> ("cublas_matmul", "2a")."""
+    inner = case_id.rsplit("[", 1)[-1].rstrip("]")
+    case, slot = inner.rsplit("-", 1)
+    return case, slot
 
 
 def env_with(**values: str) -> dict[str, str]:

@@ -10,9 +10,9 @@ The data flow, one module each:
     schedule.py   which cases pair up across the trees, and the order of the sides in each round
     coordinator.py the rounds: base, head (and a second base process for the A/A) in turn, per case
     pairs.py      one pair of workers (and the A/A twin) started, walked through their tests, stopped
-    verdict.py    per-round ratios -> the ratio's interval, what the case can detect, the verdict
     host/         the shared host: every side in one process (sharing, the baton, what it hands over)
-    compare.py    the rounds -> comparison rows (head against base)
+    compare.py    the rounds -> comparison rows (head against base): per case, the ratio verdict
+                  (perfgate/gate/ratio.py, beside the other decision rules) and the other metrics
     findings.py   what only A/B finds, and each ratio's pairs of processes for the ceiling
     parity.py     what strict A/B holds the pull request to: the base's allow_missing, its configuration
     aa.py         the A/A measurement (base against itself), cached per GPU model and base commit

@@ -1,7 +1,7 @@
 """What the rounds say: per case, head against base -> comparison rows and findings (pure).
 
 Time and, for cases timed against a reference in both trees, the speedup are judged on their per-round
-ratios (verdict.py), each one of the run's m gated comparisons sharing the false-alarm budget. Peak memory
+ratios (gate/ratio.py), each one of the run's m gated comparisons sharing the false-alarm budget. Peak memory
 is compared head against base like any counter (the catalogue's tolerance). A case one tree lacks is new
 (head only) or removed (base only); a case whose first calls or output check failed on one side is not
 comparable, with that side and the cause.
@@ -18,9 +18,17 @@ from perfgate.ab.aa import AaCases
 from perfgate.ab.coordinator import CaseRounds, Measurement
 from perfgate.ab.findings import ab_findings
 from perfgate.ab.protocol import RoundSamples, Side
-from perfgate.ab.verdict import MIN_ROUNDS, AaNoise, RatioDecision, RatioRule, decide_ratio, with_fresh_pair
 from perfgate.baseline.write import case_from_result
 from perfgate.gate.compare import compare_metrics
+from perfgate.gate.ratio import (
+    MIN_ROUNDS,
+    AaNoise,
+    RatioDecision,
+    RatioRule,
+    decide_ratio,
+    on_one_pair,
+    with_fresh_pair,
+)
 from perfgate.gate.static import StaticRule, compare_compiled, is_static
 from perfgate.metrics import SPEEDUP_METRIC, STATIC_LAUNCHED, TIME_METRIC
 from perfgate.model import (
@@ -43,10 +51,17 @@ class AbRule:
     stages: int = 3  # 1 + confirmation stages
     strict: bool = False
     static: StaticRule = StaticRule()  # the static gate, head against base (gate/static.py)
+    fresh_pair: bool = True  # a call is measured again by a fresh pair of processes (`ab_fresh_pair`)
 
-    def for_comparisons(self, m: int) -> RatioRule:
+    def for_comparisons(self, m: int, separate: bool = True) -> RatioRule:
+        """The ratio rule of one of the run's m comparisons; `separate`: base and head ran in processes of
+        their own (False: threads of one shared process), which decides how process offsets are bounded."""
         return RatioRule(
-            alpha=self.false_alarm_pct / 100.0 / max(1, m), stages=self.stages, min_effect_pct=self.min_effect_pct
+            alpha=self.false_alarm_pct / 100.0 / max(1, m),
+            stages=self.stages,
+            min_effect_pct=self.min_effect_pct,
+            separate=separate,
+            fresh_pair=self.fresh_pair,
         )
 
 
@@ -113,11 +128,37 @@ def gated_count(cases: Sequence[CaseRounds]) -> int:
     return sum(has_metric(c, metric) for c in cases for metric in RATIO_METRICS)
 
 
-def decide_case(case: CaseRounds, metric: str, aa: AaNoise | None, rule: RatioRule) -> RatioDecision | None:
+def decide_case(
+    case: CaseRounds, metric: str, aa: AaNoise | None, rule: RatioRule, with_detects: bool = True
+) -> RatioDecision | None:
+    """One pair's decision on this case's rounds (gate/ratio.py); None with too few rounds to judge."""
     stages = ratio_stages(case, metric)
     if not stages or len(stages[0]) < MIN_ROUNDS:
         return None
-    return decide_ratio([s for s in stages if len(s) >= MIN_ROUNDS], aa, rule)
+    return decide_ratio([s for s in stages if len(s) >= MIN_ROUNDS], aa, rule, with_detects)
+
+
+def judge_case(
+    case: CaseRounds,
+    metric: str,
+    cached: AaNoise | None,
+    rule: RatioRule,
+    fresh: Mapping[str, CaseRounds] | None = None,
+) -> RatioDecision | None:
+    """The verdict of one case and metric: the first pair's decision (its own A/A, else the cached one) and,
+    for a call, the fresh pair's (`fresh`: the cases a fresh pair measured; None: none was measured yet, and
+    one will be when `rule.fresh_pair`). A call no fresh pair measured is judged on the first pair alone."""
+    aa = aa_noise(case, metric) or cached
+    decision = decide_case(case, metric, aa, rule)
+    if decision is None or not decision.called:
+        return decision
+    if fresh is None:
+        return decision if rule.fresh_pair else on_one_pair(decision)
+    again = fresh.get(case.case_id)
+    second = None
+    if again is not None and has_metric(again, metric):
+        second = decide_case(again, metric, aa_noise(again, metric), rule)
+    return with_fresh_pair(decision, second) if second is not None else on_one_pair(decision)
 
 
 # --- the whole run --------------------------------------------------------------------------------------
@@ -156,7 +197,7 @@ def compare_ab(
     one not-comparable row instead of its verdicts."""
     results = results if results is not None else side_results(m)
     gated = gated_count(m.cases)
-    ratio_rule = rule.for_comparisons(gated)
+    ratio_rule = rule.for_comparisons(gated, separate=not m.shared)
     rows: list[Comparison] = []
     decisions: dict[tuple[str, str], RatioDecision] = {}
     measured_aa: dict[str, dict[str, AaNoise]] = {}
@@ -172,19 +213,11 @@ def compare_ab(
                 measured_aa.setdefault(case.case_id, {})[metric] = here
             if not has_metric(case, metric):
                 continue
-            aa = here or cached.get(case.case_id, {}).get(metric)
-            decision = decide_case(case, metric, aa, ratio_rule)
-            again = (fresh or {}).get(case.case_id)
-            if fresh is not None and decision is not None and decision.verdict in CALLS:
-                second = None
-                if again is not None and has_metric(again, metric):
-                    second = decide_case(again, metric, aa_noise(again, metric) or aa, ratio_rule)
-                decision = (
-                    with_fresh_pair(decision, second) if second is not None else replace(decision, unrepeated=True)
-                )
+            cached_aa = cached.get(case.case_id, {}).get(metric)
+            decision = judge_case(case, metric, cached_aa, ratio_rule, fresh)
             if decision is not None:
                 decisions[(case.case_id, metric)] = decision
-                rows.append(_ratio_row(case, metric, decision, aa is not None))
+                rows.append(_ratio_row(case, metric, decision, here is not None or cached_aa is not None))
         rows += _other_rows(case, results, unmeasured)
         rows += _compiled_rows(case, results, rule.static)
     head = tuple(r for (side, _), r in results.items() if side is Side.HEAD)
@@ -212,7 +245,7 @@ def _ratio_row(case: CaseRounds, metric: str, d: RatioDecision, with_aa: bool) -
     if d.wild_rounds:
         note += f"; {d.wild_rounds} wild round(s) set aside"
     if d.unrepeated:
-        note += "; the fresh pair of processes could not measure it: the call stands on the first pair"
+        note += "; no fresh pair of processes measured it: judged on the first pair alone"
     if d.fresh is not None and d.first_pct is not None:
         again = "confirmed" if d.verdict in CALLS else "not confirmed"
         note += (
@@ -220,7 +253,7 @@ def _ratio_row(case: CaseRounds, metric: str, d: RatioDecision, with_aa: bool) -
             f"{_worse_word(metric, d.first_pct)}; the ratio is both pairs')"
         )
     if d.process_pct is not None:
-        note += f"; the base's two processes differ by {d.process_pct:.2f}% (process noise, in the threshold)"
+        note += f"; process offset {d.process_pct:.2f}% (sd, from {len(d.draws)} draw(s)) in the threshold"
     if metric == TIME_METRIC:
         return Comparison(
             case_id=case.case_id,
@@ -233,8 +266,9 @@ def _ratio_row(case: CaseRounds, metric: str, d: RatioDecision, with_aa: bool) -
             change_pct=d.change_pct,
             ci_low_pct=d.ci_low_pct,
             ci_high_pct=d.ci_high_pct,
-            threshold_pct=d.threshold_pct,
+            threshold_pct=_finite(d.threshold_pct),
             noise_pct=d.noise_pct,
+            detects_pct=d.detects_pct,
             note=note,
         )
     flip = _speedup_change  # the decision's + is "worse": a lower speedup
@@ -251,10 +285,16 @@ def _ratio_row(case: CaseRounds, metric: str, d: RatioDecision, with_aa: bool) -
         change_pct=flip(d.change_pct),
         ci_low_pct=flip(d.ci_high_pct),
         ci_high_pct=flip(d.ci_low_pct),
-        threshold_pct=d.threshold_pct,
+        threshold_pct=_finite(d.threshold_pct),
         noise_pct=d.noise_pct,
+        detects_pct=d.detects_pct,
         note=note,
     )
+
+
+def _finite(pct: float) -> float | None:
+    """A threshold nothing bounds (separate processes, no A/A and no fresh pair) is no number to show."""
+    return pct if math.isfinite(pct) else None
 
 
 def _worse_word(metric: str, worse_pct: float) -> str:

@@ -4,7 +4,7 @@ process), in an order that changes every round (schedule.py). Only one worker to
 the others wait at their case.
 
 A suspect case gets another stage of rounds right away, while both workers still hold its inputs
-(`needs_stage` decides, verdict.py's rule behind it): confirmation by more rounds, no new process.
+(`needs_stage` decides, gate/ratio.py's rule behind it): confirmation by more rounds, no new process.
 
 A fresh pair of processes re-measuring the called cases gets `only_tests`: each worker then runs those
 tests alone (the rest are deselected after collection), not every test body to reach a few cases. Where it
@@ -101,6 +101,7 @@ class Measurement:
     notes: list[str] = field(default_factory=list)
     failure: WorkerFailed | None = None  # base or head stopped answering: what was measured until then
     sharing_ended: str = ""  # a shared host a side broke the contract of: why (measured separately instead)
+    shared: bool = False  # every side in one process (False: a process per side): how offsets are bounded
 
 
 NeedsStage = Callable[[CaseRounds, "Measurement"], bool]  # another stage of rounds for this case?
@@ -368,9 +369,10 @@ class Coordinator:
         per_call = max(case.sides[s].prepared.per_call_ms for s in sides if s is not Side.AA)
         n = self.plan.samples_for(per_call)
         for stage in range(self.plan.stages):
-            in_stage = sides if stage == 0 else [s for s in sides if s is not Side.AA]
+            # the A/A twin, when it measures, stays for every stage: an A/A of as many rounds as the A/B is a
+            # draw of the process offset as precise as the mean it bounds (gate/ratio.py)
             what = "rounds" if stage == 0 else f"confirmation stage {stage}"
-            for k, order in enumerate(round_orders(in_stage, self.plan.rounds, self.rng)):
+            for k, order in enumerate(round_orders(sides, self.plan.rounds, self.rng)):
                 self._tell(f"{case.case_id}: {what}, round {k + 1} of {self.plan.rounds}")
                 case.orders.append(self._one_round(case, order, n, "rounds" if stage == 0 else "confirmation"))
             case.stage_ends.append(len(case.orders))

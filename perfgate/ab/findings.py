@@ -12,8 +12,8 @@ from collections.abc import Iterator, Mapping
 from perfgate.ab.aa import AaCases
 from perfgate.ab.coordinator import Measurement
 from perfgate.ab.protocol import Side
-from perfgate.ab.verdict import AaNoise, RatioDecision
 from perfgate.gate.ceiling import ProcessChanges
+from perfgate.gate.ratio import AaNoise, RatioDecision
 from perfgate.metrics import TIME_METRIC
 from perfgate.model import CaseResult, Finding, FindingKind, GateResult, TestOutcome, Verdict
 

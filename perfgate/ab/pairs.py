@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate.ab import aa as aa_cache
@@ -40,10 +40,19 @@ def measure_pair(
     if not (shared and isinstance(m.failure, SharingEnded)):
         return m
     why = m.failure.why
+    if covered is not None and covered.shared:  # a twin in the shared process shows no separate offset
+        walk, specs = replace(walk, covered=None), _with_twin(specs)
     again = _measure(specs, launcher, log_dir / "separate", plan, rule, walk, False)
     again.sharing_ended = why
     again.notes.insert(0, f"perfgate: A/B: the shared comparison ended ({why}): measured in a process per tree")
     return again
+
+
+def _with_twin(specs: Sequence[WorkerSpec]) -> list[WorkerSpec]:
+    """The specs with an A/A twin (a second base process), when they have none."""
+    if any(spec.side is Side.AA for spec in specs):
+        return list(specs)
+    return [*specs, *(replace(spec, side=Side.AA) for spec in specs if spec.side is Side.BASE)]
 
 
 @dataclass(frozen=True)
@@ -85,7 +94,7 @@ def _measure(
         coordinator = Coordinator(
             workers,
             plan,
-            screen(rule, known),
+            screen(rule, known, shared),
             wants_aa=lambda case_id: case_id not in known,
             base_cases=covered.base_cases if covered is not None else None,
             wanted=walk.wanted,
@@ -93,7 +102,9 @@ def _measure(
             progress=walk.progress,
             label=walk.label,
         )
-        measured = _cut_short(coordinator.run())
+        measured = coordinator.run()
+        measured.shared = shared
+        measured = _cut_short(measured)
         measured.costs_s["start"] += spawned  # starting the processes, before they import and collect
         return measured
     finally:
@@ -117,17 +128,17 @@ def _cut_short(m: Measurement) -> Measurement:
     return m
 
 
-def screen(rule: AbRule, cached: aa_cache.AaCases) -> NeedsStage:
+def screen(rule: AbRule, cached: aa_cache.AaCases, shared: bool = False) -> NeedsStage:
     """Does a case need another stage of rounds? Judged with the run's m not yet known: the head's perf tests
     so far, a count never above the final m, so the screen is never stricter than the verdict."""
 
     def needs_stage(case: CaseRounds, m: Measurement) -> bool:
         tests = max(1, len(m.collected.get(Side.HEAD, ())))
-        ratio_rule = rule.for_comparisons(tests)
+        ratio_rule = rule.for_comparisons(tests, separate=not shared)
         for metric in RATIO_METRICS:
             if has_metric(case, metric):
                 aa = aa_noise(case, metric) or cached.get(case.case_id, {}).get(metric)
-                decision = decide_case(case, metric, aa, ratio_rule)
+                decision = decide_case(case, metric, aa, ratio_rule, with_detects=False)
                 if decision is not None and decision.suspect:
                     return True
         return False

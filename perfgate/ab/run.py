@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfgate.ab import aa as aa_cache
+from perfgate.ab.anchor import bisect_hint
 from perfgate.ab.compare import (
     CALLS,
     AbComparison,
@@ -39,11 +40,11 @@ from perfgate.ab.provenance import changed_paths, judge, located
 from perfgate.ab.runs import SideFacts, side_runs
 from perfgate.ab.setup import AbRequest, Setup, relative_in, setup_run, worker_specs
 from perfgate.ab.trace import round_trace
-from perfgate.ab.verdict import RatioDecision
 from perfgate.ab.workers import PytestLauncher
 from perfgate.ab.worktree import Tree, discard, verify
 from perfgate.config.settings import Settings
-from perfgate.model import CaseResult, Environment, Finding, FindingKind, GateResult, Run
+from perfgate.gate.ratio import RatioDecision
+from perfgate.model import CaseResult, Environment, Finding, FindingKind, GateResult, Run, Verdict
 from perfgate.report.ab import AbInfo, AbView, cost_line
 from perfgate.report.progress import Progress
 
@@ -107,6 +108,9 @@ def run_ab(req: AbRequest) -> AbOutcome:
         if req.publish and m.failure is None and not measured.tampered:  # its cache went with the worktree
             _update_aa(setup, measured.cmp, m, messages)
     messages += done.messages
+    if setup.anchor is not None:
+        regressed = (cid for (cid, _), d in measured.cmp.decisions.items() if d.verdict is Verdict.REGRESSED)
+        messages += bisect_hint(setup.anchor, regressed)
     total = costs.total()
     messages.append(cost_line(total))
     head_failed = m.exitstatus.get(Side.HEAD, 0) not in (0, 5) and m.failure is None
@@ -217,8 +221,8 @@ def _measure(req: AbRequest, setup: Setup, costs: _Costs, messages: list[str], p
     if m.failure is None and s.ab_fresh_pair and _called(cmp):
         with costs.phase("fresh pair"):
             fresh, fresh_failed = _fresh_pair(req, setup, cmp, m, log_dir, messages, progress)
-        if fresh is not None:
-            again = {c.case_id: c for c in fresh.cases if c.paired}
+        if fresh is not None or fresh_failed:  # a failed fresh pair measured nothing: calls judged on one pair
+            again = {c.case_id: c for c in fresh.cases if c.paired} if fresh is not None else {}
             with costs.phase("verdicts"):
                 cmp = compare_ab(m, cached, setup.rule, results, s.fail_on_profile_error, again, incomparable)
     cmp, tampered = _untouched(cmp, setup, req, messages)
@@ -256,7 +260,8 @@ def _compared(
         label, stated = setup.base.label, s.accept_baseline_change
         own += tuple(selection_findings(req.invocation_dir, setup.base.path / setup.here, label, stated))
         base_dir = setup.base.path / relative_in(s.baseline_dir, setup.head.path)
-        own += tuple(baseline_findings(s.baseline_dir, base_dir, label, stated))
+        if setup.anchor is None:  # an anchor's base predates its baseline by construction: calibrating wrote it
+            own += tuple(baseline_findings(s.baseline_dir, base_dir, label, stated))
     info = AbInfo(
         setup.base.label,
         setup.head.label,
@@ -268,6 +273,7 @@ def _compared(
         base_commit=base.info.git_commit,
         base_run_uid=base.info.run_uid,
         base_code=tuple((r.case_id, r.code) for r in base.results),
+        anchor=setup.anchor.label if setup.anchor else "",
     )
     return Compared(
         head,
@@ -401,7 +407,9 @@ def _runs(measured: _Measured, setup: Setup, req: AbRequest, started: str) -> tu
         cmp.head_results,
     )
     base = SideFacts(setup.base.commit, False, base_env, tuple(m.unmeasured.get(Side.BASE, ())), cmp.base_results)
-    return side_runs(head, base, how, req.ref, started, req.settings.measure.max_samples)
+    anchor = setup.anchor
+    ref = f"anchor: {anchor.label}" if anchor else req.ref
+    return side_runs(head, base, how, ref, started, req.settings.measure.max_samples, anchor=anchor is not None)
 
 
 def _update_aa(setup: Setup, cmp: AbComparison, m: Measurement, messages: list[str]) -> None:
@@ -417,6 +425,7 @@ def _update_aa(setup: Setup, cmp: AbComparison, m: Measurement, messages: list[s
         tuple(base_args),
         {k: dict(v) for k, v in cmp.aa_measured.items()},
         {k: tuple(v) for k, v in base_cases.items()},
+        m.shared,
     )
     try:
         aa_cache.write_cache(aa_cache.with_entry(setup.cache, entry))

@@ -28,10 +28,11 @@ class SideFacts:
 
 
 def side_runs(
-    head: SideFacts, base: SideFacts, how: str, ref: str, started_at: str, max_samples: int
+    head: SideFacts, base: SideFacts, how: str, ref: str, started_at: str, max_samples: int, anchor: bool = False
 ) -> tuple[Run, Run]:
     """(head, base) runs of one comparison: kinds, pairing, bounded samples. `how`: the rounds' plan, as
-    each side's profile_settings starts."""
+    each side's profile_settings starts; `anchor`: the base is the baseline's calibration commit (ab/anchor.py),
+    both sides are marked so."""
     from perfgate.measure.environment import command_line, utc_now
 
     pair = uuid.uuid4().hex
@@ -48,6 +49,7 @@ def side_runs(
         unmeasured=head.unmeasured,
         kind=RunKind.AB_HEAD,
         ab_pair=pair,
+        ab_anchor=anchor,
     )
     base_info = replace(
         head_info,

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate.ab import aa as aa_cache
+from perfgate.ab.anchor import Anchor, anchor_lines, resolve_anchor
 from perfgate.ab.compare import AbRule
 from perfgate.ab.coordinator import RoundPlan
 from perfgate.ab.host.sharing import decide as decide_sharing
@@ -36,6 +37,7 @@ class AbRequest:
     seed: int | None = None  # the rounds' order; None: a fresh one per run (recorded with the run)
     progress: Progress | None = None  # None: report/progress.py's display on stderr
     base_check: BaseCheck | None = None  # the project root and [tool.perfgate] against the base (base_ref.py)
+    anchor: bool = False  # the base is the baseline's calibration commit (ab/anchor.py), not `ref`
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ class Setup:
     rule: AbRule
     shared: bool  # every side in one process (perfgate/ab/host/)
     repo: Path  # the checkout perfgate runs in: where the environment's editable installs point
+    anchor: Anchor | None = None  # an anchor run: the calibration the base commit comes from
 
     @property
     def base_first(self) -> bool:
@@ -66,8 +69,11 @@ def setup_run(req: AbRequest, messages: list[str]) -> Setup:
     check_pytest_args(req.pytest_args)
     repo = repository_root(req.invocation_dir)
     here = req.invocation_dir.resolve().relative_to(repo.resolve())
+    anchor = resolve_anchor(s, repo) if req.anchor else None
     head = _head_tree(repo, req, messages)
-    base = checkout(repo, req.ref, s.worktree_dir)
+    base = checkout(repo, anchor.commit if anchor else req.ref, s.worktree_dir)
+    if anchor is not None:
+        messages += anchor_lines(anchor, repo, head.commit)
     messages.append(
         f"perfgate: A/B: base {base.label}: worktree {'reused' if base.reused else 'created'} "
         f"({base.seconds:.1f} s) at {base.path}"
@@ -86,12 +92,12 @@ def setup_run(req: AbRequest, messages: list[str]) -> Setup:
         seed=seed,
         skip_same_code=s.ab_skip_same_code and s.compiled_kernels,
     )
-    rule = AbRule(s.false_alarm_pct, s.min_effect_pct, plan.stages, s.strict, static_rule(s))
-    covered = cache.covering(base_args) if base_args is not None else None
+    rule = AbRule(s.false_alarm_pct, s.min_effect_pct, plan.stages, s.strict, static_rule(s), s.ab_fresh_pair)
     sharing = decide_sharing(s.ab_process, (("base", base.path), ("head", head.path)))
+    covered = cache.covering(base_args, sharing.shared) if base_args is not None else None
     messages.append(f"perfgate: A/B: {sharing.why}")
     root = relative_in(s.rootdir, repo)
-    return Setup(head, base, here, root, base_args, cache, covered, plan, rule, sharing.shared, repo)
+    return Setup(head, base, here, root, base_args, cache, covered, plan, rule, sharing.shared, repo, anchor)
 
 
 def relative_in(path: Path, repo: Path) -> Path:

@@ -68,6 +68,9 @@ class BaselineCase:
     process_mcycles: tuple[float, ...] = ()
     mcycles_noise_pct: float | None = None
     mcycles_threshold_pct: float | None = None
+    # "" when perfgate measured it; else the file it was imported from (a pytest-benchmark saved run:
+    # baseline/imported.py), shown as such until perfgate measures the case into the baseline
+    imported_from: str = ""
 
     @property
     def calibrated(self) -> bool:
@@ -101,6 +104,7 @@ class Update:
     reason: str
     cases: int
     calibrated_runs: int = 0  # > 0: written by `perfgate calibrate` from this many processes
+    dirty: bool = False  # the tree had uncommitted changes: `commit` is not exactly the code measured
 
 
 @dataclass(frozen=True)
@@ -295,7 +299,14 @@ def _case(path: Path, case_id: str, c: Any) -> BaselineCase:
         mcycles,
         optional.get("mcycles_noise_pct"),
         optional.get("mcycles_threshold_pct"),
+        _imported_from(path, where, c.get("imported_from", "")),
     )
+
+
+def _imported_from(path: Path, where: str, raw: Any) -> str:
+    if not isinstance(raw, str) or has_control(raw) or len(raw) > 1000:
+        raise BaselineError(path, f'{where}: "imported_from" must be a file name (text of one line)')
+    return raw
 
 
 def _compiled(path: Path, where: str, raw: Any) -> CompiledCase | None:
@@ -433,6 +444,13 @@ def _update(path: Path, i: int, u: Any) -> Update:
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= INT64_MAX:
             raise BaselineError(path, f'{where}: "{key}" must be an integer in [0, 2**63)')
         counts[key] = v
+    if not isinstance(u.get("dirty", False), bool):
+        raise BaselineError(path, f'{where}: "dirty" must be true or false')
     return Update(
-        at=u.get("at", ""), by=u.get("by", ""), commit=u.get("commit", ""), reason=u.get("reason", ""), **counts
+        at=u.get("at", ""),
+        by=u.get("by", ""),
+        commit=u.get("commit", ""),
+        reason=u.get("reason", ""),
+        dirty=u.get("dirty", False),
+        **counts,
     )

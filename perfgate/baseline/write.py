@@ -63,7 +63,14 @@ def updated_baseline(old: Baseline | None, run: Run, path: Path, who: str, reaso
     cases = dict(old.cases) if old else {}
     for res in run.results:
         cases[res.case_id] = case_from_result(res)
-    update = Update(at=run.info.finished_at, by=who, commit=run.info.git_commit, reason=reason, cases=len(run.results))
+    update = Update(
+        at=run.info.finished_at,
+        by=who,
+        commit=run.info.git_commit,
+        reason=reason,
+        cases=len(run.results),
+        dirty=run.info.git_dirty,
+    )
     return _with_update(old, path, run.environment, cases, update)
 
 
@@ -93,6 +100,7 @@ def calibrated_baseline(
         reason=reason,
         cases=len(by_case),
         calibrated_runs=len(runs),
+        dirty=any(r.info.git_dirty for r in runs),
     )
     return _with_update(old, path, last.environment, cases, update)
 
@@ -205,8 +213,23 @@ def _calibrated_time(results: Sequence[CaseResult], settings: Settings, cases: i
 def _with_update(
     old: Baseline | None, path: Path, env: Environment, cases: dict[str, BaselineCase], update: Update
 ) -> Baseline:
-    updates = ((old.updates if old else ()) + (update,))[-MAX_UPDATES_KEPT:]
+    updates = kept_updates((old.updates if old else ()) + (update,))
     return Baseline(path=path, environment=env, cases=cases, updates=updates)
+
+
+def kept_updates(updates: tuple[Update, ...]) -> tuple[Update, ...]:
+    """The last MAX_UPDATES_KEPT updates; when those hold no calibration with a commit, the latest older one
+    takes the first place: it is what an anchor run measures against (ab/anchor.py)."""
+    kept = updates[-MAX_UPDATES_KEPT:]
+    if len(updates) <= MAX_UPDATES_KEPT or any(u.calibrated_runs and u.commit for u in kept):
+        return kept
+    older = [u for u in updates[:-MAX_UPDATES_KEPT] if u.calibrated_runs and u.commit]
+    return (older[-1], *updates[-(MAX_UPDATES_KEPT - 1) :]) if older else kept
+
+
+def _update_fields(u: Update) -> dict[str, object]:
+    """An update as written: `dirty` only where true (the files perfgate wrote before it read the same)."""
+    return {k: v for k, v in asdict(u).items() if k != "dirty" or v}
 
 
 def render_baseline(b: Baseline) -> str:
@@ -220,7 +243,7 @@ def render_baseline(b: Baseline) -> str:
         '  "updates": [',
     ]
     lines += [
-        f"    {json.dumps(asdict(u), sort_keys=True)}{',' if i < len(b.updates) - 1 else ''}"
+        f"    {json.dumps(_update_fields(u), sort_keys=True)}{',' if i < len(b.updates) - 1 else ''}"
         for i, u in enumerate(b.updates)
     ]
     lines += ["  ],", '  "cases": {']
@@ -265,6 +288,7 @@ def _render_case(c: BaselineCase, last: bool) -> list[str]:
         fields.append(f'"host_state": {json.dumps(_gpu_dict(c.host_state), sort_keys=True)}')
     if c.compiled is not None:
         fields.append(_render_compiled(c.compiled))
+    fields += [f'"imported_from": {json.dumps(c.imported_from)}'] * bool(c.imported_from)  # baseline/imported.py
     metric_rows = [
         json.dumps(
             {"source": m.source, "kernel": m.kernel, "name": m.name, "value": m.value, "unit": m.unit}, sort_keys=True

@@ -12,8 +12,10 @@ them back. One shape per kind of runner (docs/github-actions.md explains each ch
   `pull_request`, no label needed (no secret is at stake: fork pull requests get a read-only token); the
   verdict, the required status and the comment come from a `workflow_run` workflow (perfgate-report.yml) that
   runs the default branch's code with the write token and reads the run's artifact.
-- both: a Python of its own (actions/setup-python: current images refuse pip into the system Python), the
-  default branch as the repository names it, a baseline-update workflow (perfgate-baseline.yml), every action
+- both: a nightly anchor run on the default branch (perfgate-anchor.yml: `perfgate ab --anchor`, the cumulative
+  change of each case since the baseline's calibration in the job summary; docs/anchor.md), a Python of its
+  own (actions/setup-python: current images refuse pip into the system Python), the default branch as the
+  repository names it, a baseline-update workflow (perfgate-baseline.yml), every action
   pinned to a full commit sha (perfgate's own too: a tag can be moved), and every argument checked so nothing
   from the command line becomes a `${{ }}` expression in the files; a weekly scheduled run gates the default
   branch and lets the action apply its retention (`db prune`); with `--db-secret NAME` the history is the
@@ -210,7 +212,19 @@ def workflows(c: jobs.Choices, name: str) -> dict[str, dict[str, Any]]:
         }
         out = {name: gate}
     out[f"{name}-baseline"] = _baseline_workflow(c, name)
+    out[f"{name}-anchor"] = _anchor_workflow(c, name)
     return out
+
+
+def _anchor_workflow(c: jobs.Choices, name: str) -> dict[str, Any]:
+    """Nightly on the default branch (a schedule runs only there): the anchor run (docs/anchor.md)."""
+    return {
+        "name": f"{name}-anchor",
+        "on": {"schedule": [{"cron": jobs.ANCHOR_CRON}], "workflow_dispatch": {}},
+        "permissions": {},
+        "concurrency": {"group": f"{name}-anchor", "cancel-in-progress": False},
+        "jobs": {"anchor": jobs.anchor_job(c)},
+    }
 
 
 def _baseline_workflow(c: jobs.Choices, name: str) -> dict[str, Any]:

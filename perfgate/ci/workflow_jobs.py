@@ -237,3 +237,51 @@ def open_pr_job(c: Choices) -> dict[str, Any]:
             },
         ],
     }
+
+
+ANCHOR_CRON = "17 3 * * *"  # nightly, off the hour (GitHub delays runs scheduled on the hour)
+ANCHOR = """\
+read -r -a args <<< "$PYTEST_ARGS"
+python -m perfgate ab --anchor --summary "$GITHUB_STEP_SUMMARY" --json perfgate-anchor.json {store} -- "${{args[@]}}"
+"""
+# a persistent GPU runner keeps the history the gate's action keeps (the dashboard lists anchor runs over time); a
+# hosted runner keeps nothing between jobs: the results artifact is the record
+ANCHOR_HISTORY = '--db "$RUNNER_TOOL_CACHE/perfgate/$GITHUB_REPOSITORY/history.db"'
+
+
+def anchor_job(c: Choices) -> dict[str, Any]:
+    """The scheduled anchor run: the default branch measured beside the commit its baseline was calibrated at
+    (perfgate ab --anchor), the cumulative change per case in the job summary. The default branch's code only,
+    a read-only token; the whole history checked out, since the anchor is an old commit."""
+    store = "--no-store" if c.hosted else ANCHOR_HISTORY
+    steps: list[dict[str, Any]] = [
+        _checkout(c.default_branch),
+        _python(c),
+        {
+            "name": "install the project and perfgate",
+            "run": f'python -m pip install --quiet -e . "{c.pip_requirement}"\n',
+        },
+    ]
+    if not c.hosted:
+        steps.append(
+            {"name": "the history's directory", "run": 'mkdir -p "$RUNNER_TOOL_CACHE/perfgate/$GITHUB_REPOSITORY"\n'}
+        )
+    steps += [
+        {
+            "name": "cumulative change since the baseline's calibration",
+            "env": {"PYTEST_ARGS": c.pytest_args},
+            "run": ANCHOR.format(store=store),
+        },
+        {
+            "if": "always()",
+            "uses": UPLOAD_ARTIFACT,
+            "with": {"name": "perfgate-anchor", "path": "perfgate-anchor.json", "if-no-files-found": "ignore"},
+        },
+    ]
+    return {
+        "name": "anchor",
+        "runs-on": runs_on(c),
+        "timeout-minutes": 90,
+        "permissions": {"contents": "read"},
+        "steps": steps,
+    }

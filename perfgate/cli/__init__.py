@@ -190,7 +190,11 @@ def _ab_parsers(sub: Any) -> None:
         sub,
         "ab",
         "measure the head against a base commit side by side on one GPU (A/B mode)",
-        ("perfgate ab main", "perfgate ab origin/main --strict --summary ab.md -- kernels/tests/test_perf.py"),
+        (
+            "perfgate ab main",
+            "perfgate ab origin/main --strict --summary ab.md -- kernels/tests/test_perf.py",
+            "perfgate ab --anchor --summary anchor.md",
+        ),
         description="Check out REF in a cached worktree, run the selected perf tests in a worker per tree "
         "and alternate base and head in short rounds on the same GPU; each case's verdict is "
         "on its head/base ratio (docs/ab.md). Same as `pytest --perfgate --perfgate-base REF`.",
@@ -201,7 +205,13 @@ def _ab_parsers(sub: Any) -> None:
     outputs = [attr for attr in output_options() if by_attr()[attr].cli]  # every output, as in baseline mode
     settings = ("db_path", "store", "baseline_dir", "baseline_file", *outputs, "worktree_dir", "ab_rounds")
     _settings_options(a, *settings, "ab_process", "strict", "ab_skip_same_code")
-    a.add_argument("ref", metavar="REF", help="the base: a branch, tag or commit git knows")
+    a.add_argument("ref", metavar="REF", nargs="?", help="the base: a branch, tag or commit git knows")
+    a.add_argument(
+        "--anchor",
+        action="store_true",
+        help="the base is the commit the baseline was calibrated at: each ratio is the case's cumulative change "
+        "since, machine and driver drift cancelled (docs/anchor.md); no REF",
+    )
     a.add_argument("pytest_args", nargs="*", help="after --: what pytest runs (default: its testpaths)")
     a.add_argument(
         "--seed",
@@ -319,10 +329,10 @@ def _history_parser(sub: Any) -> None:
     h.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
     h.add_argument(
         "--kind",
-        choices=("gate", "calibration", "import", "ab", "all"),
+        choices=("gate", "calibration", "import", "ab", "anchor", "all"),
         default="",
-        help="only runs of this kind: ab lists both sides of A/B comparisons, which are otherwise left out "
-        "(default: every kind but ab)",
+        help="only runs of this kind: ab lists both sides of A/B comparisons, which are otherwise left out, "
+        "anchor those of anchor runs (perfgate ab --anchor) (default: every kind but ab)",
     )
     h.add_argument(
         "--changes",
@@ -353,7 +363,7 @@ def _report_parser(sub: Any) -> None:
         "write the history as a static HTML dashboard (reads only)",
         ("perfgate report --html site/", "perfgate report --html site/ --db runner.db --summaries 20"),
     )
-    _settings_options(r, "db_path", "baseline_dir")
+    _settings_options(r, "db_path", "baseline_dir", "repo_url")
     r.add_argument(
         "--html",
         type=Path,
@@ -441,10 +451,19 @@ def _import_parser(sub: Any) -> None:
     i = _command(
         sub,
         "import-benchmark",
-        "store pytest-benchmark JSON files (--benchmark-json) as runs",
-        ("pytest --benchmark-json=bench.json && perfgate import-benchmark bench.json",),
+        "store pytest-benchmark JSON files (--benchmark-json, saved runs) as runs; seed this machine's baseline",
+        (
+            "pytest --benchmark-json=bench.json && perfgate import-benchmark bench.json",
+            "perfgate import-benchmark --seed-baseline .benchmarks/Linux-CPython-3.11-64bit/0003_main.json",
+        ),
     )
-    _settings_options(i, "db_path")
+    _settings_options(i, "db_path", "baseline_dir")
+    i.add_argument(
+        "--seed-baseline",
+        action="store_true",
+        help="also add the cases this machine's host baseline lacks, marked imported (the files must come "
+        "from this machine's CPU)",
+    )
     i.add_argument("files", type=Path, nargs="+", help="pytest-benchmark JSON files")
     i.set_defaults(func=_lazy("perfgate.cli.data", "import_benchmark"))
 

@@ -1,5 +1,5 @@
-"""`perfgate ab REF [-- PYTEST_ARGS]` and `perfgate bisect GOOD BAD [-k CASE] [-- PYTEST_ARGS]`: A/B mode without
-a pytest parent (the work is perfgate.ab.run and perfgate.ab.bisect, the same as `pytest --perfgate-base`)."""
+"""`perfgate ab REF|--anchor [-- PYTEST_ARGS]` and `perfgate bisect GOOD BAD [-k CASE] [-- PYTEST_ARGS]`: A/B mode
+without a pytest parent (the work is perfgate.ab.run and perfgate.ab.bisect, the same as `pytest --perfgate-base`)."""
 
 from __future__ import annotations
 
@@ -16,14 +16,17 @@ def ab(args: argparse.Namespace) -> int:
     from perfgate.ab.run import run_ab
     from perfgate.ab.setup import AbRequest
 
-    settings = command_settings(args, enabled=True, base=args.ref)
+    if bool(args.ref) == bool(args.anchor):
+        args.command_parser.error("name the base: a REF, or --anchor (the baseline's calibration commit), not both")
+    settings = command_settings(args, enabled=True, base=args.ref or "anchor")
     outcome = run_ab(
         AbRequest(
-            ref=args.ref,
+            ref=args.ref or "",
             pytest_args=tuple(args.pytest_args),
             settings=settings,
             invocation_dir=Path.cwd(),
             seed=args.seed,
+            anchor=args.anchor,
         )
     )
     from perfgate.report.scrub import terminal_scrubber

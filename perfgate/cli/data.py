@@ -11,7 +11,7 @@ import os
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfgate.cli.settings import command_settings
 from perfgate.errors import PerfgateError, ReportFileError
@@ -19,6 +19,9 @@ from perfgate.inputs import load_json_file
 from perfgate.model import RunKind
 from perfgate.store import open_store
 from perfgate.store.query import as_dicts, case_trend, list_runs
+
+if TYPE_CHECKING:
+    from perfgate.config.settings import Settings
 
 
 def history(args: argparse.Namespace) -> int:
@@ -177,4 +180,22 @@ def import_benchmark(args: argparse.Namespace) -> int:
                 continue
             run_id = store.save_run(run)
             print(f"perfgate: {path}: stored as run {run_id} ({len(run.results)} case(s)) in {settings.db_path}")
+    if args.seed_baseline:
+        _seed_baseline(args.files, settings)
     return 0
+
+
+def _seed_baseline(files: list[Path], settings: Settings) -> None:
+    """Each file's cases the host baseline lacks, marked imported (baseline/imported.py)."""
+    from perfgate.baseline import baseline_path
+    from perfgate.baseline.imported import seed_baseline_file
+    from perfgate.measure.environment import current_environment, who
+
+    env = current_environment(use_cuda=False)
+    path = baseline_path(settings.baseline_dir, env)
+    for source in files:
+        seeded = seed_baseline_file(source, path, env, who(), settings.rootdir)
+        print(
+            f"perfgate: {source}: seeded {len(seeded.added)} case(s) into {path}, marked imported"
+            + (f" ({len(seeded.kept)} already there, kept)" if seeded.kept else "")
+        )

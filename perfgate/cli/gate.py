@@ -66,6 +66,10 @@ def baseline_show(args: argparse.Namespace) -> int:
         print(f"{f}: {b.environment.device_name} ({b.environment.device_kind}), {len(b.cases)} case(s), {state}")
         if machine := _machine_line(b.environment):
             print(f"  host: {machine}")
+        from perfgate.baseline.imported import imported_line
+
+        if imported := imported_line(b):
+            print(f"  {imported.removeprefix('perfgate: ')}")
         for u in b.updates[-3:]:
             runs = f" from {u.calibrated_runs} processes" if u.calibrated_runs else ""
             print(f"  updated {u.at} by {u.by} at {u.commit[:12] or '-'}{runs}: {u.reason}")

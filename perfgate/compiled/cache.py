@@ -29,7 +29,8 @@ from perfgate.compiled.cubin import (
 from perfgate.errors import PerfgateError
 
 CUBIN_CACHE_ENV = "PERFGATE_CUBIN_CACHE"
-READER_VERSION = 1  # bump when what is read from a cubin changes (the hash's normalisation, a new field)
+# bump when what is read from a cubin changes (the hash, a new field); 2: the code hash from the cubin's bytes
+READER_VERSION = 2
 
 
 def cubin_cache_dir() -> Path:

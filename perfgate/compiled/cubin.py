@@ -8,10 +8,15 @@ SASS, normalised and hashed, with the spill traffic counted from the SASS's loca
 - Shared memory: on sm_90 ptxas places the driver's reserved 1 KB (`.nv.shared.reserved.0`) inside each
   kernel's shared section, so cuobjdump reads 1152 bytes for a kernel that declares 128; the reserve is taken
   off here (the occupancy calculation adds it back, for every architecture that has one).
-- The SASS hash: one kernel's instructions in order, without what moves when nothing changed: the
-  `/*0a40*/` addresses, branch targets (numbered in order of appearance), `.L_x_N` labels (numbered per module),
-  the kernel's (mangled) name. The control words (stall counts, barriers, reuse flags) stay: a different
-  schedule is different code.
+- The code hash (`sass_sha`): the sha256 of the kernel's machine code, its `.text.<name>` section, read from
+  the cubin in Python. The bytes hold the instructions with their control words (stall counts, barriers, reuse
+  flags: a different schedule is different code) and nothing that moves when nothing changed: branches are
+  PC-relative, labels and the kernel's name are not in them. `normalised` / `sass_sha` hash disassembled
+  SASS the same way (addresses, branch targets, labels and the name taken out) for code read as text.
+- Cost: the disassembler (nvdisasm, which `cuobjdump -sass` runs) takes ~0.4 s of CPU to start, per cubin:
+  ~0.6 s per kernel of a cold gate on the H200's host, 12.3 s for the bundled suite. A cubin is disassembled
+  only when one of its kernels has local memory (a stack frame: the only place spills go), to count them;
+  otherwise resource usage (`cuobjdump --dump-resource-usage`, a few ms) and the code hash are all it costs.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import shutil
 import struct
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate.errors import PerfgateError, ToolMissing
@@ -257,12 +262,42 @@ def kernels_of(usage_and_sass: str, reserved_in_shared: bool) -> list[CubinKerne
 
 
 def read_cubin(cubin: bytes, cuobjdump: str) -> list[CubinKernel]:
-    """The kernels of one cubin (a Triton kernel's `asm["cubin"]`, or one extracted from a module)."""
+    """The kernels of one cubin (a Triton kernel's `asm["cubin"]`, or one extracted from a module): resource
+    usage from cuobjdump, the code hash from the cubin's bytes, spills from the SASS only where a kernel has
+    local memory (the disassembler's start is most of the cost: see the module's docstring)."""
+    reserved = RESERVED_SHARED in elf_section_names(cubin)
     with tempfile.TemporaryDirectory(prefix="perfgate-cubin-") as tmp:
         path = Path(tmp) / "kernel.cubin"
         path.write_bytes(cubin)
-        out = run_tool([cuobjdump, "--dump-resource-usage", "-sass", str(path)], CUOBJDUMP_TIMEOUT_S)
-    return kernels_of(out.stdout, RESERVED_SHARED in elf_section_names(cubin))
+        usage = run_tool([cuobjdump, "--dump-resource-usage", str(path)], CUOBJDUMP_TIMEOUT_S).stdout
+        local = any(v.get("STACK", 0) + v.get("LOCAL", 0) for v in parse_resource_usage(usage).values())
+        if local:
+            usage = run_tool([cuobjdump, "--dump-resource-usage", "-sass", str(path)], CUOBJDUMP_TIMEOUT_S).stdout
+    hashes = code_shas(cubin)
+    arch = cubin_sm(cubin)
+    return [
+        replace(k, arch=k.arch or arch, sass_sha=hashes.get(k.name, k.sass_sha)) for k in kernels_of(usage, reserved)
+    ]
+
+
+def code_shas(cubin: bytes) -> dict[str, str]:
+    """{kernel: sha256 of its machine code (its `.text.<name>` section), 16 hex} of one cubin."""
+    out = {}
+    for name, offset, size in _sections(lambda offset, size: cubin[offset : offset + size]):
+        if name.startswith(".text.") and offset + size <= len(cubin):
+            out[name.removeprefix(".text.")] = hashlib.sha256(cubin[offset : offset + size]).hexdigest()[:16]
+    return out
+
+
+def cubin_sm(cubin: bytes) -> str:
+    """The architecture ("sm_90") from a cubin's ELF flags ("" for what is not a cubin): the SM number is the
+    flags' low byte up to ELF ABI version 7, their second byte from version 8 (CUDA 12.8 on). Architecture
+    suffixes are not read."""
+    if len(cubin) < 0x34 or cubin[:4] != b"\x7fELF" or cubin[4] != 2:
+        return ""
+    (flags,) = struct.unpack_from("<I", cubin, 0x30)
+    sm = (flags >> 8) & 0xFF if cubin[8] >= 8 else flags & 0xFF
+    return f"sm_{sm}" if sm else ""
 
 
 def extract_cubins(path: Path, cuobjdump: str) -> dict[str, bytes]:

@@ -23,6 +23,13 @@ from perfgate.compiled.records import CompiledCase, KernelFacts, KernelSource
 from perfgate.compiled.torch_ops import TorchOps
 from perfgate.compiled.triton_kernels import Launch, TritonLaunches, facts
 from perfgate.errors import PerfgateError, one_line
+from perfgate.measure.phases import LAUNCHES
+
+Timed = Callable[[str], contextlib.AbstractContextManager[None]]  # measure/phases.py's Phases
+
+
+def _untimed(name: str) -> contextlib.AbstractContextManager[None]:
+    return contextlib.nullcontext()
 
 
 @dataclass(frozen=True)
@@ -85,20 +92,21 @@ class KernelRecorder:
         modules = tuple(cuda_modules(native.modules))
         return Watched(tuple(triton.launches), tuple(ops.ops), modules, inputs, sha, notes)
 
-    def compiled(self, seen: Watched, call: Callable[[], Any]) -> CompiledCase:
-        """The facts of what `watch` saw; `call` is made once more only for a case that entered a CUDA module.
-        Whatever goes wrong reading them is a note on an empty record, never a failed case."""
+    def compiled(self, seen: Watched, call: Callable[[], Any], phases: Timed | None = None) -> CompiledCase:
+        """The facts of what `watch` saw; `call` is made once more only for a case that entered a CUDA module
+        (under `phases(LAUNCHES)` when given: measure/phases.py). Whatever goes wrong reading them is a note on
+        an empty record, never a failed case."""
         try:
-            return self._compiled(seen, call)
+            return self._compiled(seen, call, phases or _untimed)
         except Exception as err:  # noqa: BLE001 (reading compiled code must not fail a measured case)
             note = one_line(f"compiled kernels not recorded: {type(err).__name__}: {err}", 200)
             return CompiledCase((), seen.inputs_sha, seen.inputs, self.arch, self.versions, (note,))
 
-    def _compiled(self, seen: Watched, call: Callable[[], Any]) -> CompiledCase:
+    def _compiled(self, seen: Watched, call: Callable[[], Any], phases: Timed) -> CompiledCase:
         notes = list(self.notes + seen.notes)
         kernels = self._triton(seen.triton, notes)
         if seen.modules:
-            kernels += self._module_kernels(seen.modules, call, notes)
+            kernels += self._module_kernels(seen.modules, call, notes, phases)
         kernels += _library(seen.ops)
         return CompiledCase(
             kernels=_keyed(kernels),
@@ -123,14 +131,15 @@ class KernelRecorder:
         return out
 
     def _module_kernels(
-        self, modules: tuple[Path, ...], call: Callable[[], Any], notes: list[str]
+        self, modules: tuple[Path, ...], call: Callable[[], Any], notes: list[str], phases: Timed
     ) -> list[KernelFacts]:
         code = [(path, k) for path in modules for k in self._module_code(path, notes)]
         if not code:  # nothing to match launches with: the notes say why, and no profiler is started for it
             return []
         names = self._demangled([k.name for _, k in code])
         try:
-            observed = self.observe_launches(call)
+            with phases(LAUNCHES):
+                observed = self.observe_launches(call)
         except Exception as err:  # noqa: BLE001 (no profiler, no CUPTI: the module's kernels without launches)
             notes.append(one_line(f"launches of {', '.join(p.name for p in modules)} not seen: {err}", 200))
             return [_module_facts(p, k, names[k.name], None, self.limits) for p, k in code]

@@ -244,6 +244,25 @@ OPTIONS: tuple[Option, ...] = (
         arg=Arg.PATH,
         metavar="PATH",
     ),
+    # pytest-benchmark's own flags set these (pytest_plugin/benchmark_cli.py): no perfgate spelling
+    Option(
+        "pytest_benchmark_json_path",
+        "write pytest-benchmark's own JSON here (pytest-benchmark's --benchmark-json)",
+        _P,
+        arg=Arg.PATH,
+    ),
+    Option(
+        "pytest_benchmark_save_path",
+        "save the run in pytest-benchmark's storage here (--benchmark-save NAME, --benchmark-autosave)",
+        _P,
+        arg=Arg.PATH,
+    ),
+    Option(
+        "pytest_benchmark_save_data",
+        "the saved run keeps every sample (--benchmark-save-data)",
+        v.boolean,
+        arg=Arg.FLAG,
+    ),
     Option(
         "junit_xml_path",
         "write the verdicts as JUnit XML here (one testcase per case: regressed cases fail, "
@@ -294,6 +313,15 @@ OPTIONS: tuple[Option, ...] = (
         v.text,
         key="site_url",
         flag="--perfgate-site-url",
+        metavar="URL",
+    ),
+    Option(
+        "repo_url",
+        "the repository's web address (https://github.com/OWNER/REPO): the dashboard links commits to it "
+        "(default: GITHUB_SERVER_URL/GITHUB_REPOSITORY in Actions, else the git remote `origin`)",
+        v.text,
+        key="repo_url",
+        cli="--repo-url",
         metavar="URL",
     ),
     # --- the decision -----------------------------------------------------------------------------------

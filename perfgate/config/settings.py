@@ -104,6 +104,10 @@ class Settings:
     benchmark_json_path: Path | None = None  # github-action-benchmark's customSmallerIsBetter
     benchmark_speedup_json_path: Path | None = None  # github-action-benchmark's customBiggerIsBetter (speedups)
     bencher_json_path: Path | None = None  # Bencher Metric Format
+    # pytest-benchmark's own format: --benchmark-json, and --benchmark-save/-autosave's file in its storage
+    pytest_benchmark_json_path: Path | None = None
+    pytest_benchmark_save_path: Path | None = None
+    pytest_benchmark_save_data: bool = False  # --benchmark-save-data: the saved file keeps every sample
     junit_xml_path: Path | None = None  # the verdicts as JUnit XML
     json_samples: bool = False  # every timed sample in the JSON results (large)
     full_table: bool = False  # the terminal lists every row, not failing + changed + counts
@@ -127,6 +131,7 @@ class Settings:
     publish_host: bool = False  # hostname and absolute paths in published outputs (opt-in)
     chart_url: str = ""  # where the charts are published (links in a job summary need absolute URLs)
     site_url: str = ""  # where `perfgate report --html` is published: the summary links to the case pages
+    repo_url: str = ""  # the repository's web address: the dashboard's commit links ("" = detected)
     base: str = ""  # A/B mode: the git ref measured side by side with the head ("" = baseline mode)
     ab_fresh_pair: bool = True  # A/B mode: a call must be repeated by a fresh pair of processes
     ab_process: AbProcess = AbProcess.AUTO  # A/B mode: both trees in one process, or one each

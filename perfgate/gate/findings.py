@@ -329,7 +329,8 @@ def _per_case(run: Run, baseline: Baseline | None, gate: GateResult) -> Iterator
         elif c.gated and c.noise_pct is None and c.verdict is Verdict.REGRESSED and c.change_pct is not None:
             yield Finding(
                 FindingKind.UNCALIBRATED,
-                f"{c.case_id}: {c.change_pct:+.1f}%, slower by more than {c.threshold_pct:g}% in every process "
+                f"{c.case_id}: {c.change_pct:+.1f}%, slower by more than "
+                f"{'its threshold' if c.threshold_pct is None else f'{c.threshold_pct:g}%'} in every process "
                 f"({c.processes}): a gross regression fails even without between-process noise; run perfgate "
                 "calibrate for thresholds from the noise (smaller changes cannot fail until then)",
                 c.case_id,

@@ -99,7 +99,7 @@ def measure_case(spec: CaseSpec, device: NvmlDevice | None = None) -> CaseResult
     finally:
         watch.release()
     with phase(KERNELS):
-        compiled = compiled_kernels(spec, seen, call)
+        compiled = compiled_kernels(spec, seen, call, phase)
     return CaseResult(
         case_id=spec.case_id,
         compiled=compiled,
@@ -165,9 +165,10 @@ def watch_kernels(spec: CaseSpec, call: Callable[[], Any], timer: Timer) -> Any:
     return spec.kernels.watch(call, spec.args, spec.kwargs)
 
 
-def compiled_kernels(spec: CaseSpec, seen: Any, call: Callable[[], Any]) -> Any:
-    """The facts of what watch_kernels saw (read after the samples: cuobjdump, a CUDA module's launches)."""
-    return None if seen is None else spec.kernels.compiled(seen, call)
+def compiled_kernels(spec: CaseSpec, seen: Any, call: Callable[[], Any], phases: Phases | None = None) -> Any:
+    """The facts of what watch_kernels saw (read after the samples: cuobjdump, a CUDA module's launches, timed
+    apart in `phases`)."""
+    return None if seen is None else spec.kernels.compiled(seen, call, phases)
 
 
 def first_calls(

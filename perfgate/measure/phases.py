@@ -13,26 +13,34 @@ from perfgate.model import CaseResult
 
 FIRST_CALLS = "first calls"  # compile, autotune, build, the output check
 KERNELS = "compiled kernels"  # the hooked call and reading the cubins (compiled/record.py)
+# inside KERNELS, counted apart: torch.profiler's one call for the launches of a CUDA C++ module's kernels (CUPTI's
+# start is seconds per process, and only a case that enters such a module pays it)
+LAUNCHES = "CUDA module launches (profiler)"
 SAMPLES = "sampling"
 MEMORY = "memory"
-ORDER = (FIRST_CALLS, KERNELS, SAMPLES, MEMORY)
+ORDER = (FIRST_CALLS, KERNELS, LAUNCHES, SAMPLES, MEMORY)
 NAMED = 3  # the slowest first calls named in the line
 
 
 class Phases:
-    """Seconds spent per phase of one case; `clock` is injectable (tests)."""
+    """Seconds spent per phase of one case; `clock` is injectable (tests). A phase entered inside another is
+    counted in its own name only (the outer one's seconds leave it out): each second is counted once."""
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
         self.clock = clock
         self.spent: dict[str, float] = {}
+        self._inner = 0.0  # seconds of phases nested in the one running now
 
     @contextlib.contextmanager
     def __call__(self, name: str) -> Iterator[None]:
         started = self.clock()
+        outer, self._inner = self._inner, 0.0
         try:
             yield
         finally:
-            self.spent[name] = self.spent.get(name, 0.0) + self.clock() - started
+            took = self.clock() - started
+            self.spent[name] = self.spent.get(name, 0.0) + took - self._inner
+            self._inner = outer + took
 
     def items(self) -> tuple[tuple[str, float], ...]:
         return tuple((name, round(self.spent[name], 4)) for name in ORDER if name in self.spent)

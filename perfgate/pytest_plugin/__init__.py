@@ -20,12 +20,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser) -> None:
     """Before any conftest is imported: a measurement child takes its order (and the variable naming it) out of
-    the environment, so no conftest or test can tell a confirmation process by it (measure/handshake.py)."""
+    the environment, so no conftest or test can tell a confirmation process by it (measure/handshake.py).
+    The plugins loaded by entry point or -p are registered by now: pytest-benchmark's flags are declared
+    here unless it declared them (benchmark_cli.py)."""
+    from perfgate.pytest_plugin.benchmark_cli import declare_when_absent
     from perfgate.pytest_plugin.runtime import take_child_order
 
     take_child_order(early_config)
+    declare_when_absent(early_config, parser)
 
 
 @pytest.hookimpl(tryfirst=True)

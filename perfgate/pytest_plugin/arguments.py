@@ -129,6 +129,23 @@ def extra_info(value: object, where: str) -> dict[str, Any]:
     return {str(k): v for k, v in doc.items()}
 
 
+def params(values: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
+    """A test's parameters as pytest-benchmark saves them: JSON values as they are, any other object (or a
+    number strict JSON cannot hold) as "UNSERIALIZABLE[repr]" (its SafeJSONEncoder's form), bounded."""
+    out = []
+    for name, value in (values or {}).items():
+        try:
+            doc = json.loads(json.dumps(value, allow_nan=False))
+        except (TypeError, ValueError, RecursionError):
+            doc = None
+        else:
+            if _bad_json_number(doc) is None and len(json.dumps(doc)) <= 10_000:
+                out.append((str(name), doc))
+                continue
+        out.append((str(name), f"UNSERIALIZABLE[{value!r}]"[:1000]))
+    return tuple(out)
+
+
 def _bad_json_number(doc: Any) -> Any:
     if isinstance(doc, float) and not math.isfinite(doc):
         return doc

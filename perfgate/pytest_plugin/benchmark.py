@@ -192,10 +192,11 @@ class PerfgateBenchmark:
     def _cleanup(self) -> None:
         while self._cleanup_callbacks:
             self._cleanup_callbacks.pop()()
+        from perfgate.pytest_plugin.arguments import params
         from perfgate.pytest_plugin.fixture import failing_the_test
 
         with failing_the_test():  # a group or extra_info no history can hold errors the test, in one line
-            self._fixture.annotate(self.group, self.extra_info)
+            self._fixture.annotate(self.group, self.extra_info, params(self.params))
 
 
 def _check_pedantic(setup: Callable[[], Any] | None, rounds: Any, warmup_rounds: Any, iterations: Any) -> None:
@@ -262,23 +263,58 @@ class BenchmarkPlugin:
     def benchmark_weave(self, benchmark: PerfgateBenchmark) -> Callable[..., None]:
         return benchmark.weave
 
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """--benchmark-skip and --benchmark-only, as pytest-benchmark applies them."""
+    @pytest.fixture
+    def codspeed_benchmark(self, benchmark: PerfgateBenchmark) -> PerfgateBenchmark:
+        """pytest-codspeed's name for its fixture (codspeed.py)."""
+        return benchmark
+
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """--benchmark-skip and --benchmark-only, as pytest-benchmark applies them; a test pytest-codspeed
+        would measure whole counts as a benchmark (codspeed.py)."""
+        from perfgate.pytest_plugin.codspeed import CODSPEED_SUITE, WHOLE_TEST, measured_whole
+
         skip_bench = pytest.mark.skip(reason="Skipping benchmark (--benchmark-skip active).")
         skip_other = pytest.mark.skip(reason="Skipping non-benchmark (--benchmark-only active).")
+        codspeed_suite = config.stash.get(CODSPEED_SUITE, False)
         for item in items:
-            if "benchmark" in getattr(item, "fixturenames", ()):
+            whole = measured_whole(item, codspeed_suite)
+            if whole:
+                item.stash[WHOLE_TEST] = True
+            if whole or "benchmark" in getattr(item, "fixturenames", ()):
                 if self.options.skip:
                     item.add_marker(skip_bench)
             elif self.options.only:
                 item.add_marker(skip_other)
 
     @pytest.hookimpl(tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> bool | None:
+        """A test pytest-codspeed would measure whole, measured whole (codspeed.py)."""
+        from perfgate.pytest_plugin.codspeed import WHOLE_TEST, run_whole
+        from perfgate.pytest_plugin.fixture import failing_the_test, fixture_for
+        from perfgate.pytest_plugin.session import SESSION_KEY
+
+        if not pyfuncitem.stash.get(WHOLE_TEST, False):
+            return None
+        fixture = fixture_for(pyfuncitem._request, pyfuncitem.config.stash.get(SESSION_KEY, None))
+        if not run_whole(pyfuncitem, fixture, self.options.disabled):
+            return None
+        from perfgate.pytest_plugin.arguments import params
+
+        group = marker_settings(pyfuncitem).get("group")
+        callspec = getattr(pyfuncitem, "callspec", None)
+        with failing_the_test():
+            fixture.annotate(group, {}, params(callspec.params if callspec is not None else None))
+        return True
+
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Before the gate's own summary: the one line naming what perfgate did not use."""
+        from perfgate.baseline.imported import imported_line
+        from perfgate.pytest_plugin.benchmark_cli import mapped_lines
         from perfgate.pytest_plugin.session import SESSION_KEY, Mode
 
         state = session.config.stash.get(SESSION_KEY, None)
-        line = ignored_line(self.options.ignored, self.marker_keys)
-        if state is not None and state.mode is Mode.GATE and line:
-            state.messages.append(line)
+        if state is None or state.mode is not Mode.GATE:
+            return
+        lines = [ignored_line(self.options.ignored, self.marker_keys), *mapped_lines(dict.fromkeys(self.options.given))]
+        state.messages += [line for line in (*lines, imported_line(state.baseline)) if line]

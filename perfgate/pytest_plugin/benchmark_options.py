@@ -28,6 +28,15 @@ HONOURED_OPTIONS = frozenset(
         "--benchmark-cprofile",
         "--benchmark-cprofile-loops",
         "--benchmark-cprofile-dump",
+        # written or mapped onto perfgate's own (benchmark_cli.py)
+        "--benchmark-json",
+        "--benchmark-save",
+        "--benchmark-autosave",
+        "--benchmark-save-data",
+        "--benchmark-storage",
+        "--benchmark-compare",
+        "--benchmark-compare-fail",
+        "--benchmark-histogram",
     }
 )
 MARKER_KEYS = (
@@ -43,6 +52,7 @@ MARKER_KEYS = (
     "warmup_iterations",
     "calibration_precision",
     "cprofile",
+    "max_rounds",  # pytest-codspeed's marker (its other keys are pytest-benchmark's)
 )
 HONOURED_MARKER_KEYS = frozenset({"group", "disable_gc", "cprofile"})
 
@@ -59,11 +69,12 @@ class BenchmarkOptions:
     cprofile_loops: int | None = 1  # None: as many as the timed loop ("auto")
     cprofile_dump: str = ""  # a file-name prefix; "" writes no .prof files
     ignored: tuple[str, ...] = ()  # options given on the command line or in addopts that perfgate does not use
+    given: tuple[str, ...] = ()  # every pytest-benchmark (and pytest-codspeed) option given
 
 
 def given_options(args: Iterable[str]) -> tuple[str, ...]:
-    """The `--benchmark-*` option names among pytest's arguments, sorted, once each."""
-    return tuple(sorted({a.split("=", 1)[0] for a in args if a.startswith("--benchmark-")}))
+    """The `--benchmark-*` and `--codspeed*` option names among pytest's arguments, sorted, once each."""
+    return tuple(sorted({a.split("=", 1)[0] for a in args if a.startswith(("--benchmark-", "--codspeed"))}))
 
 
 def pytest_arguments(config: pytest.Config) -> list[str]:
@@ -83,6 +94,7 @@ def benchmark_options(config: pytest.Config) -> BenchmarkOptions:
     if disabled and only:
         raise pytest.UsageError("Can't have both --benchmark-only and --benchmark-disable options.")
     dump = opt("benchmark_cprofile_dump", [])
+    given = given_options(pytest_arguments(config))
     return BenchmarkOptions(
         skip=bool(opt("benchmark_skip", False)) and not only,
         only=only,
@@ -91,7 +103,8 @@ def benchmark_options(config: pytest.Config) -> BenchmarkOptions:
         cprofile=bool(opt("benchmark_cprofile", None)),
         cprofile_loops=opt("benchmark_cprofile_loops", 1),
         cprofile_dump=str(dump[-1]) if dump else "",
-        ignored=tuple(o for o in given_options(pytest_arguments(config)) if o not in HONOURED_OPTIONS),
+        ignored=tuple(o for o in given if o not in HONOURED_OPTIONS),
+        given=given,
     )
 
 

@@ -121,9 +121,9 @@ class PerfgateFixture:
         self.last = result
         return result, value
 
-    def annotate(self, group: object, extra_info: object) -> None:
+    def annotate(self, group: object, extra_info: object, params: tuple[tuple[str, Any], ...] = ()) -> None:
         """pytest-benchmark's `group` and `extra_info`, read when the test ends (users set them after the
-        call too): kept with the last case measured."""
+        call too), and the test's parameters (arguments.params): kept with the last case measured."""
         if self.last is None or self._session is None or self.last.case_id not in self._session.results:
             return
         case_id = self.last.case_id
@@ -133,7 +133,7 @@ class PerfgateFixture:
         except arguments.ArgumentError:
             del self._session.results[case_id]  # the test fails (below): its case is not half kept
             raise
-        self.last = replace(self.last, group=checked_group, extra_info=tuple(info.items()))
+        self.last = replace(self.last, group=checked_group, extra_info=tuple(info.items()), params=params)
         self._session.results[self.last.case_id] = self.last
 
     def _dispatch(self, q: _Request) -> TimingStats:

@@ -51,7 +51,12 @@ def make_session(config: pytest.Config) -> PerfgateSession:
         )
     _check_flags_kept(config)
     if not config.getoption("--perfgate") and not config.getoption("--perfgate-base"):
-        # plain pytest: read nothing, check nothing
+        # plain pytest: read nothing, check nothing (but a pytest-benchmark flag that would do nothing)
+        from perfgate.pytest_plugin.benchmark_cli import check_plain_run
+        from perfgate.pytest_plugin.benchmark_options import given_options, pytest_arguments
+
+        given = given_options(pytest_arguments(config))
+        check_plain_run(config, tuple(g for g in given if g.startswith("--benchmark-")))
         return PerfgateSession(Settings(), rootdir, started, Mode.OFF)
     order = config.stash.get(ORDER_KEY, None)
     if isinstance(order, ConfigError):
@@ -83,6 +88,7 @@ def make_session(config: pytest.Config) -> PerfgateSession:
         _check_gate_options(config, settings)
     _prepare_environment(state)
     if state.mode is Mode.GATE:
+        _seed_from_pytest_benchmark(state, config)
         _check_against_base(state, config)
         if settings.store:
             _check_history(settings)
@@ -146,6 +152,9 @@ def load_settings(config: pytest.Config, rootdir: Path) -> Settings:
         attr: (here / value if isinstance(value, Path) and not value.is_absolute() else value)
         for attr, value in pytest_values(config.getoption).items()
     }
+    from perfgate.pytest_plugin.benchmark_cli import settings_values
+
+    given.update(settings_values(config.getoption, rootdir, here))
     settings = settings_from_config(
         table, where=f"{pyproject} [tool.perfgate]", rootdir=rootdir, overrides={**given, "enabled": True}
     )
@@ -186,6 +195,26 @@ def _prepare_environment(state: PerfgateSession) -> None:
         state.device = open_device(state.environment.device_uuid)
 
 
+def _seed_from_pytest_benchmark(state: PerfgateSession, config: pytest.Config) -> None:
+    """`--benchmark-compare[=NUM]` and no baseline for this machine yet: the saved run seeds it, imported."""
+    from perfgate.pytest_plugin.benchmark_cli import compared_run
+
+    if state.baseline is not None or state.environment is None or state.baseline_path is None:
+        return  # the baseline there is what --benchmark-compare compares with (one line says so)
+    source = compared_run(config.getoption, Path(config.invocation_params.dir))
+    if source is None:
+        return
+    from perfgate.baseline.imported import seed_baseline_file
+    from perfgate.measure.environment import who
+
+    seeded = seed_baseline_file(source, state.baseline_path, state.environment, who(), state.rootdir)
+    state.baseline = seeded.baseline
+    state.messages.append(
+        f"perfgate: seeded {state.baseline_path} from pytest-benchmark's saved run {source}: "
+        f"{len(seeded.added)} case(s), marked imported"
+    )
+
+
 def _check_against_base(state: PerfgateSession, config: pytest.Config) -> None:
     """A pull request's gate: are the project root, [tool.perfgate] and (baseline mode) the baseline the ones
     its base ref's files give this run? A/B mode checks against its base, unless a baseline ref is named."""
@@ -214,7 +243,9 @@ def _check_history(settings: Settings) -> None:
 
 
 def note_outcome(state: PerfgateSession, item: pytest.Item, report: pytest.TestReport) -> None:
-    if not any(f in getattr(item, "fixturenames", ()) for f in PERF_FIXTURES):
+    from perfgate.pytest_plugin.codspeed import WHOLE_TEST
+
+    if not any(f in getattr(item, "fixturenames", ()) for f in PERF_FIXTURES) and not item.stash.get(WHOLE_TEST, False):
         return
     nodeid = state.case_id(item.nodeid)
     if report.skipped:
@@ -239,16 +270,21 @@ def register_benchmark_fixture(config: pytest.Config) -> None:
     step_aside_pytest_benchmark(config)
     # pytest-benchmark, stepped aside, registers no marker: a --strict-markers suite must still collect
     config.addinivalue_line("markers", "benchmark: mark a test with custom benchmark settings.")
+    config.addinivalue_line("markers", "codspeed_benchmark: mark an entire test for benchmarking (pytest-codspeed).")
     manager = config.pluginmanager
     if not manager.has_plugin("perfgate-benchmark"):
         manager.register(BenchmarkPlugin(benchmark_options(config)), "perfgate-benchmark")
 
 
 def step_aside_pytest_benchmark(config: pytest.Config) -> None:
+    """pytest-benchmark and pytest-codspeed step aside for a measuring run: one tool measures."""
+    from perfgate.pytest_plugin.codspeed import step_aside_codspeed
+
     manager = config.pluginmanager
     pytest_benchmark = manager.get_plugin("benchmark")
     if pytest_benchmark is not None:
         manager.unregister(pytest_benchmark)
+    step_aside_codspeed(config)
 
 
 def finish(config: pytest.Config, state: PerfgateSession, interrupted: bool, tests_failed: bool) -> int:

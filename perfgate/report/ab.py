@@ -83,6 +83,7 @@ class AbInfo:
     base_commit: str = ""
     base_run_uid: str = ""
     base_code: tuple[tuple[str, tuple[CodeSource, ...]], ...] = ()  # where each base case's code came from
+    anchor: str = ""  # an anchor run (ab/anchor.py): the calibration the base is, as Anchor.label says it
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,8 @@ def render_ab_terminal(gate: GateResult, info: AbInfo) -> list[str]:
         for c in _rows(gate)
     ]
     lines = [f"perfgate: A/B: head {info.head_label} against base {info.base_label}"]
+    if info.anchor:
+        lines.append(f"perfgate: anchor: cumulative change per case since the baseline's calibration ({info.anchor})")
     lines += render_table(rows, HEADERS) if rows else []
     for c in gate.comparisons:  # (a case not compared is a finding below)
         if c.verdict is Verdict.BELOW_TARGET and c.note:
@@ -185,6 +188,14 @@ def render_ab_markdown(gate: GateResult, info: AbInfo, top_n: int = 60) -> str:
         "comparison(s).",
         "",
     ]
+    if info.anchor:
+        out[0] = out[0].replace("A/B gate", "anchor run", 1)
+        out[1:1] = [
+            "",
+            f"**Cumulative change since the baseline's calibration** ({_md(info.anchor)}): the base is the "
+            "commit the baseline was calibrated at, measured beside the head in this job, so machine and "
+            "driver drift cancel and each ratio is what the code did since.",
+        ]
     if gate.findings:
         out += ["### Needs attention", ""]
         for f in gate.findings:
@@ -224,6 +235,7 @@ def render_ab_json(gate: GateResult, head: Run, info: AbInfo, samples: bool = Fa
         "base_run_uid": info.base_run_uid,
         "cases": [t.as_json() for t in info.rounds_trace],
         "base_code": {cid: [plain(c) for c in code] for cid, code in info.base_code},  # the head's: under cases
+        "anchor": info.anchor or None,  # an anchor run: the calibration its base is
     }
     return json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
 

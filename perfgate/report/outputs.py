@@ -218,6 +218,23 @@ def _bencher_json(p: Published, path: Path) -> Written:
     return Written()
 
 
+def _pytest_benchmark_json(p: Published, path: Path) -> Written:
+    from perfgate.report.pytest_benchmark_json import render_pytest_benchmark_json
+
+    write_text(path, render_pytest_benchmark_json(p.run, include_data=True, project=p.settings.rootdir.name))
+    return Written()
+
+
+def _pytest_benchmark_save(p: Published, path: Path) -> Written:
+    """pytest-benchmark's storage: `.benchmarks/<machine>/NNNN_<name>.json`, its samples only when asked."""
+    from perfgate.report.pytest_benchmark_json import render_pytest_benchmark_json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = p.settings.pytest_benchmark_save_data
+    write_text(path, render_pytest_benchmark_json(p.run, include_data=data, project=p.settings.rootdir.name))
+    return Written(messages=(f"perfgate: saved the run for pytest-benchmark in {path}",))
+
+
 def _junit_xml(p: Published, path: Path) -> Written:
     from perfgate.report.junit import render_junit
 
@@ -233,6 +250,8 @@ OUTPUTS: tuple[Output, ...] = (
     Output("github-action-benchmark JSON", "benchmark_json_path", _benchmark_json),
     Output("github-action-benchmark speedup JSON", "benchmark_speedup_json_path", _benchmark_speedup_json),
     Output("Bencher Metric Format JSON", "bencher_json_path", _bencher_json),
+    Output("pytest-benchmark JSON", "pytest_benchmark_json_path", _pytest_benchmark_json),
+    Output("pytest-benchmark saved run", "pytest_benchmark_save_path", _pytest_benchmark_save),
     Output("JUnit XML", "junit_xml_path", _junit_xml),
 )
 

@@ -275,6 +275,7 @@ class Scrubber:
             speedup=replace(r.speedup, reference=self.identifier(r.speedup.reference)) if r.speedup else None,
             group=self.identifier(r.group),
             extra_info=tuple((self.identifier(k), self._value(v)) for k, v in r.extra_info),
+            params=tuple((self.identifier(k), self._value(v)) for k, v in r.params),
             compiled=self._compiled(r.compiled),
         )
 

@@ -31,16 +31,19 @@ class AbPairRow:
     device_name: str
     cases: int
     gate: str  # passed / failed ("" when the head was stored without verdicts)
+    anchor: bool = False  # the base is the baseline's calibration commit (perfgate ab --anchor)
 
 
-def ab_comparisons(store: Store, last: int) -> list[AbPairRow]:
-    """The last `last` A/B comparisons whose both sides are stored, oldest first."""
+def ab_comparisons(store: Store, last: int, anchor_only: bool = False) -> list[AbPairRow]:
+    """The last `last` A/B comparisons whose both sides are stored, oldest first; `anchor_only`: anchor runs
+    only (the cumulative change since the calibration, over time)."""
+    only = " AND h.ab_anchor = 1" if anchor_only else ""
     rows = store.query(
         "SELECT h.ab_pair, h.id AS head_id, b.id AS base_id, h.started_at, h.git_commit AS head_commit, "
-        "b.git_commit AS base_commit, h.device_name, h.gate_failed, "
+        "b.git_commit AS base_commit, h.device_name, h.gate_failed, h.ab_anchor, "
         "(SELECT count(*) FROM cases c WHERE c.run_id = h.id) AS n_cases "
         "FROM runs h JOIN runs b ON b.ab_pair = h.ab_pair AND b.kind = :base "
-        "WHERE h.kind = :head ORDER BY h.id DESC LIMIT :last",
+        f"WHERE h.kind = :head{only} ORDER BY h.id DESC LIMIT :last",
         {"base": RunKind.AB_BASE.value, "head": RunKind.AB_HEAD.value, "last": max(last, 0)},
     )
     return [
@@ -54,6 +57,7 @@ def ab_comparisons(store: Store, last: int) -> list[AbPairRow]:
             r["device_name"] or "",
             int(r["n_cases"]),
             "" if r["gate_failed"] is None else ("failed" if r["gate_failed"] else "passed"),
+            bool(r["ab_anchor"]),
         )
         for r in reversed(rows)
     ]

@@ -59,6 +59,7 @@ RUN_COLUMNS = (
     *ENV_COLUMNS,
     "kind",
     "ab_pair",
+    "ab_anchor",
 )
 STAT_COLUMNS = (
     "timer",
@@ -142,6 +143,7 @@ def run_row(run: Run) -> tuple[Any, ...]:
     values.update({c: getattr(e, c) for c in ENV_COLUMNS})
     values["kind"] = i.kind.value if i.kind is not None else None
     values["ab_pair"] = i.ab_pair or None
+    values["ab_anchor"] = 1 if i.ab_anchor else None
     return tuple(values[c] for c in RUN_COLUMNS)
 
 
@@ -247,6 +249,7 @@ def run_from_row(row: dict[str, Any], results: tuple[CaseResult, ...], unmeasure
         unmeasured=unmeasured,
         kind=run_kind(row["kind"], where),
         ab_pair=checks.text(row["ab_pair"], f"{where} ab_pair"),
+        ab_anchor=bool(row["ab_anchor"]),
     )
     return Run(info=info, environment=env, results=results, run_id=int(row["id"]))
 

@@ -13,7 +13,7 @@ refused before anything is read.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 # Version 1, as written by perfgate 0.1.0 through sqlite-utils (read back from a database it created).
 MIGRATION_1 = """
@@ -339,12 +339,19 @@ ALTER TABLE cases ADD COLUMN probed_samples INTEGER;
 ALTER TABLE cases ADD COLUMN confirmation_mcycles TEXT;
 """
 
-# Version 12: reads bounded whatever the history holds (a fleet's year). The gate reads each case's newest runs
+# Version 12: anchor runs (perfgate ab --anchor, ab/anchor.py): an A/B comparison whose base is the commit the
+# baseline was calibrated at, so its ratios are each case's cumulative change since; both sides say so (1), so the
+# history lists anchor runs over time. NULL: an earlier run, never an anchor run. Standard SQL (SQLite, PostgreSQL).
+MIGRATION_12 = """
+ALTER TABLE runs ADD COLUMN ab_anchor INTEGER;
+"""
+
+# Version 13: reads bounded whatever the history holds (a fleet's year). The gate reads each case's newest runs
 # of its device model, run kind and branch: those runs are found through idx_runs_gate, newest first, without
 # visiting another model's, kind's or branch's; the first run after a baseline update through
 # idx_runs_started_at. Like every migration after 6, one text for SQLite and PostgreSQL (standard types and
 # statements; store/server_schema.py translates the type words).
-MIGRATION_12 = """
+MIGRATION_13 = """
 CREATE INDEX idx_runs_gate ON runs (device_name, kind, git_branch, id);
 CREATE INDEX idx_runs_started_at ON runs (started_at, id);
 """
@@ -362,4 +369,5 @@ MIGRATIONS: tuple[str, ...] = (
     MIGRATION_10,
     MIGRATION_11,
     MIGRATION_12,
+    MIGRATION_13,
 )

@@ -9,7 +9,7 @@ SM cycles when a clock probe read it. `from_run_id` (one for all cases, or per c
 a change point or a baseline update: runs stored before it are not read.
 
 Bounded whatever the history holds: the window is looked for among the newest `look_back` gate runs of the
-device model on the branch (found newest first through idx_runs_gate, migration 12), and per case by an index
+device model on the branch (found newest first through idx_runs_gate, migration 13), and per case by an index
 walk over cases(case_id, run_id) from the newest run down, stopped at W (`newest_per_case`: a few statements
 for thousands of cases), so a case reads what it keeps, at 10 or 100,000 stored runs per case alike
 (tests/test_bounded_reads.py and tests/test_fleet.py count the rows visited). "Newest" is the order runs

@@ -25,6 +25,7 @@ MAX_COUNTER_KERNELS = 8
 class CaseDigest:
     row: dict[str, Any]  # the overview's row for one (case, device model), JSON-ready
     change_points: int
+    regressions: tuple[dict[str, Any], ...] = ()  # the regressions page's entries (regressions.py)
 
 
 def num(value: float | None) -> float | None:
@@ -40,7 +41,11 @@ def case_payload(
     baseline_case: BaselineLookup,
     cp_settings: ChangePointSettings,
     spark_points: int,
+    kernels: Mapping[str, dict[str, Any]] | None = None,
 ) -> tuple[dict[str, Any], list[CaseDigest]]:
+    """`kernels`: per device model, the case's compiled kernels (kernels_data.case_kernels)."""
+    from perfgate.report.site.regressions import regressions_of
+
     devices, digests = [], []
     for s in series:
         run_id = latest.get((case_id, s.device_name), s.points[-1].run_id)
@@ -49,10 +54,11 @@ def case_payload(
             tuple(_run_point(p, runs[p.run_id]) for p in s.points), case_id, s.device_name, cp_settings
         )
         base = baseline_case(s.device_name, case_id)
-        devices.append(_device_payload(s, runs, rows, changes, base))
-        digests.append(
-            CaseDigest(_overview_row(case_id, s, runs[run_id], rows, changes, spark_points), len(changes.changes))
-        )
+        device = _device_payload(s, runs, rows, changes, base)
+        device["kernels"] = (kernels or {}).get(s.device_name)
+        devices.append(device)
+        row = _overview_row(case_id, s, runs[run_id], rows, changes, spark_points)
+        digests.append(CaseDigest(row, len(changes.changes), regressions_of(row, s, runs, changes)))
     return {"case": case_id, "devices": devices}, digests
 
 

@@ -39,6 +39,7 @@ class RunMeta:
     device_kind: str
     calibration: bool  # one of `perfgate calibrate`'s processes
     cases: int
+    kind: str  # the stored run kind (gate, calibration, ab-base, ab-head; "" from old histories)
     versions: tuple[tuple[str, str], ...]  # (field, value) of ENV_FIELDS that are set
 
 
@@ -114,6 +115,7 @@ def _run_meta(r: dict[str, Any]) -> RunMeta:
         device_kind=text("device_kind"),
         calibration=is_calibration(text("argv")),
         cases=int(r["n_cases"]),
+        kind=text("kind") if r.get("kind") else "",
         versions=tuple((f, checks.run_text(str(r[f]), f"{where} {f}")) for f in ENV_FIELDS if r.get(f)),
     )
 

@@ -14,17 +14,21 @@ from perfgate.model import Comparison, Environment, GateResult, Run
 from perfgate.report.site import pages
 from perfgate.report.site.history_data import RunMeta
 from perfgate.report.site.links import case_page, run_page
+from perfgate.report.site.project import Project, commit_url
 from perfgate.report.site.verdicts import GatedRun, RunVerdicts
 from perfgate.store import Store
 
 MAX_CASE_LINKS = 50
+_KINDS = {"ab-base": "A/B comparison, base side", "ab-head": "A/B comparison, head side"}
 
 
 class RunPageBuilder:
     """Run pages and the verdicts the overview needs, from one RunVerdicts (each baseline read once)."""
 
-    def __init__(self, store: Store, runs: dict[int, RunMeta], settings: Settings, summaries: int) -> None:
-        self.runs = runs
+    def __init__(
+        self, store: Store, runs: dict[int, RunMeta], settings: Settings, summaries: int, project: Project
+    ) -> None:
+        self.runs, self.project = runs, project
         self.verdicts = RunVerdicts(store, settings)
         self.summarized = set(sorted(runs)[-summaries:]) if summaries > 0 else set()
         self._kinds = {m.device_name: m.device_kind for m in runs.values()}
@@ -61,10 +65,11 @@ class RunPageBuilder:
             summary = summary_html(g.gate, g.run)
         else:
             note = (
-                f"The gate summary is on the pages of the latest {len(self.summarized)} runs; for this one run "
+                f"The gate summary is on the pages of the latest {len(self.summarized)} runs when they were "
+                f"written; for this one run "
                 f"`perfgate compare --run {run_id}`."
             )
-        kind = "calibration process" if meta.calibration else "gate run"
+        kind = "calibration process" if meta.calibration else _KINDS.get(meta.kind, "gate run")
         from perfgate.report.scrub import scrub_rendered
 
         facts = [
@@ -77,8 +82,10 @@ class RunPageBuilder:
             ("cases", str(meta.cases)),
             *((name.replace("_", " "), value) for name, value in meta.versions),
         ]
-        body = pages.run_body(f"Run {run_id}", facts, summary, note)
-        (build / run_page(run_id)).write_text(pages.page(f"run {run_id}: perfgate", "../", body), encoding="utf-8")
+        links = {"commit": commit_url(self.project.repo_url, meta.git_commit)}
+        body = pages.run_body(f"Run {run_id}", facts, summary, note, self.project.name, links)
+        page = pages.page(self.project.title(f"run {run_id}"), "../", body)
+        pages.write_page(build / run_page(run_id), page)
 
 
 def summary_html(gate: GateResult, run: Run) -> str:
@@ -105,7 +112,9 @@ def markdown_to_html(text: str) -> str:
     markdown_it: Any = require("markdown_it", "report", "perfgate report --html")
     html = str(markdown_it.MarkdownIt("commonmark", {"html": True}).enable("table").render(text))
     # column alignment comes as style attributes, which the Content-Security-Policy refuses: classes instead
-    return (
+    from perfgate.report.site.marks import css_marks
+
+    return css_marks(
         html.replace(' style="text-align:right"', ' class="num"')
         .replace(' style="text-align:center"', "")
         .replace(' style="text-align:left"', "")

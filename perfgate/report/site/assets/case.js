@@ -5,6 +5,40 @@
   const data = JSON.parse(document.getElementById("perfgate-data").textContent);
   const tooltip = document.getElementById("tooltip");
   const COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
+  const xAxis = document.getElementById("x-axis");
+  const logScale = document.getElementById("log-scale");
+  const view = { x: "run", log: false }; // the charts' x-axis labels and y scale, from the two controls
+
+  // a commit links to the repository's page for it when the site knows the repository (repo_url)
+  function commitLink(parent, commit) {
+    const c = commit || "";
+    if (/^https?:\/\//.test(data.repo || "") && /^[0-9a-f]{7,64}$/.test(c)) {
+      const a = el("a", c.slice(0, 12), "commit");
+      a.href = data.repo + "/commit/" + c;
+      a.rel = "noopener";
+      parent.appendChild(a);
+    } else {
+      parent.appendChild(document.createTextNode(c.slice(0, 12) || "-"));
+    }
+  }
+
+  function xLabel(d, i) {
+    if (d.runs.id[i] === undefined) return "";
+    if (view.x === "commit") return d.runs.commit[i] ? d.runs.commit[i].slice(0, 8) : "-";
+    if (view.x === "date") return (d.runs.date[i] || "").slice(5, 16);
+    return "#" + d.runs.id[i];
+  }
+
+  // the axis labels drawn last, kept on the chart's box (the canvas holds them only as pixels)
+  function ticks(box, name, labels) {
+    box.dataset[name] = labels.filter((l) => l).join(" | ");
+    return labels;
+  }
+
+  // on a log scale a value <= 0 has no place: a gap
+  function positive(values) {
+    return view.log ? values.map((v) => (v !== null && v > 0 ? v : null)) : values;
+  }
 
   function el(tag, text, cls) {
     const e = document.createElement(tag);
@@ -103,17 +137,17 @@
     (extra.lines || [{ label: title, values: values }]).forEach((line, k) => {
       series.push({ label: line.label, stroke: COLORS[k % COLORS.length], width: 1.5, spanGaps: true,
         points: { show: true, size: 5, fill: COLORS[k % COLORS.length] } });
-      cols.push(line.values);
+      cols.push(positive(line.values));
     });
     if (!extra.lines && d.runs.calibration.some((c) => c)) {
       series.push(pointsOnly("calibration", "#9467bd", 10, "rgba(255,255,255,0)"));
-      cols.push(values.map((v, i) => (d.runs.calibration[i] ? v : null)));
+      cols.push(positive(values.map((v, i) => (d.runs.calibration[i] ? v : null))));
     }
     const conf = extra.confirmations || [];
     const depth = conf.reduce((m, c) => Math.max(m, c.length), 0);
     for (let j = 0; j < depth; j += 1) {
       series.push(pointsOnly("confirmation " + (j + 1), "#ff7f0e", 5, "#ff7f0e"));
-      cols.push(conf.map((c) => (c.length > j ? c[j] : null)));
+      cols.push(positive(conf.map((c) => (c.length > j ? c[j] : null))));
     }
     const band = extra.band;
     if (band && band.centre !== null && band.threshold !== null && band.threshold !== undefined) {
@@ -125,20 +159,21 @@
       cols.push(xs.map(() => band.centre * (1 + t)));
       series.push({ label: "-" + band.threshold.toFixed(1) + "%", stroke: "rgba(44,160,44,0.35)", width: 1,
         points: { show: false } });
-      cols.push(xs.map(() => band.centre * (1 - t)));
+      cols.push(positive(xs.map(() => band.centre * (1 - t))));
       bands.push({ series: [series.length - 2, series.length - 1], fill: "rgba(44,160,44,0.12)" });
     }
     const box = el("div", null, "chart");
     box.dataset.metric = title;
+    box.dataset.scale = view.log ? "log" : "linear";
     parent.appendChild(box);
-    const width = Math.max(320, Math.min(1100, parent.clientWidth || 900));
+    const width = Math.max(280, Math.min(1100, parent.clientWidth || 900));
     const opts = {
-      title: title, width: width, height: 230, series: series, bands: bands,
-      scales: { x: { time: false } },
+      title: title + (view.log ? " (log scale)" : ""), width: width, height: 230, series: series, bands: bands,
+      scales: { x: { time: false }, y: view.log ? { distr: 3, log: 10 } : {} },
       axes: [
-        { incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000],
-          values: (u, splits) => splits.map((i) => (d.runs.id[i] !== undefined ? "#" + d.runs.id[i] : "")) },
-        { size: 80, values: (u, splits) => splits.map((v) => fmt(v, unit)) },
+        { incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], space: view.x === "run" ? 50 : 80,
+          values: (u, splits) => ticks(box, "xticks", splits.map((i) => xLabel(d, i))) },
+        { size: 80, values: (u, splits) => ticks(box, "yticks", splits.map((v) => (v === null ? "" : fmt(v, unit)))) },
       ],
       legend: { live: false },
       hooks: { draw: [(u) => drawChanges(d, u)], setCursor: [(u) => showTooltip(d, u)] },
@@ -171,9 +206,16 @@
   }
 
   function runLink(d, runId, commit) {
-    const a = el("a", "#" + runId + (commit ? " (" + commit + ")" : ""));
+    const span = el("span");
+    const a = el("a", "#" + runId);
     a.href = runHref(runId);
-    return a;
+    span.appendChild(a);
+    if (commit) {
+      span.appendChild(document.createTextNode(" ("));
+      commitLink(span, commit);
+      span.appendChild(document.createTextNode(")"));
+    }
+    return span;
   }
 
   function changeList(d) {
@@ -204,7 +246,9 @@
       a.href = runHref(id);
       first.appendChild(a);
       tr.appendChild(first);
-      tr.appendChild(el("td", d.runs.commit[i] || "-"));
+      const c = el("td");
+      commitLink(c, d.runs.commit[i]);
+      tr.appendChild(c);
       tr.appendChild(el("td", d.runs.branch[i] || "-"));
       tr.appendChild(el("td", d.runs.date[i] || "-"));
       tr.appendChild(el("td", d.runs.calibration[i] ? "calibration" : "gate"));
@@ -217,21 +261,70 @@
       tr.appendChild(el("td", autotune(d, i) || "-"));
       t.appendChild(tr);
     });
-    box.appendChild(t);
+    box.appendChild(wide(t));
     return box;
   }
 
-  data.devices.forEach((d, k) => {
-    const section = document.querySelector('section.device[data-device="' + k + '"]');
-    if (d.latest.length) section.appendChild(latestTable(d));
-    if (d.changes.length) section.appendChild(changeList(d));
+  function wide(table) {
+    const w = el("div", null, "wide");
+    w.appendChild(table);
+    return w;
+  }
+
+  function dims(v) {
+    if (!v) return "?";
+    const s = v.slice();
+    while (s.length > 1 && s[s.length - 1] === 1) s.pop();
+    return s.join("x");
+  }
+
+  // the compiled kernels of the latest run that recorded them, and the runs where their facts changed
+  function kernelsBox(d) {
+    const k = d.kernels;
+    const box = el("details", null, "kernels");
+    box.open = true;
+    box.appendChild(el("summary", "Compiled kernels (" + k.kernels.length + ", run #" + k.run + ")"));
+    const t = el("table", null, "kernels");
+    const head = el("tr");
+    ["kernel", "registers", "spills", "shared memory", "block x grid", "warps / stages", "occupancy", "SASS"]
+      .forEach((h) => head.appendChild(el("th", h)));
+    t.appendChild(head);
+    k.kernels.forEach((x) => {
+      const tr = el("tr");
+      tr.appendChild(el("td", x.key + (x.launches > 1 ? " x" + x.launches : "") + (x.source === "library" ? " (library)" : ""), "kernel"));
+      tr.appendChild(el("td", x.registers === null ? "-" : String(x.registers), "num"));
+      tr.appendChild(el("td", x.spills === null ? "-" : x.spills + " B", "num"));
+      tr.appendChild(el("td", fmt(x.shared, "byte"), "num"));
+      tr.appendChild(el("td", x.block ? dims(x.block) + " x " + dims(x.grid) : "-", "num"));
+      tr.appendChild(el("td", (x.warps === null ? "-" : x.warps) + " / " + (x.stages === null ? "-" : x.stages), "num"));
+      tr.appendChild(el("td", x.occupancy === null ? "-" : Number(x.occupancy.toPrecision(4)) + " %" + (x.limiter ? " (" + x.limiter + ")" : ""), "num"));
+      tr.appendChild(el("td", x.sass || "-", "sass"));
+      t.appendChild(tr);
+    });
+    box.appendChild(wide(t));
+    if (k.changes.length) {
+      const ul = el("ul", null, "kernel-changes");
+      k.changes.forEach((c) => {
+        const li = el("li", c.kernel + ": " + c.what + " between ");
+        li.appendChild(runLink(d, c.before.run, c.before.commit));
+        li.appendChild(document.createTextNode(" and "));
+        li.appendChild(runLink(d, c.run, c.commit));
+        ul.appendChild(li);
+      });
+      box.appendChild(ul);
+    }
+    return box;
+  }
+
+  function drawCharts(d, holder) {
+    holder.replaceChildren();
     const b = d.baseline || {};
-    chart(section, d, "time (run median)", "ms", d.time.median, { confirmations: d.time.confirmations, band: b.time });
+    chart(holder, d, "time (run median)", "ms", d.time.median, { confirmations: d.time.confirmations, band: b.time });
     if (d.speedup) {
-      chart(section, d, "speedup" + (d.reference ? " vs " + d.reference : ""), "x", d.speedup.value,
+      chart(holder, d, "speedup" + (d.reference ? " vs " + d.reference : ""), "x", d.speedup.value,
         { confirmations: d.speedup.confirmations, band: b.speedup });
     }
-    if (d.memory) chart(section, d, "peak memory", "byte", d.memory, { band: b.memory });
+    if (d.memory) chart(holder, d, "peak memory", "byte", d.memory, { band: b.memory });
     // counters with a trend get a chart; those measured in one run only (one profiled run) a table row
     const once = [];
     const trends = d.counters.filter((c) => {
@@ -245,7 +338,7 @@
       const box = el("details", null, "counters");
       box.open = true;
       box.appendChild(el("summary", "Gated profiler counters (" + d.counters.length + ")"));
-      section.appendChild(box);
+      holder.appendChild(box);
       trends.forEach((c) => {
         const lines = c.kernels.map((k) => ({ label: k.kernel || "(case)", values: k.values }));
         chart(box, d, c.label + " (" + c.metric + ")", c.unit, lines[0].values, { lines: lines });
@@ -265,10 +358,33 @@
           tr.appendChild(td);
           t.appendChild(tr);
         });
-        box.appendChild(t);
+        box.appendChild(wide(t));
       }
     }
+  }
+
+  const holders = [];
+  data.devices.forEach((d, k) => {
+    const section = document.querySelector('section.device[data-device="' + k + '"]');
+    if (d.latest.length) section.appendChild(wide(latestTable(d)));
+    if (d.changes.length) section.appendChild(changeList(d));
+    const holder = el("div", null, "charts");
+    section.appendChild(holder);
+    holders.push([d, holder]);
+    if (d.kernels) section.appendChild(kernelsBox(d));
     section.appendChild(runsTable(d));
   });
+  function redraw() {
+    view.x = xAxis.value;
+    view.log = logScale.checked;
+    holders.forEach(([d, holder]) => drawCharts(d, holder));
+    document.body.dataset.view = view.x + (view.log ? " log" : "");
+  }
+  const query = new URLSearchParams(window.location.search);
+  if (["run", "commit", "date"].includes(query.get("x"))) xAxis.value = query.get("x");
+  logScale.checked = query.get("log") === "1";
+  xAxis.addEventListener("change", redraw);
+  logScale.addEventListener("change", redraw);
+  redraw();
   document.body.dataset.ready = "true";
 })();

@@ -91,7 +91,12 @@
     if (r.lastChange) cp.title = "latest: " + r.lastChange;
     const run = cell(tr, "");
     link(run, r.runHref, "#" + r.run);
-    run.appendChild(document.createTextNode(" " + r.date + (r.commit ? " " + r.commit.slice(0, 8) : "")));
+    run.appendChild(document.createTextNode(" " + r.date + " "));
+    if (r.commit && /^https?:\/\//.test(data.repo || "") && /^[0-9a-f]{7,64}$/.test(r.commit)) {
+      link(run, data.repo + "/commit/" + r.commit, r.commit.slice(0, 8)).className = "commit";
+    } else if (r.commit) {
+      run.appendChild(document.createTextNode(r.commit.slice(0, 8)));
+    }
     return tr;
   }
 

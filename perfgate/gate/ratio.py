@@ -1,0 +1,457 @@
+"""A/B mode's rule: per-round ratios of head over base -> the verdict, its interval, what the case detects (pure).
+
+Each round measures both sides of a case back to back, so a drift (clocks, power, temperature, a
+neighbour) moves both: the per-round log ratio x_r = ln(head_r / base_r) keeps the code's difference
+and little else. For a lower-is-better time x_r is taken as is; for a higher-is-better speedup (against
+the reference timed inside each worker) it is ln(base_r / head_r), so positive is always worse.
+
+What rounds cannot cancel is an offset between processes: two processes of the same code may differ by a
+steady amount for their whole life (on the H100, in separate processes, a 12 us add's by 1-3%, long
+kernels' by ~0.1-0.5%; docs/evidence/ab-noise.md). Each pair of processes is one draw of it. Its draws
+(`OffsetDraw`) are the A/A (the base against a second base process, ln(base'_r / base_r): the same code,
+so its mean is an offset and nothing else) and, once a call is measured again by a fresh pair, the
+difference between the two pairs' means (the code's change cancels in it). Every draw enters the noise,
+significant or not.
+
+One pair (the rounds grouped in stages: stage 1, then confirmation stages while the case is suspect, at
+most K = 1 + confirm_runs):
+
+    wild   a round more than WILD_SDS robust standard deviations (1.4826 MAD) from the median of all its
+           rounds is set aside, at most a quarter of them (a window a neighbour or a clock event hit)
+    s      the per-round noise: pooled standard deviation of the kept x about their mean (all stages) and of
+           the A/A's kept rounds about theirs; dof = the sum of (kept rounds - 1)
+    p^2    the offset's variance as the draws show it: mean(d^2 - v) over the draws, at least 0 (v: what
+           the draw's own rounds give it, s^2 / its rounds)
+    se     sqrt(s^2 / n + p^2) for the n kept rounds so far
+    T      max(ln(1 + min_effect), c * se), c = Student's t at 1 - alpha, dof
+    screen after a stage before the K-th: suspect beyond max(floor / 2, 1.28 se) either way (another stage
+           decides), otherwise unchanged
+
+    called        K stages measured and the pooled mean beyond T (regressed: +; improved: -)
+    INCONCLUSIVE  not called, but the pooled change above its 95% noise band and within a band of T
+    UNCHANGED     otherwise
+
+Two pairs (`with_fresh_pair`: a call measured again by a fresh base, head and A/A twin): m = (m1 + m2) / 2
+and the draws d = (the first pair's A/A, the fresh pair's A/A, (m1 - m2) / sqrt(2)). The call stands when
+the fresh pair points the same way and m is beyond T2 = max(floor, c2 * se2); a regression that does not is
+INCONCLUSIVE (not a pass, not a failure), an improvement UNCHANGED. How c2 and se2 are formed depends on the
+process mode, because what makes the bound hold is different:
+
+    shared     base and head are threads of one process: what makes processes differ is the same for both
+               (measured on the H100: the A/A twin and the head within their rounds' noise of the base,
+               0 of 212 A/A comparisons called). se2^2 = (se_r1^2 + se_r2^2) / 4 + p^2 / 2 with p^2 from the
+               three draws, c2 = t(1 - alpha) at the rounds' dof. The first pair's call alone already holds
+               alpha (p ~ 0), the fresh pair only makes it stricter.
+    separate   each process carries an offset of unknown size (per case: 1-3% or 0.1%), and the only
+               evidence of it is the K draws (K <= 3). The first pair's call is then only a screen for the
+               fresh pair; the verdict is the two-pair test se2^2 = (se_r1^2 + se_r2^2) / 4 + mean(d^2) / 2,
+               c2 = t(1 - alpha) at K dof. mean(d^2) is not reduced by the draws' round noise, so its
+               expectation is at least the offset's variance; when offsets dominate, m / se2 is Student's t
+               at K dof (m and the draws are independent normal), otherwise it is more concentrated: so
+               P(called | unchanged) <= alpha whatever the offsets' size. A case whose offsets are large
+               pays for it in what it detects (the 12 us add: ~10x its offset's sd), not in false alarms.
+
+Without a fresh pair (`ab_fresh_pair = false`, or it could not measure the case: `on_one_pair`), a separate
+call is judged on the first pair's draws alone (K = 1: c = t(1 - alpha) at one dof).
+
+alpha is the case's share of the run's false-alarm budget: false_alarm_pct / m over the run's m gated
+comparisons (Bonferroni), so an unchanged A/B gate fails with probability under false_alarm_pct however
+many cases it has. The screens between stages can only make a call rarer: every test is on the pooled
+rounds, one critical value, no split over looks.
+
+"Detects >= X%" means what it means in baseline mode (gate/decision.py): the change caught with 80% power,
+the noise taken as estimated (s, p), the whole chain counted (the first pair's call at K stages, then,
+with a fresh pair, the two-pair test at its predicted threshold): `detects_log`.
+
+Tested as a guarantee by seeded simulation on the shipped functions (tests/test_ab_rates.py,
+scripts/ab_rates.py): whole runs of 10 and 100 cases with offsets drawn as measured, heavy-tailed and wild
+rounds; docs/ab.md has the rates.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from statistics import NormalDist
+
+import numpy as np
+
+from perfgate.gate.decision import POWER
+from perfgate.model import Verdict
+from perfgate.stats import FloatArray
+from perfgate.stats import t_quantile as _t_quantile
+
+WILD_SDS = 5.0  # a round this many robust standard deviations from the median is wild
+WILD_SHARE = 0.25  # at most this share of a case's rounds is ever set aside
+SCALE_FLOOR = 1e-4  # a robust scale under 0.01% (rounds with identical medians) is taken as 0.01%
+NORMAL_975 = 1.959964
+SCREEN_Z = 1.2816  # a stage is suspect beyond 1.28 se (one-sided 10%): another stage decides
+BAND_CONFIDENCE = 0.95
+CI_CONFIDENCE = 0.95
+MIN_ROUNDS = 3
+Z_POWER = 0.8416212335729143  # the normal quantile at POWER (0.8)
+
+
+@dataclass(frozen=True)
+class AaNoise:
+    """One A/A measurement of a case and metric, as sufficient statistics of its per-round log ratios."""
+
+    rounds: int
+    mean_log: float
+    ss_log: float  # sum of squared deviations of the rounds' log ratios about their mean
+
+    @classmethod
+    def of(cls, log_ratios: Sequence[float]) -> AaNoise:
+        """From the A/A's per-round log ratios, its wild rounds set aside as in the verdict."""
+        x = np.asarray(log_ratios, dtype=np.float64)
+        x = x[np.isfinite(x)]
+        x = x[tame(x)] if x.size else x
+        mean = float(x.mean()) if x.size else 0.0
+        return cls(int(x.size), mean, float(((x - mean) ** 2).sum()))
+
+
+@dataclass(frozen=True)
+class OffsetDraw:
+    """One draw of the offset between two processes of the same code: a mean log ratio, and the variance its
+    own rounds' noise gives it."""
+
+    mean_log: float
+    rounds_var: float
+
+
+@dataclass(frozen=True)
+class RatioRule:
+    alpha: float  # this comparison's one-sided false-alarm rate (the run's budget / m)
+    stages: int  # K: 1 + confirmation stages
+    min_effect_pct: float = 1.0
+    separate: bool = True  # base and head in processes of their own (False: threads of one shared process)
+    fresh_pair: bool = True  # a call is measured again by a fresh pair of processes (`ab_fresh_pair`)
+
+
+@dataclass(frozen=True)
+class RatioDecision:
+    verdict: Verdict
+    change_pct: float  # pooled over every round, as a % change of the worse direction (+ = worse)
+    ci_low_pct: float
+    ci_high_pct: float
+    threshold_pct: float  # T: what the pooled change must exceed to be called (after a fresh pair: both pairs')
+    noise_pct: float  # one round's ratio noise, %
+    rounds: int
+    stages: int
+    process_pct: float | None = None  # the process offset's sd as the draws show it (p), when above 0
+    suspect: bool = False  # another stage of rounds would decide: ask for one
+    stage_change_pct: tuple[float, ...] = ()  # each stage's mean change over its kept rounds (%)
+    band_pct: float = 0.0  # the pooled change's 95% noise band (the inconclusive test's "above the noise")
+    wild_rounds: int = 0  # rounds set aside as wild
+    screen_pct: float = 0.0  # a stage before the K-th is suspect beyond this (%)
+    detects_pct: float | None = None  # the change caught with 80% power (None: no bound on the offset)
+    fresh: RatioDecision | None = None  # the same case measured again by a fresh pair of processes
+    first_pct: float | None = None  # with a fresh pair: the first pair's change (change_pct is both pairs')
+    unrepeated: bool = False  # called, but no fresh pair measured it (it failed there, or it is turned off)
+    # the test's own numbers, in log units, for a fresh pair (with_fresh_pair) and the reports
+    mean_log: float = 0.0
+    rounds_var_log: float = 0.0  # s^2 / n: the rounds' part of se^2
+    round_var_log: float = 0.0  # s^2: one round's variance
+    offset_var_log: float = 0.0  # p^2
+    draws: tuple[OffsetDraw, ...] = ()  # this pair's draws of the process offset (its A/A)
+    alpha: float = 0.0
+    dof: int = 0
+    floor_log: float = 0.0
+    separate: bool = True
+    planned_rounds: float = 0.0  # the rounds K stages would have (what "detects" assumes)
+
+    @property
+    def ratio(self) -> float:
+        """Head over base in the worse direction (1.02: 2% worse)."""
+        return 1.0 + self.change_pct / 100.0
+
+    @property
+    def called(self) -> bool:
+        return self.verdict in (Verdict.REGRESSED, Verdict.IMPROVED)
+
+
+@functools.lru_cache(maxsize=4096)
+def t_quantile(p: float, dof: int) -> float:
+    """Student's t quantile (perfgate.stats), remembered: a run asks the same few thousands of times."""
+    return _t_quantile(p, dof)
+
+
+def pct(log_ratio: float) -> float:
+    return 100.0 * math.expm1(log_ratio) if math.isfinite(log_ratio) else math.inf
+
+
+def _finite_pct(log_ratio: float) -> float | None:
+    return pct(log_ratio) if math.isfinite(log_ratio) else None
+
+
+def tame(x: FloatArray) -> np.ndarray[tuple[int], np.dtype[np.bool_]]:
+    """Which rounds to keep: all but those more than WILD_SDS robust sds from the median (the farthest
+    WILD_SHARE of the rounds at most)."""
+    keep = np.ones(x.size, dtype=bool)
+    if x.size < MIN_ROUNDS:
+        return keep
+    median = float(np.median(x))
+    distance = np.abs(x - median)
+    # MAD as an sd; where half the rounds tie (MAD 0: a coarse timer) the mean absolute deviation instead
+    mad = float(np.median(distance))
+    scale = max(1.4826 * mad if mad > 0 else 1.2533 * float(distance.mean()), SCALE_FLOOR)
+    wild = np.flatnonzero(distance > WILD_SDS * scale)
+    most = int(WILD_SHARE * x.size)
+    if wild.size > most:
+        wild = wild[np.argsort(-distance[wild], kind="stable")[:most]]
+    keep[wild] = False
+    return keep
+
+
+def offset_var(draws: Sequence[OffsetDraw]) -> float:
+    """p^2: the offset's variance the draws show beyond their own rounds' noise (0 when they show none)."""
+    if not draws:
+        return 0.0
+    return max(0.0, math.fsum(d.mean_log**2 - d.rounds_var for d in draws) / len(draws))
+
+
+def bound_threshold(rounds_var: float, weight: float, draws: Sequence[OffsetDraw], alpha: float, floor: float) -> float:
+    """T for a mean whose process offsets are unknown (separate processes): t(1 - alpha) at as many dof as there
+    are draws, over sqrt(rounds_var + weight * mean(d^2)); `weight` is the offset's share in that mean (1 for
+    one pair, 1/2 for two). Infinite without a draw: nothing bounds the offset."""
+    if not draws:
+        return math.inf
+    mean_d2 = math.fsum(d.mean_log**2 for d in draws) / len(draws)
+    return max(floor, t_quantile(1.0 - alpha, len(draws)) * math.sqrt(rounds_var + weight * mean_d2))
+
+
+def decide_ratio(
+    stages: Sequence[Sequence[float]], aa: AaNoise | None, rule: RatioRule, with_detects: bool = True
+) -> RatioDecision:
+    """One pair's decision for one case and metric from its stages of per-round log ratios (+ = worse);
+    `with_detects=False` leaves `detects_pct` out (the screen between stages asks only whether it is suspect)."""
+    if not stages or any(len(s) < MIN_ROUNDS for s in stages):
+        raise ValueError(f"every stage needs at least {MIN_ROUNDS} rounds")
+    arrays = [np.asarray(s, dtype=np.float64) for s in stages]
+    finite = [a[np.isfinite(a)] for a in arrays]  # a round with no usable median (0 or inf) is wild
+    unusable = sum(a.size - f.size for a, f in zip(arrays, finite))
+    arrays = [f for f in finite if f.size]
+    if not arrays:
+        raise ValueError("no round has a finite ratio")
+    keep = tame(np.concatenate(arrays))
+    bounds = np.cumsum([0] + [a.size for a in arrays])
+    kept = [a[keep[lo:hi]] for a, lo, hi in zip(arrays, bounds[:-1], bounds[1:])]
+    everything = np.concatenate(kept)
+    n, mean = everything.size, float(everything.mean())
+    # about the pooled mean, not each stage's: a stage that differs from the others (a neighbour busy for
+    # a whole stage) is noise the pooled mean carries, so it widens s instead of hiding in a stage mean
+    ss, dof = float(((everything - mean) ** 2).sum()), n - 1
+    if aa is not None and aa.rounds >= 2:
+        ss, dof = ss + aa.ss_log, dof + aa.rounds - 1
+    dof = max(dof, 1)
+    s2 = ss / dof
+    draws = (OffsetDraw(aa.mean_log, s2 / aa.rounds),) if aa is not None and aa.rounds >= 2 else ()
+    p2 = offset_var(draws)
+    floor = math.log1p(rule.min_effect_pct / 100.0)
+    c = t_quantile(1.0 - rule.alpha, dof)
+    se = math.sqrt(s2 / n + p2)
+    complete = len(arrays) >= rule.stages
+    planned = n if complete else n * rule.stages / len(arrays)  # what K stages of rounds like these would have
+    threshold = max(floor, c * math.sqrt(s2 / planned + p2))
+    screen = max(floor / 2.0, SCREEN_Z * se)
+    suspect = not complete and abs(mean) > screen
+    band = t_quantile(BAND_CONFIDENCE, dof) * se
+    verdict = Verdict.UNCHANGED
+    if complete and mean > threshold:
+        verdict = Verdict.REGRESSED
+    elif complete and -mean > threshold:
+        verdict = Verdict.IMPROVED
+    elif not suspect and mean > band and mean + band > threshold:
+        verdict = Verdict.INCONCLUSIVE
+    half = t_quantile(0.5 + CI_CONFIDENCE / 2, dof) * se
+    decision = RatioDecision(
+        verdict=verdict,
+        change_pct=pct(mean),
+        ci_low_pct=pct(mean - half),
+        ci_high_pct=pct(mean + half),
+        threshold_pct=pct(threshold),
+        noise_pct=pct(math.sqrt(s2)),
+        rounds=n,
+        stages=len(arrays),
+        process_pct=pct(math.sqrt(p2)) if p2 > 0 else None,
+        suspect=suspect,
+        stage_change_pct=tuple(pct(float(k.mean())) for k in kept if k.size),
+        band_pct=pct(band),
+        wild_rounds=int(keep.size - keep.sum()) + unusable,
+        screen_pct=pct(screen),
+        mean_log=mean,
+        rounds_var_log=s2 / n,
+        round_var_log=s2,
+        offset_var_log=p2,
+        draws=draws,
+        alpha=rule.alpha,
+        dof=dof,
+        floor_log=floor,
+        separate=rule.separate,
+        planned_rounds=planned,
+    )
+    if not with_detects:
+        return decision
+    return replace(decision, detects_pct=_finite_pct(detects_log(decision, rule.fresh_pair)))
+
+
+def with_fresh_pair(first: RatioDecision, fresh: RatioDecision) -> RatioDecision:
+    """A call (regressed / improved) judged again on both pairs of processes: m = (m1 + m2) / 2 against the
+    two-pair threshold of the process mode (module docstring). The fresh pair brings two more draws of the
+    offset (its own A/A twin, and the pairs' difference, in which the code's change cancels). The call
+    stands when the fresh pair points the same way and m is beyond that threshold; otherwise a regression is
+    inconclusive (something moved, but not in both pairs) and an improvement unchanged. On the H100 the
+    12 us add's separate processes differ by 1-3%: in an A/A one pair said +2.65%, the fresh one +1.20%,
+    and that is not a regression."""
+    separate = first.separate or fresh.separate
+    draws = (*first.draws, *fresh.draws, _pairs_apart(first, fresh))
+    rounds_var = (first.rounds_var_log + fresh.rounds_var_log) / 4.0
+    mean = (first.mean_log + fresh.mean_log) / 2.0
+    p2 = offset_var(draws)
+    if separate:
+        threshold = bound_threshold(rounds_var, 0.5, draws, first.alpha, first.floor_log)
+        se = math.sqrt(rounds_var + 0.5 * math.fsum(d.mean_log**2 for d in draws) / len(draws))
+        half = t_quantile(0.5 + CI_CONFIDENCE / 2, len(draws)) * se
+    else:
+        dof = first.dof + fresh.dof
+        se = math.sqrt(rounds_var + p2 / 2.0)
+        threshold = max(first.floor_log, t_quantile(1.0 - first.alpha, dof) * se)
+        half = t_quantile(0.5 + CI_CONFIDENCE / 2, dof) * se
+    verdict = first.verdict
+    if not ((fresh.mean_log > 0) == (first.mean_log > 0) and abs(mean) > threshold):
+        verdict = Verdict.INCONCLUSIVE if first.verdict is Verdict.REGRESSED else Verdict.UNCHANGED
+    return replace(
+        first,
+        verdict=verdict,
+        fresh=fresh,
+        change_pct=pct(mean),
+        ci_low_pct=pct(mean - half),
+        ci_high_pct=pct(mean + half),
+        threshold_pct=pct(threshold),
+        process_pct=pct(math.sqrt(p2)) if p2 > 0 else None,
+        rounds=first.rounds + fresh.rounds,
+        first_pct=first.change_pct,
+        mean_log=mean,
+        offset_var_log=p2,
+        draws=draws,
+        separate=separate,
+        detects_pct=_finite_pct(detects_log(replace(first, offset_var_log=p2, separate=separate), fresh_pair=True)),
+    )
+
+
+def on_one_pair(first: RatioDecision) -> RatioDecision:
+    """A call no fresh pair measured (`ab_fresh_pair` off, or the fresh pair failed): in one shared process
+    it stands; in separate processes it is judged on the first pair's own draws, K = 1 (module docstring),
+    and a regression beyond what they bound is inconclusive, an improvement unchanged."""
+    if not first.called:
+        return first
+    if not first.separate:
+        return replace(first, unrepeated=True)
+    threshold = bound_threshold(first.rounds_var_log, 1.0, first.draws, first.alpha, first.floor_log)
+    verdict = first.verdict
+    if not abs(first.mean_log) > threshold:
+        verdict = Verdict.INCONCLUSIVE if first.verdict is Verdict.REGRESSED else Verdict.UNCHANGED
+    return replace(
+        first,
+        verdict=verdict,
+        unrepeated=True,
+        threshold_pct=pct(threshold),
+        detects_pct=_finite_pct(detects_log(first, fresh_pair=False)),
+    )
+
+
+def _pairs_apart(first: RatioDecision, fresh: RatioDecision) -> OffsetDraw:
+    """(m1 - m2) / sqrt(2): a draw of the offset in which the code's change cancels."""
+    return OffsetDraw(
+        (first.mean_log - fresh.mean_log) / math.sqrt(2.0), (first.rounds_var_log + fresh.rounds_var_log) / 2.0
+    )
+
+
+# --- what a case detects ---------------------------------------------------------------------------------
+
+
+def detects_log(d: RatioDecision, fresh_pair: bool) -> float:
+    """The change (log ratio) the whole rule catches with 80% power, the noise taken as estimated: each pair's
+    mean ~ N(change, s^2 / planned rounds + p^2); the first pair's call at K stages and, with a fresh pair,
+    the two-pair test at the threshold the fresh pair's draws will make it (its twin's A/A, as many rounds as
+    its A/B, and the pairs' difference, which also moves the first pair's mean: m1 = m + d / sqrt(2)), over
+    their distribution. Infinite where nothing bounds the offset."""
+    rounds_var = d.round_var_log / max(d.planned_rounds, 1.0)
+    p2 = d.offset_var_log
+    one_pair = math.sqrt(rounds_var + p2)
+    first = max(d.floor_log, t_quantile(1.0 - d.alpha, d.dof) * one_pair)
+    if not fresh_pair:
+        if d.separate:
+            first = bound_threshold(rounds_var, 1.0, d.draws, d.alpha, d.floor_log)
+        return first + Z_POWER * one_pair
+    twin_abs, apart = _draw_nodes()
+    d2 = (math.sqrt(p2 + rounds_var) * twin_abs)[:, None] ** 2  # the fresh twin's draw, squared
+    d3 = one_pair * apart[None, :]  # the pairs' difference / sqrt(2)
+    known = math.fsum(x.mean_log**2 for x in d.draws)
+    draws = len(d.draws) + 2
+    if d.separate:
+        spread = rounds_var / 2.0 + (known + d2 + d3**2) / (2.0 * draws)
+        second = np.maximum(d.floor_log, t_quantile(1.0 - d.alpha, draws) * np.sqrt(spread))
+    else:
+        excess = known - math.fsum(x.rounds_var for x in d.draws) + d2 + d3**2 - 2.0 * rounds_var
+        spread = rounds_var / 2.0 + np.maximum(excess / draws, 0.0) / 2.0
+        second = np.maximum(d.floor_log, t_quantile(1.0 - d.alpha, 2 * d.dof) * np.sqrt(spread))
+    # the pair mean m ~ N(change, one_pair^2 / 2) must be beyond the two-pair threshold, beyond what puts the
+    # first pair's mean m + d3 / sqrt(2) past its own threshold, and beyond d3 / sqrt(2) (the fresh pair's
+    # mean m - d3 / sqrt(2) the same way)
+    needed = np.maximum(np.maximum(second, first - d3 / math.sqrt(2.0)), d3 / math.sqrt(2.0))
+    return _detects(needed.ravel(), one_pair / math.sqrt(2.0), first)
+
+
+def _detects(needed: FloatArray, sd: float, start: float) -> float:
+    """The change with POWER of P(m > needed) averaged over the nodes, m ~ N(change, sd^2): the power rises
+    with the change, so a grid of candidates and then, twice, a finer grid in the cell where it crosses."""
+    if not np.all(np.isfinite(needed)) or not math.isfinite(start):
+        return math.inf
+    top = float(needed.max())
+    if sd <= 0.0:
+        return top
+    lo, hi = min(start, float(needed.min())) - sd, top + 10.0 * sd
+    for _ in range(4):
+        grid = np.linspace(lo, hi, 33)
+        power = _normal_sf((needed[None, :] - grid[:, None]) / sd).mean(axis=1)
+        above = np.flatnonzero(power >= POWER)
+        i = int(above[0]) if above.size else grid.size - 1
+        lo, hi = float(grid[max(i - 1, 0)]), float(grid[i])
+    return hi
+
+
+@functools.lru_cache(maxsize=1)
+def _draw_nodes() -> tuple[FloatArray, FloatArray]:
+    """Equal-probability nodes: |Z| for a draw that enters squared (8), Z for the pairs' difference (24)."""
+    normal = NormalDist()
+    twin = np.array([normal.inv_cdf(0.5 + (i + 0.5) / 16.0) for i in range(8)])
+    apart = np.array([normal.inv_cdf((j + 0.5) / 24.0) for j in range(24)])
+    return twin, apart
+
+
+def _normal_sf(z: FloatArray) -> FloatArray:
+    """P(Z > z), vectorised: erfc by its Chebyshev fit (Numerical Recipes' erfcc, relative error < 1.2e-7)."""
+    x = np.abs(z) / math.sqrt(2.0)
+    t = 1.0 / (1.0 + 0.5 * x)
+    poly = -1.26551223 + t * (
+        1.00002368
+        + t
+        * (
+            0.37409196
+            + t
+            * (
+                0.09678418
+                + t
+                * (
+                    -0.18628806
+                    + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))
+                )
+            )
+        )
+    )
+    erfc = t * np.exp(-x * x + poly)
+    result: FloatArray = np.where(z >= 0.0, 0.5 * erfc, 1.0 - 0.5 * erfc)
+    return result
