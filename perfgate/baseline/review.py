@@ -3,10 +3,12 @@ and the processes left out of the noise as an autotuning warm-up."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from perfgate.baseline import MIN_CALIBRATION_PROCESSES, Baseline, BaselineCase
 from perfgate.baseline.write import autotune_warmup
+from perfgate.gate.decision import MAX_STAGES, per_test_alpha, reference_processes_needed
 from perfgate.gate.noise import EXCLUSION_MIN_PROCESSES, without_isolated
 from perfgate.model import CaseResult, HostState, Run, Timer
 from perfgate.report.format import fmt_value
@@ -48,6 +50,24 @@ def calibration_notes(
             why = "; ".join(reasons(results)) or "its process medians differ this much from one process to the next"
             lines.append(f"perfgate warning: {case_id} detects only changes >= {min(detects):.1f}%: {why}")
     return lines + preemption_notes(by_case)
+
+
+def budget_note(cases: int, processes: int, false_alarm_pct: float) -> str | None:
+    """A warning when `processes` calibration processes are too few for `cases` gated cases to keep the
+    run's false-alarm budget whatever the noise's shape (gate/decision.py reference_processes_needed); None
+    when they suffice. The noise window adds one reference process a passing run, so the budget holds
+    from the run that fills the gap on."""
+    alpha = per_test_alpha(false_alarm_pct, cases)
+    needed = reference_processes_needed(alpha)
+    if processes >= needed:
+        return None
+    worst_pct = min(100.0, 100.0 * cases / math.comb(processes + MAX_STAGES, MAX_STAGES))
+    return (
+        f"perfgate: warning: {processes} calibration processes cannot hold the {false_alarm_pct:g}% false-alarm "
+        f"budget for {cases} cases whatever the noise's shape: for two-mode noise a run may fail unchanged code "
+        f"up to {worst_pct:.2g}% of the time until {needed - processes} passing gate run(s) fill the noise "
+        f"window; calibrate with --runs {needed} to hold it from the first run (docs/decision-rule.md)"
+    )
 
 
 def _isolated_notes(case_id: str, case: BaselineCase) -> list[str]:

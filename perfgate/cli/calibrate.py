@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from perfgate.baseline import Baseline, baseline_path
 from perfgate.baseline.calibrate import calibrate
-from perfgate.baseline.review import calibration_notes
+from perfgate.baseline.review import budget_note, calibration_notes
 from perfgate.baseline.write import calibrated_baseline, update_baseline_file
 from perfgate.cli.settings import command_settings
 from perfgate.config.settings import Settings
@@ -55,6 +55,9 @@ def calibrate_command(args: argparse.Namespace) -> int:
     print("\n".join(_table(new, measured, settings)))
     for line in calibration_notes(new, runs, calibration.autotuned_first, settings.ceiling_pct):
         print(line)
+    note = budget_note(len(new.cases), len(runs), settings.false_alarm_pct)
+    if note:
+        print(note)
     print(
         f"perfgate: wrote calibrated baseline {path}: {len(runs[0].results)} case(s) from {len(runs)} processes "
         f"in {elapsed_text(time.monotonic() - started)}"

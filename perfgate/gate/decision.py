@@ -227,3 +227,15 @@ def per_test_alpha(false_alarm_pct: float, gated_tests: int) -> float:
     """The run's false-alarm budget divided over its gated tests (Bonferroni: holds whatever their
     dependence)."""
     return false_alarm_pct / 100.0 / max(1, gated_tests)
+
+
+def reference_processes_needed(alpha: float, most: int = MAX_STAGES) -> int:
+    """The fewest reference processes n for which the distribution-free bound can reach alpha at all, with
+    the most processes a failure may ask for: all `most` fresh processes of unchanged code beyond the most
+    extreme of n has probability 1 / C(n + most, most) whatever the noise's shape. Below it the per-test
+    rate for the worst-shaped noise (a second mode) is that, not alpha: six calibration processes give
+    1 / C(14, 8) = 3.3e-4, above the alpha of a suite of more than 30 gated tests at a 1% budget."""
+    n = 1
+    while math.comb(n + most, most) * alpha < 1.0:
+        n += 1
+    return n
