@@ -2,11 +2,11 @@
 
 For the decision rule's "noise from history" (docs/decision-rule.md): given a device model
 (`Environment.comparability_key()`), a branch and a window W, each case's last W gate runs on that branch
-whose gate passed and whose verdict for the case was not a failing one (store/verdicts.py OUT_OF_WINDOW;
-an inconclusive run is kept: it is noise the rule must learn), newest first. Only the run's own median (not
-its confirmation processes': those were measured because the run looked suspect), its speedup when the case
-has a reference, and its median in SM cycles when a clock probe read it. `from_run_id` (one for all cases, or per case) starts the window at
-a change point or a baseline update: runs stored before it are not read.
+whose gate passed and whose verdict for the case was not a failing one (store/verdicts.py OUT_OF_WINDOW; an
+inconclusive run is kept: it is noise the rule must learn), newest first. Only the run's own median (not its
+confirmation processes': those were measured because the run looked suspect), its speedup when the case has a
+reference, and its median in SM cycles when a clock probe read it. `from_run_id` (one for all cases, or per
+case) starts the window at a change point or a baseline update: runs stored before it are not read.
 
 Bounded whatever the history holds: the window is looked for among the newest `look_back` gate runs of the
 device model on the branch (found newest first through idx_runs_gate, migration 13), and per case by an index
