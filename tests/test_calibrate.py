@@ -52,6 +52,15 @@ def test_calibration_shows_each_process_and_its_cases_while_it_runs(project, cap
     assert re.search(r"2 case\(s\) from 3 processes in \d", captured.out)  # the whole calibration's cost
 
 
+def test_a_calibration_too_short_for_the_budget_whatever_the_shape_is_warned_about(project, capsys):
+    """Two cases at a 1% budget: 5e-3 a test; three processes bound the worst shape at 1/C(11, 8) = 6.1e-3,
+    four at 1/C(12, 8) = 2.0e-3 (issue 31)."""
+    assert main(["calibrate", "--runs", "3", "--reason", "short", "--", "test_perf.py"]) == 0
+    out = capsys.readouterr().out
+    assert "warning: 3 calibration processes cannot hold the 1% false-alarm budget for 2 cases" in out
+    assert "calibrate with --runs 4" in out
+
+
 def test_calibration_writes_process_medians_noise_and_what_each_case_detects(project, capsys):
     # the arguments after `--` reach every process: without them each would run the failing test too
     project.makepyfile(test_broken="def test_broken(perfgate):\n    perfgate(sum, [1])\n    assert False\n")
