@@ -52,7 +52,9 @@ _ASSIGNMENT = re.compile(
     r"""(?<![\w.-])(["']?)([A-Za-z_][\w.-]*)\1(\s*(?:=>?|:(?=\s|["']))\s*)"""
     r"""("[^"]*"|'[^']*'|\$?\{\{[^}]*\}\}|[^\s,;|)\]}'"]+)"""
 )
-_FLAG = re.compile(r"(?<![\w-])--([A-Za-z][\w-]*)(=|\s+)([^\s'\"]+)")
+# the value sits in a lookahead so every flag is tried on its own: `--perfgate --token=x` must not read
+# `--token=x` as the value of `--perfgate` and skip it; a value after a space is not the next flag
+_FLAG = re.compile(r"(?<![\w-])--([A-Za-z][\w-]*)(?==([^\s'\"]+)|\s+(?!--)([^\s'\"]+))")
 _HOME = re.compile(r"(?<![\w.])(?:/home|/Users)/[^/\s'\"]+|(?<![\w.])/root(?=/|\b)")
 _ABS_PATH = re.compile(r"(?<![\w.:/~])(/(?:[^/\s'\"|,;:()\[\]]+/)+)([^/\s'\"|,;:()\[\]]+)")
 # an HTTP header's credential: Authorization's value after its scheme word, an API key header's value, a Cookie
@@ -131,8 +133,9 @@ def _assignment_spans(text: str) -> list[Span]:
         if names_a_secret(m.group(2)) and _may_be_secret(value) and "authorization" not in m.group(2).lower():
             spans.append((start, start + len(value)))
     for m in _FLAG.finditer(text):
-        if names_a_secret(m.group(1)) and not is_placeholder(m.group(3)):
-            spans.append(m.span(3))
+        group = 2 if m.group(2) is not None else 3
+        if names_a_secret(m.group(1)) and not is_placeholder(m.group(group)):
+            spans.append(m.span(group))
     for m in _HEADER.finditer(text):
         group = next(g for g in (1, 2, 3) if m.group(g) is not None)
         spans.append(m.span(group))
