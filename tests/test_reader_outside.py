@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
 from pathlib import Path
 
 from perfgate.cli import main
@@ -16,3 +18,14 @@ def test_a_kernel_name_with_a_lone_surrogate_is_shown_replaced_and_analyze_write
     out = tmp_path / "rep"
     assert main(["analyze", str(trace), "--output-dir", str(out), "--no-charts"]) == 0
     assert {p.name for p in out.iterdir()} >= {"analysis.json", "report.md"}
+
+
+def test_analyze_leaves_nothing_beside_a_wal_mode_nsys_export(tmp_path, capsys):
+    export = tmp_path / "w.sqlite"
+    shutil.copyfile(Path(__file__).parent / "data" / "h100" / "perfgate-nsys.sqlite", export)
+    con = sqlite3.connect(export)
+    con.execute("PRAGMA journal_mode=wal")
+    con.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.sqlite"]
+    assert main(["analyze", str(export), "--format", "json"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.sqlite"]
