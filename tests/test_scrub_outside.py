@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from perfgate.cli import main
-from perfgate.report.scrub import Scrubber, scrub_secrets
+from perfgate.report.scrub import Scrubber, export_scrubber, scrub_secrets, secret_env_values
 
 # not under tests/data: test_secret_formats checks that no recorded id there holds a secret
 DATA = Path(__file__).parent / "inputs_outside32"
@@ -51,3 +51,26 @@ def test_a_ci_refusal_masks_the_token_in_its_case_id(command, capsys):
     assert main(["ci", command, str(DATA / "results_secret_case_id.json")]) == 4
     err = capsys.readouterr().err
     assert "t.py::t[***]" in err and "ghp_" not in err, err
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {"CACHE_KEY": "test_sorted_cache"},
+        {"SORT_KEY": "test_sorted_cache"},
+        {"PASS_THROUGH": "test_sorted_cache"},
+        {"API_KEY": "test_sorted_cache"},  # a name is no secret, whatever the variable is called
+        {"CACHE_KEY": "test_matmul", "API_KEY": "kernels/tests"},
+    ],
+)
+def test_an_environment_value_that_is_a_name_never_changes_a_case_id(environ):
+    s = export_scrubber(None, False, environ)
+    for case_id in ("test_a.py::test_sorted_cache", "kernels/tests/test_perf.py::test_matmul[fp16]"):
+        assert s.case_id(case_id) == case_id
+
+
+def test_a_key_variable_is_masked_only_when_its_value_looks_random_and_a_secret_name_always():
+    values = secret_env_values(
+        {"CACHE_KEY": "matmul-fp16-large", "SIGNING_KEY": "x8Kd92jf0Q2lzPqW", "DB_PASSWORD": "hunter2-correct-horse"}
+    )
+    assert set(values) == {"x8Kd92jf0Q2lzPqW", "hunter2-correct-horse"}
