@@ -14,6 +14,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 MAX_JSON_BYTES = 512 * 1024 * 1024
 
@@ -163,3 +164,14 @@ def load_json_file(path: Path, error: ErrorFactory, max_bytes: int = MAX_JSON_BY
     if not data.strip():
         raise error(path, "the file is empty")
     return parse_json(data, path, error)
+
+
+def readonly_sqlite_uri(path: Path) -> str:
+    """How a command that only reads opens a SQLite file (a history, an nsys export) without creating a file
+    beside it. `mode=ro` alone still creates the WAL index (-shm) and an empty -wal in a WAL-mode file.
+    Without a -wal or -shm file no writer is at work and every transaction is in the file itself, so it is
+    opened `immutable` (no lock, no file created). With one (a writer is storing, or one died), `mode=ro`
+    reads the log's committed transactions through the files already there."""
+    wal, shm = (path.with_name(path.name + suffix) for suffix in ("-wal", "-shm"))
+    immutable = "" if wal.exists() or shm.exists() else "&immutable=1"
+    return f"file:{quote(str(path))}?mode=ro{immutable}"

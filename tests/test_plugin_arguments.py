@@ -67,6 +67,8 @@ BAD_CALLS = {
     "kwargs_not_a_mapping": "perfgate.measure(f, kwargs=[1])",
     "timer_by_name": "perfgate.measure(f, timer='cuda')",
     "check_not_bool": "perfgate.measure(f, reference=f, check='yes')",
+    "check_without_reference": "perfgate.measure(f, check=True)",
+    "min_speedup_without_reference": "perfgate.measure(f, min_speedup=2.0)",
 }
 BAD_SUITE = (
     GOOD
@@ -103,6 +105,8 @@ def test_the_messages_name_the_argument_and_the_value(bad_project):
         "name_with_newline": "perfgate: perfgate.measure name: must not hold a control character",
         "min_speedup_zero": "perfgate: perfgate.measure min_speedup: must be a finite number in (0, 1000]",
         "work_negative": "perfgate: perfgate.work bytes_moved: must be a whole number",
+        "check_without_reference": "perfgate: perfgate.measure check: needs a reference= callable",
+        "min_speedup_without_reference": "perfgate: perfgate.measure min_speedup: needs a reference= callable",
     }
     for name, start in expected.items():
         assert _failure_lines(result, f"test_{name}")[0].startswith(start), name

@@ -124,6 +124,9 @@ def diagnose(launch: NcuLaunch) -> Diagnosis:
     return replace(d, bottleneck=bottleneck, reasons=tuple(reasons), recommendations=tuple(recommend(d, bottleneck)))
 
 
+MAX_GRID = (2**31 - 1) * 65535 * 65535  # CUDA's largest grid: x up to 2**31-1 blocks, y and z up to 65535
+
+
 def _check(d: Diagnosis) -> None:
     """What the diagnosis reasons with must be physical: percentages in [0, 100 + PCT_OVERSHOOT], every
     other quantity >= 0; OutOfRange (the reader names the file) otherwise, never a verdict from it."""
@@ -134,6 +137,10 @@ def _check(d: Diagnosis) -> None:
         if isinstance(v, float) and (not 0 <= v <= 100 + PCT_OVERSHOOT if k.endswith("_pct") else v < 0)
     ]
     bad += [(f"pipe {name}", pct) for name, pct in d.pipes if not 0 <= pct <= 100 + PCT_OVERSHOOT]
+    # a launch lasts: 0 ns is no measurement; CUDA blocks hold 1..1024 threads, grids at least one block
+    bad += [("duration_ns", d.duration_ns)] if d.duration_ns == 0 else []
+    bad += [("block_size", d.block_size)] if d.block_size is not None and not 1 <= d.block_size <= 1024 else []
+    bad += [("grid_size", d.grid_size)] if d.grid_size is not None and not 1 <= d.grid_size <= MAX_GRID else []
     bad += [(f"stall {name}", cycles) for name, cycles in d.top_stalls if cycles < 0]
     if bad:
         field, value = bad[0]

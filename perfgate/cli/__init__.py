@@ -7,6 +7,7 @@ is one line on stderr naming the file and the problem, exit status 2.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +26,10 @@ def main(argv: list[str] | None = None) -> int:
         handler: Handler = args.func
         return int(handler(args) or 0)
     except PerfgateError as err:
-        print(str(err), file=sys.stderr)
+        from perfgate.report.scrub import scrub_rendered
+
+        # a refusal runs in a CI log too (`ci verdict` naming a case id that holds a token): secrets masked
+        print(scrub_rendered(str(err), os.environ), file=sys.stderr)
         return err.exit_status
     except KeyboardInterrupt:
         return 130

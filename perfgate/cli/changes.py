@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Any
 
 from perfgate.cli.settings import command_settings
@@ -36,7 +37,10 @@ def history_changes(args: argparse.Namespace) -> int:
                 f"step (the runs are pinned)"
             )
             return 0
-    print(render_changes(found, args.format), end="")
+    from perfgate.report.scrub import scrub_rendered
+
+    # a CI log is published: secrets in case ids masked as the gate's own table masks them
+    print(scrub_rendered(render_changes(found, args.format), os.environ), end="")
     return 0
 
 

@@ -38,8 +38,25 @@ def history(args: argparse.Namespace) -> int:
             if by_case
             else list_runs(store, args.last, args.kind)
         )
-    print(_render(rows, args.format), end="")
+    print(_render(_scrubbed(rows), args.format), end="")
     return 0
+
+
+def _scrubbed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with their secrets masked as the gate's terminal table masks them (a CI log is published):
+    case ids as the gate publishes them (`t[***]`), every other text (a branch, a kernel) as an identifier."""
+    from perfgate.report.scrub import terminal_scrubber
+
+    scrubber = terminal_scrubber(os.environ)
+
+    def one(key: str, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        if key == "argv":
+            return scrubber.text(value)
+        return scrubber.case_id(value) if key in ("case_id", "nodeid") else scrubber.identifier(value)
+
+    return [{k: one(k, v) for k, v in row.items()} for row in rows]
 
 
 def _render(rows: list[dict[str, Any]], fmt: str) -> str:

@@ -76,12 +76,14 @@ def int64_total(total: int, what: str) -> int:
     return total
 
 
-_CONTROL = {c: 0xFFFD for c in (*range(0x20), *range(0x7F, 0xA0))}
+# control characters, and lone surrogates: `"\ud800"` is valid JSON, but no UTF-8 writer (Markdown, a
+# terminal, a chart's font, SQLite) can encode it, so a name holding one broke analyze halfway through
+_CONTROL = {c: 0xFFFD for c in (*range(0x20), *range(0x7F, 0xA0), *range(0xD800, 0xE000))}
 
 
 def printable(name: str) -> str:
-    """A name from a file with its control characters (NUL, ESC, newlines...) replaced by U+FFFD: no
-    kernel or range name has them, and they would reach terminals, Markdown and charts."""
+    """A name from a file with its control characters (NUL, ESC, newlines...) and lone surrogates replaced by
+    U+FFFD: no kernel or range name has them, and they would reach terminals, Markdown and charts."""
     return name if name.isprintable() else name.translate(_CONTROL)
 
 

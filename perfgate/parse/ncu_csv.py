@@ -157,6 +157,8 @@ def _launch(
             number: float | None = float(cell)  # the common case; "4,096", "" and "n/a" take the long way
         except ValueError:
             number = _number(path, line_no, name, cell)
+        if (number is None or number - number != 0) and name == DURATION and cell.strip():
+            raise ReportFileError(path, f"launch {launch_id}: {name} = {cell.strip()[:40]!r} is not a duration")
         if number is None:
             if cell.strip() and not _NUMERIC.fullmatch(cell.strip()):
                 names.append(name)
@@ -186,6 +188,11 @@ def _launch(
         metrics=MetricTable(found[0], tuple(values), found[1], found[2]),
         nvtx_ranges=nvtx,
     )
+
+
+# ncu times every launch it profiles: a duration written but unreadable (`n/a`, `nan`, `15 648`) is a damaged
+# or hand-edited file, not a metric ncu could not compute; read as absent it left the kernel without a time
+DURATION = "gpu__time_duration.sum"
 
 
 def _number(path: Path, line_no: int, name: str, cell: str) -> float | None:

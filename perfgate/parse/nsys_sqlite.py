@@ -15,10 +15,9 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from perfgate.errors import ReportFileError
-from perfgate.inputs import check_regular_file
+from perfgate.inputs import check_regular_file, readonly_sqlite_uri
 from perfgate.parse.intervals import Span, enclosing
 from perfgate.parse.invariants import IMPOSSIBLE_TRANSFER, DropCount, plausible_transfer, printable
 from perfgate.parse.records import ApiCall, KernelLaunch, MemoryOp, NvtxRange, Timeline
@@ -218,7 +217,8 @@ def _connect(path: Path) -> sqlite3.Connection:
         if fh.read(16) != b"SQLite format 3\x00":
             raise ReportFileError(path, "not a SQLite file (export .nsys-rep with: nsys export --type sqlite)")
     try:
-        con = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
+        # a WAL-mode export opened `mode=ro` alone gets a -wal and -shm beside it: read it as the history is read
+        con = sqlite3.connect(readonly_sqlite_uri(path), uri=True)
         con.text_factory = _decode  # TEXT that is not UTF-8 (a damaged string table) reads with U+FFFD
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except (sqlite3.DatabaseError, UnicodeDecodeError) as err:

@@ -87,6 +87,14 @@ def callable_or_none(value: object, where: str, required: bool) -> None:
         raise _fail(where, "must be a callable", value)
 
 
+def needs_reference(reference: object, where: str, **uses: object) -> None:
+    """check=True and min_speedup compare with the reference: without one they could never be checked."""
+    if reference is None:
+        for name, value in uses.items():
+            if value not in (None, False):
+                raise _fail(f"{where} {name}", "needs a reference= callable to compare with", value)
+
+
 def call_arguments(args: object, kwargs: object, where: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
     if not isinstance(args, (tuple, list)):
         raise _fail(f"{where} args", "must be a tuple of positional arguments", args)

@@ -77,6 +77,7 @@ class PerfgateFixture:
             call_args, call_kwargs = arguments.call_arguments(args, kwargs, "perfgate.measure")
             arguments.callable_or_none(fn, "perfgate.measure fn", required=True)
             arguments.callable_or_none(reference, "perfgate.measure reference", required=False)
+            arguments.needs_reference(reference, "perfgate.measure", check=check, min_speedup=min_speedup)
             request = _Request(
                 fn=fn,
                 args=call_args,

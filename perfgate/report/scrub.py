@@ -8,8 +8,10 @@ Secrets, and only secrets, are masked (`***`, as GitHub masks them in logs):
   (`API_KEY=...`, `"password": "..."`, `--token ...`, `Authorization: ...`);
 - the value of every secret-named environment variable (`*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `API_KEY`,
   GitHub's own `GITHUB_TOKEN`, `ACTIONS_RUNTIME_TOKEN`, an action's `INPUT_TOKEN`), wherever it appears:
-  an assertion that echoes `os.environ["API_KEY"]` shows no name, only the value.
-A case id is an identity: nothing but a secret in it changes (`test_tokenizer.py` stays), and two ids that
+  an assertion that echoes `os.environ["API_KEY"]` shows no name, only the value. A name that is secret only
+  sometimes (`CACHE_KEY`, `GPG_KEY`, `PASS_THROUGH`) has its value masked only when it looks random.
+A case id is an identity: nothing but a secret in it changes (`test_tokenizer.py` stays; an environment value
+that reads as a name, `API_KEY=kernels/tests`, is masked in free text only), and two ids that
 differ only in their secrets stay apart (`t[***]`, `t[***2]`). The hostname and absolute paths stay in the
 local history and are published only on request (`publish_host = true`).
 """
@@ -43,7 +45,14 @@ _KEY_QUALIFIERS = frozenset(
     {"api", "access", "secret", "private", "auth", "signing", "encryption", "master", "client", "account",
      "license", "service", "ssh", "deploy", "session", "app", "subscription", "storage", "admin", "write"}
 )  # fmt: skip
-_ENV_WORDS = _SECRET_WORDS | {"key", "keys", "pass", "private", "signature", "dsn"}
+# environment names that are clearly secret: names_a_secret's words, and a DSN (it carries a password);
+# "key", "pass", "private", "signature" alone name secrets only sometimes (GPG_KEY holds a public
+# fingerprint, CACHE_KEY and SORT_KEY a name, PASS_THROUGH a flag): their values are masked only when random
+_ENV_WORDS = _SECRET_WORDS | {"dsn"}
+_MAYBE_ENV_WORDS = frozenset({"key", "keys", "pass", "private", "signature"})
+# a value that reads as a name or a path (`test_sorted_cache`, `kernels/tests`): lower-case words, no digit.
+# Masked in identifiers, it changed every case id holding it; no generated secret has this shape
+_NAME_LIKE = re.compile(r"[a-z]+(?:[_./-][a-z]+)*(?:/[a-z]+(?:[_.-][a-z]+)*)*")
 _NOT_SECRET_ENV = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK"})
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 # key = value, key: value, "key": "value", key => value (a single ':' followed by a space or a quote: not
@@ -52,7 +61,9 @@ _ASSIGNMENT = re.compile(
     r"""(?<![\w.-])(["']?)([A-Za-z_][\w.-]*)\1(\s*(?:=>?|:(?=\s|["']))\s*)"""
     r"""("[^"]*"|'[^']*'|\$?\{\{[^}]*\}\}|[^\s,;|)\]}'"]+)"""
 )
-_FLAG = re.compile(r"(?<![\w-])--([A-Za-z][\w-]*)(=|\s+)([^\s'\"]+)")
+# the value sits in a lookahead so every flag is tried on its own: `--perfgate --token=x` must not read
+# `--token=x` as the value of `--perfgate` and skip it; a value after a space is not the next flag
+_FLAG = re.compile(r"(?<![\w-])--([A-Za-z][\w-]*)(?==([^\s'\"]+)|\s+(?!--)([^\s'\"]+))")
 _HOME = re.compile(r"(?<![\w.])(?:/home|/Users)/[^/\s'\"]+|(?<![\w.])/root(?=/|\b)")
 _ABS_PATH = re.compile(r"(?<![\w.:/~])(/(?:[^/\s'\"|,;:()\[\]]+/)+)([^/\s'\"|,;:()\[\]]+)")
 # an HTTP header's credential: Authorization's value after its scheme word, an API key header's value, a Cookie
@@ -77,17 +88,31 @@ def names_a_secret(name: str) -> bool:
 
 
 def is_secret_env_name(name: str) -> bool:
-    return name not in _NOT_SECRET_ENV and any(w in _ENV_WORDS for w in words(name))
+    """A name that is clearly secret (API_KEY, GITHUB_TOKEN, DB_PASSWORD, SENTRY_DSN; not CACHE_KEY)."""
+    return name not in _NOT_SECRET_ENV and (names_a_secret(name) or any(w in _ENV_WORDS for w in words(name)))
+
+
+def _may_name_a_secret(name: str) -> bool:
+    return name not in _NOT_SECRET_ENV and any(w in _MAYBE_ENV_WORDS for w in words(name))
+
+
+def _looks_random(value: str) -> bool:
+    """A token format, or random text: digits and both cases (not a hex fingerprint, not `matmul-fp16`)."""
+    mixed = any(c.isdigit() for c in value) and value.lower() != value and value.upper() != value
+    return bool(find(value)) or (mixed and shannon_entropy(value) > 3.5)
 
 
 def secret_env_values(environ: Mapping[str, str]) -> tuple[str, ...]:
-    """The values of secret-named environment variables, longest first (the caller passes os.environ);
-    placeholders and paths (`$VAR`, `/home/...`, `true`) and values under 8 characters are left alone."""
-    values = {
-        v
-        for k, v in environ.items()
-        if is_secret_env_name(k) and len(v.strip()) >= MIN_SECRET_VALUE and not is_placeholder(v.strip())
-    }
+    """The values of secret-named environment variables, longest first (the caller passes os.environ): every
+    value of a clearly secret name, a random-looking one of a name that may be secret (`*_KEY`). Placeholders
+    and paths (`$VAR`, `/home/...`, `true`) and values under 8 characters are left alone."""
+    values = set()
+    for k, v in environ.items():
+        value = v.strip()
+        if len(value) < MIN_SECRET_VALUE or is_placeholder(value):
+            continue
+        if is_secret_env_name(k) or (_may_name_a_secret(k) and _looks_random(value)):
+            values.add(v)
     return tuple(sorted(values, key=len, reverse=True))
 
 
@@ -131,8 +156,9 @@ def _assignment_spans(text: str) -> list[Span]:
         if names_a_secret(m.group(2)) and _may_be_secret(value) and "authorization" not in m.group(2).lower():
             spans.append((start, start + len(value)))
     for m in _FLAG.finditer(text):
-        if names_a_secret(m.group(1)) and not is_placeholder(m.group(3)):
-            spans.append(m.span(3))
+        group = 2 if m.group(2) is not None else 3
+        if names_a_secret(m.group(1)) and not is_placeholder(m.group(group)):
+            spans.append(m.span(group))
     for m in _HEADER.finditer(text):
         group = next(g for g in (1, 2, 3) if m.group(g) is not None)
         spans.append(m.span(group))
@@ -175,6 +201,9 @@ class Scrubber:
         self.root = root
         self.publish_host = publish_host
         self.secret_values = tuple(sorted(set(secret_values), key=len, reverse=True))
+        # an identity changes for a secret only: a value that reads as a name (API_KEY=kernels/tests) is
+        # masked in free text, never in a case id or a kernel name
+        self._id_values = tuple(v for v in self.secret_values if not _NAME_LIKE.fullmatch(v.strip()))
         self._prefix = _root_prefix(root)
         self._done: dict[str, str] = {}  # the same file path or note recurs in thousands of cases
         self._ids: dict[str, str] = {}
@@ -190,7 +219,7 @@ class Scrubber:
     def identifier(self, value: str) -> str:
         """A name (a branch, a kernel, a group): its secrets masked, nothing else touched."""
         if value not in self._names:
-            self._names[value] = masked(value, value_spans(value, self.secret_values) + find(value))
+            self._names[value] = masked(value, value_spans(value, self._id_values) + find(value))
         return self._names[value]
 
     def case_id(self, value: str) -> str:
@@ -201,7 +230,7 @@ class Scrubber:
         return self._ids[value]
 
     def _published_id(self, value: str) -> str:
-        spans = merge(value_spans(value, self.secret_values) + find(value))
+        spans = merge(value_spans(value, self._id_values) + find(value))
         out = value
         for _ in range(len(self._owners) + 1):  # a free name is found in at most one try per id published
             out = value
@@ -305,7 +334,8 @@ def export_scrubber(root: Path | None, publish_host: bool, environ: Mapping[str,
 def scrub_rendered(text: str, environ: Mapping[str, str]) -> str:
     """A text rendered from a results file that another job wrote (a PR comment, annotations): token
     formats and this job's secret values masked, as in case ids, so the rendered ids match the file's."""
-    return masked(text, value_spans(text, secret_env_values(environ)) + find(text))
+    values = [v for v in secret_env_values(environ) if not _NAME_LIKE.fullmatch(v.strip())]  # as in case ids
+    return masked(text, value_spans(text, values) + find(text))
 
 
 def terminal_scrubber(environ: Mapping[str, str]) -> Scrubber:

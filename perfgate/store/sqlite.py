@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from perfgate.errors import StoreError
-from perfgate.inputs import check_regular_file
+from perfgate.inputs import check_regular_file, readonly_sqlite_uri
 from perfgate.store.database import Backend, Dialect, Params
 from perfgate.store.migrate import migrate, schema_version
 from perfgate.store.schema import SCHEMA_VERSION
@@ -155,14 +155,9 @@ def _connect(path: Path, uri: str) -> sqlite3.Connection:
 
 
 def readonly_uri(path: Path) -> str:
-    """How a command that only reads opens the history without creating a file beside it. `mode=ro` alone
-    still creates the WAL index (-shm) and an empty -wal: readers of a history nobody writes left both
-    behind. Without a -wal or -shm file no writer is at work and every transaction is in the file itself,
-    so it is opened `immutable` (no lock, no file created). With one (a writer is storing, or one died),
-    `mode=ro` reads the log's committed transactions through the files already there."""
-    wal, shm = (path.with_name(path.name + suffix) for suffix in ("-wal", "-shm"))
-    immutable = "" if wal.exists() or shm.exists() else "&immutable=1"
-    return f"file:{quote(str(path))}?mode=ro{immutable}"
+    """How a command that only reads opens the history without creating a file beside it (the -wal and
+    -shm that `mode=ro` alone leaves): perfgate.inputs.readonly_sqlite_uri, shared with the nsys reader."""
+    return readonly_sqlite_uri(path)
 
 
 def _open_readonly(path: Path) -> SqliteDatabase:

@@ -1,0 +1,76 @@
+"""The outside review of issue 32: secrets that reached an output past the scrubber, and identifiers it changed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfgate.cli import main
+from perfgate.report.scrub import Scrubber, export_scrubber, scrub_secrets, secret_env_values
+
+# not under tests/data: test_secret_formats checks that no recorded id there holds a secret
+DATA = Path(__file__).parent / "inputs_outside32"
+TOKEN = "ghp_" + "1234567890abcdefghijABCDEFGHIJ123456"
+
+
+@pytest.mark.parametrize(
+    ("argv", "kept"),
+    [
+        ("pytest --perfgate --token=hunter2hunter2", "pytest --perfgate --token=***"),
+        ("pytest --perfgate --token hunter2hunter2 -q", "pytest --perfgate --token *** -q"),
+        ("pytest -v --x --api-key=hunter2hunter2 --perfgate", "pytest -v --x --api-key=*** --perfgate"),
+        ("pytest --verbose --password hunter2hunter2", "pytest --verbose --password ***"),
+        ("pytest --token --perfgate", "pytest --token --perfgate"),  # a flag after it is not its value
+    ],
+)
+def test_a_secret_flag_after_a_valueless_flag_is_masked(argv, kept):
+    assert scrub_secrets(argv) == kept
+
+
+def test_the_published_argv_holds_no_secret_flag_value():
+    argv = "/venv/bin/pytest --perfgate --token=hunter2hunter2 --perfgate-json out.json"
+    assert "hunter2hunter2" not in Scrubber(None).text(argv)
+
+
+def test_history_masks_a_token_in_the_branch_and_in_case_ids(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "h.db"
+    assert main(["import-benchmark", str(DATA / "bench_secret_branch.json"), "--db", str(db)]) == 0
+    for argv in (["history", "--db", str(db)], ["history", "--db", str(db), "--case", "*"]):
+        capsys.readouterr()
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert "ghp_" not in out and "***" in out, out
+    assert main(["history", "--db", str(db), "--case", "*", "--format", "json"]) == 0
+    assert "ghp_" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["verdict", "annotate"])
+def test_a_ci_refusal_masks_the_token_in_its_case_id(command, capsys):
+    assert main(["ci", command, str(DATA / "results_secret_case_id.json")]) == 4
+    err = capsys.readouterr().err
+    assert "t.py::t[***]" in err and "ghp_" not in err, err
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {"CACHE_KEY": "test_sorted_cache"},
+        {"SORT_KEY": "test_sorted_cache"},
+        {"PASS_THROUGH": "test_sorted_cache"},
+        {"API_KEY": "test_sorted_cache"},  # a name is no secret, whatever the variable is called
+        {"CACHE_KEY": "test_matmul", "API_KEY": "kernels/tests"},
+    ],
+)
+def test_an_environment_value_that_is_a_name_never_changes_a_case_id(environ):
+    s = export_scrubber(None, False, environ)
+    for case_id in ("test_a.py::test_sorted_cache", "kernels/tests/test_perf.py::test_matmul[fp16]"):
+        assert s.case_id(case_id) == case_id
+
+
+def test_a_key_variable_is_masked_only_when_its_value_looks_random_and_a_secret_name_always():
+    values = secret_env_values(
+        {"CACHE_KEY": "matmul-fp16-large", "SIGNING_KEY": "x8Kd92jf0Q2lzPqW", "DB_PASSWORD": "hunter2-correct-horse"}
+    )
+    assert set(values) == {"x8Kd92jf0Q2lzPqW", "hunter2-correct-horse"}
