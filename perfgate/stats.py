@@ -251,7 +251,7 @@ def chi2_quantile(p: float, dof: float) -> float:
 # --- the confirmed rule's critical value: all of k fresh processes beyond c (no scipy) ----------------
 
 
-def _normal_sf(x: FloatArray) -> FloatArray:
+def normal_sf(x: FloatArray) -> FloatArray:
     """P(Z > x), vectorised; erfc by Numerical Recipes' Chebyshev fit (relative error < 1.2e-7 everywhere, so
     tail probabilities of 1e-7 keep their digits)."""
     z = np.abs(x) / math.sqrt(2.0)
@@ -299,7 +299,7 @@ def all_exceed_probability(c: float, stages: int, n_centre: int, dof: int) -> fl
     so their exceedances are not independent: the expectation is taken over both estimates' errors."""
     u, wu, q, wq = _quadrature(n_centre, dof)
     a = math.sqrt(1.0 + 1.0 / n_centre)
-    tail = _normal_sf(u[:, None] + c * a * q[None, :]) ** stages
+    tail = normal_sf(u[:, None] + c * a * q[None, :]) ** stages
     return float(wu @ tail @ wq)
 
 

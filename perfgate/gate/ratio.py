@@ -80,7 +80,7 @@ import numpy as np
 
 from perfgate.gate.decision import POWER
 from perfgate.model import Verdict
-from perfgate.stats import FloatArray
+from perfgate.stats import FloatArray, normal_sf
 from perfgate.stats import t_quantile as _t_quantile
 
 WILD_SDS = 5.0  # a round this many robust standard deviations from the median is wild
@@ -416,7 +416,7 @@ def _detects(needed: FloatArray, sd: float, start: float) -> float:
     lo, hi = min(start, float(needed.min())) - sd, top + 10.0 * sd
     for _ in range(4):
         grid = np.linspace(lo, hi, 33)
-        power = _normal_sf((needed[None, :] - grid[:, None]) / sd).mean(axis=1)
+        power = normal_sf((needed[None, :] - grid[:, None]) / sd).mean(axis=1)
         above = np.flatnonzero(power >= POWER)
         i = int(above[0]) if above.size else grid.size - 1
         lo, hi = float(grid[max(i - 1, 0)]), float(grid[i])
@@ -430,28 +430,3 @@ def _draw_nodes() -> tuple[FloatArray, FloatArray]:
     twin = np.array([normal.inv_cdf(0.5 + (i + 0.5) / 16.0) for i in range(8)])
     apart = np.array([normal.inv_cdf((j + 0.5) / 24.0) for j in range(24)])
     return twin, apart
-
-
-def _normal_sf(z: FloatArray) -> FloatArray:
-    """P(Z > z), vectorised: erfc by its Chebyshev fit (Numerical Recipes' erfcc, relative error < 1.2e-7)."""
-    x = np.abs(z) / math.sqrt(2.0)
-    t = 1.0 / (1.0 + 0.5 * x)
-    poly = -1.26551223 + t * (
-        1.00002368
-        + t
-        * (
-            0.37409196
-            + t
-            * (
-                0.09678418
-                + t
-                * (
-                    -0.18628806
-                    + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))
-                )
-            )
-        )
-    )
-    erfc = t * np.exp(-x * x + poly)
-    result: FloatArray = np.where(z >= 0.0, 0.5 * erfc, 1.0 - 0.5 * erfc)
-    return result
