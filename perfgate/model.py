@@ -455,6 +455,7 @@ class FindingKind(str, enum.Enum):
     HOST_DRIFT = "host state changed since calibration"
     CHANGE_POINT = "step change in the history"
     COMMON_SHIFT = "common-mode shift"  # most cases moved together: environment, machine or shared code
+    INTERMITTENT_SHIFT = "intermittent shared state"  # a common shift that comes and goes between runs
     NOT_MEASURED = "baseline case not measured"  # not collected, deselected, renamed, or measured under another name
     ALLOWED_MISSING = "baseline case allowed to be missing"  # [tool.perfgate] allow_missing, with its reason
     BEYOND_CEILING = "beyond the ceiling"  # a process slower than ceiling_pct, whatever the noise says

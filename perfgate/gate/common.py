@@ -122,3 +122,42 @@ def shift_message(shift: CommonShift, names: Sequence[str], command: str = "perf
         f"{shown or 'none'}. Re-anchor the baseline on the new level with `{command}` (reads the last runs "
         f"from the history, measures nothing; commit the baseline it writes)"
     )
+
+
+RECENT_RUNS = 10  # the recent runs an intermittent state must have come and gone in
+
+
+def past_shifts(changes_by_run: Mapping[int, Sequence[tuple[float, float]]]) -> tuple[float, ...]:
+    """Each past run's shift, newest run (highest id) first: the precision-weighted median of its cases'
+    changes (%, against today's centres), like `common_shift`'s c but whether or not a shift was declared.
+    `changes_by_run`: per run id, its cases' (change %, one process's standard deviation %). Runs with fewer
+    than MIN_CASES cases say nothing."""
+    return tuple(
+        weighted_median([d for d, _ in pairs], [1.0 / (u * u) for _, u in pairs])
+        for _, pairs in sorted(changes_by_run.items(), reverse=True)
+        if len(pairs) >= MIN_CASES
+    )
+
+
+def comes_and_goes(shift_pct: float, past_newest_first: Sequence[float]) -> int:
+    """How many of the last RECENT_RUNS runs were shifted like this run (same sign, at least half as far),
+    when the shift came and went among them: a run not shifted like this one is newer than one that was. A
+    shared process state the calibration missed (a library heuristic picking a slower kernel in 40% of
+    processes, a power state) comes and goes; a driver update, a board swap or a code change shifts every
+    run after it, and a drift every run more: 0 for those (no run after the first shifted one is back)."""
+    like = [c * shift_pct > 0 and abs(c) >= abs(shift_pct) / 2.0 for c in past_newest_first[:RECENT_RUNS]]
+    if True not in like:
+        return 0
+    oldest_like = len(like) - 1 - like[::-1].index(True)
+    return sum(like) if False in like[:oldest_like] else 0
+
+
+def intermittent_message(shift: CommonShift, seen: int) -> str:
+    """The one line for a shift that comes and goes (a note: strict mode does not fail on it)."""
+    return (
+        f"intermittent shared state: {shift.moved} of {shift.cases} cases moved together by {shift.shift_pct:+.1f}% "
+        f"in this run, as in {seen} of the last {RECENT_RUNS} runs, with unshifted runs between them: a process "
+        f"state that comes and goes (a library heuristic, a power state), not a lasting change. Each case was "
+        f"judged against its centre moved by it; a re-anchor cannot remove it, a calibration over more "
+        f"processes (`perfgate calibrate --runs 12`) takes it into the noise"
+    )
