@@ -493,6 +493,9 @@ class CommonShift:
     cases: int  # cases that took part
     spread_pct: float  # the median distance of a case's change from the shift (%)
     changed: tuple[str, ...] = ()  # "driver 550.54 -> 555.42", per changed environment field
+    # False: declared only at the looser level a changed fingerprint allows (gate/common.py SIGN_P_CHANGED): the
+    # centres move, the finding is a note
+    sure: bool = True
 
     @property
     def variance_share(self) -> float:

@@ -316,14 +316,23 @@ def _cases_by_test(case_ids: Iterable[str]) -> dict[str, list[str]]:
     return out
 
 
+def _shift(gate: GateResult, facts: GateFacts) -> Iterator[Finding]:
+    """The run's common shift, when it has one: a strict finding, or a note when it comes and goes across the
+    window's runs (no re-anchor can remove it) or was declared only at the level a changed environment allows."""
+    if gate.common_shift is None:
+        return
+    seen = comes_and_goes(gate.common_shift.shift_pct, facts.past_shifts_pct)
+    beyond = [c.case_id for c in gate.comparisons if c.metric == TIME_METRIC and c.verdict is Verdict.REGRESSED]
+    if seen:
+        yield Finding(FindingKind.INTERMITTENT_SHIFT, intermittent_message(gate.common_shift, seen))
+    elif not gate.common_shift.sure:
+        yield Finding(FindingKind.STALE_BASELINE, "possible " + shift_message(gate.common_shift, beyond))
+    else:
+        yield Finding(FindingKind.COMMON_SHIFT, shift_message(gate.common_shift, beyond))
+
+
 def _per_case(run: Run, baseline: Baseline | None, gate: GateResult, facts: GateFacts) -> Iterator[Finding]:
-    if gate.common_shift is not None:
-        seen = comes_and_goes(gate.common_shift.shift_pct, facts.past_shifts_pct)
-        beyond = [c.case_id for c in gate.comparisons if c.metric == TIME_METRIC and c.verdict is Verdict.REGRESSED]
-        if seen:  # a state that comes and goes: named, never a strict failure (no re-anchor can remove it)
-            yield Finding(FindingKind.INTERMITTENT_SHIFT, intermittent_message(gate.common_shift, seen))
-        else:
-            yield Finding(FindingKind.COMMON_SHIFT, shift_message(gate.common_shift, beyond))
+    yield from _shift(gate, facts)
     for c in gate.comparisons:
         if c.verdict is Verdict.NOT_COMPARABLE:
             yield Finding(FindingKind.NOT_COMPARABLE, f"{c.case_id}: {c.note}", c.case_id)
