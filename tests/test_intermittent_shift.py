@@ -9,11 +9,11 @@ from dataclasses import replace
 
 import numpy as np
 
+from perfgate.config.settings import Settings
 from perfgate.gate.common import RECENT_RUNS, comes_and_goes, common_shift, past_shifts
 from perfgate.gate.findings import GateFacts
 from perfgate.gate.run import evaluate
 from perfgate.model import Environment, FindingKind
-from perfgate.config.settings import Settings
 from tests.helpers import ENV, calibrated_of, make_run, noisy
 
 CASES = [f"k.py::test_{i}" for i in range(10)]
