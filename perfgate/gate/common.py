@@ -131,6 +131,7 @@ def shift_message(shift: CommonShift, names: Sequence[str], command: str = "perf
 
 
 RECENT_RUNS = 10  # the recent runs an intermittent state must have come and gone in
+LIKE_SHARE = 0.75  # a past run shifted this share of this run's shift is "shifted like it"; under 1 - this, "back"
 
 
 def past_shifts(changes_by_run: Mapping[int, Sequence[tuple[float, float]]]) -> tuple[float, ...]:
@@ -146,16 +147,19 @@ def past_shifts(changes_by_run: Mapping[int, Sequence[tuple[float, float]]]) -> 
 
 
 def comes_and_goes(shift_pct: float, past_newest_first: Sequence[float]) -> int:
-    """How many of the last RECENT_RUNS runs were shifted like this run (same sign, at least half as far),
-    when the shift came and went among them: a run not shifted like this one is newer than one that was. A
+    """How many of the last RECENT_RUNS runs were shifted like this run (same sign, at least LIKE_SHARE as
+    far), when the shift came and went among them: a run clearly not shifted (under 1 - LIKE_SHARE of it) is
+    newer than one that was. A
     shared process state the calibration missed (a library heuristic picking a slower kernel in 40% of
     processes, a power state) comes and goes; a driver update, a board swap or a code change shifts every
     run after it, and a drift every run more: 0 for those (no run after the first shifted one is back)."""
-    like = [c * shift_pct > 0 and abs(c) >= abs(shift_pct) / 2.0 for c in past_newest_first[:RECENT_RUNS]]
+    recent = [c * (1.0 if shift_pct > 0 else -1.0) / abs(shift_pct) for c in past_newest_first[:RECENT_RUNS]]
+    like = [r >= LIKE_SHARE for r in recent]
+    back = [r <= 1.0 - LIKE_SHARE for r in recent]  # clearly not shifted: a drift's older runs sit between
     if True not in like:
         return 0
     oldest_like = len(like) - 1 - like[::-1].index(True)
-    return sum(like) if False in like[:oldest_like] else 0
+    return sum(like) if True in back[:oldest_like] else 0
 
 
 def intermittent_message(shift: CommonShift, seen: int) -> str:
