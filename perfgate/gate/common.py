@@ -131,7 +131,8 @@ def shift_message(shift: CommonShift, names: Sequence[str], command: str = "perf
 
 
 RECENT_RUNS = 10  # the recent runs an intermittent state must have come and gone in
-LIKE_SHARE = 0.75  # a past run shifted this share of this run's shift is "shifted like it"; under 1 - this, "back"
+LIKE_SHARE = 0.5  # a past run shifted at least this share of this run's shift is "shifted like it"
+BACK_SHARE = 0.25  # one shifted at most this share is "back" (a drift's older runs sit between the two)
 
 
 def past_shifts(changes_by_run: Mapping[int, Sequence[tuple[float, float]]]) -> tuple[float, ...]:
@@ -148,14 +149,14 @@ def past_shifts(changes_by_run: Mapping[int, Sequence[tuple[float, float]]]) -> 
 
 def comes_and_goes(shift_pct: float, past_newest_first: Sequence[float]) -> int:
     """How many of the last RECENT_RUNS runs were shifted like this run (same sign, at least LIKE_SHARE as
-    far), when the shift came and went among them: a run clearly not shifted (under 1 - LIKE_SHARE of it) is
+    far), when the shift came and went among them: a run clearly not shifted (BACK_SHARE of it at most) is
     newer than one that was. A
     shared process state the calibration missed (a library heuristic picking a slower kernel in 40% of
     processes, a power state) comes and goes; a driver update, a board swap or a code change shifts every
     run after it, and a drift every run more: 0 for those (no run after the first shifted one is back)."""
     recent = [c * (1.0 if shift_pct > 0 else -1.0) / abs(shift_pct) for c in past_newest_first[:RECENT_RUNS]]
     like = [r >= LIKE_SHARE for r in recent]
-    back = [r <= 1.0 - LIKE_SHARE for r in recent]  # clearly not shifted: a drift's older runs sit between
+    back = [r <= BACK_SHARE for r in recent]
     if True not in like:
         return 0
     oldest_like = len(like) - 1 - like[::-1].index(True)
