@@ -31,6 +31,9 @@ def publish(
     """Write every requested output, in the registry's order; returns lines for the terminal. `view`: how
     the comparisons read (baseline mode's GateView by default)."""
     env = os.environ if environ is None else environ
+    wanted = [(output, path) for output in OUTPUTS if (path := output.destination(settings, env)) is not None]
+    if not wanted:  # nothing asked for (`perfgate compare` without outputs): nothing to scrub either
+        return []
     scrubber = export_scrubber(settings.rootdir, settings.publish_host, env)
     published = Published(
         gate=scrubber.gate(gate),
@@ -42,10 +45,7 @@ def publish(
         view=(view or GateView()).scrubbed(scrubber),
     )
     messages: list[str] = []
-    for output in OUTPUTS:
-        path = output.destination(settings, env)
-        if path is None:
-            continue
+    for output, path in wanted:
         written = output.write(published, path)
         messages += written.messages
         published = replace(published, charts=published.charts + written.charts)

@@ -82,7 +82,7 @@ class SiteBuild:
         self._overview(digests, runs)
         self._regressions(digests)
         self._compare(digests, runs)
-        manifest = Manifest(self.key, frozenset(runs), cases, frozenset(pairs))
+        manifest = Manifest(self.key, frozenset(runs), cases, frozenset(pairs), changes.mark, changes.mark_uid)
         pages.write_page(self.build / MANIFEST, manifest.to_json())
         return Built(len(digests), len(runs), sum(d["change_points"] for d in digests), self.written)
 
