@@ -74,3 +74,50 @@ def test_a_key_variable_is_masked_only_when_its_value_looks_random_and_a_secret_
         {"CACHE_KEY": "matmul-fp16-large", "SIGNING_KEY": "x8Kd92jf0Q2lzPqW", "DB_PASSWORD": "hunter2-correct-horse"}
     )
     assert set(values) == {"x8Kd92jf0Q2lzPqW", "hunter2-correct-horse"}
+
+
+@pytest.mark.parametrize("literal", ["t.py::t[***]", "t.py::t[***2]"])
+def test_a_literal_mask_in_an_id_published_after_a_masked_id_keeps_both_apart(literal):
+    s = Scrubber(None)
+    masked_ids = [s.case_id(f"t.py::t[{TOKEN}]"), s.case_id(f"t.py::t[{TOKEN.replace('1', '9')}]")]
+    published = s.case_id(literal)
+    assert len({*masked_ids, published}) == 3, (masked_ids, published)
+    assert "ghp_" not in published and published.startswith("t.py::t[")
+
+
+def test_a_batch_publishes_every_literal_id_unchanged_whatever_order_its_cases_come_in():
+    ids = [f"t.py::t[{TOKEN}]", "t.py::t[***]", "t.py::t[***2]", f"t.py::t[{TOKEN.replace('1', '9')}]"]
+    for order in (ids, ids[::-1]):
+        s = Scrubber(None)
+        s.reserve(order)
+        published = [s.case_id(i) for i in order]
+        assert len(set(published)) == 4 and "t.py::t[***]" in published and "t.py::t[***2]" in published
+        assert not any("ghp_" in p for p in published)
+
+
+def test_a_run_publishes_its_literal_mask_id_unchanged_and_its_secret_id_apart(tmp_path):
+    from tests.helpers import make_run
+
+    run = make_run({f"t.py::t[{TOKEN}]": [1.0, 1.1], "t.py::t[***]": [1.0, 1.1]})
+    published = [r.case_id for r in Scrubber(None).run(run).results]
+    assert published[1] == "t.py::t[***]" and published[0] != "t.py::t[***]" and "ghp_" not in published[0]
+
+
+def test_db_export_keeps_a_literal_mask_id_and_a_secret_id_apart(tmp_path, monkeypatch):
+    import json
+
+    from perfgate.store import open_store
+    from tests.helpers import make_run
+
+    # the secret id sorts before the literal one ("#" < "*"): the history hands it to the export first
+    monkeypatch.setenv("PERFGATE_TEST_TOKEN", "#hunter2hunter2")
+    run = make_run({"t.py::t[#hunter2hunter2]": [1.0, 1.1], "t.py::t[***]": [2.0, 2.1]}, uid="r1")
+    with open_store(tmp_path / "h.db") as store:
+        store.save_run(run)
+    results = tmp_path / "out.json"
+    results.write_text(json.dumps({"run": {"run_uid": "r1"}}))
+    argv = ["db", "export", str(tmp_path / "up.db"), "--db", str(tmp_path / "h.db"), "--results", str(results)]
+    assert main(argv) == 0
+    with open_store(tmp_path / "up.db", readonly=True) as up:
+        rows = {r["case_id"]: r["median_ms"] for r in up.query("SELECT case_id, median_ms FROM cases")}
+    assert len(rows) == 2 and rows["t.py::t[***]"] > 1.5 and not any("hunter2" in c for c in rows), rows

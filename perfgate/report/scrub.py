@@ -12,8 +12,10 @@ Secrets, and only secrets, are masked (`***`, as GitHub masks them in logs):
   sometimes (`CACHE_KEY`, `GPG_KEY`, `PASS_THROUGH`) has its value masked only when it looks random.
 A case id is an identity: nothing but a secret in it changes (`test_tokenizer.py` stays; an environment value
 that reads as a name, `API_KEY=kernels/tests`, is masked in free text only), and two ids that
-differ only in their secrets stay apart (`t[***]`, `t[***2]`). The hostname and absolute paths stay in the
-local history and are published only on request (`publish_host = true`).
+differ only in their secrets stay apart (`t[***]`, `t[***2]`). A literal `t[***]` (an id without a
+secret) keeps its name in whatever order ids come: the batch's literal names are reserved first and a masked
+id takes the next free number (db export stores both; a history, a PR comment tell them apart). The
+hostname and absolute paths stay in the local history and are published only on request (`publish_host = true`).
 """
 
 from __future__ import annotations
@@ -224,26 +226,47 @@ class Scrubber:
 
     def case_id(self, value: str) -> str:
         """An identity: secrets masked (a token in a parametrize id), nothing else touched; ids that differ
-        only in their secrets stay apart (the second secret seen is `***2`)."""
+        only in their secrets stay apart (the second secret seen is `***2`), and no masked id takes the
+        name of an id that holds none (a literal `t[***]` keeps its name; see reserve)."""
         if value not in self._ids:
             self._ids[value] = self._published_id(value)
         return self._ids[value]
 
+    def reserve(self, ids: Iterable[str]) -> None:
+        """Claim the names of the ids without a secret before any id is published: a masked id then never
+        takes one of them, whatever order the ids are published in. gate(), run() and verdicts() reserve
+        their own ids; a caller that publishes several batches through one scrubber reserves them all first."""
+        for value in ids:
+            if value not in self._ids and not self._id_spans(value):
+                self._owners.setdefault(value, value)
+
+    def _id_spans(self, value: str) -> list[Span]:
+        return merge(value_spans(value, self._id_values) + find(value))
+
     def _published_id(self, value: str) -> str:
-        spans = merge(value_spans(value, self._id_values) + find(value))
-        out = value
-        for _ in range(len(self._owners) + 1):  # a free name is found in at most one try per id published
+        spans = self._id_spans(value)
+        if not spans:
+            out, n = value, 1
+            while self._owners.get(out, value) != value:
+                # a masked id took this name before the literal was seen (no reserve): the literal is told
+                # apart in words, never merged with a secret's id nor renamed into a mask's form
+                out, n = f"{value} (literal{'' if n == 1 else f' {n}'})", n + 1
+            self._owners[out] = value
+            return out
+        first = value[spans[0][0] : spans[0][1]]
+        for _ in range(len(self._owners) + 2):  # each try skips a name taken: at most one per id published
             out = value
             for a, b in reversed(spans):
                 n = self._numbers.setdefault(value[a:b], len(self._numbers) + 1)
                 out = out[:a] + (MASK if n == 1 else f"{MASK}{n}") + out[b:]
-            if not spans or self._owners.get(out, value) == value:
+            if self._owners.get(out, value) == value:
                 break
-            self._numbers[value[spans[0][0] : spans[0][1]]] = len(self._numbers) + 1 + len(self._owners)
+            self._numbers[first] = max(self._numbers.values()) + 1
         self._owners[out] = value
         return out
 
     def gate(self, gate: GateResult) -> GateResult:
+        self.reserve(gate_ids(gate))
         return replace(
             gate,
             comparisons=tuple(self._comparison(c) for c in gate.comparisons),
@@ -268,6 +291,7 @@ class Scrubber:
         """Stored verdicts with their case ids scrubbed like the run's (an exported history)."""
         if verdicts is None:
             return None
+        self.reserve(m.case_id for m in verdicts.metrics)
         return replace(verdicts, metrics=tuple(replace(m, case_id=self.case_id(m.case_id)) for m in verdicts.metrics))
 
     def _env(self, env: Environment | None) -> Environment | None:
@@ -276,6 +300,7 @@ class Scrubber:
         return replace(env, hostname="")
 
     def run(self, run: Run) -> Run:
+        self.reserve(run_ids(run))
         info = replace(
             run.info,
             argv=self.text(run.info.argv),
@@ -324,6 +349,18 @@ class Scrubber:
             return None
         kernels = tuple(replace(k, detail=self.text(k.detail)) for k in c.kernels)
         return replace(c, kernels=kernels, inputs=self.text(c.inputs), notes=tuple(self.text(n) for n in c.notes))
+
+
+def gate_ids(gate: GateResult) -> list[str]:
+    """Every case id a gate result publishes (for Scrubber.reserve)."""
+    compared = [c for cs in (gate.comparisons, *gate.explanations.values()) for c in cs]
+    return [c.case_id for c in compared] + list(gate.explanations) + [f.case_id for f in gate.findings]
+
+
+def run_ids(run: Run) -> list[str]:
+    """Every case id and node id a run publishes (for Scrubber.reserve)."""
+    cases = [i for r in run.results for i in (r.case_id, r.nodeid)]
+    return cases + [u.nodeid for u in run.info.unmeasured]
 
 
 def export_scrubber(root: Path | None, publish_host: bool, environ: Mapping[str, str]) -> Scrubber:
