@@ -140,7 +140,7 @@ def _may_be_secret(value: str) -> bool:
 _CUT = re.compile(r"(\S{12,})…$")
 
 
-def _cut_token_spans(text: str) -> list[Span]:
+def cut_token_spans(text: str) -> list[Span]:
     m = _CUT.search(text)
     if m is None or " " in m.group(1):
         return []
@@ -149,7 +149,11 @@ def _cut_token_spans(text: str) -> list[Span]:
     return [m.span(1)] if looks_random else []
 
 
-def _assignment_spans(text: str) -> list[Span]:
+def assignment_spans(text: str) -> list[Span]:
+    return key_value_spans(text) + _flag_spans(text)
+
+
+def key_value_spans(text: str) -> list[Span]:
     spans = []
     for m in _ASSIGNMENT.finditer(text):
         value, start = m.group(4), m.start(4)
@@ -157,13 +161,18 @@ def _assignment_spans(text: str) -> list[Span]:
             value, start = value[1:-1], start + 1
         if names_a_secret(m.group(2)) and _may_be_secret(value) and "authorization" not in m.group(2).lower():
             spans.append((start, start + len(value)))
+    for m in _HEADER.finditer(text):
+        group = next(g for g in (1, 2, 3) if m.group(g) is not None)
+        spans.append(m.span(group))
+    return spans
+
+
+def _flag_spans(text: str) -> list[Span]:
+    spans = []
     for m in _FLAG.finditer(text):
         group = 2 if m.group(2) is not None else 3
         if names_a_secret(m.group(1)) and not is_placeholder(m.group(group)):
             spans.append(m.span(group))
-    for m in _HEADER.finditer(text):
-        group = next(g for g in (1, 2, 3) if m.group(g) is not None)
-        spans.append(m.span(group))
     return spans
 
 
@@ -175,7 +184,7 @@ def masked(text: str, spans: list[Span], mask: str = MASK) -> str:
 
 def scrub_secrets(text: str, values: Iterable[str] = ()) -> str:
     """Free text with its secrets masked: token formats, secret-named keys' values, `values`."""
-    return masked(text, value_spans(text, values) + find(text) + _assignment_spans(text) + _cut_token_spans(text))
+    return masked(text, value_spans(text, values) + find(text) + assignment_spans(text) + cut_token_spans(text))
 
 
 def _root_prefix(root: Path | None) -> str:
@@ -205,7 +214,7 @@ class Scrubber:
         self.secret_values = tuple(sorted(set(secret_values), key=len, reverse=True))
         # an identity changes for a secret only: a value that reads as a name (API_KEY=kernels/tests) is
         # masked in free text, never in a case id or a kernel name
-        self._id_values = tuple(v for v in self.secret_values if not _NAME_LIKE.fullmatch(v.strip()))
+        self._id_values = id_values(self.secret_values)
         self._prefix = _root_prefix(root)
         self._done: dict[str, str] = {}  # the same file path or note recurs in thousands of cases
         self._ids: dict[str, str] = {}
@@ -371,8 +380,13 @@ def export_scrubber(root: Path | None, publish_host: bool, environ: Mapping[str,
 def scrub_rendered(text: str, environ: Mapping[str, str]) -> str:
     """A text rendered from a results file that another job wrote (a PR comment, annotations): token
     formats and this job's secret values masked, as in case ids, so the rendered ids match the file's."""
-    values = [v for v in secret_env_values(environ) if not _NAME_LIKE.fullmatch(v.strip())]  # as in case ids
+    values = id_values(secret_env_values(environ))
     return masked(text, value_spans(text, values) + find(text))
+
+
+def id_values(values: Iterable[str]) -> tuple[str, ...]:
+    """The secret values masked in identifiers: not those that read as a name (`kernels/tests`)."""
+    return tuple(v for v in values if not _NAME_LIKE.fullmatch(v.strip()))
 
 
 def terminal_scrubber(environ: Mapping[str, str]) -> Scrubber:
