@@ -39,6 +39,44 @@ def make_dir(path: Path, what: str) -> None:
         raise PerfgateError(f"perfgate: {what}: cannot write there: {why}") from err
 
 
+@contextlib.contextmanager
+def staged_dir(target: Path, what: str) -> Iterator[Path]:
+    """A directory of outputs that appear in `target` all together or not at all: the caller writes into the
+    staging directory yielded, a hidden sibling of a new `target` (renamed into place at the end) or a hidden
+    directory inside an existing one (its files moved in over their older versions at the end, the other
+    files there kept). On any failure nothing of the new outputs is left, and a `target` this made is
+    removed; an OSError becomes one PerfgateError line naming `what`."""
+    from perfgate.errors import PerfgateError
+
+    target = Path(target)
+    make_dir(target.parent, what)
+    new = not target.exists()
+    try:
+        stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging.", dir=target.parent if new else target))
+    except OSError as err:
+        make_dir(target, what)  # names a file in the way, an unwritable directory
+        raise PerfgateError(f"perfgate: {what}: cannot write there: {err.strerror or err}") from err
+    try:
+        yield stage
+        if new:
+            os.rename(stage, target)  # fails when something appeared there meanwhile: nothing is merged
+        else:
+            for entry in sorted(stage.iterdir()):
+                os.replace(entry, target / entry.name)
+            stage.rmdir()
+        _fsync_dir(target if not new else target.parent)
+    except OSError as err:
+        raise PerfgateError(f"perfgate: {what}: {err.strerror or err}; nothing written") from err
+    except PerfgateError as err:  # a writer's own line names the staging directory; the user named target
+        err.args = (str(err).replace(str(stage), str(target)) + "; nothing written",)
+        raise
+    finally:
+        if stage.exists():
+            import shutil
+
+            shutil.rmtree(stage, ignore_errors=True)
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     atomic_write_stream(path, lambda fh: fh.write(data))
 
