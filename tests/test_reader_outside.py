@@ -177,3 +177,9 @@ def test_the_report_readers_value_check_refuses_a_nan_duration_it_is_handed(tmp_
     raw = ("k", ("gpu__time_duration.sum",), (float("nan"),), ("ns",), ())
     with pytest.raises(ReportFileError, match="launch 0: gpu__time_duration.sum = 'nan' is not a duration"):
         _build(tmp_path / "r.ncu-rep", [raw])
+
+
+def test_a_new_analyze_output_dir_has_the_mode_any_new_directory_gets(tmp_path, capsys):
+    (tmp_path / "plain").mkdir()
+    assert main(["analyze", str(DATA / "torch_lone_surrogate.json"), "--output-dir", str(tmp_path / "rep")]) == 0
+    assert (tmp_path / "rep").stat().st_mode == (tmp_path / "plain").stat().st_mode  # not a temporary's 0700
