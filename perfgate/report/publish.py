@@ -14,7 +14,7 @@ from perfgate.baseline import Baseline
 from perfgate.config.settings import Settings
 from perfgate.model import GateResult, Run
 from perfgate.report.outputs import OUTPUTS, STEP_SUMMARY_ENV, Published, write_text
-from perfgate.report.scrub import export_scrubber
+from perfgate.report.scrub import export_scrubber, gate_ids, run_ids
 from perfgate.report.views import GateView, View
 
 __all__ = ["STEP_SUMMARY_ENV", "publish", "write_text"]
@@ -35,6 +35,7 @@ def publish(
     if not wanted:  # nothing asked for (`perfgate compare` without outputs): nothing to scrub either
         return []
     scrubber = export_scrubber(settings.rootdir, settings.publish_host, env)
+    scrubber.reserve([*run_ids(run), *gate_ids(gate)])  # one naming for the gate and the run's cases
     published = Published(
         gate=scrubber.gate(gate),
         run=scrubber.run(run),
