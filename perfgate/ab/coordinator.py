@@ -48,8 +48,8 @@ class RoundPlan:
     rounds: int = 20  # per stage
     stages: int = 3  # at most: 1 + confirmation stages
     round_ms: float = 40.0  # one side's share of a round (samples = round_ms / one call, clamped)
-    min_samples: int = 5
-    max_samples: int = 200
+    min_samples: int = 5  # per round, whatever the call's length
+    max_samples: int = 200  # per side and stage, split over its rounds (see samples_for)
     timeout_s: float = 900.0  # the longest one step may take (a test body, compiling a case, a round)
     seed: int = 0
     start_timeout_s: float = 900.0  # starting: importing the tree's code and collecting its tests
@@ -60,7 +60,13 @@ class RoundPlan:
         return max(self.timeout_s, self.start_timeout_s)
 
     def samples_for(self, per_call_ms: float) -> int:
-        return int(max(self.min_samples, min(self.max_samples, self.round_ms // max(per_call_ms, 1e-9))))
+        """One side's samples in one round: its share of the round's time, at most max_samples / rounds. The
+        ratio is judged on the rounds' medians paired round by round, so what a stage needs is enough
+        comparable rounds, not a baseline-sized sample in each: a side takes per stage what a baseline-mode
+        gate takes per case (before, max_samples a round: 20x that, which made A/B on the host clock cost
+        x25 a gate at 100 cases; docs/ab.md "Cost")."""
+        most = max(self.min_samples, self.max_samples // max(self.rounds, 1))
+        return int(max(self.min_samples, min(most, self.round_ms // max(per_call_ms, 1e-9))))
 
 
 @dataclass
