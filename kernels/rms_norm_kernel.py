@@ -29,6 +29,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -221,5 +222,7 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, threads: 
     return y
 
 
-if __name__ == "__main__":  # build ahead (a CI step the action's cache keeps): prints where the build is
-    print(build())
+if __name__ == "__main__":  # build ahead (a CI step the action's cache keeps): prints where the build is, how long
+    started = time.perf_counter()
+    built = build()
+    print(f"{built} ({time.perf_counter() - started:.1f} s)")

@@ -7,8 +7,9 @@ against: `--link` links too, on a machine with a CUDA torch), wall time and the 
 Variants: `before` (one .cu including torch/extension.h), `split` (the kernel's launchers in a .cu with CUDA
 headers only, the binding in a .cpp on Python's C API: what the suite builds now), `split-tensors` (the same
 split with the earlier binding of tensors, the fewest torch headers), `split-extension-h` (that binding
-including torch/extension.h), `split-O0` (the binding of tensors at -O0), `split-five-archs` (the kernel for five architectures, as a
-TORCH_CUDA_ARCH_LIST naming several GPUs asks; unset, torch builds for the visible GPUs' only). CPU time is
+including torch/extension.h), `split-O0` (the binding of tensors at -O0), `split-five-archs` (the kernel for
+five architectures, as a TORCH_CUDA_ARCH_LIST naming several GPUs asks; unset, torch builds for the visible
+GPUs' only). CPU time is
 the sum over the compilers the build ran (user + system), steady under load where wall time is not.
 """
 
