@@ -3,9 +3,9 @@
 A profile hook for one call sees every C function the call makes from Python; those of a module whose shared
 object carries CUDA code (a `.nv_fatbin` section) name the module, and cuobjdump reads its kernels
 (compiled/cubin.py). Which of them the call launched, and how (grid, block, dynamic shared memory), only the
-GPU knows: `launched_kernels` asks CUPTI through torch.profiler for one more call, made after the case was
-timed (so the profiler is never around this case's samples), and only for a case that entered such a module.
-Without it (no torch.profiler, no GPU) every kernel of the module is recorded, without a launch.
+GPU knows: `launched_kernels` asks CUPTI for one more call (its launch callbacks, compiled/launch_hook.py; else
+torch.profiler), made after the case was timed (so no hook is around this case's samples), and only for a case
+that entered such a module. Without either (no GPU) every kernel of the module is recorded, without a launch.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Record the compiled kernels of a case: one call watched before its samples (Triton launches, torch operators,
 native modules entered: hooks in Python, nothing on the GPU), the facts read after them (cuobjdump on the
 cubins and modules, each distinct one once: compiled/cache.py; for a case that entered a CUDA C++ module, one
-more call under torch.profiler for the launches only CUPTI sees). A failure to read anything is a note on the
-case, never a failed case.
+more call for the launches only CUPTI sees: compiled/launch_hook.py). A failure to read anything is a note on
+the case, never a failed case.
 """
 
 from __future__ import annotations
