@@ -10,9 +10,12 @@ set -u
 . lab/gpu/phases.sh
 nvidia-smi --query-gpu=name,driver_version,utilization.gpu,memory.used --format=csv,noheader | tee "$R/gpu.txt"
 python3 -c "import torch; print('torch', torch.__version__, 'cudnn', torch.backends.cudnn.version())" | tee "$R/versions.txt"
-phase probe 300 python3 lab/gpu/shared_conv_probe.py --rounds 200
-cp -f "${OUT}/shared_conv_probe.json" "$R/" 2>/dev/null
-grep "conv-probe:" "$R/probe.log"
+# One process per variant: torch 2.11's MemPool destructor aborts the process (captures_underway assert,
+# seen on an H200), which must not take the other variants with it. `pools` goes last.
+for v in threads one-thread keep-place benchmark separate threads one-thread pools; do
+  phase "probe-$v" 120 python3 lab/gpu/shared_conv_probe.py --rounds "${CONV_ROUNDS:-300}" --variants "$v"
+  grep "conv-probe:" "$R/probe-$v.log"
+done
 
 P=${TMPDIR:-/tmp}/perfgate-conv-ab
 rm -rf "$P" && mkdir -p "$P" && cd "$P" || exit 1
@@ -34,7 +37,7 @@ git add -A && git commit -qm base && echo "# the head: the same code" >> test_co
 cd - >/dev/null || exit 1
 ROOT=$PWD
 for i in 1 2; do
-  (cd "$P" && phase "ab$i" 240 env PYTHONPATH="$ROOT" python3 -m perfgate ab HEAD~1 --rounds 30 --no-store \
+  (cd "$P" && phase "ab$i" 240 env PYTHONPATH="$ROOT" python3 -m perfgate ab HEAD~1 --rounds 30 --no-store --measure-same-code \
     --worktree-dir "$P.wt" --json "$R/ab$i.json" -- test_conv.py)
   grep -E "shared comparison ended|test_conv|A/B gate|one process|process per tree" "$R/ab$i.log"
 done
