@@ -39,6 +39,47 @@ def make_dir(path: Path, what: str) -> None:
         raise PerfgateError(f"perfgate: {what}: cannot write there: {why}") from err
 
 
+@contextlib.contextmanager
+def staged_dir(target: Path, what: str) -> Iterator[Path]:
+    """A directory of outputs that appear in `target` all together or not at all: the caller writes into the
+    staging directory yielded, a hidden sibling of a new `target` (renamed into place at the end: a new
+    `target` never exists half-written), or a hidden directory inside an existing one (its files moved over
+    their older versions at the end, each by rename, after every one was written; the other files there
+    kept). On a failure the staging directory is removed; an OSError becomes one PerfgateError line naming
+    `what`, and a writer's own line names `target`, not the staging directory."""
+    import secrets
+    import shutil
+
+    from perfgate.errors import PerfgateError
+
+    target = Path(target)
+    make_dir(target.parent, what)
+    new = not target.exists()
+    # os.mkdir, not tempfile.mkdtemp: the directory renamed into place gets the umask's mode, not 0700
+    stage = (target.parent if new else target) / f".{target.name}.staging.{os.getpid()}.{secrets.token_hex(4)}"
+    try:
+        stage.mkdir()
+    except OSError as err:
+        make_dir(target, what)  # names a file in the way
+        raise PerfgateError(f"perfgate: {what}: cannot write there: {err.strerror or err}") from err
+    try:
+        yield stage
+        if new:
+            os.rename(stage, target)  # fails when something appeared there meanwhile: nothing is merged
+        else:
+            for entry in sorted(stage.iterdir()):
+                os.replace(entry, target / entry.name)
+            stage.rmdir()
+        _fsync_dir(target.parent if new else target)
+    except OSError as err:
+        raise PerfgateError(f"perfgate: {what}: {err.strerror or err}; nothing written") from err
+    except PerfgateError as err:
+        err.args = (str(err).replace(str(stage), str(target)) + "; nothing written",)
+        raise
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     atomic_write_stream(path, lambda fh: fh.write(data))
 

@@ -455,6 +455,7 @@ class FindingKind(str, enum.Enum):
     HOST_DRIFT = "host state changed since calibration"
     CHANGE_POINT = "step change in the history"
     COMMON_SHIFT = "common-mode shift"  # most cases moved together: environment, machine or shared code
+    INTERMITTENT_SHIFT = "intermittent shared state"  # a common shift that comes and goes between runs
     NOT_MEASURED = "baseline case not measured"  # not collected, deselected, renamed, or measured under another name
     ALLOWED_MISSING = "baseline case allowed to be missing"  # [tool.perfgate] allow_missing, with its reason
     BEYOND_CEILING = "beyond the ceiling"  # a process slower than ceiling_pct, whatever the noise says
@@ -492,6 +493,9 @@ class CommonShift:
     cases: int  # cases that took part
     spread_pct: float  # the median distance of a case's change from the shift (%)
     changed: tuple[str, ...] = ()  # "driver 550.54 -> 555.42", per changed environment field
+    # False: declared only at the looser level a changed fingerprint allows (gate/common.py SIGN_P_CHANGED): the
+    # centres move, the finding is a note
+    sure: bool = True
 
     @property
     def variance_share(self) -> float:

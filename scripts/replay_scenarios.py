@@ -78,6 +78,7 @@ GEMM = Noise("bimodal GEMM-like (30% +4%, 0.8%)", 0.8, 0.3, 4.0)
 TWO_MODES = Noise("two modes (20% +2%, 0.3%)", 0.3, 0.2, 2.0)
 HEAVY = Noise("heavy tails (t3, 0.5%)", 0.5, tail_df=3.0)
 OUTLIERS = Noise("rare outliers (1% of processes 2x, 0.3%)", 0.3, 0.01, 100.0)
+LOW = Noise("low noise (0.2%)", 0.2)
 MIX = (QUIET, SMALL, GEMM, QUIET, SMALL, QUIET, GEMM, QUIET, SMALL, QUIET)
 CASE_0 = frozenset({0})  # the case a code scenario changes
 
@@ -99,6 +100,7 @@ class Scenario:
     changed_cases: frozenset[int] = field(default_factory=frozenset)
     process_state_share: float = 0.0  # this share of processes runs every case `process_state_gap_pct` slower
     process_state_gap_pct: float = 0.0
+    process_state_onset: int = 0  # the shared state appears from this run (0: in the calibration too)
 
     def factor(self, case: int, run: int, rng: np.random.Generator) -> float:
         f = 1.0 + self.drift_pct_per_run * run / 100.0
@@ -140,6 +142,28 @@ SCENARIOS = {
         ),
         Scenario("process state over time (20% +2%)", MIX, 40, process_state_share=0.2, process_state_gap_pct=2.0),
         Scenario("two modes over time", (TWO_MODES,) * 10, 40),
+        # the outside review's second round (issue 31): a per-case slow mode no calibration process caught, an
+        # intermittent shared slow mode across a re-anchor, a tiny suite's first run after a driver update
+        Scenario(
+            "missed per-case mode (40% +3%), 100", (LOW,) * 100, 50, onset=1, new_mode_share=0.4, new_mode_gap_pct=3.0
+        ),
+        Scenario(
+            "intermittent shared mode (40% +3%)",
+            MIX,
+            60,
+            process_state_share=0.4,
+            process_state_gap_pct=3.0,
+            process_state_onset=10,
+        ),
+        Scenario(
+            "first run: driver update +3%, 6 cases",
+            MIX[:6],
+            1,
+            onset=1,
+            env_step_pct=3.0,
+            driver=True,
+            first_run_only=True,
+        ),
     )
 }
 
@@ -166,6 +190,9 @@ class Tally:
     common_named: list[int] = field(default_factory=list)  # runs from onset to the common-mode finding
     reanchors: int = 0
     fail_runs: list[int] = field(default_factory=list)  # per run index: failed-unchanged count
+    late_runs: int = 0  # runs after the first re-anchor, or from onset + 2 REANCHOR_RUNS without one
+    late_strict_common: int = 0  # of them, runs with a strict common-mode finding (strict mode fails them)
+    intermittent_named: int = 0  # runs naming an intermittent shared state (a note)
 
 
 class Replica:
@@ -190,13 +217,13 @@ class Replica:
         noise = self.s.noises[case]
         return float(self.base_ms[case] * noise.draw(self.rng, 1)[0] * self.s.factor(case, run, self.rng) * state)
 
-    def process_state(self) -> float:
+    def process_state(self, run: int) -> float:
         """One process's state shared by every case it measures (a clock or power state, say)."""
-        slow = self.rng.random() < self.s.process_state_share
+        slow = run >= self.s.process_state_onset and self.rng.random() < self.s.process_state_share
         return 1.0 + self.s.process_state_gap_pct / 100.0 if slow else 1.0
 
     def process(self, run: int) -> list[CaseResult]:
-        state = self.process_state()
+        state = self.process_state(run)
         return [_result(cid, self.value(i, run, state)) for i, cid in enumerate(self.ids)]
 
     def calibrate(self) -> None:
@@ -210,7 +237,7 @@ class Replica:
         index = {cid: i for i, cid in enumerate(self.ids)}
 
         def confirmer(case_ids: Sequence[str]) -> Mapping[str, CaseResult]:
-            state = self.process_state()  # one fresh process measures every suspect of a round
+            state = self.process_state(run)  # one fresh process measures every suspect of a round
             return {cid: _result(cid, self.value(index[cid], run, state)) for cid in case_ids}
 
         baseline = load_baseline(self.path)
@@ -253,7 +280,7 @@ def replay(scenario: Scenario, seed: int, tally: Tally, quiet_out: Callable[[], 
         named: int | None = None
         seen: set[str] = set()
         recent: list[bool] = []  # whether each of the last runs named a common-mode shift
-        common_seen = False
+        common_seen = reanchored = False
         for run in range(1, scenario.runs + 1):
             with quiet_out():
                 out = rep.gate(run)
@@ -266,14 +293,19 @@ def replay(scenario: Scenario, seed: int, tally: Tally, quiet_out: Callable[[], 
             tally.fail_runs.append(int(failed_unchanged))
             kinds = {f.kind for f in g.findings}
             named_now = FindingKind.COMMON_SHIFT in kinds
+            tally.intermittent_named += FindingKind.INTERMITTENT_SHIFT in kinds
+            if reanchored or run >= scenario.onset + 2 * REANCHOR_RUNS:
+                tally.late_runs += 1
+                tally.late_strict_common += named_now
             recent = (recent + [named_now])[-REANCHOR_RUNS:]
             if named_now and not common_seen and run >= scenario.onset:
                 tally.common_named.append(run - scenario.onset)
             common_seen = common_seen or named_now
             if len(recent) == REANCHOR_RUNS and sum(recent) >= REANCHOR_AFTER and recent[0]:
-                rep.reanchor()  # on the last REANCHOR_RUNS runs, the first of which already showed the shift
+                with quiet_out():
+                    rep.reanchor()  # on the last REANCHOR_RUNS runs, the first of which already showed the shift
                 tally.reanchors += 1
-                recent = []
+                recent, reanchored = [], True
             if changed and run >= scenario.onset:
                 for by in _named_by(g, changed):
                     if by not in seen:
@@ -326,6 +358,13 @@ def summary(name: str, t: Tally, calibrations: int) -> dict[str, object]:
         out["first_by_finding"] = {k: sorted(v) for k, v in t.by_finding.items()}
     if t.common_named:
         out["common_shift_named_after_runs"] = sorted(t.common_named)
+    if t.failed_unchanged and not t.named_after:
+        out["failed_unchanged_at_runs"] = sorted(
+            {i % max(1, t.runs // calibrations) + 1 for i, f in enumerate(t.fail_runs) if f}
+        )
+    if t.intermittent_named or t.late_strict_common:
+        out["late_strict_common"] = (t.late_strict_common, t.late_runs)
+        out["intermittent_named_runs"] = t.intermittent_named
     return out
 
 
@@ -343,6 +382,14 @@ def render(rows: Sequence[dict[str, object]]) -> str:
             named = r["common_shift_named_after_runs"]
             assert isinstance(named, list)
             line += f"  common shift named after {_range(named)} run(s)"
+        if r.get("failed_unchanged_at_runs"):
+            line += f"\n    unchanged runs failed at run(s) {r['failed_unchanged_at_runs']}"
+        if "late_strict_common" in r:
+            late, of = r["late_strict_common"]  # type: ignore[misc]
+            line += (
+                f"\n    strict common-mode finding in {late} of {of} runs after a re-anchor (or onset + 10); "
+                f"intermittent shared state named in {r['intermittent_named_runs']} runs"
+            )
         if "named_after_runs" in r:
             named = r["named_after_runs"]
             assert isinstance(named, list)

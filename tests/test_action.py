@@ -6,6 +6,7 @@ the runs on the H100)."""
 
 import json
 import re
+import shutil
 import sqlite3
 import sys
 from pathlib import Path
@@ -48,12 +49,14 @@ def gate(project, sleep_ms="2", **inputs):
 
     env = {**os.environ, "SLEEP_MS": sleep_ms, "PYTEST_ADDOPTS": LEAN_PYTEST_ADDOPTS}
     github = inputs.pop("github", None)
+    stand_ins = inputs.pop("stand_ins", None)
     return run_action(
         {"pytest-args": "test_perf.py -p no:cacheprovider", "python": sys.executable, "install": "false", **inputs},
         work,
         runner,
         github=github,
         base_env=env,
+        stand_ins=stand_ins,
     )
 
 
@@ -202,6 +205,51 @@ def test_pages_publishes_the_dashboard_and_the_summary_links_to_it(project):
     assert (site / "index.html").is_file() and (site / "assets" / "vendor" / "uPlot.iife.min.js").is_file()
     summary = (Path(uploads["actions/upload-artifact"].with_["path"]) / "perfgate-summary.md").read_text()
     assert "[dashboard](https://o.github.io/r/index.html)" in summary  # without pages: none (the passing gate)
+
+
+PUSH_TO_MAIN = {
+    "ref": "refs/heads/main",
+    "run_id": "7",
+    "run_attempt": "1",
+    "event": {"repository": {"default_branch": "main"}},
+}
+
+
+def _site_step(job):
+    return next(s for s in job.steps if s.kind == "run" and "perfgate: wrote" in s.stdout)
+
+
+@pytest.mark.slow  # the composite action end to end: a stage of its own in .ci/run
+def test_the_dashboard_is_kept_between_jobs_and_rebuilt_only_where_runs_changed_it(project, tmp_path):
+    work, runner = project
+    first = gate(project, strict="false", pages="true", github=PUSH_TO_MAIN)
+    assert not first.failed, [s.stdout for s in first.steps]
+    assert "full build (no earlier build)" in _site_step(first).stdout
+    used = {s.uses.split("@")[0]: s for s in first.steps if s.kind == "uses"}
+    site = Path(used["actions/upload-pages-artifact"].with_["path"])
+    restore, save = used["actions/cache/restore"], used["actions/cache/save"]
+    assert restore.with_["path"] == save.with_["path"] == str(site)  # the same path: actions/cache's version
+    assert save.with_["key"].startswith(restore.with_["restore-keys"]) and save.with_["key"].endswith("-7-1")
+    saved = tmp_path / "saved-site"  # what actions/cache/save archived
+    shutil.copytree(site, saved)
+    # a persistent runner keeps the site: the next push rewrites only what its run changed, restores nothing
+    second = gate(project, strict="false", pages="true", github=PUSH_TO_MAIN)
+    assert "incremental: 2 page(s) written" in _site_step(second).stdout  # the case's page and the run's
+    assert not [s for s in second.steps if s.kind == "uses" and "perfgate-site" in s.with_.get("key", "")]
+    # an ephemeral runner starts bare: the restore step puts the saved build back, the build stays incremental
+    shutil.rmtree(site)
+
+    def restore(with_):  # actions/cache/restore: the saved build under the key's prefix, back at its path
+        shutil.copytree(saved, with_["path"])
+        return {"cache-hit": "false"}  # a hit on restore-keys, not on the key itself
+
+    third = gate(
+        project, strict="false", pages="true", github=PUSH_TO_MAIN, stand_ins={"actions/cache/restore": restore}
+    )
+    assert "incremental" in _site_step(third).stdout, _site_step(third).stdout
+    # a pull request's run never saves the site trusted runs start from
+    pr = gate(project, strict="false", pages="true", github={**PUSH_TO_MAIN, "event_name": "pull_request"})
+    assert not [s for s in pr.steps if s.kind == "uses" and s.uses.startswith("actions/cache/save")]
 
 
 AB_SUITE = """

@@ -50,6 +50,7 @@ def test_a_mark_that_is_not_one_is_refused():
 
 
 def test_a_run_committed_after_a_newer_one_was_seen_comes_next_time(history_target):
+    from perfgate.store.prepared import prepare_run, write_prepared
     from perfgate.store.target import ServerUrl
 
     if not isinstance(history_target, ServerUrl):
@@ -57,7 +58,7 @@ def test_a_run_committed_after_a_newer_one_was_seen_comes_next_time(history_targ
     with open_store(history_target) as slow, open_store(history_target) as fast, open_store(history_target) as look:
         mark = changed_since(look).mark
         with slow.db.transaction():  # a runner still writing its run: id 1 taken, not committed
-            slow._insert(make_run({"slow": [1.0, 2.0]}, env=ENV), None)
+            write_prepared(slow.db, prepare_run(make_run({"slow": [1.0, 2.0]}, env=ENV), None))
             fast.save_run(make_run({"fast": [1.0, 2.0]}, env=ENV))  # id 2, committed first
             seen = changed_since(look, mark)
             assert seen.runs == (2,) and seen.mark.pending == (1,)

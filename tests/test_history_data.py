@@ -363,6 +363,20 @@ def test_an_inconclusive_run_stays_in_the_noise_window_and_a_regressed_one_does_
     assert [p.median_ms for p in window["a"]] == pytest.approx([0.99, 1.03, 1.0], rel=0.02)
 
 
+def test_a_failed_run_keeps_its_other_cases_in_their_noise_window(history_target):
+    """A slow mode the calibration missed shows in the runs it makes fail: leaving every case of a failed run
+    out kept it out of every case's noise (issue 31: 7-8 of 50 unchanged 100-case runs failed). Only the
+    failing case stays out."""
+    with open_store(history_target) as store:
+        store.save_run(_run({"a": 1.0, "b": 2.0}), _gate({"a": Verdict.UNCHANGED, "b": Verdict.UNCHANGED}))
+        store.save_run(
+            _run({"a": 1.5, "b": 2.06}), _gate({"a": Verdict.REGRESSED, "b": Verdict.INCONCLUSIVE}, failed=True)
+        )
+        window = recent_passing_gate_medians(store, ENV.comparability_key(), "main", 30, ["a", "b"])
+    assert [p.median_ms for p in window["b"]] == pytest.approx([2.06, 2.0], rel=0.02)
+    assert [p.median_ms for p in window["a"]] == pytest.approx([1.0], rel=0.02)
+
+
 def test_the_noise_window_carries_speedups(history_target):
     from perfgate.model import Speedup
 

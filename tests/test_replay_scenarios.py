@@ -49,3 +49,13 @@ def test_a_quiet_creep_is_named_within_a_few_runs(bench):
 def test_the_first_run_after_calibration_with_two_modes_passes(bench):
     t = replay(bench, "first run: two modes, 100 cases", seeds=8)
     assert t.runs == 8 and t.failed_unchanged == 0
+
+
+def test_an_intermittent_shared_slow_mode_is_named_as_such_and_stops_failing_strict_runs(bench):
+    t = replay(bench, "intermittent shared mode (40% +3%)", runs=36)
+    assert t.failed_unchanged == 0 and t.intermittent_named >= 5 and t.late_strict_common <= 2
+
+
+def test_a_six_case_suite_passes_its_first_run_after_a_driver_update(bench):
+    t = replay(bench, "first run: driver update +3%, 6 cases", seeds=20)
+    assert t.runs == 20 and t.failed_unchanged == 0

@@ -140,3 +140,34 @@ def test_no_secret_reaches_the_new_pages_or_the_manifest(
     assert [name for name, data in published.items() if secret.encode() in data] == []
     pair_page = next(name for name in published if name.startswith("ab/"))
     assert b"t.py::test_x[***" in published["data/run-1.js"] and b"t.py::test_x[***" in published[pair_page]
+
+
+def test_a_new_ab_pair_built_incrementally_leaves_the_site_a_full_build_writes(
+    tmp_path: Path, history: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dataclasses import replace
+
+    from perfgate.model import RunKind
+    from tests.site_showcase import ENV
+
+    build(tmp_path, history, "site", capsys)
+    with open_store(history[0]) as store:
+        for kind, t in ((RunKind.AB_BASE, 0.05), (RunKind.AB_HEAD, 0.07)):
+            run = make_run({SOFTMAX: noisy(t, n=20, seed=3)}, env=ENV)
+            info = replace(run.info, started_at="2026-11-04T00:00:00+00:00", kind=kind, ab_pair="pr-43-attempt-1")
+            store.save_run(replace(run, info=info))
+    assert "incremental" in build(tmp_path, history, "site", capsys)
+    assert "full build" in build(tmp_path, history, "fresh", capsys)
+    assert files(tmp_path / "site") == files(tmp_path / "fresh")
+
+
+def test_a_site_built_from_another_history_is_rebuilt_in_full(
+    tmp_path: Path, history: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    build(tmp_path, history, "site", capsys)
+    other = tmp_path / "other.db"
+    showcase_history(other, tmp_path / "other-baselines")  # the same run ids, other run identities
+    with open_store(other) as store:
+        store.db.execute("UPDATE runs SET run_uid = run_uid || '-elsewhere'")
+    shutil.copyfile(other, history[0])  # behind the same path (a server's history recreated, a restored file)
+    assert "full build (another history)" in build(tmp_path, history, "site", capsys)

@@ -66,6 +66,17 @@ if [ "${ACTIONS_CACHE:-}" = "true" ] && [ -z "${CACHE_DIR:-}" ]; then
   seed=""
 fi
 
+# the dashboard's last build, kept between jobs: the next `perfgate report --html` rewrites only what the runs
+# stored since changed. On a persistent runner it stays under $base; where nothing stays (ephemeral runners,
+# a history on a server) the action restores it with actions/cache, which only a default-branch run saves
+if [ "$pr" = 1 ]; then
+  site="${RUNNER_TEMP:-/tmp}/perfgate-pr-site"
+else
+  site="$base/site"
+fi
+site_restore=false
+[ -f "$site/.perfgate-manifest.json" ] || site_restore=true
+
 rm -rf "$results"
 mkdir -p "$results" "$cache/triton" "$cache/kernels"
 if [ -n "$seed" ] && [ -d "$seed" ] && [ -z "$(ls -A "$cache/triton")" ] && [ -z "$(ls -A "$cache/kernels")" ]; then
@@ -96,6 +107,10 @@ print("torch" + v("torch") + "-triton" + v("triton"))' 2>/dev/null || echo "unkn
   echo "dir=$results"
   echo "cache=$cache"
   echo "cache-key=perfgate-kernels-${RUNNER_OS:-os}-${versions//[^A-Za-z0-9._+-]/_}"
+  echo "site=$site"
+  echo "site-restore=$site_restore"
+  ref="${GITHUB_REF_NAME:-local}"
+  echo "site-key=perfgate-site-${RUNNER_OS:-os}-${ref//[^A-Za-z0-9._+-]/_}"
 } >> "$GITHUB_OUTPUT"
 shown="$history"; [ -n "$server" ] && shown="the server of db-url"
 echo "perfgate: history ${shown}, caches ${cache}, results ${results}"

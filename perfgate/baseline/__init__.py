@@ -141,7 +141,7 @@ def load_baseline(path: Path) -> Baseline | None:
     path = Path(path)
     if not path.exists() and not path.is_symlink():
         return None
-    data = load_json_file(path, BaselineError)
+    data = load_json_file(path, BaselineError, checked_floats=True)  # every float read goes through _finite
     return parse_baseline(path, data)
 
 
@@ -195,6 +195,8 @@ def _environment(path: Path, raw: dict[str, Any]) -> Environment:
 
 
 def _finite(path: Path, where: str, key: str, value: Any, positive: bool, high: float | None = None) -> float:
+    if isinstance(value, float) and math.isinf(value):  # an overflowing literal (1e400): read without a hook
+        raise BaselineError(path, f'{where}: "{key}" is outside the range of a double (it reads as {value})')
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or (positive and value <= 0) or (not positive and value < 0):
         need = "a finite number > 0" if positive else "a finite number >= 0"
@@ -204,6 +206,9 @@ def _finite(path: Path, where: str, key: str, value: Any, positive: bool, high: 
     return float(value)
 
 
+_PLAIN_NUMBERS = {float, int}
+
+
 def _numbers(
     path: Path, where: str, key: str, raw: Any, min_len: int, positive: bool, high: float | None = None
 ) -> tuple[float, ...]:
@@ -211,7 +216,7 @@ def _numbers(
         raise BaselineError(path, f'{where}: "{key}" must be a list of at least {min_len} numbers')
     # the common case checked in one pass of built-ins (a 10,000-case baseline holds millions of samples);
     # any doubt goes through the per-value check, which names the bad value
-    if raw and all(type(v) is float or type(v) is int for v in raw):
+    if raw and set(map(type, raw)) <= _PLAIN_NUMBERS:  # bool is a type of its own here: it falls through
         values = tuple(map(float, raw))
         low, top = min(values), max(values)
         if all(map(math.isfinite, values)) and (low > 0 if positive else low >= 0) and (high is None or top <= high):

@@ -11,7 +11,7 @@ file is an `error` status, never a pass.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,10 +34,12 @@ class Verdicts:
     sections: tuple[str, ...]  # the comment's, one per results file
 
 
-def read_verdicts(paths: Sequence[Path], commit: str, require_strict: bool) -> Verdicts:
-    """Each results file checked and rendered here, by this trusted code; a bad one is a section saying so."""
+def read_verdicts(paths: Sequence[Path], commit: str, require_strict: bool, environ: Mapping[str, str]) -> Verdicts:
+    """Each results file checked and rendered here, by this trusted code; a bad one is a section saying so.
+    What is published (the status line, the comment, the log) is scrubbed: the file is another job's word."""
     from perfgate.ci.results import read_checked_results
     from perfgate.report.comment import code, missing_results, render_comment, results_from_doc
+    from perfgate.report.scrub_foreign import scrub_refusal, scrub_results_doc
 
     worst, lines, sections = 0, [], []
     for path in paths:
@@ -51,13 +53,13 @@ def read_verdicts(paths: Sequence[Path], commit: str, require_strict: bool) -> V
             if require_strict and not checked.strict:
                 raise PerfgateError(f"perfgate: {path}: the gate ran without strict mode where it was required")
         except PerfgateError as err:
-            worst = max(worst, err.exit_status)
-            lines.append(str(err).removeprefix("perfgate: "))
-            sections.append(f"## ❌ perfgate: results refused\n\n{code(str(err), limit=400)}\n")
+            worst, refusal = max(worst, err.exit_status), scrub_refusal(str(err), environ)  # it quotes the file
+            lines.append(refusal.removeprefix("perfgate: "))
+            sections.append(f"## ❌ perfgate: results refused\n\n{code(refusal, limit=400)}\n")
             continue
         worst = max(worst, 1 if checked.failed else 0)
         lines.append(f"{path}: gate {'FAILED' if checked.failed else 'passed'}")
-        sections.append(render_comment(results_from_doc(path, checked.doc), commit))
+        sections.append(render_comment(results_from_doc(path, scrub_results_doc(checked.doc, environ)), commit))
     return Verdicts(worst, tuple(lines), tuple(sections))
 
 

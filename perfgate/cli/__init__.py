@@ -26,10 +26,11 @@ def main(argv: list[str] | None = None) -> int:
         handler: Handler = args.func
         return int(handler(args) or 0)
     except PerfgateError as err:
-        from perfgate.report.scrub import scrub_rendered
+        from perfgate.report.scrub_foreign import scrub_refusal
 
-        # a refusal runs in a CI log too (`ci verdict` naming a case id that holds a token): secrets masked
-        print(scrub_rendered(str(err), os.environ), file=sys.stderr)
+        # a refusal runs in a CI log too and may quote a file another job wrote (`ci verdict` naming a case id
+        # that holds a token, a forged `password: ...`): secrets masked
+        print(scrub_refusal(str(err), os.environ), file=sys.stderr)
         return err.exit_status
     except KeyboardInterrupt:
         return 130

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfgate.analyze.streamed_json import write_json
-from perfgate.atomic import make_dir
+from perfgate.atomic import staged_dir
 
 if TYPE_CHECKING:
     from perfgate.analyze.document import ComparisonRow
@@ -23,18 +24,23 @@ def analyze(args: argparse.Namespace) -> int:
     from perfgate.report.publish import write_text
 
     want_charts = bool(args.output_dir) and not args.no_charts
-    if args.output_dir:  # before the reading: a directory that cannot be written fails at once
-        make_dir(args.output_dir, f"--output-dir {args.output_dir}")
-    documents = [analyze_file(f, with_spans=want_charts) for f in _progress(args.files)]
-    table = comparison(documents)
-    charts: list[str] = []
-    if args.output_dir:
-        if want_charts:
-            from perfgate.report.analyze_charts import write_analysis_charts
+    with contextlib.ExitStack() as stack:
+        # a directory that cannot be written fails before the reading; its files appear all together or not at all
+        out = (
+            stack.enter_context(staged_dir(args.output_dir, f"--output-dir {args.output_dir}"))
+            if args.output_dir
+            else None
+        )
+        documents = [analyze_file(f, with_spans=want_charts) for f in _progress(args.files)]
+        table = comparison(documents)
+        charts: list[str] = []
+        if out is not None:
+            if want_charts:
+                from perfgate.report.analyze_charts import write_analysis_charts
 
-            charts = write_analysis_charts(documents, args.output_dir)
-        write_json_file(args.output_dir / "analysis.json", _doc(documents, table, single=False))
-        write_text(args.output_dir / "report.md", render_analysis_markdown(documents, table, charts))
+                charts = write_analysis_charts(documents, out)
+            write_json_file(out / "analysis.json", _doc(documents, table, single=False))
+            write_text(out / "report.md", render_analysis_markdown(documents, table, charts))
     if args.format == "json":
         write_json(_doc(documents, table, single=True), sys.stdout.write)
     else:

@@ -18,9 +18,10 @@ def annotate(args: argparse.Namespace) -> int:
     from perfgate.ci.results import read_checked_results
     from perfgate.report.annotations import check_results, workflow_commands
     from perfgate.report.scrub import scrub_rendered
+    from perfgate.report.scrub_foreign import scrub_results_doc
 
     checked = read_checked_results(args.results)
-    for line in workflow_commands(check_results(args.results, checked.doc)):
+    for line in workflow_commands(check_results(args.results, scrub_results_doc(checked.doc, os.environ))):
         print(scrub_rendered(line, os.environ))
     return 0
 
@@ -41,8 +42,11 @@ def comment(args: argparse.Namespace) -> int:
         else [read_bytes(path, ReportFileError).decode("utf-8", errors="replace") for path in args.summary]
     )
     from perfgate.report.scrub import scrub_rendered
+    from perfgate.report.scrub_foreign import scrub_foreign_text
 
-    summaries = [scrub_rendered(s, os.environ) for s in summaries]
+    # a summary is the measuring job's Markdown: free text throughout; a rendered results file is this code's
+    scrub = scrub_rendered if args.results else scrub_foreign_text
+    summaries = [scrub(s, os.environ) for s in summaries]
     result = upsert_comment(GitHubApi(args.api_url, args.repo, token), args.pr, summaries, args.marker, args.author)
     extra = f", {result.deleted_duplicates} duplicate(s) removed" if result.deleted_duplicates else ""
     print(f"perfgate: {result.action} comment {result.comment_id} on {args.repo}#{args.pr}{extra}")
@@ -53,10 +57,11 @@ def _rendered(paths: list[Path], commit: str) -> list[str]:
     """One section per results file, rendered by this (trusted) code; a missing file is a failed section."""
     from perfgate.ci.results import read_checked_results
     from perfgate.report.comment import missing_results, render_comment, results_from_doc
+    from perfgate.report.scrub_foreign import scrub_results_doc
 
     def one(p: Path) -> str:
         # the same checks as `ci verdict` (a comment never shows what it would refuse), one read of the file
-        return render_comment(results_from_doc(p, read_checked_results(p).doc), commit)
+        return render_comment(results_from_doc(p, scrub_results_doc(read_checked_results(p).doc, os.environ)), commit)
 
     return [one(p) if p.is_file() else missing_results(str(p)) for p in paths]
 
@@ -181,7 +186,7 @@ def report(args: argparse.Namespace) -> int:
     pr = args.pr or (pr_for_head(api, head, sha) if head else None)
     if pr and labels:  # first, whatever happens next: an approval is for one run
         _warn_on_failure(lambda: print(f"perfgate: labels removed: {remove_labels(api, pr, labels) or 'none'}"))
-    verdicts = read_verdicts(args.results, sha, args.require_strict)
+    verdicts = read_verdicts(args.results, sha, args.require_strict, os.environ)
     for line in verdicts.lines:
         print(f"perfgate: {line}", flush=True)
     state = set_status(api, sha, verdicts, args.context, args.target_url)

@@ -48,6 +48,7 @@ def _scrubbed(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from perfgate.report.scrub import terminal_scrubber
 
     scrubber = terminal_scrubber(os.environ)
+    scrubber.reserve(str(v) for row in rows for k, v in row.items() if k in ("case_id", "nodeid"))
 
     def one(key: str, value: Any) -> Any:
         if not isinstance(value, str):

@@ -341,8 +341,9 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "false_alarm_pct",
-        "the false-alarm budget of a whole run (%): an unchanged suite fails at most this "
-        "often, whatever its size (divided over its gated tests; baseline and A/B mode alike)",
+        "the false-alarm budget of a whole run (%), divided over its gated tests (baseline and A/B "
+        "mode alike); for noise of any shape it holds only with enough reference processes, which "
+        "perfgate calibrate names (docs/decision-rule.md)",
         v.FALSE_ALARM,
         key="false_alarm_pct",
     ),

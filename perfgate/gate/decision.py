@@ -9,7 +9,7 @@ is better for both), and:
 - the noise s is their relative spread together with the noise window's (gate/noise.py), on df degrees of
   freedom; a new process value's change d = 100 (x - M) / M has standard deviation s * a, a = sqrt(1 + 1/n_c);
 - the run's false-alarm budget (`false_alarm_pct`, 1% by default) is divided over its m gated tests:
-  alpha = budget / m per test, so an unchanged suite fails at most that often whatever its size;
+  alpha = budget / m per test (for noise of any shape only with enough reference processes: the cap below);
 - a case fails only when every one of its k processes (the run's, then k - 1 fresh confirmation processes;
   k = 1 + confirm_runs) lies beyond T = max(floor, c_k * s * a, R), where c_k makes that event's probability
   alpha for unchanged code with normal process noise (stats.critical_value: the processes share M and s,

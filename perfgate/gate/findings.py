@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from perfgate.baseline import Baseline
 from perfgate.baseline.base_ref import BaseCheck
 from perfgate.gate.ceiling import Changes, baseline_changes, beyond_ceiling
-from perfgate.gate.common import shift_message
+from perfgate.gate.common import comes_and_goes, intermittent_message, shift_message
 from perfgate.metrics import CYCLES_METRIC, SPEEDUP_METRIC, TIME_METRIC
 from perfgate.model import (
     AllowedMissing,
@@ -44,6 +44,7 @@ class GateFacts:
     cuda_baselines: tuple[str, ...] = ()  # CUDA baseline files beside a host-clock run's (a GPU went missing)
     change_points: tuple[str, ...] = ()  # recent steps in the history of this run's cases, one line each
     base: BaseCheck | None = None  # the baseline compared with the pull request's base ref (baseline/base_ref.py)
+    past_shifts_pct: tuple[float, ...] = ()  # the noise window's runs' common shifts, newest first (gate/common.py)
 
 
 SHOWN_MISSING = 5  # case ids named in the one "not measured" finding; the rest are counted
@@ -80,7 +81,7 @@ def findings_for(
 def baseline_findings(run: Run, baseline: Baseline | None, gate: GateResult, facts: GateFacts) -> tuple[Finding, ...]:
     """What only a comparison with a calibrated baseline finds: no baseline, an uncalibrated one, the host
     clock beside CUDA baselines, per-case notes (inconclusive, stale, throttled, autotune) and host drift."""
-    return (*_run_level(run, baseline, facts), *_per_case(run, baseline, gate), *_host_drift(run, baseline))
+    return (*_run_level(run, baseline, facts), *_per_case(run, baseline, gate, facts), *_host_drift(run, baseline))
 
 
 def common_findings(
@@ -315,10 +316,23 @@ def _cases_by_test(case_ids: Iterable[str]) -> dict[str, list[str]]:
     return out
 
 
-def _per_case(run: Run, baseline: Baseline | None, gate: GateResult) -> Iterator[Finding]:
-    if gate.common_shift is not None:
-        beyond = [c.case_id for c in gate.comparisons if c.metric == TIME_METRIC and c.verdict is Verdict.REGRESSED]
+def _shift(gate: GateResult, facts: GateFacts) -> Iterator[Finding]:
+    """The run's common shift, when it has one: a strict finding, or a note when it comes and goes across the
+    window's runs (no re-anchor can remove it) or was declared only at the level a changed environment allows."""
+    if gate.common_shift is None:
+        return
+    seen = comes_and_goes(gate.common_shift.shift_pct, facts.past_shifts_pct)
+    beyond = [c.case_id for c in gate.comparisons if c.metric == TIME_METRIC and c.verdict is Verdict.REGRESSED]
+    if seen:
+        yield Finding(FindingKind.INTERMITTENT_SHIFT, intermittent_message(gate.common_shift, seen))
+    elif not gate.common_shift.sure:
+        yield Finding(FindingKind.STALE_BASELINE, "possible " + shift_message(gate.common_shift, beyond))
+    else:
         yield Finding(FindingKind.COMMON_SHIFT, shift_message(gate.common_shift, beyond))
+
+
+def _per_case(run: Run, baseline: Baseline | None, gate: GateResult, facts: GateFacts) -> Iterator[Finding]:
+    yield from _shift(gate, facts)
     for c in gate.comparisons:
         if c.verdict is Verdict.NOT_COMPARABLE:
             yield Finding(FindingKind.NOT_COMPARABLE, f"{c.case_id}: {c.note}", c.case_id)

@@ -103,6 +103,7 @@ def window_residuals_pct(values: Sequence[float]) -> tuple[list[float], int]:
 
 
 MOVED_Z = 3.0  # a window level or trend this many standard errors from the calibration's has moved
+QUARTILE_VARIANCE = 1.857  # n * var(sample quartile) / sd^2 for normal values: 0.1875 / phi(0.674)^2
 
 
 def window_moved(
@@ -113,7 +114,7 @@ def window_moved(
     win_df: int,
     slope: float | None = None,
 ) -> bool:
-    """Whether the window's level (its median) or its trend (Theil-Sen, over the window) lies more than
+    """Whether the window's level (both its quartiles) or its trend (Theil-Sen, over the window) lies more than
     MOVED_Z standard errors from the calibration's level: then it is location (an environment change, a
     drift, a creep) and only its shape may join the reference. Otherwise its processes join where they
     are, and the reference stays exchangeable with the fresh processes (the rank bound's premise)."""
@@ -125,8 +126,16 @@ def window_moved(
     sd = math.sqrt(var)
     if sd <= 0:
         return False
-    level = statistics.median(100.0 * (v - centre) / centre for v in win)
-    if abs(level - mean_c) > MOVED_Z * sd * math.sqrt(math.pi / (2 * n_w) + 1.0 / n_c):
+    # the level moved when both quartiles did: a slower mode in 40% of the processes lifts the median now and
+    # then (in 18% of 30-run windows it holds most of them) while its faster processes still sit at the
+    # calibration's level; taking the window as moved then dropped the mode from the reference and failed
+    # unchanged code (issue 31: a per-case mode the calibration missed, 4-6 of 50 runs at 100 cases)
+    if n_w >= 4:
+        low, _, high = statistics.quantiles((100.0 * (v - centre) / centre for v in win), n=4)
+    else:
+        low = high = statistics.median(100.0 * (v - centre) / centre for v in win)
+    bound = MOVED_Z * sd * math.sqrt((QUARTILE_VARIANCE if n_w >= 4 else math.pi / 2) / n_w + 1.0 / n_c)
+    if low - mean_c > bound or mean_c - high > bound:
         return True
     if n_w < DETREND_MIN_RUNS:
         return False

@@ -16,15 +16,18 @@ from __future__ import annotations
 
 import logging
 import os
+import statistics
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from perfgate.baseline import Baseline, baseline_path, load_baseline
 from perfgate.config.settings import Settings
 from perfgate.errors import BaselineError
 from perfgate.gate.ceiling import Changes, baseline_changes
+from perfgate.gate.common import past_shifts
 from perfgate.gate.compare import compare_run
 from perfgate.gate.confirm import Confirmer, confirm_suspects
 from perfgate.gate.findings import BASELINE, Against, GateFacts, baseline_findings, common_findings
@@ -42,6 +45,9 @@ from perfgate.model import (
 from perfgate.report.views import GateView, View
 from perfgate.store import history_exists
 from perfgate.store.target import HistoryTarget
+
+if TYPE_CHECKING:
+    from perfgate.store.window import PassingGateMedian
 
 log = logging.getLogger("perfgate")
 
@@ -163,12 +169,16 @@ def run_gate(req: GateRequest) -> GateOutcome:
     if not s.noise_branch:
         s, line = with_noise_branch(s)
         messages += filter(None, [line])
+    shifts: tuple[float, ...] = ()
     if req.resolve_noise and run.results:
-        run = replace(run, results=with_noise(run.results, req.baseline, s, noise_windows(run, req.baseline, s)))
+        windows, shifts = noise_windows(run, req.baseline, s)
+        run = replace(run, results=with_noise(run.results, req.baseline, s, windows))
     if req.confirmer is not None and s.confirm_runs and run.results:
         run = confirm_suspects(run, req.baseline, s, req.confirmer, messages)
     # a stored run re-gated (`perfgate compare`) reads the run and the baseline only, not the history around it
-    facts = replace(req.facts, change_points=change_point_lines(run, s) if req.resolve_noise else ())
+    facts = replace(
+        req.facts, change_points=change_point_lines(run, s) if req.resolve_noise else (), past_shifts_pct=shifts
+    )
     outcome = finish(
         baseline_compared(run, req.baseline, s, facts),
         s,
@@ -224,12 +234,15 @@ def with_noise_branch(settings: Settings) -> tuple[Settings, str]:
     return replace(settings, noise_branch=branch), line
 
 
-def noise_windows(run: Run, baseline: Baseline | None, settings: Settings) -> dict[str, WindowValues]:
+def noise_windows(
+    run: Run, baseline: Baseline | None, settings: Settings
+) -> tuple[dict[str, WindowValues], tuple[float, ...]]:
     """Each compared case's noise window from the history: its last `noise_window` passing gate runs on
     `noise_branch` on this GPU model since the baseline's last update and the case's last accepted change
-    point (none without a history, a baseline or a window)."""
+    point (none without a history, a baseline or a window); and the runs' shifts against today's centres,
+    newest first (gate/common.py `past_shifts`: whether a shift comes and goes)."""
     if baseline is None or settings.noise_window <= 0 or not settings.store or not history_exists(settings.db_path):
-        return {}
+        return {}, ()
     from perfgate.store import open_store
     from perfgate.store.window import recent_passing_gate_medians
 
@@ -245,7 +258,7 @@ def noise_windows(run: Run, baseline: Baseline | None, settings: Settings) -> di
         found = recent_passing_gate_medians(
             store, run.environment.comparability_key(), branch, settings.noise_window, ids, starts
         )
-    return {
+    windows = {
         cid: WindowValues(
             tuple(p.median_ms for p in points),
             tuple(p.speedup for p in points if p.speedup is not None),
@@ -253,6 +266,22 @@ def noise_windows(run: Run, baseline: Baseline | None, settings: Settings) -> di
         )
         for cid, points in found.items()
     }
+    return windows, _past_shifts(found, baseline)
+
+
+def _past_shifts(found: Mapping[str, Sequence[PassingGateMedian]], baseline: Baseline) -> tuple[float, ...]:
+    """The window's runs' common shifts in time against today's centres (each case weighted by its
+    calibration's spread), newest first."""
+    by_run: dict[int, list[tuple[float, float]]] = {}
+    for cid, points in found.items():
+        values = baseline.cases[cid].time_values()
+        if not baseline.cases[cid].calibrated or len(values) < 2 or not points:
+            continue
+        centre = statistics.fmean(values)
+        unit = max(100.0 * statistics.stdev(values) / centre, 1e-3)
+        for p in points:
+            by_run.setdefault(p.run_id, []).append((100.0 * (p.median_ms - centre) / centre, unit))
+    return past_shifts(by_run)
 
 
 def change_point_lines(run: Run, settings: Settings) -> tuple[str, ...]:

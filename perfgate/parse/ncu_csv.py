@@ -22,7 +22,15 @@ from typing import TextIO
 from perfgate.errors import ReportFileError
 from perfgate.inputs import check_regular_file
 from perfgate.parse.invariants import INT64_MAX
-from perfgate.parse.ncu_values import Budget, check_name, check_unit, check_value, implausible
+from perfgate.parse.ncu_values import (
+    DURATION,
+    Budget,
+    check_name,
+    check_unit,
+    check_value,
+    implausible,
+    unreadable_duration,
+)
 from perfgate.parse.records import MetricTable, NcuLaunch
 from perfgate.parse.units import LocaleNumber, parse_number, ungrouped, unit_scale
 
@@ -158,7 +166,7 @@ def _launch(
         except ValueError:
             number = _number(path, line_no, name, cell)
         if (number is None or number - number != 0) and name == DURATION and cell.strip():
-            raise ReportFileError(path, f"launch {launch_id}: {name} = {cell.strip()[:40]!r} is not a duration")
+            raise unreadable_duration(path, launch_id, cell.strip())
         if number is None:
             if cell.strip() and not _NUMERIC.fullmatch(cell.strip()):
                 names.append(name)
@@ -188,11 +196,6 @@ def _launch(
         metrics=MetricTable(found[0], tuple(values), found[1], found[2]),
         nvtx_ranges=nvtx,
     )
-
-
-# ncu times every launch it profiles: a duration written but unreadable (`n/a`, `nan`, `15 648`) is a damaged
-# or hand-edited file, not a metric ncu could not compute; read as absent it left the kernel without a time
-DURATION = "gpu__time_duration.sum"
 
 
 def _number(path: Path, line_no: int, name: str, cell: str) -> float | None:

@@ -18,7 +18,16 @@ from typing import Any
 
 from perfgate.errors import ReportFileError
 from perfgate.inputs import check_regular_file
-from perfgate.parse.ncu_values import Budget, check_name, check_unit, check_value, is_count_unit, usable
+from perfgate.parse.ncu_values import (
+    DURATION,
+    Budget,
+    check_name,
+    check_unit,
+    check_value,
+    is_count_unit,
+    unreadable_duration,
+    usable,
+)
 from perfgate.parse.records import MetricTable, NcuLaunch
 
 _STRING_KIND = 2  # ncu_report ValueKind_STRING
@@ -97,6 +106,9 @@ def _build(path: Path, raw: list[RawLaunch]) -> list[NcuLaunch]:
             unit_checked.add((names, units))
             for metric, unit in zip(names, units):
                 check_unit(path, metric, unit)
+        duration = values[index[DURATION]] if DURATION in index else None
+        if isinstance(duration, float) and not usable(duration):  # before check_value's "nan ns ... too large"
+            raise unreadable_duration(path, i, str(duration))
         for j in positions:
             value = values[j]
             if not isinstance(value, str):
@@ -171,8 +183,8 @@ def _metrics(
             values.append(seen.setdefault(text, text))
         else:
             number = m.as_double()
-            if not isinstance(number, float) or not usable(number):
-                continue  # NaN/inf: ncu could not compute it; absent, never a number
+            if not isinstance(number, float) or (not usable(number) and name != DURATION):
+                continue  # NaN/inf: ncu could not compute it; absent, never a number (the duration: refused)
             values.append(number + 0.0)  # -0.0 + 0.0 is 0.0: never shown as -0 %
         found.append(name)
         unit = m.unit()

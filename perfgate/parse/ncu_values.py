@@ -9,7 +9,10 @@ whole, so one impossible value means the launch, and the file, cannot be trusted
 way not to fold it into a diagnosis or a stored metric.
 
 Left out as absent, not refused: non-finite values. ncu itself writes NaN for a metric it could not
-compute (the recorded H100 reports have some), and absent is what that means; it is never 0.
+compute (the recorded H100 reports have some), and absent is what that means; it is never 0. Except the
+duration (`gpu__time_duration.sum`): ncu times every launch it profiles (every recorded report has a finite
+one), so a NaN, an infinity or an unreadable cell there is a damaged file, refused in both readers; read as
+absent it left the kernel without a time and without a word (issue 32, finding 07).
 
 Not range-checked here: percentages and unitless ratios. ncu's raw percentages legitimately leave
 [0, 100] (a per-block-size occupancy table at 5706 %, a hit rate at 100.3 %, a min over units below 0
@@ -46,6 +49,14 @@ def is_count_unit(unit: str) -> bool:
 def usable(value: float) -> bool:
     """A number to keep (NaN and inf are absent: ncu could not compute the metric)."""
     return math.isfinite(value)
+
+
+DURATION = "gpu__time_duration.sum"
+
+
+def unreadable_duration(path: Path, launch: int, shown: str) -> ReportFileError:
+    """The one line for a duration that is written but no number (`n/a`, `nan`, `inf`, `15 648`)."""
+    return ReportFileError(path, f"launch {launch}: {DURATION} = {shown[:40]!r} is not a duration")
 
 
 def check_value(path: Path, launch: int, name: str, value: float, unit: str) -> None:

@@ -14,7 +14,7 @@ from perfgate.baseline import Baseline
 from perfgate.config.settings import Settings
 from perfgate.model import GateResult, Run
 from perfgate.report.outputs import OUTPUTS, STEP_SUMMARY_ENV, Published, write_text
-from perfgate.report.scrub import export_scrubber
+from perfgate.report.scrub import export_scrubber, gate_ids, run_ids
 from perfgate.report.views import GateView, View
 
 __all__ = ["STEP_SUMMARY_ENV", "publish", "write_text"]
@@ -31,7 +31,11 @@ def publish(
     """Write every requested output, in the registry's order; returns lines for the terminal. `view`: how
     the comparisons read (baseline mode's GateView by default)."""
     env = os.environ if environ is None else environ
+    wanted = [(output, path) for output in OUTPUTS if (path := output.destination(settings, env)) is not None]
+    if not wanted:  # nothing asked for (`perfgate compare` without outputs): nothing to scrub either
+        return []
     scrubber = export_scrubber(settings.rootdir, settings.publish_host, env)
+    scrubber.reserve([*run_ids(run), *gate_ids(gate)])  # one naming for the gate and the run's cases
     published = Published(
         gate=scrubber.gate(gate),
         run=scrubber.run(run),
@@ -42,10 +46,7 @@ def publish(
         view=(view or GateView()).scrubbed(scrubber),
     )
     messages: list[str] = []
-    for output in OUTPUTS:
-        path = output.destination(settings, env)
-        if path is None:
-            continue
+    for output, path in wanted:
         written = output.write(published, path)
         messages += written.messages
         published = replace(published, charts=published.charts + written.charts)

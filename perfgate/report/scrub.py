@@ -12,8 +12,10 @@ Secrets, and only secrets, are masked (`***`, as GitHub masks them in logs):
   sometimes (`CACHE_KEY`, `GPG_KEY`, `PASS_THROUGH`) has its value masked only when it looks random.
 A case id is an identity: nothing but a secret in it changes (`test_tokenizer.py` stays; an environment value
 that reads as a name, `API_KEY=kernels/tests`, is masked in free text only), and two ids that
-differ only in their secrets stay apart (`t[***]`, `t[***2]`). The hostname and absolute paths stay in the
-local history and are published only on request (`publish_host = true`).
+differ only in their secrets stay apart (`t[***]`, `t[***2]`). A literal `t[***]` (an id without a
+secret) keeps its name in whatever order ids come: the batch's literal names are reserved first and a masked
+id takes the next free number (db export stores both; a history, a PR comment tell them apart). The
+hostname and absolute paths stay in the local history and are published only on request (`publish_host = true`).
 """
 
 from __future__ import annotations
@@ -138,7 +140,7 @@ def _may_be_secret(value: str) -> bool:
 _CUT = re.compile(r"(\S{12,})…$")
 
 
-def _cut_token_spans(text: str) -> list[Span]:
+def cut_token_spans(text: str) -> list[Span]:
     m = _CUT.search(text)
     if m is None or " " in m.group(1):
         return []
@@ -147,7 +149,11 @@ def _cut_token_spans(text: str) -> list[Span]:
     return [m.span(1)] if looks_random else []
 
 
-def _assignment_spans(text: str) -> list[Span]:
+def assignment_spans(text: str) -> list[Span]:
+    return key_value_spans(text) + _flag_spans(text)
+
+
+def key_value_spans(text: str) -> list[Span]:
     spans = []
     for m in _ASSIGNMENT.finditer(text):
         value, start = m.group(4), m.start(4)
@@ -155,13 +161,18 @@ def _assignment_spans(text: str) -> list[Span]:
             value, start = value[1:-1], start + 1
         if names_a_secret(m.group(2)) and _may_be_secret(value) and "authorization" not in m.group(2).lower():
             spans.append((start, start + len(value)))
+    for m in _HEADER.finditer(text):
+        group = next(g for g in (1, 2, 3) if m.group(g) is not None)
+        spans.append(m.span(group))
+    return spans
+
+
+def _flag_spans(text: str) -> list[Span]:
+    spans = []
     for m in _FLAG.finditer(text):
         group = 2 if m.group(2) is not None else 3
         if names_a_secret(m.group(1)) and not is_placeholder(m.group(group)):
             spans.append(m.span(group))
-    for m in _HEADER.finditer(text):
-        group = next(g for g in (1, 2, 3) if m.group(g) is not None)
-        spans.append(m.span(group))
     return spans
 
 
@@ -173,7 +184,7 @@ def masked(text: str, spans: list[Span], mask: str = MASK) -> str:
 
 def scrub_secrets(text: str, values: Iterable[str] = ()) -> str:
     """Free text with its secrets masked: token formats, secret-named keys' values, `values`."""
-    return masked(text, value_spans(text, values) + find(text) + _assignment_spans(text) + _cut_token_spans(text))
+    return masked(text, value_spans(text, values) + find(text) + assignment_spans(text) + cut_token_spans(text))
 
 
 def _root_prefix(root: Path | None) -> str:
@@ -203,7 +214,7 @@ class Scrubber:
         self.secret_values = tuple(sorted(set(secret_values), key=len, reverse=True))
         # an identity changes for a secret only: a value that reads as a name (API_KEY=kernels/tests) is
         # masked in free text, never in a case id or a kernel name
-        self._id_values = tuple(v for v in self.secret_values if not _NAME_LIKE.fullmatch(v.strip()))
+        self._id_values = id_values(self.secret_values)
         self._prefix = _root_prefix(root)
         self._done: dict[str, str] = {}  # the same file path or note recurs in thousands of cases
         self._ids: dict[str, str] = {}
@@ -224,26 +235,47 @@ class Scrubber:
 
     def case_id(self, value: str) -> str:
         """An identity: secrets masked (a token in a parametrize id), nothing else touched; ids that differ
-        only in their secrets stay apart (the second secret seen is `***2`)."""
+        only in their secrets stay apart (the second secret seen is `***2`), and no masked id takes the
+        name of an id that holds none (a literal `t[***]` keeps its name; see reserve)."""
         if value not in self._ids:
             self._ids[value] = self._published_id(value)
         return self._ids[value]
 
+    def reserve(self, ids: Iterable[str]) -> None:
+        """Claim the names of the ids without a secret before any id is published: a masked id then never
+        takes one of them, whatever order the ids are published in. gate(), run() and verdicts() reserve
+        their own ids; a caller that publishes several batches through one scrubber reserves them all first."""
+        for value in ids:
+            if value not in self._ids and not self._id_spans(value):
+                self._owners.setdefault(value, value)
+
+    def _id_spans(self, value: str) -> list[Span]:
+        return merge(value_spans(value, self._id_values) + find(value))
+
     def _published_id(self, value: str) -> str:
-        spans = merge(value_spans(value, self._id_values) + find(value))
-        out = value
-        for _ in range(len(self._owners) + 1):  # a free name is found in at most one try per id published
+        spans = self._id_spans(value)
+        if not spans:
+            out, n = value, 1
+            while self._owners.get(out, value) != value:
+                # a masked id took this name before the literal was seen (no reserve): the literal is told
+                # apart in words, never merged with a secret's id nor renamed into a mask's form
+                out, n = f"{value} (literal{'' if n == 1 else f' {n}'})", n + 1
+            self._owners[out] = value
+            return out
+        first = value[spans[0][0] : spans[0][1]]
+        for _ in range(len(self._owners) + 2):  # each try skips a name taken: at most one per id published
             out = value
             for a, b in reversed(spans):
                 n = self._numbers.setdefault(value[a:b], len(self._numbers) + 1)
                 out = out[:a] + (MASK if n == 1 else f"{MASK}{n}") + out[b:]
-            if not spans or self._owners.get(out, value) == value:
+            if self._owners.get(out, value) == value:
                 break
-            self._numbers[value[spans[0][0] : spans[0][1]]] = len(self._numbers) + 1 + len(self._owners)
+            self._numbers[first] = max(self._numbers.values()) + 1
         self._owners[out] = value
         return out
 
     def gate(self, gate: GateResult) -> GateResult:
+        self.reserve(gate_ids(gate))
         return replace(
             gate,
             comparisons=tuple(self._comparison(c) for c in gate.comparisons),
@@ -268,6 +300,7 @@ class Scrubber:
         """Stored verdicts with their case ids scrubbed like the run's (an exported history)."""
         if verdicts is None:
             return None
+        self.reserve(m.case_id for m in verdicts.metrics)
         return replace(verdicts, metrics=tuple(replace(m, case_id=self.case_id(m.case_id)) for m in verdicts.metrics))
 
     def _env(self, env: Environment | None) -> Environment | None:
@@ -276,6 +309,7 @@ class Scrubber:
         return replace(env, hostname="")
 
     def run(self, run: Run) -> Run:
+        self.reserve(run_ids(run))
         info = replace(
             run.info,
             argv=self.text(run.info.argv),
@@ -326,6 +360,18 @@ class Scrubber:
         return replace(c, kernels=kernels, inputs=self.text(c.inputs), notes=tuple(self.text(n) for n in c.notes))
 
 
+def gate_ids(gate: GateResult) -> list[str]:
+    """Every case id a gate result publishes (for Scrubber.reserve)."""
+    compared = [c for cs in (gate.comparisons, *gate.explanations.values()) for c in cs]
+    return [c.case_id for c in compared] + list(gate.explanations) + [f.case_id for f in gate.findings]
+
+
+def run_ids(run: Run) -> list[str]:
+    """Every case id and node id a run publishes (for Scrubber.reserve)."""
+    cases = [i for r in run.results for i in (r.case_id, r.nodeid)]
+    return cases + [u.nodeid for u in run.info.unmeasured]
+
+
 def export_scrubber(root: Path | None, publish_host: bool, environ: Mapping[str, str]) -> Scrubber:
     """The scrubber for what leaves the machine: outputs, the uploaded history (`perfgate db export`)."""
     return Scrubber(root, publish_host, secret_env_values(environ))
@@ -334,8 +380,13 @@ def export_scrubber(root: Path | None, publish_host: bool, environ: Mapping[str,
 def scrub_rendered(text: str, environ: Mapping[str, str]) -> str:
     """A text rendered from a results file that another job wrote (a PR comment, annotations): token
     formats and this job's secret values masked, as in case ids, so the rendered ids match the file's."""
-    values = [v for v in secret_env_values(environ) if not _NAME_LIKE.fullmatch(v.strip())]  # as in case ids
+    values = id_values(secret_env_values(environ))
     return masked(text, value_spans(text, values) + find(text))
+
+
+def id_values(values: Iterable[str]) -> tuple[str, ...]:
+    """The secret values masked in identifiers: not those that read as a name (`kernels/tests`)."""
+    return tuple(v for v in values if not _NAME_LIKE.fullmatch(v.strip()))
 
 
 def terminal_scrubber(environ: Mapping[str, str]) -> Scrubber:

@@ -142,6 +142,13 @@ def _keyword_index() -> tuple[tuple[str, ...], dict[str, tuple[int, ...]], tuple
 
 def find(text: str) -> list[Span]:
     """The spans of the secrets in `text` (token formats), merged where they overlap."""
+    return list(_find(text))
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _find(text: str) -> tuple[Span, ...]:
+    """`find`, remembered: a gate's terminal table and its outputs each scrub every case id once (two
+    scrubbers), and the same note recurs across cases; the rules are fixed for the process."""
     rules = token_rules()
     keywords, calls, always = _keyword_index()
     lowered = text.lower()
@@ -155,7 +162,7 @@ def find(text: str) -> list[Span]:
             start, end = _secret_span(rule, m)
             if start >= 0 and _is_secret(rule, text[start:end]):
                 spans.append((start, end))
-    return merge(spans)
+    return tuple(merge(spans))
 
 
 def merge(spans: list[Span]) -> list[Span]:

@@ -13,18 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
-import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from perfgate.credentials import mask_credentials
 from perfgate.errors import StoreError
-from perfgate.model import CaseResult, Metric, Run, Verdict
+from perfgate.model import CaseResult, Metric, Run
 from perfgate.store import checks, kernels, rows
 from perfgate.store.database import Backend, Database
+from perfgate.store.prepared import prepare_run, write_prepared
 from perfgate.store.target import HistoryTarget, ServerUrl, history_target
 from perfgate.store.verdicts import RunVerdicts
 
@@ -120,62 +118,10 @@ class Store:
     def save_runs(self, runs: Sequence[tuple[Run, RunVerdicts | None]]) -> list[int]:
         """Several runs in one transaction (a merge): all stored, or none."""
         self._writable()
-        with self.errors("store the run"), self.db.transaction():
-            return [self._insert(run, verdicts) for run, verdicts in runs]
-
-    def _insert(self, run: Run, verdicts: RunVerdicts | None) -> int:
-        if not run.info.run_uid:  # every stored run gets an identity, so merging it twice adds nothing
-            run = replace(run, info=replace(run.info, run_uid=uuid.uuid4().hex))
-        # a command line may carry a history URL with its password (--perfgate-db): never stored
-        run = replace(run, info=replace(run.info, argv=mask_credentials(run.info.argv)))
-        db = self.db
-        columns = (*rows.RUN_COLUMNS, "gate_failed")
-        values = (*rows.run_row(run), None if verdicts is None else int(verdicts.gate_failed))
-        new_id = db.insert_id(
-            rows.insert_sql("runs", columns) + " ON CONFLICT (run_uid) DO NOTHING", dict(zip(columns, values))
-        )
-        if new_id is None:  # this identity is stored already (a retry, a second merge): nothing to add
-            return self._id_of(run.info.run_uid)
-        res = run.results
-        by_case = verdicts.by_case() if verdicts is not None else {}
-        case_rows = [rows.case_row(new_id, r, _value(by_case.get(r.case_id))) for r in res]
-        for row in case_rows:  # what is stored must read back: nothing non-finite, nothing out of range
-            rows.check_case_row(dict(zip(rows.CASE_COLUMNS, row)))
-        for table, names, values_of in (
-            ("cases", rows.CASE_COLUMNS, case_rows),
-            ("metrics", rows.METRIC_COLUMNS, rows.metric_rows(new_id, res)),
-            ("gpu_state", ("run_id", "case_id", *rows.GPU_COLUMNS), rows.gpu_rows(new_id, res)),
-            ("autotune", rows.AUTOTUNE_COLUMNS, rows.autotune_rows(new_id, res)),
-            ("speedups", rows.SPEEDUP_COLUMNS, rows.speedup_rows(new_id, res)),
-            ("compiled_cases", kernels.CASE_COLUMNS, kernels.case_rows(new_id, res)),
-            ("kernels", kernels.KERNEL_COLUMNS, kernels.kernel_rows(new_id, res)),
-            ("unmeasured_tests", rows.UNMEASURED_COLUMNS, rows.unmeasured_rows(new_id, run.info)),
-        ):
-            db.executemany(rows.insert_sql(table, names), _named(names, values_of))
-        if verdicts is not None:
-            db.executemany(
-                rows.insert_sql("verdicts", rows.VERDICT_COLUMNS),
-                _named(
-                    rows.VERDICT_COLUMNS,
-                    (
-                        (
-                            new_id,
-                            m.case_id,
-                            m.metric,
-                            m.kernel,
-                            m.verdict.value,
-                            _finite(m.change_pct),
-                            _finite(m.threshold_pct),
-                        )
-                        for m in verdicts.metrics
-                    ),
-                ),
-            )
-        return new_id
-
-    def _id_of(self, run_uid: str) -> int:
-        found = self.db.rows("SELECT id FROM runs WHERE run_uid = :uid", {"uid": run_uid})
-        return int(found[0]["id"])
+        with self.errors("store the run"):
+            prepared = [prepare_run(run, verdicts) for run, verdicts in runs]  # before the write lock is taken
+            with self.db.transaction():
+                return [write_prepared(self.db, p) for p in prepared]
 
     def pin_run(self, run_id: int, reason: str, pinned_at: str) -> None:
         """Keep a run whatever `db prune` is asked (a change point, an incident); re-pinning replaces the
@@ -401,16 +347,3 @@ def history_exists(target: HistoryTarget) -> bool:
 
         return server_has_history(target)
     return Path(target).exists()
-
-
-def _named(names: Sequence[str], values: Iterable[Sequence[Any]]) -> Iterator[dict[str, Any]]:
-    for row in values:
-        yield dict(zip(names, row))
-
-
-def _value(verdict: Verdict | None) -> str | None:
-    return verdict.value if verdict is not None else None
-
-
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None

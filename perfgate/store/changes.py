@@ -55,8 +55,9 @@ class Changes:
     mark: BuildMark  # where this look stands: pass it next time
 
 
-def changed_since(store: Store, mark: BuildMark | None = None) -> Changes:
-    """The runs stored since `mark` (None: since the beginning) and the series they touch."""
+def changed_since(store: Store, mark: BuildMark | None = None, series: bool = True) -> Changes:
+    """The runs stored since `mark` (None: since the beginning) and the series they touch (not read
+    without `series`: a full rebuild reads every series anyway and needs only the new mark)."""
     mark = mark or BuildMark()
     found = store.query(
         f"SELECT id FROM runs WHERE id > :last OR id IN "
@@ -69,8 +70,8 @@ def changed_since(store: Store, mark: BuildMark | None = None) -> Changes:
     floor = newest - PENDING_HORIZON
     gaps = {i for i in (*mark.pending, *range(max(mark.last_run_id + 1, floor + 1), newest)) if i not in seen}
     pending = tuple(sorted(i for i in gaps if i > floor))
-    series: tuple[tuple[str, str], ...] = ()
-    if runs:
+    touched: tuple[tuple[str, str], ...] = ()
+    if runs and series:
         rows = store.query(
             "SELECT DISTINCT c.case_id, coalesce(r.device_name, '') AS device_name FROM cases c "
             "JOIN runs r ON r.id = c.run_id WHERE c.run_id IN "
@@ -78,5 +79,5 @@ def changed_since(store: Store, mark: BuildMark | None = None) -> Changes:
             f"AND {OUTSIDE_AB}",  # an A/B run is no point of a case's series (store/kinds.py)
             {"runs": json.dumps(list(runs))},
         )
-        series = tuple(sorted((str(r["case_id"]), str(r["device_name"])) for r in rows))
-    return Changes(runs, series, BuildMark(newest, pending))
+        touched = tuple(sorted((str(r["case_id"]), str(r["device_name"])) for r in rows))
+    return Changes(runs, touched, BuildMark(newest, pending))

@@ -2,7 +2,9 @@
 
 Several CI jobs may store to one file at once, so the database runs in WAL mode, every write is one
 `BEGIN IMMEDIATE` transaction (the write lock is taken before anything is read, so two writers queue
-instead of failing half-way) and waits on a busy timeout. One run is one transaction: a crash, Ctrl-C,
+instead of failing half-way) and waits its turn while the other writers keep committing (begin_immediate).
+A run's rows are prepared before its transaction begins (store/prepared.py), so the lock is held for the
+inserts alone. One run is one transaction: a crash, Ctrl-C,
 `kill -9` or a full disk mid-write leaves the history as it was before the run. A read-only history is
 opened without writing anything (an older schema is migrated in a private in-memory copy).
 """
@@ -10,8 +12,10 @@ opened without writing anything (an older schema is migrated in a private in-mem
 from __future__ import annotations
 
 import contextlib
+import random
 import sqlite3
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -23,7 +27,11 @@ from perfgate.store.migrate import migrate, schema_version
 from perfgate.store.schema import SCHEMA_VERSION
 from perfgate.store.verify import precheck, verify_schema
 
+# A writer gives up when no other write has finished for this long (one stuck or dead holder of the lock),
+# not when its own wait is this long: a fleet of writers queues for the one write lock as long as the queue
+# moves (16 writers of 5,000-case runs at load 22 had the last one wait past 120 s).
 BUSY_TIMEOUT_S = 120.0
+BEGIN_SLICE_S = 2.0  # SQLite's own busy wait per attempt, between looks at whether the queue moved
 PAGE_SIZE = 16384  # new histories; `db prune` moves older ones to it as it compacts them
 
 
@@ -67,7 +75,7 @@ class SqliteDatabase:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
-        self.con.execute("BEGIN IMMEDIATE")
+        begin_immediate(self.con)
         try:
             yield
             self.con.execute("COMMIT")
@@ -116,13 +124,48 @@ def open_sqlite(path: Path, readonly: bool) -> SqliteDatabase:
     return SqliteDatabase(con, path, readonly=False)
 
 
+def begin_immediate(
+    con: sqlite3.Connection,
+    slice_s: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """BEGIN IMMEDIATE (the write lock before anything is read), waiting its turn behind other writers for
+    as long as they keep committing (`PRAGMA data_version` moves with every other connection's commit);
+    refused (SQLITE_BUSY) once no write has finished for BUSY_TIMEOUT_S. Each attempt waits `slice_s` in
+    SQLite's busy handler, then a random pause: writers refused together do not all retry together."""
+    jitter = random.Random()  # noqa: S311 (a pause, not a secret)
+    seen, moved_at = _data_version(con), clock()
+    con.execute(f"PRAGMA busy_timeout = {int((BEGIN_SLICE_S if slice_s is None else slice_s) * 1000)}")
+    try:
+        while True:
+            try:
+                con.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as err:
+                if not str(getattr(err, "sqlite_errorname", "")).startswith("SQLITE_BUSY"):
+                    raise
+                version, now = _data_version(con), clock()
+                if version != seen:
+                    seen, moved_at = version, now
+                elif now - moved_at >= BUSY_TIMEOUT_S:
+                    raise
+            sleep(jitter.uniform(0.0, 0.05))
+    finally:
+        con.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+
+
+def _data_version(con: sqlite3.Connection) -> int:
+    return int(con.execute("PRAGMA data_version").fetchone()[0])
+
+
 def describe_sqlite_error(err: BaseException) -> str | None:
     if isinstance(err, sqlite3.OperationalError):
         # only SQLITE_BUSY is another process; SQLITE_LOCKED ("database table is locked") is this
         # connection getting in its own way, and says so in its own words
         name = str(getattr(err, "sqlite_errorname", ""))
         if name.startswith("SQLITE_BUSY"):
-            return f"locked by another process for more than {BUSY_TIMEOUT_S:.0f} s"
+            return f"locked by another process, with no write finished for {BUSY_TIMEOUT_S:.0f} s"
         if name == "SQLITE_FULL":
             return f"the disk is full ({err}); nothing of it was written"
         return str(err)

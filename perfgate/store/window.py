@@ -1,12 +1,14 @@
 """The noise of a case read from its history: the most recent passing gate runs' process medians.
 
 For the decision rule's "noise from history" (docs/decision-rule.md): given a device model
-(`Environment.comparability_key()`), a branch and a window W, each case's last W gate runs on that branch
-whose gate passed and whose verdict for the case was not a failing one (store/verdicts.py OUT_OF_WINDOW; an
-inconclusive run is kept: it is noise the rule must learn), newest first. Only the run's own median (not its
-confirmation processes': those were measured because the run looked suspect), its speedup when the case has a
-reference, and its median in SM cycles when a clock probe read it. `from_run_id` (one for all cases, or per
-case) starts the window at a change point or a baseline update: runs stored before it are not read.
+(`Environment.comparability_key()`), a branch and a window W, each case's last W gated runs on that branch whose
+verdict for the case was not a failing one (store/verdicts.py OUT_OF_WINDOW; an inconclusive run is kept: it is
+noise the rule must learn), newest first. A run whose gate failed keeps its other cases: leaving every case of a
+failed run out kept a slow mode the calibration missed out of the noise of every case, since the runs it made fail
+were the runs that showed it (issue 31: 7-8 of 50 unchanged 100-case runs failed). Only the run's own median (not
+its confirmation processes': those were measured because the run looked suspect), its speedup when the case has a
+reference, and its median in SM cycles when a clock probe read it. `from_run_id` (one for all cases, or per case)
+starts the window at a change point or a baseline update: runs stored before it are not read.
 
 Bounded whatever the history holds: the window is looked for among the newest `look_back` gate runs of the
 device model on the branch (found newest first through idx_runs_gate, migration 13), and per case by an index
@@ -46,7 +48,7 @@ _SELECT = (
     "SELECT c.case_id, r.id AS run_id, r.git_commit, r.started_at, c.median_ms, s.median AS speedup, c.median_mcycles "
     "FROM cases c JOIN runs r ON r.id = c.run_id "
     "LEFT JOIN speedups s ON s.run_id = c.run_id AND s.case_id = c.case_id "
-    "WHERE r.kind = :kind AND r.gate_failed = 0 {branch} AND r.device_kind = :device_kind "
+    "WHERE r.kind = :kind AND r.gate_failed IS NOT NULL {branch} AND r.device_kind = :device_kind "
     "AND r.device_name = :device_name AND r.compute_capability = :capability "
     "AND (c.verdict IS NULL OR c.verdict NOT IN ({failing}))"
 )

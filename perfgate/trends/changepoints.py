@@ -31,8 +31,9 @@ Two choices differ from Otava, for GPU process medians:
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +44,7 @@ from perfgate.stats import t_cdf
 FloatArray = NDArray[np.float64]
 _BATCHES = (32, 128, 512, 2048)  # permutation batch sizes, growing: an early exceedance ends the test cheaply
 T_TEST_SIDE = 5  # the t-test stands in only with this many runs on each side (fewer: bimodal noise fools it)
+CIRCULAR_MAX_RUNS = 160  # longer segments are searched for one split (n^2 intervals a permutation)
 RESOLUTION_MARGIN = 10  # permutations resolve a clean split in >= ~90% of draws when 2 / C(n, k) <= max_p / this
 
 
@@ -88,21 +90,71 @@ def find_steps(values: Sequence[float], settings: ChangePointSettings | None = N
 
 
 def _segment(x: FloatArray, s: ChangePointSettings) -> dict[int, float]:
-    """Binary segmentation: split index -> p-value, for every significant split."""
+    """Binary segmentation: split index -> p-value, for every significant split (an interval found by the
+    circular search gives two, and three segments to search on)."""
     found: dict[int, float] = {}
     todo = [(0, len(x))]
     while todo:
         lo, hi = todo.pop()
-        split = _best_split(x[lo:hi], s)
+        seg = x[lo:hi]
+        split = _best_interval(seg, s) if _circular(len(seg), s) else _best_split(seg, s)
         if split is None:
             continue
-        tau, p = split
-        found[lo + tau] = p
-        todo += [(lo, lo + tau), (lo + tau, hi)]
+        cuts, p = split
+        bounds = [lo, *(lo + c for c in cuts), hi]
+        for c in cuts:
+            found[lo + c] = p
+        todo += list(itertools.pairwise(bounds))
     return found
 
 
-def _best_split(seg: FloatArray, s: ChangePointSettings) -> tuple[int, float] | None:
+def _circular(n: int, s: ChangePointSettings) -> bool:
+    """Whether a segment is searched for an interval (circular binary segmentation, Olshen et al. 2004) rather
+    than one split: long enough for permutations to resolve a clean interval of min_segment runs, short enough
+    for the n^2 intervals a permutation (CIRCULAR_MAX_RUNS: ~0.1 s a segment)."""
+    return 2 * s.min_segment <= n <= CIRCULAR_MAX_RUNS and _permutations_resolve(n, T_TEST_SIDE, s)
+
+
+def _best_interval(seg: FloatArray, s: ChangePointSettings) -> tuple[tuple[int, ...], float] | None:
+    """The most different interval [a, b) of a segment against the rest (a = 0 or b = n: one split), as its
+    cuts inside the segment, and the permutation p-value of the maximum over all intervals, when it reaches
+    max_p. A single split sees a temporary slowdown in mid-series only as two weak steps (the rest of the
+    series on both sides dilutes each); the interval sees it whole, wherever it lies."""
+    y = _clipped(seg, s.clip_mads)
+    pairs = _interval_pairs(len(y), s.min_segment)
+    observed = _interval_statistics(y[np.newaxis, :], pairs)[0]
+    k = int(np.argmax(observed))
+    best = float(observed[k])
+    if best <= 0.0:
+        return None
+    p = _permutation_p(y, best, s, lambda rows: _interval_statistics(rows, pairs))
+    if p is None:
+        return None
+    a, b = int(pairs[0][k]), int(pairs[1][k])
+    return tuple(c for c in (a, b) if 0 < c < len(y)), p
+
+
+def _interval_pairs(n: int, m: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Every interval [a, b) with m to n - m points, whose cuts leave at least m points outside it on each
+    side they have (a = 0 and b = n are no cut)."""
+    a, b = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    length = b - a
+    ok = (length >= m) & (length <= n - m) & ((a == 0) | (a >= m)) & ((b == n) | (n - b >= m))
+    return a[ok], b[ok]
+
+
+def _interval_statistics(rows: FloatArray, pairs: tuple[NDArray[np.int64], NDArray[np.int64]]) -> FloatArray:
+    """Per row, the standardized mean difference of every interval against the rest."""
+    n = rows.shape[1]
+    centred = rows - rows.mean(axis=1, keepdims=True)
+    sums = np.concatenate([np.zeros((rows.shape[0], 1)), np.cumsum(centred, axis=1)], axis=1)
+    a, b = pairs
+    length = (b - a).astype(np.float64)
+    stats: FloatArray = np.abs(sums[:, b] - sums[:, a]) / np.sqrt(length * (n - length) / n)
+    return stats
+
+
+def _best_split(seg: FloatArray, s: ChangePointSettings) -> tuple[tuple[int, ...], float] | None:
     """The most different split of a segment and its p-value, when the p-value reaches max_p."""
     n = len(seg)
     if n < 2 * s.min_segment:
@@ -115,8 +167,12 @@ def _best_split(seg: FloatArray, s: ChangePointSettings) -> tuple[int, float] | 
         return None
     side = min(tau, n - tau)
     t_test = side >= T_TEST_SIDE and not _permutations_resolve(n, side, s)
-    p = _split_t_p(y, tau, s) if t_test else _permutation_p(y, best, s)
-    return (tau, p) if p is not None else None
+    p = (
+        _split_t_p(y, tau, s)
+        if t_test
+        else _permutation_p(y, best, s, lambda rows: _split_statistics(rows, s.min_segment))
+    )
+    return ((tau,), p) if p is not None else None
 
 
 def _permutations_resolve(n: int, side: int, s: ChangePointSettings) -> bool:
@@ -163,7 +219,9 @@ def _split_statistics(rows: FloatArray, min_segment: int) -> FloatArray:
     return stats
 
 
-def _permutation_p(y: FloatArray, observed: float, s: ChangePointSettings) -> float | None:
+def _permutation_p(
+    y: FloatArray, observed: float, s: ChangePointSettings, statistics: Callable[[FloatArray], FloatArray]
+) -> float | None:
     """(1 + exceedances) / (1 + permutations), or None once it can no longer reach max_p."""
     rng = np.random.default_rng([s.seed, len(y)])
     allowed = math.floor(s.max_p * (s.permutations + 1) + 1e-9) - 1  # exceedances that still allow p <= max_p
@@ -171,7 +229,7 @@ def _permutation_p(y: FloatArray, observed: float, s: ChangePointSettings) -> fl
     tolerance = observed * (1.0 - 1e-9)  # a permutation that reproduces the split exactly counts
     for size in _batch_sizes(s.permutations):
         perms = rng.permuted(np.broadcast_to(y, (size, len(y))), axis=1)
-        maxima = _split_statistics(perms, s.min_segment).max(axis=1)
+        maxima = statistics(perms).max(axis=1)
         exceed += int(np.count_nonzero(maxima >= tolerance))
         done += size
         if exceed > allowed:

@@ -60,11 +60,14 @@ class SiteBuild:
         self.store, self.build, self.settings, self.options = store, build, settings, options
         self.project, self.key = project, key
         self.written = 0
+        self.case_ids: list[str] = []
         # a site is published: scrubbed like every output (report/scrub.py; secret values from the environment)
         self.published = Published(export_scrubber(None, False, os.environ))
 
     def run(self, previous: Manifest | None, changes: SiteChanges) -> Built:
         runs = load_runs(self.store)
+        self.case_ids = case_ids(self.store)
+        self.published.scrubber.reserve(self.case_ids)  # a literal `t[***]` keeps its name, a masked id is apart
         for sub in ("case", "run", "data", "ab"):
             (self.build / sub).mkdir(exist_ok=True)
         pages.write_page(
@@ -82,7 +85,7 @@ class SiteBuild:
         self._overview(digests, runs)
         self._regressions(digests)
         self._compare(digests, runs)
-        manifest = Manifest(self.key, frozenset(runs), cases, frozenset(pairs))
+        manifest = Manifest(self.key, frozenset(runs), cases, frozenset(pairs), changes.mark, changes.mark_uid)
         pages.write_page(self.build / MANIFEST, manifest.to_json())
         return Built(len(digests), len(runs), sum(d["change_points"] for d in digests), self.written)
 
@@ -98,7 +101,7 @@ class SiteBuild:
         }
         latest_rows = self.run_pages.latest_rows(latest)
         out: dict[str, list[dict[str, Any]]] = {}  # keyed by case_key: the manifest is published too
-        for cid in case_ids(self.store):
+        for cid in self.case_ids:
             key = case_key(cid)
             if redo is not None and cid not in redo and key in kept:
                 out[key] = kept[key]

@@ -9,10 +9,11 @@ pages, the new runs' pages and data files, and the new A/B comparisons' pages ar
 the regressions list and the choosers are rewritten from the manifest. Anything else is a full build: no
 manifest or another key, or a run the manifest knows that the history no longer holds (`db prune`).
 
-`changes_since` is the one place that reads what changed. Today it asks main's store with two queries (every
-run id, which is an index read, then the cases of the new runs); store/changes.py on the `store` branch
-(`changed_since(store, BuildMark)`: runs since a mark, with pending ids for concurrent writers on a server,
-and the (case, device) series they touch) answers the same question and can replace its body.
+`changes_since` is the one place that reads what changed, through store/changes.py (`changed_since` from
+the build mark the manifest keeps: the runs stored since, with the ids still pending on a server where
+many runners write at once, and the series they touch), so a build reads in proportion to what changed. A
+count of the runs at or below the mark tells a pruned history (a full build), and the newest run's
+identity at the mark tells another history behind the same site directory.
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.store import Store
+from perfgate.store.changes import BuildMark, changed_since
 
 MANIFEST = ".perfgate-manifest.json"
-FORMAT = 1
-_CHUNK = 500  # run ids per IN (...) list
+FORMAT = 2  # 2: the build mark (store/changes.py) and the history's identity at it
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,8 @@ class Manifest:
     runs: frozenset[int]  # runs with a page and a data file
     cases: dict[str, list[dict[str, Any]]]  # case id -> its digests (case_data.CaseDigest as JSON)
     ab_pairs: frozenset[str] = frozenset()  # A/B comparisons with a page
+    mark: BuildMark = BuildMark()  # where the history stood when this build began (changes.changed_since)
+    mark_uid: str = ""  # the run_uid of the mark's newest run: another history reads as a full build
 
     def to_json(self) -> str:
         from perfgate.report.site.pages import finite_only
@@ -50,6 +53,8 @@ class Manifest:
                     "runs": sorted(self.runs),
                     "cases": self.cases,
                     "ab_pairs": sorted(self.ab_pairs),
+                    "mark": json.loads(self.mark.to_json()),
+                    "mark_uid": self.mark_uid,
                 }
             ),
             separators=(",", ":"),
@@ -63,6 +68,8 @@ class SiteChanges:
     new_runs: tuple[int, ...] = ()
     cases: frozenset[str] = field(default_factory=frozenset)  # cases measured by the new runs
     reason: str = ""  # why a build is full (said by `perfgate report`)
+    mark: BuildMark = BuildMark()  # where the history stands now: the next build starts from here
+    mark_uid: str = ""
 
 
 def read_manifest(site: Path) -> Manifest | None:
@@ -76,30 +83,39 @@ def read_manifest(site: Path) -> Manifest | None:
             frozenset(int(i) for i in doc["runs"]),
             {str(k): list(v) for k, v in doc["cases"].items()},
             frozenset(str(p) for p in doc.get("ab_pairs", [])),
+            BuildMark.from_json(json.dumps(doc["mark"])),
+            str(doc["mark_uid"]),
         )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
 def changes_since(store: Store, manifest: Manifest | None, key: str) -> SiteChanges:
-    if manifest is None:
-        return SiteChanges(True, reason="no earlier build")
-    if manifest.key != key:
-        return SiteChanges(True, reason="perfgate, the settings, the baselines or the project changed")
-    stored = {int(r["id"]) for r in store.query("SELECT id FROM runs")}
-    if not manifest.runs <= stored:
-        return SiteChanges(True, reason="runs were removed from the history")
-    new = tuple(sorted(stored - manifest.runs))
-    cases: set[str] = set()
-    for i in range(0, len(new), _CHUNK):
-        chunk = new[i : i + _CHUNK]
-        listed = store.dialect.json_values("ids")  # one statement text on SQLite and on a server
-        rows = store.query(
-            f"SELECT DISTINCT case_id FROM cases WHERE run_id IN (SELECT CAST(value AS BIGINT) FROM ({listed}) AS v)",
-            {"ids": json.dumps(list(chunk))},
+    """What the next build redoes: everything (with the reason) or the runs stored since the manifest's mark
+    and the cases of the series they touch; with where the history stands now either way."""
+    if manifest is None or manifest.key != key:
+        now = changed_since(store, None, series=False)
+        why = "no earlier build" if manifest is None else "perfgate, the settings, the baselines or the project changed"
+        return SiteChanges(True, reason=why, mark=now.mark, mark_uid=_uid(store, now.mark))
+    now = changed_since(store, manifest.mark)
+    last = manifest.mark.last_run_id
+    known = {i for i in (*manifest.runs, *now.runs) if i <= last}
+    counted = store.query("SELECT count(*) AS n FROM runs WHERE id <= :last", {"last": last})[0]["n"]
+    if int(counted) != len(known):
+        now = changed_since(store, None, series=False)
+        return SiteChanges(
+            True, reason="runs were removed from the history", mark=now.mark, mark_uid=_uid(store, now.mark)
         )
-        cases.update(str(r["case_id"]) for r in rows)
-    return SiteChanges(False, new, frozenset(cases))
+    if last and _uid(store, manifest.mark) != manifest.mark_uid:
+        now = changed_since(store, None, series=False)
+        return SiteChanges(True, reason="another history", mark=now.mark, mark_uid=_uid(store, now.mark))
+    cases = frozenset(case for case, _ in now.series)
+    return SiteChanges(False, now.runs, cases, mark=now.mark, mark_uid=_uid(store, now.mark))
+
+
+def _uid(store: Store, mark: BuildMark) -> str:
+    found = store.query("SELECT run_uid FROM runs WHERE id = :id", {"id": mark.last_run_id})
+    return str(found[0]["run_uid"]) if found else ""
 
 
 def build_key(parts: Iterable[str], baseline_files: Iterable[Path]) -> str:
