@@ -4,11 +4,12 @@ against: `--link` links too, on a machine with a CUDA torch), wall time and the 
 
     python lab/extension_build_time.py [--jobs 2] [--link] [--variants before,split,...]
 
-Variants: `before` (one .cu including torch/extension.h, what the suite built until this change), `split` (the
-kernel's launchers in a .cu with CUDA headers only, the binding in a .cpp with the fewest torch headers: what
-the suite builds now), `split-extension-h` (the same split, the binding including torch/extension.h),
-`split-O0` (the binding at -O0), `split-five-archs` (the kernel for five architectures, as a
-TORCH_CUDA_ARCH_LIST naming several GPUs asks; unset, torch builds for the visible GPUs' only). CPU time is
+Variants: `before` (one .cu including torch/extension.h), `split` (the kernel's launchers in a .cu with CUDA
+headers only, the binding in a .cpp on Python's C API: what the suite builds now), `split-tensors` (the same
+split with the earlier binding of tensors, the fewest torch headers), `split-extension-h` (that binding
+including torch/extension.h), `split-O0` (the binding of tensors at -O0), `split-five-archs` (the kernel for
+five architectures, as a TORCH_CUDA_ARCH_LIST naming several GPUs asks; unset, torch builds for the visible
+GPUs' only). CPU time is
 the sum over the compilers the build ran (user + system), steady under load where wall time is not.
 """
 
@@ -26,12 +27,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CSRC = ROOT / "kernels" / "csrc"
 OLD_BINDING = "rms_norm_extension_h.cu"  # the single translation unit the suite had before the split
+TENSOR_BINDING = "rms_norm_tensors.cpp"  # the binding of tensors (torch/csrc/utils/pybind.h) before the C API one
 
 VARIANTS = {
     "before": ([OLD_BINDING], "9.0", ["-O3"]),
     "split": (["rms_norm_launch.cu", "rms_norm.cpp"], "9.0", ["-O2"]),
+    "split-tensors": (["rms_norm_launch.cu", TENSOR_BINDING], "9.0", ["-O2"]),
     "split-extension-h": (["rms_norm_launch.cu", "rms_norm_extension_h.cpp"], "9.0", ["-O2"]),
-    "split-O0": (["rms_norm_launch.cu", "rms_norm.cpp"], "9.0", ["-O0"]),
+    "split-O0": (["rms_norm_launch.cu", TENSOR_BINDING], "9.0", ["-O0"]),
     "split-five-archs": (["rms_norm_launch.cu", "rms_norm.cpp"], "8.0;8.6;8.9;9.0;10.0", ["-O2"]),
 }
 
@@ -46,7 +49,14 @@ def old_sources(where: Path) -> None:
         check=True,
     ).stdout
     (where / OLD_BINDING).write_text(old)
-    binding = (CSRC / "rms_norm.cpp").read_text()
+    binding = subprocess.run(
+        ["git", "-C", str(ROOT), "show", "49236ba:kernels/csrc/rms_norm.cpp"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    (where / TENSOR_BINDING).write_text(binding)
     head, _, rest = binding.partition('#include "rms_norm_launch.h"')
     lines = [line for line in head.splitlines() if not line.startswith("#include") or "CUDAStream" in line]
     (where / "rms_norm_extension_h.cpp").write_text(

@@ -277,6 +277,38 @@ def test_a_fresh_pair_that_points_the_other_way_undoes_a_call():
     assert both.verdict is Verdict.REGRESSED
 
 
+def test_a_3_5x_slowdown_whose_separate_pairs_disagree_in_size_is_regressed_by_the_gross_rule():
+    # a loaded host: 2.5x in the first pair, 5x in the fresh one; their difference alone is a draw of 0.49 in
+    # log units, so the two-pair test at 3 dof would need a change of ~7x and say inconclusive
+    twin = AaNoise.of(np.linspace(-0.02, 0.02, ROUNDS) + 0.01)
+    first = decide_ratio(_stages(math.log(2.5), sd=0.05), twin, SEPARATE)
+    fresh = decide_ratio(_stages(math.log(5.0), sd=0.05), twin, SEPARATE)
+    d = with_fresh_pair(first, fresh)
+    assert d.verdict is Verdict.REGRESSED and d.gross and d.threshold_pct == pytest.approx(25.0)
+    assert bound_threshold(d.rounds_var_log, 0.5, d.draws, 0.001, d.floor_log) > d.mean_log  # the t test alone
+    shared = with_fresh_pair(
+        decide_ratio(_stages(math.log(2.5), sd=0.05), twin, SHARED),
+        decide_ratio(_stages(math.log(5.0), sd=0.05), twin, SHARED),
+    )
+    assert shared.verdict is Verdict.REGRESSED and not shared.gross  # one process: the two-pair test calls it
+
+
+def test_the_gross_rule_needs_every_pair_beyond_it_and_beyond_twice_the_largest_twin():
+    quiet = AaNoise.of(np.linspace(-0.002, 0.002, ROUNDS))
+    first = decide_ratio(_stages(math.log(3.0), sd=0.05), quiet, SEPARATE)
+    calm = decide_ratio(_stages(0.0, sd=0.05), quiet, SEPARATE)  # the fresh pair sees nothing
+    assert with_fresh_pair(first, calm).verdict is Verdict.INCONCLUSIVE
+    short = decide_ratio(_stages(math.log(1.22), sd=0.002), quiet, SEPARATE)  # 22%: under the 25% limit
+    assert not with_fresh_pair(decide_ratio(_stages(math.log(1.5)), quiet, SEPARATE), short).gross
+    # the fresh twin's processes were 20% apart: the limit becomes 2 x 20%, and 1.3x in both pairs is not beyond it
+    wide = AaNoise.of(np.linspace(-0.002, 0.002, ROUNDS) + math.log(1.2))
+    d = with_fresh_pair(
+        decide_ratio(_stages(math.log(1.3)), quiet, SEPARATE), decide_ratio(_stages(math.log(1.35)), wide, SEPARATE)
+    )
+    assert not d.gross and d.verdict is Verdict.INCONCLUSIVE
+    assert "gross" not in inconclusive_text("time", d)
+
+
 def test_without_a_fresh_pair_a_separate_call_is_judged_on_its_one_draw():
     aa = AaNoise.of(np.linspace(-0.002, 0.002, ROUNDS) + 0.002)
     first = decide_ratio(_stages(0.03), aa, SEPARATE)

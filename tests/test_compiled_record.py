@@ -212,6 +212,17 @@ def test_a_cuda_module_kernel_gets_the_launch_cupti_saw_and_its_occupancy(tmp_pa
     assert case.notes == ()
 
 
+@pytest.mark.skipif(__import__("shutil").which("c++filt") is None, reason="needs c++filt to read CUDA names")
+def test_a_launch_from_cuptis_callbacks_gives_its_own_dynamic_shared_memory(tmp_path):
+    """CUPTI's launch callbacks know the launch's dynamic shared memory, not the total the profiler reports."""
+    launch = mod.ObservedLaunch(RMS_READABLE, (16384, 1, 1), (512, 1, 1), None, None, dynamic_shared_bytes=4096)
+    recorder, so = recorder_with_module(tmp_path, lambda call: [launch])
+    case = recorder.compiled(watched(so), call=lambda: None)
+    (k,) = [k for k in case.kernels if k.source is KernelSource.CUDA_MODULE]
+    assert (k.static_shared_bytes, k.dynamic_shared_bytes, k.block) == (128, 4096, (512, 1, 1))
+    assert k.occupancy is not None and k.occupancy.blocks_per_sm == 4
+
+
 def test_the_profilers_call_for_a_modules_launches_is_timed_apart_from_the_rest_of_the_record(tmp_path):
     """A cold gate's phase line says how much of "compiled kernels" was CUPTI's start for a CUDA module."""
     clock = ManualClock()

@@ -144,6 +144,21 @@ def step_cold(limit_s: float) -> None:
     say("cold: Triton compiled " + ", ".join(f"{k} x{n}" for k, n in sorted(counts.items())))
     if (lab.LOGS / "cold.json").is_file():
         say(recording_line(lab.LOGS / "cold.json"))
+    say(f"cold: {extension_build_line(Path(env['PERFGATE_KERNEL_CACHE']))}")
+
+
+def extension_build_line(cache: Path) -> str:
+    """How long the CUDA extension's build took in the background: its log's start to its module's write."""
+    found = [(d / "build.log", d / "perfgate_rms_norm.so") for d in cache.glob("rms_norm-*")]
+    done = [(log, so) for log, so in found if log.is_file() and so.is_file()]
+    if not done:
+        return f"the CUDA extension: no background build log with a module in {cache}"
+    log, _ = done[0]
+    last = (log.read_text(errors="replace").strip().splitlines() or [""])[-1]
+    took = re.search(r"\(([0-9.]+) s\)$", last)
+    if took is None:
+        return f"the CUDA extension: {log} does not say how long its build took ({last[:80]!r})"
+    return f"the CUDA extension built in the background in {took.group(1)} s (its child process, imports included)"
 
 
 def step_warm(limit_s: float) -> None:
@@ -199,7 +214,7 @@ def recording_line(results: Path) -> str:
     parts = []
     for case in doc.get("cases", []):
         spent = dict(case.get("phases_s") or [])
-        launches = spent.get("CUDA module launches (profiler)")
+        launches = spent.get("CUDA module launches")
         extra = f" + {launches:.2f} profiler" if launches else ""
         parts.append(f"{case['case_id'].split('::')[-1]} {spent.get('compiled kernels', 0):.2f}{extra}")
     return f"{results.stem}: compiled-kernel recording per case (s): {', '.join(parts)}"
@@ -383,7 +398,15 @@ def _module_crosscheck(case: str, recorder: Any, seen: Any, call: Any, cuda: Any
     from torch.profiler import ProfilerActivity, profile
 
     from perfgate.compiled.cubin import cubin_arch, extract_cubins, runnable_arch
+    from perfgate.compiled.launch_hook import LaunchHookUnavailable, hooked_launches
 
+    try:
+        started = time.perf_counter()
+        hooked = hooked_launches(call)
+        took = time.perf_counter() - started
+        print(f"crosscheck {case}: CUPTI launch callbacks in {took:.3f} s: {hooked}", flush=True)
+    except LaunchHookUnavailable as err:
+        print(f"crosscheck {case}: CUPTI launch callbacks unavailable: {err}", flush=True)
     case_record = recorder.compiled(seen, call)
     for note in case_record.notes:
         print(f"crosscheck {case} note: {note}", flush=True)
@@ -431,7 +454,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget-s", type=float, default=290.0)
     parser.add_argument("--crosscheck", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--steps", default="", help="comma-separated step names to run (default: all)")
     args = parser.parse_args()
+    wanted = {s.strip() for s in args.steps.split(",") if s.strip()}
     if args.crosscheck:
         crosscheck(args.crosscheck)
         return
@@ -466,6 +491,8 @@ def main() -> None:
         ("cross-check", 20, 30, step_crosscheck),
     )
     for name, needs, limit, step in steps:
+        if wanted and name.split()[0] not in wanted:
+            continue
         left = args.budget_s - (time.monotonic() - started)
         if left < needs:
             say(f"{name}: skipped, {left:.0f} s of the budget left (needs ~{needs:.0f} s)")

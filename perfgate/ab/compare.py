@@ -252,6 +252,11 @@ def _ratio_row(case: CaseRounds, metric: str, d: RatioDecision, with_aa: bool) -
             f"; {again} by a fresh pair of processes ({_worse_word(metric, d.fresh.change_pct)}; first pair "
             f"{_worse_word(metric, d.first_pct)}; the ratio is both pairs')"
         )
+    if d.gross:
+        note += (
+            f"; beyond the gross threshold ({d.threshold_pct:.0f}%) in both pairs of processes: a slowdown no "
+            "process offset explains"
+        )
     if d.process_pct is not None:
         note += f"; process offset {d.process_pct:.2f}% (sd, from {len(d.draws)} draw(s)) in the threshold"
     if metric == TIME_METRIC:

@@ -3,9 +3,9 @@
 A profile hook for one call sees every C function the call makes from Python; those of a module whose shared
 object carries CUDA code (a `.nv_fatbin` section) name the module, and cuobjdump reads its kernels
 (compiled/cubin.py). Which of them the call launched, and how (grid, block, dynamic shared memory), only the
-GPU knows: `launched_kernels` asks CUPTI through torch.profiler for one more call, made after the case was
-timed (so the profiler is never around this case's samples), and only for a case that entered such a module.
-Without it (no torch.profiler, no GPU) every kernel of the module is recorded, without a launch.
+GPU knows: `launched_kernels` asks CUPTI for one more call (its launch callbacks, compiled/launch_hook.py; else
+torch.profiler), made after the case was timed (so no hook is around this case's samples), and only for a case
+that entered such a module. Without either (no GPU) every kernel of the module is recorded, without a launch.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perfgate.compiled.cubin import elf_file_section_names
+from perfgate.compiled.cubin import demangled, elf_file_section_names
 from perfgate.parse.invariants import as_int64
 
 # modules whose kernels are a library's (known by the library's version), not the project's
@@ -87,9 +87,26 @@ class ObservedLaunch:
     block: tuple[int, int, int]
     registers_per_thread: int | None
     shared_bytes: int | None  # static + dynamic, per block
+    dynamic_shared_bytes: int | None = None  # where known apart (CUPTI's callbacks: the launch's own argument)
 
 
 def launched_kernels(call: Callable[[], Any]) -> list[ObservedLaunch]:
+    """The kernels one more call launches: from CUPTI's launch callbacks (milliseconds), else from torch.profiler
+    (CUPTI's activity API: seconds to start). RuntimeError when neither can tell."""
+    from perfgate.compiled.launch_hook import LaunchHookUnavailable, hooked_launches
+
+    try:
+        hooked = hooked_launches(call)
+    except LaunchHookUnavailable:
+        return profiled_launches(call)
+    names = demangled(sorted({h.symbol for h in hooked}))
+    return [
+        ObservedLaunch(names[h.symbol], h.grid, h.block, None, None, dynamic_shared_bytes=h.dynamic_shared_bytes)
+        for h in hooked
+    ]
+
+
+def profiled_launches(call: Callable[[], Any]) -> list[ObservedLaunch]:
     """The kernels one more call launches, from torch.profiler (CUPTI). RuntimeError when it cannot tell."""
     import torch
     from torch.profiler import ProfilerActivity, profile

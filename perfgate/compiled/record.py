@@ -1,8 +1,8 @@
 """Record the compiled kernels of a case: one call watched before its samples (Triton launches, torch operators,
 native modules entered: hooks in Python, nothing on the GPU), the facts read after them (cuobjdump on the
 cubins and modules, each distinct one once: compiled/cache.py; for a case that entered a CUDA C++ module, one
-more call under torch.profiler for the launches only CUPTI sees). A failure to read anything is a note on the
-case, never a failed case.
+more call for the launches only CUPTI sees: compiled/launch_hook.py). A failure to read anything is a note on
+the case, never a failed case.
 """
 
 from __future__ import annotations
@@ -144,14 +144,14 @@ class KernelRecorder:
             notes.append(one_line(f"launches of {', '.join(p.name for p in modules)} not seen: {err}", 200))
             return [_module_facts(p, k, names[k.name], None, self.limits) for p, k in code]
         by_name = {names[k.name]: (p, k) for p, k in code}
-        counted = Counter((o.name, o.grid, o.block, o.shared_bytes) for o in observed if o.name in by_name)
+        counted = Counter(_launch_key(o) for o in observed if o.name in by_name)
         if not counted:  # launched none of them, or names that do not match: say so, keep the code
             seen_names = ", ".join(sorted({o.name[:60] for o in observed})) or "none"
             notes.append(
                 one_line(f"no launch seen of {', '.join(p.name for p in modules)}'s kernels ({seen_names})", 200)
             )
             return [_module_facts(p, k, names[k.name], None, self.limits) for p, k in code]
-        launches = {(o.name, o.grid, o.block, o.shared_bytes): o for o in observed}
+        launches = {_launch_key(o): o for o in observed}
         return [
             replace(_module_facts(*by_name[key[0]], key[0], launches[key], self.limits), launches=count)
             for key, count in counted.items()
@@ -176,6 +176,12 @@ class KernelRecorder:
         return {s: self._names[s] for s in symbols}
 
 
+def _launch_key(
+    o: ObservedLaunch,
+) -> tuple[str, tuple[int, int, int], tuple[int, int, int], int | None, int | None]:
+    return (o.name, o.grid, o.block, o.shared_bytes, o.dynamic_shared_bytes)
+
+
 def _module_facts(
     path: Path, code: CubinKernel, name: str, launch: ObservedLaunch | None, limits: SmLimits | None
 ) -> KernelFacts:
@@ -184,7 +190,7 @@ def _module_facts(
     occupancy = None
     if launch is not None:
         total = launch.shared_bytes if launch.shared_bytes is not None else static
-        dynamic = max(0, total - static)
+        dynamic = launch.dynamic_shared_bytes if launch.dynamic_shared_bytes is not None else max(0, total - static)
         threads = launch.block[0] * launch.block[1] * launch.block[2]
         if limits is not None:
             occupancy = theoretical(limits, code.registers_per_thread, threads, static, dynamic)

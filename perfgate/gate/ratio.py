@@ -51,6 +51,15 @@ process mode, because what makes the bound hold is different:
                P(called | unchanged) <= alpha whatever the offsets' size. A case whose offsets are large
                pays for it in what it detects (the 12 us add: ~10x its offset's sd), not in false alarms.
 
+The gross rule (separate processes): the two-pair test pays for its bound with few draws (K <= 3 dof), so a
+gross slowdown whose pairs disagree in size (a loaded host: 3.0x in one pair, 4.0x in the other) would make
+its own difference a huge "offset" and end inconclusive. Like baseline mode's first-run rule
+(gate/decision.py), a regression beyond GROSS_PCT in every pair of processes is called whatever the draws:
+each pair's mean, less its own rounds' threshold (t(1 - alpha) over its rounds' se), beyond
+max(ln(1 + GROSS_PCT / 100), GROSS_TWINS * the largest A/A twin's offset). Processes of the same code were
+measured at most 6% apart (docs/evidence/ab-noise.md), so an unchanged case needs two independent offsets
+of 4x that to be called; the rates with it are in docs/ab.md (scripts/ab_rates.py).
+
 Without a fresh pair (`ab_fresh_pair = false`, or it could not measure the case: `on_one_pair`), a separate
 call is judged on the first pair's draws alone (K = 1: c = t(1 - alpha) at one dof).
 
@@ -78,7 +87,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from perfgate.gate.decision import POWER
+from perfgate.gate.decision import GROSS_PCT, POWER
 from perfgate.model import Verdict
 from perfgate.stats import FloatArray, normal_sf
 from perfgate.stats import t_quantile as _t_quantile
@@ -92,6 +101,7 @@ BAND_CONFIDENCE = 0.95
 CI_CONFIDENCE = 0.95
 MIN_ROUNDS = 3
 Z_POWER = 0.8416212335729143  # the normal quantile at POWER (0.8)
+GROSS_TWINS = 2.0  # the gross rule's limit is at least this many times the largest A/A twin's offset
 
 
 @dataclass(frozen=True)
@@ -161,6 +171,7 @@ class RatioDecision:
     floor_log: float = 0.0
     separate: bool = True
     planned_rounds: float = 0.0  # the rounds K stages would have (what "detects" assumes)
+    gross: bool = False  # separate: called by the gross rule (beyond threshold_pct in every pair of processes)
 
     @property
     def ratio(self) -> float:
@@ -320,7 +331,10 @@ def with_fresh_pair(first: RatioDecision, fresh: RatioDecision) -> RatioDecision
         threshold = max(first.floor_log, t_quantile(1.0 - first.alpha, dof) * se)
         half = t_quantile(0.5 + CI_CONFIDENCE / 2, dof) * se
     verdict = first.verdict
-    if not ((fresh.mean_log > 0) == (first.mean_log > 0) and abs(mean) > threshold):
+    gross = separate and first.verdict is Verdict.REGRESSED and _gross(first, fresh)
+    if gross:
+        threshold = _gross_log(first, fresh)
+    elif not ((fresh.mean_log > 0) == (first.mean_log > 0) and abs(mean) > threshold):
         verdict = Verdict.INCONCLUSIVE if first.verdict is Verdict.REGRESSED else Verdict.UNCHANGED
     return replace(
         first,
@@ -337,7 +351,23 @@ def with_fresh_pair(first: RatioDecision, fresh: RatioDecision) -> RatioDecision
         offset_var_log=p2,
         draws=draws,
         separate=separate,
+        gross=gross,
         detects_pct=_finite_pct(detects_log(replace(first, offset_var_log=p2, separate=separate), fresh_pair=True)),
+    )
+
+
+def _gross_log(first: RatioDecision, fresh: RatioDecision) -> float:
+    """The gross rule's limit: GROSS_PCT, or GROSS_TWINS times the largest offset an A/A twin showed."""
+    twins = [abs(d.mean_log) for d in (*first.draws, *fresh.draws)]
+    return max(math.log1p(GROSS_PCT / 100.0), GROSS_TWINS * max(twins, default=0.0))
+
+
+def _gross(first: RatioDecision, fresh: RatioDecision) -> bool:
+    """Beyond the gross limit in both pairs of processes, each pair's own round noise taken off its mean."""
+    limit = _gross_log(first, fresh)
+    return all(
+        p.mean_log - t_quantile(1.0 - first.alpha, max(p.dof, 1)) * math.sqrt(p.rounds_var_log) > limit
+        for p in (first, fresh)
     )
 
 

@@ -13,9 +13,10 @@ from perfgate.model import CaseResult
 
 FIRST_CALLS = "first calls"  # compile, autotune, build, the output check
 KERNELS = "compiled kernels"  # the hooked call and reading the cubins (compiled/record.py)
-# inside KERNELS, counted apart: torch.profiler's one call for the launches of a CUDA C++ module's kernels (CUPTI's
-# start is seconds per process, and only a case that enters such a module pays it)
-LAUNCHES = "CUDA module launches (profiler)"
+# inside KERNELS, counted apart: the one more call for the launches of a CUDA C++ module's kernels (CUPTI's launch
+# callbacks; torch.profiler where they are unavailable, whose start is seconds per process); only a case that
+# enters such a module pays it
+LAUNCHES = "CUDA module launches"
 SAMPLES = "sampling"
 MEMORY = "memory"
 ORDER = (FIRST_CALLS, KERNELS, LAUNCHES, SAMPLES, MEMORY)
