@@ -241,6 +241,7 @@ class CodeRole(str, enum.Enum):
     MEASURED = "measured"  # the callable measured (its innermost function, through wrappers)
     REFERENCE = "reference"  # the reference callable
     MODULE = "module"  # a module of the project imported by the side, first seen at this case
+    TEST = "test"  # the test module that measured the case (baseline mode: gate/untouched.py)
 
 
 @dataclass(frozen=True)
@@ -454,6 +455,7 @@ class FindingKind(str, enum.Enum):
     UNCALIBRATED = "uncalibrated baseline"
     HOST_DRIFT = "host state changed since calibration"
     CHANGE_POINT = "step change in the history"
+    CODE_UNCHANGED = "regressed, its code unchanged"  # no file the case's code came from changed since its reference
     COMMON_SHIFT = "common-mode shift"  # most cases moved together: environment, machine or shared code
     INTERMITTENT_SHIFT = "intermittent shared state"  # a common shift that comes and goes between runs
     NOT_MEASURED = "baseline case not measured"  # not collected, deselected, renamed, or measured under another name

@@ -193,6 +193,20 @@ def _provided(tree: str, path: tuple[str, ...]) -> frozenset[str]:
     return frozenset(names)
 
 
+def checkout_code(fn: Any, reference: Any, test_file: str, tree: str, seen: set[str]) -> tuple[CodeSource, ...]:
+    """Baseline mode's record of the same (gate/untouched.py reads it): the callables, the test module, and
+    the project's modules (in `tree`, the checkout perfgate runs in) imported since the last case. Paths in
+    `tree` relative to it (`tree` "checkout": a history read on another runner or checkout still matches
+    them), others absolute."""
+    code = callable_code(fn, CodeRole.MEASURED)
+    if reference is not None:
+        code += callable_code(reference, CodeRole.REFERENCE)
+    if test_file:
+        code.append(CodeSource(CodeRole.TEST, os.path.basename(test_file), os.path.realpath(test_file)))
+    roots = [(root(tree), "checkout")]
+    return tuple(_locate(c, roots) for c in code + new_modules(SideTrees.of(tree), seen, frozenset()))
+
+
 # --- the coordinator: where, and whether it can be compared --------------------------------------------
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from perfgate.cli.settings import command_settings
@@ -30,6 +33,7 @@ def history_changes(args: argparse.Namespace) -> int:
                 getattr(args, "case_regex", None),
             )
         )
+        found, skipped = _named_untouched(store, found, settings.rootdir)
         if args.accept is not None:
             accepted = accept_changes(store, found, args.accept)
             print(
@@ -41,7 +45,32 @@ def history_changes(args: argparse.Namespace) -> int:
 
     # a CI log is published: secrets in case ids masked as the gate's own table masks them
     print(scrub_rendered(render_changes(found, args.format), os.environ), end="")
+    for line in skipped:
+        print(line, file=sys.stderr)
     return 0
+
+
+def _named_untouched(store: Store, found: list[CaseChanges], rootdir: Path) -> tuple[list[CaseChanges], list[str]]:
+    """Each step whose commit range touched none of its case's files (the files the first run after it
+    recorded) marked so (gate/untouched.py); the lines saying why a range could not be checked."""
+    from perfgate.gate.untouched import code_check, repository_top, with_untouched_steps
+
+    top = repository_top(rootdir) if any(case.changes for case in found) else None
+    if top is None:
+        return found, []
+    runs: dict[int, Any] = {}
+    out, skipped = [], list[str]()
+    for case in found:
+        changes = []
+        for c in case.changes:
+            rid = c.first_after.run_id
+            if rid not in runs:
+                runs[rid] = store.load_run(rid).results
+            named, lines = with_untouched_steps([c], code_check(runs[rid], rootdir, top))
+            changes += named
+            skipped += [line for line in lines if line not in skipped]
+        out.append(replace(case, changes=tuple(changes)))
+    return out, skipped
 
 
 def accept_changes(store: Store, found: list[CaseChanges], reason: str) -> int:
@@ -113,7 +142,7 @@ def _table(found: list[CaseChanges]) -> str:
             f"{c.last_before.git_commit[:12] or '-'}..{c.first_after.git_commit[:12] or '-'}",
             f"{c.last_before.run_id}..{c.first_after.run_id}",
             f"{c.step.p_value:.3g}",
-            "machine (same commit)" if c.cause == "machine" else "code or machine",
+            "machine (same commit)" if c.cause == "machine" else c.cause,
         )
         for c in changes
     ]

@@ -179,13 +179,27 @@ def run_gate(req: GateRequest) -> GateOutcome:
     facts = replace(
         req.facts, change_points=change_point_lines(run, s) if req.resolve_noise else (), past_shifts_pct=shifts
     )
+    compared = baseline_compared(run, req.baseline, s, facts)
+    if req.resolve_noise:
+        compared, lines = _named_untouched(compared, s)
+        messages += lines
     outcome = finish(
-        baseline_compared(run, req.baseline, s, facts),
+        compared,
         s,
         store=req.store,
         baseline_path=req.baseline_path if req.may_write_baseline else None,
     )
     return replace(outcome, messages=(*messages, *outcome.messages))
+
+
+def _named_untouched(compared: Compared, s: Settings) -> tuple[Compared, tuple[str, ...]]:
+    """A regressed case whose code did not change since the baseline's commit is named so (gate/untouched.py);
+    it still fails: files the provenance cannot see may be the cause."""
+    from perfgate.gate.untouched import regressed_untouched
+
+    found, lines = regressed_untouched(compared.run, compared.gate, compared.against, s.rootdir)
+    gate = replace(compared.gate, findings=(*compared.gate.findings, *found))
+    return replace(compared, gate=gate), lines
 
 
 def finish(
@@ -295,11 +309,16 @@ def change_point_lines(run: Run, settings: Settings) -> tuple[str, ...]:
     branch = None if settings.noise_branch == "*" else settings.noise_branch or "main"
     with open_store(settings.db_path, readonly=True) as store:
         found = recent_changes(store, [r.case_id for r in run.results], run.environment.device_name, branch)
+    if found:  # a range that touched none of a case's files is named (a range git cannot diff stays unnamed)
+        from perfgate.gate.untouched import code_check, with_untouched_steps
+
+        found, _ = with_untouched_steps(found, code_check(run.results, settings.rootdir))
     return tuple(
         f"{c.case_id}: a {c.change_pct:+.1f}% step between run {c.last_before.run_id} "
         f"({c.last_before.git_commit[:12] or 'no commit'}) and run {c.first_after.run_id} "
         f"({c.first_after.git_commit[:12] or 'no commit'})"
         + (": the same commit on both sides, a machine change, not the code" if c.cause == "machine" else "")
+        + (": the commits between touched none of its files, not this case's code" if c.code_untouched else "")
         + ": review with `perfgate history --changes`, accept with --accept"
         for c in found
     )

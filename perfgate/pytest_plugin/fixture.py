@@ -36,8 +36,10 @@ class PerfgateFixture:
         nodeid: str,
         marker: MarkerOptions | None,
         location: tuple[str, int] | None = None,
+        test_file: str = "",
     ) -> None:
         self._session = session
+        self._test_file = test_file  # absolute: the test module's file (the case's provenance)
         self._nodeid = nodeid
         self._marker = marker
         self._location = location
@@ -173,9 +175,14 @@ class PerfgateFixture:
         return result.timing
 
     def _measured(self, session: PerfgateSession, case_id: str, q: _Request) -> CaseResult:
+        from perfgate.ab.provenance import checkout_code
         from perfgate.measure.case import measure_case
 
-        result = measure_case(self._spec(session, case_id, q), session.device)
+        spec = self._spec(session, case_id, q)
+        result = measure_case(spec, session.device)
+        # where the code came from, as A/B mode records it: the gate checks whether it changed (gate/untouched.py)
+        code = checkout_code(spec.fn, spec.reference, self._test_file, str(session.rootdir), session.seen_modules)
+        result = replace(result, code=code)
         if session.environment is not None and result.timing.timer is Timer.CUDA_EVENT:
             result = replace(result, device_uuid=session.environment.device_uuid)
         return result
@@ -276,7 +283,8 @@ def fixture_for(request: pytest.FixtureRequest, state: PerfgateSession | None) -
     path, line = node.location[0], node.location[1]
     nodeid = state.case_id(node.nodeid) if state is not None else node.nodeid
     path = state.case_id(path) if state is not None else path
-    return PerfgateFixture(state, nodeid, marker, (path, line + 1) if line is not None else None)
+    test_file = str(getattr(node, "path", "") or "")
+    return PerfgateFixture(state, nodeid, marker, (path, line + 1) if line is not None else None, test_file)
 
 
 def _once(plan: FixedRounds, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:

@@ -59,6 +59,7 @@ class PerfgateSession:
     pytest_session: Any = None  # pytest's Session, to hold the gate's exit status against later hooks
     pid: int = field(default_factory=os.getpid)  # the process that started the session: it alone stores
     kernels: Any = None  # the compiled-kernel recorder (compiled.record.KernelRecorder), made on first use
+    seen_modules: set[str] = field(default_factory=set)  # modules whose provenance a case already recorded
 
     @property
     def timer(self) -> Timer:

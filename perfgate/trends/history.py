@@ -42,6 +42,7 @@ class HistoryChange:
     step: Step
     last_before: RunPoint
     first_after: RunPoint
+    code_untouched: bool = False  # the commit range touched none of the case's files (gate/untouched.py)
 
     @property
     def change_pct(self) -> float:
@@ -54,9 +55,10 @@ class HistoryChange:
     @property
     def cause(self) -> str:
         """ "machine" when the last run before and the first after measured the same commit: the code did
-        not change across the step, so the machine (or its software) did; "code or machine" otherwise."""
+        not change across the step, so the machine (or its software) did; "not this case's code" when the
+        commits between them touched none of its files; "code or machine" otherwise."""
         same = self.last_before.git_commit and self.last_before.git_commit == self.first_after.git_commit
-        return "machine" if same else "code or machine"
+        return "machine" if same else "not this case's code" if self.code_untouched else "code or machine"
 
 
 @dataclass(frozen=True)
