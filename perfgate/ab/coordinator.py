@@ -36,7 +36,7 @@ from perfgate.ab.protocol import (
 )
 from perfgate.ab.schedule import Positions, Step, next_step, round_orders
 from perfgate.ab.workers import Worker
-from perfgate.model import Environment, Timer, UnmeasuredTest
+from perfgate.model import Environment, UnmeasuredTest
 from perfgate.report.progress import Progress, QuietProgress, Task
 
 ONE_SIDED_ROUNDS = 3  # a case only one tree has: measured for the report, never compared
@@ -49,7 +49,7 @@ class RoundPlan:
     stages: int = 3  # at most: 1 + confirmation stages
     round_ms: float = 40.0  # one side's share of a round (samples = round_ms / one call, clamped)
     min_samples: int = 5  # per round, whatever the call's length
-    max_samples: int = 200  # host clock: per side and stage, split over its rounds; GPU: per round (samples_for)
+    max_samples: int = 200  # per round (samples_for)
     timeout_s: float = 900.0  # the longest one step may take (a test body, compiling a case, a round)
     seed: int = 0
     start_timeout_s: float = 900.0  # starting: importing the tree's code and collecting its tests
@@ -59,18 +59,13 @@ class RoundPlan:
     def collect_timeout_s(self) -> float:
         return max(self.timeout_s, self.start_timeout_s)
 
-    def samples_for(self, per_call_ms: float, timer: Timer) -> int:
-        """One side's samples in one round: its share of the round's time, clamped. On a host clock at most
-        max_samples / rounds: the ratio is judged on the rounds' medians paired round by round, and a host
-        round's median is set by preemption between rounds, not by its sample count, so a side takes per
-        stage what a baseline-mode gate takes per case (max_samples a round was 20x that and made A/B on the
-        host clock cost x25 a gate at 100 cases; docs/ab.md "Cost"). On a GPU (CUDA events) up to
-        max_samples a round, as measured on the H100/H200 (docs/ab.md "Accuracy"): there the round's sample
-        count is what makes a 10 us kernel's round median precise, and sampling is not what A/B pays for."""
-        most = self.max_samples
-        if timer.on_host:
-            most = max(self.min_samples, self.max_samples // max(self.rounds, 1))
-        return int(max(self.min_samples, min(most, self.round_ms // max(per_call_ms, 1e-9))))
+    def samples_for(self, per_call_ms: float) -> int:
+        """One side's samples in one round: its share of the round's time, at most max_samples, at least
+        min_samples. A round must outlast the host's preemptions: split over the rounds instead (10 samples,
+        0.5 ms of a 50 us call), a preempted host made whole rounds slow and unchanged 100-case A/A runs
+        failed 6 of 16 times on the loaded development machine (docs/ab.md "Cost"), so A/B pays for its
+        rounds in host time rather than in false alarms."""
+        return int(max(self.min_samples, min(self.max_samples, self.round_ms // max(per_call_ms, 1e-9))))
 
 
 @dataclass
@@ -345,7 +340,7 @@ class Coordinator:
         if not found.same:
             return False
         per_call = max(case.sides[s].prepared.per_call_ms for s in sides if s is not Side.AA)
-        n = self.plan.samples_for(per_call, case.sides[sides[0]].prepared.case.timing.timer)
+        n = self.plan.samples_for(per_call)
         case.same_code = found.why
         case.saved_ms = self.plan.rounds * len(sides) * (n * per_call + SAME_CODE_ROUND_OVERHEAD_MS)
         return True
@@ -377,7 +372,7 @@ class Coordinator:
 
     def _stages(self, case: CaseRounds, sides: list[Side]) -> None:
         per_call = max(case.sides[s].prepared.per_call_ms for s in sides if s is not Side.AA)
-        n = self.plan.samples_for(per_call, case.sides[sides[0]].prepared.case.timing.timer)
+        n = self.plan.samples_for(per_call)
         for stage in range(self.plan.stages):
             # the A/A twin, when it measures, stays for every stage: an A/A of as many rounds as the A/B is a
             # draw of the process offset as precise as the mean it bounds (gate/ratio.py)
@@ -429,8 +424,7 @@ class Coordinator:
         self._prepare(side, case, {}, settle=True)
         self._prepared(side, case)
         if side in case.sides:
-            prepared = case.sides[side].prepared
-            n = self.plan.samples_for(prepared.per_call_ms, prepared.case.timing.timer)
+            n = self.plan.samples_for(case.sides[side].prepared.per_call_ms)
             for _ in range(ONE_SIDED_ROUNDS):
                 self._round(side, case, n, "rounds")
                 case.orders.append((side,))
