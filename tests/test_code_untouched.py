@@ -274,3 +274,63 @@ def test_the_gates_change_point_lines_name_it_too(repo):
     lines = change_point_lines(run, Settings(rootdir=root, db_path=db, noise_branch="*"))
     by_case = {line.split(": ")[0]: line for line in lines}
     assert "not this case's code" in by_case[CASES[0]] and "not this case's code" not in by_case[CASES[1]]
+
+
+# --- the outside review's findings: each a way the note claimed "not this code" for code that did change ----
+
+
+def test_a_helper_rewritten_by_register_assert_rewrite_counts_as_every_cases_code(repo):
+    from perfgate.gate.untouched import code_check
+
+    root, first, second = repo
+    run = gate_of(root, first, second, {}).run
+    rewritten = "AssertionRewritingHook"  # pytest.register_assert_rewrite("mylib") loads mylib.helper so
+    helper = CodeSource(CodeRole.MODULE, "mylib.helper", str(root / "kernels" / "k9.py"), loader=rewritten)
+    results = (replace(run.results[0], code=run.results[0].code + (helper,)), *run.results[1:])
+    assert "kernels/k9.py" in code_check(results, root).files[CASES[3]]
+
+
+def test_a_changed_file_outside_the_rootdir_but_inside_the_repository_is_never_called_untouched(repo):
+    from perfgate.gate.untouched import code_check
+
+    root, first, second = repo  # a monorepo: pytest's rootdir is kernels/, a sibling package is imported by path
+    run = gate_of(root, first, second, {}).run
+    results = tuple(replace(r, code=_code(root, i)) for i, r in enumerate(run.results))
+    check = code_check(results, root / "kernels", root)
+    assert check.scope == "kernels"
+    assert not check.untouched(CASES[0], frozenset({"shared/helper.py"}))
+    assert check.untouched(CASES[0], frozenset({"kernels/k1.py"}))
+
+
+def test_a_changed_submodule_touches_every_file_below_it(repo):
+    from perfgate.gate.untouched import CodeCheck
+
+    root, _, _ = repo
+    check = CodeCheck(root, {CASES[0]: frozenset({"vendor/subhelper.py", "kernels/k0.py"})})
+    assert not check.untouched(CASES[0], frozenset({"vendor"}))  # git diff names the gitlink, not its files
+    assert check.untouched(CASES[0], frozenset({"vendored.py", "kernels/k1.py"}))
+
+
+def test_a_history_step_into_a_dirty_run_is_neither_a_machine_change_nor_untouched(repo):
+    from perfgate.gate.untouched import code_check, with_untouched_steps
+
+    root, first, second = repo
+    run = gate_of(root, first, second, {}).run
+    dirty_same, dirty_range = _step(CASES[0], second, second), _step(CASES[0], first, second)
+    dirty_same = replace(dirty_same, first_after=replace(dirty_same.first_after, git_dirty=True))
+    dirty_range = replace(dirty_range, first_after=replace(dirty_range.first_after, git_dirty=True))
+    named_steps, _ = with_untouched_steps([dirty_same, dirty_range], code_check(run.results, root))
+    assert [s.cause for s in named_steps] == ["code or machine", "code or machine"]
+
+
+def test_a_baseline_update_without_a_commit_says_it_records_none(repo):
+    from perfgate.gate.untouched import reference_commit
+
+    root, _, _ = repo
+    update = Update("2026-11-01T00:00:00+00:00", "t", "", "calibrate", 10, 6)
+    baseline = replace(_any_baseline(root), updates=(update,))
+    assert reference_commit(baseline) == ("", "the baseline records no commit")
+
+
+def _any_baseline(root: Path):
+    return calibrated_of(make_run({cid: noisy(1.0, seed=i) for i, cid in enumerate(CASES)}), root.parent, SPREAD)

@@ -35,11 +35,23 @@ class CodeCheck:
 
     top: Path  # the repository's top directory
     files: Mapping[str, frozenset[str]]  # case id -> its files; a case absent (or empty) cannot be checked
+    scope: str = ""  # the rootdir relative to `top` ("" when it is the top): provenance records modules below it
 
     def untouched(self, case_id: str, changed: frozenset[str]) -> bool:
-        """True when the case has files and the diff touches none of them."""
+        """True when the case has files and the diff touches none of them, nor anything outside the rootdir
+        (a monorepo's sibling package a test imports by sys.path is not recorded: it might be the cause), nor
+        a directory holding one of them (a submodule's gitlink: `git diff` names the submodule, not its files)."""
         files = self.files.get(case_id, frozenset())
-        return bool(files) and not (files & changed)
+        if not files:
+            return False
+        scope = self.scope.rstrip("/") + "/" if self.scope else ""
+        for path in changed:
+            if scope and not path.startswith(scope):
+                return False
+            prefix = path.rstrip("/") + "/"
+            if path in files or any(f.startswith(prefix) for f in files):
+                return False
+        return True
 
 
 def repository_top(path: Path) -> Path | None:
@@ -65,7 +77,9 @@ def code_check(results: Sequence[CaseResult], rootdir: Path, top: Path | None = 
         own = _inside(top, (_path(c, rootdir) for c in r.code if c.role is not CodeRole.MODULE))
         if own:  # without its own callable's file the case's code is unknown: never claim "untouched"
             files[r.case_id] = own | modules
-    return CodeCheck(top, files)
+    real_top, real_root = os.path.realpath(top), os.path.realpath(rootdir)
+    scope = os.path.relpath(real_root, real_top).replace(os.sep, "/") if real_root != real_top else ""
+    return CodeCheck(top, files, "" if scope.startswith("..") else scope)
 
 
 def _path(c: CodeSource, rootdir: Path) -> str:
@@ -78,10 +92,13 @@ def _path(c: CodeSource, rootdir: Path) -> str:
 
 def _shared(c: CodeSource) -> bool:
     """A module of the project every case of the run counts: not another case's test module (pytest collects
-    them all before the first case; its assertion rewriter serves them), but conftest.py files."""
+    them all before the first case; its assertion rewriter serves them, named by pytest's default
+    `python_files`), but conftest.py files and helpers rewritten through `pytest.register_assert_rewrite`.
+    A test module under other `python_files` patterns counts for every case: more files, never a false claim."""
     if c.role is not CodeRole.MODULE:
         return False
-    return c.loader != TEST_LOADER or c.name.rpartition(".")[2] == "conftest"
+    leaf = c.name.rpartition(".")[2]
+    return c.loader != TEST_LOADER or not (leaf.startswith("test_") or leaf.endswith("_test"))
 
 
 def _inside(top: Path, paths: Iterable[str]) -> frozenset[str]:
@@ -126,7 +143,7 @@ def skipped_line(err: DiffUnavailable) -> str:
 
 def reference_commit(baseline: Baseline | None) -> tuple[str, str]:
     """(commit, what it is) the baseline's values were taken at: its last update; ("", why not) when unknown."""
-    if baseline is None or not baseline.updates:
+    if baseline is None or not baseline.updates or not baseline.updates[-1].commit:
         return "", "the baseline records no commit"
     last = baseline.updates[-1]
     if last.dirty:
@@ -182,7 +199,8 @@ def with_untouched_steps(
         return out, ()
     for i, c in enumerate(out):
         before, after = c.last_before.git_commit, c.first_after.git_commit
-        if c.case_id not in check.files or not before or not after or before == after:
+        dirty = c.last_before.git_dirty or c.first_after.git_dirty  # the commits do not say what code ran
+        if c.case_id not in check.files or not before or not after or before == after or dirty:
             continue
         try:
             changed = changed_between(check.top, before, after)

@@ -31,6 +31,7 @@ class RunPoint:
     git_branch: str
     started_at: str
     median_ms: float
+    git_dirty: bool = False  # measured with uncommitted changes: its commit does not say what code ran
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,8 @@ class HistoryChange:
         """ "machine" when the last run before and the first after measured the same commit: the code did
         not change across the step, so the machine (or its software) did; "not this case's code" when the
         commits between them touched none of its files; "code or machine" otherwise."""
-        same = self.last_before.git_commit and self.last_before.git_commit == self.first_after.git_commit
+        clean = not (self.last_before.git_dirty or self.first_after.git_dirty)
+        same = clean and self.last_before.git_commit and self.last_before.git_commit == self.first_after.git_commit
         return "machine" if same else "not this case's code" if self.code_untouched else "code or machine"
 
 
@@ -77,7 +79,7 @@ def case_series(
     history --case` verifies it (store/rows.py: finite statistics >= 0, min <= q1 <= median <= q3 <= max); a
     damaged row is one StoreError line, never skipped. A median of 0 is refused too: a step is a ratio."""
     sql = (
-        f"SELECT r.id, r.git_commit, r.git_branch, r.started_at, c.run_id, c.case_id, "
+        f"SELECT r.id, r.git_commit, r.git_branch, r.git_dirty, r.started_at, c.run_id, c.case_id, "
         f"{', '.join('c.' + col for col in STAT_COLUMNS)} FROM cases c "
         "JOIN runs r ON r.id = c.run_id WHERE c.case_id = :case_id AND coalesce(r.device_name, '') = :device "
         f"AND {OUTSIDE_AB}"  # an A/B run's base side is an older commit: it would make a step of its own
@@ -111,6 +113,7 @@ def _point(r: dict[str, Any], median: float) -> RunPoint:
         checks.run_text(r["git_branch"], f"{where} git_branch"),
         checks.run_time(r["started_at"], f"{where} started_at"),
         median,
+        bool(r.get("git_dirty")),
     )
 
 
