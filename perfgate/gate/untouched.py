@@ -25,7 +25,6 @@ from perfgate.model import CaseResult, CodeRole, CodeSource, Finding, FindingKin
 if TYPE_CHECKING:
     from perfgate.trends.history import HistoryChange
 
-GIT_TIMEOUT_S = 60.0
 TEST_LOADER = "AssertionRewritingHook"  # pytest's loader of test modules and conftest.py files
 
 
@@ -56,14 +55,12 @@ class CodeCheck:
 
 def repository_top(path: Path) -> Path | None:
     """The git top directory holding `path`; None outside a repository or without git."""
-    from perfgate.measure.tools import run_tool
+    from perfgate.ab.worktree import repository_root
 
     try:
-        out = run_tool(["git", "-C", str(path), "rev-parse", "--show-toplevel"], GIT_TIMEOUT_S)
+        return repository_root(path)
     except PerfgateError:
         return None
-    top = out.stdout.strip()
-    return Path(top) if top else None
 
 
 def code_check(results: Sequence[CaseResult], rootdir: Path, top: Path | None = None) -> CodeCheck | None:
