@@ -81,6 +81,21 @@ def replay(lengths: np.ndarray, per_side: int, interleave: int, stat: str) -> np
     return np.log(STATS[stat](b) / STATS[stat](a))
 
 
+def with_gap(lengths: np.ndarray, per_side: int, gap: int, rng: np.random.Generator) -> np.ndarray:
+    """Per-round log ratios when each side's turn of `per_side` samples is followed by `gap` samples nobody
+    measures (the hand-over), in mirrored pairs of rounds (ABBA / BAAB, a random start), medians per turn."""
+    out, i = [], 0
+    while i + 4 * (per_side + gap) < lengths.size:
+        first = int(rng.integers(2))
+        for order in ((first, 1 - first), (1 - first, first)):
+            turn = {}
+            for side in order:
+                turn[side] = float(np.median(lengths[i : i + per_side]))
+                i += per_side + gap
+            out.append(np.log(turn[1] / turn[0]))
+    return np.asarray(out)
+
+
 def analyse(starts: np.ndarray, lengths: np.ndarray) -> None:
     span_s = (starts[-1] - starts[0]) / 1e9
     print(f"{lengths.size} samples over {span_s:.1f} s")
@@ -101,6 +116,12 @@ def analyse(starts: np.ndarray, lengths: np.ndarray) -> None:
                     f"  {per_side:4d} {interleave:4d} {stat:>6}: sd {sd * 100:6.2f}%  robust {mad * 100:5.2f}%  "
                     f">3 {far3:5.1f}%  >5 {far5:5.1f}%  ({r.size})"
                 )
+    gap = int(4e6 / float(np.median(lengths)))  # ~4 ms: a hand-over and the wake-ups of a loaded host
+    print(f"  turns one side after the other, {gap} samples (~4 ms) apart, ABBA: 20-round means' sd")
+    for per_side in (25, 50, 100, 200, 400, 800):
+        r = with_gap(lengths, per_side, gap, np.random.default_rng(0))
+        means = r[: r.size // 20 * 20].reshape(-1, 20).mean(axis=1)
+        print(f"  {per_side:4d} a turn: round sd {np.std(r) * 100:5.2f}%, 20-round mean sd {np.std(means) * 100:5.3f}%")
 
 
 def main() -> None:

@@ -127,11 +127,12 @@ def has_metric(case: CaseRounds, metric: str) -> bool:
 def offsets_unknown(case: CaseRounds, shared: bool) -> bool:
     """Whether base and head may differ by a steady offset the rounds cannot cancel, so the verdict bounds it
     from its draws (gate/ratio.py's test for separate processes): always in processes of their own, and on the
-    host clock in a shared one too. There each side's test body makes its own inputs, and where a call's
-    objects lie in memory moves a short call steadily for the case's life: unchanged 100-case A/A runs of
-    scripts/ab_host_cost.py showed stage means of one case agreeing to a steady -9..+6% whose sign changed from
-    case to case, and the shared rule (no offset beyond what one twin shows) called such a case regressed in
-    both pairs (docs/ab.md "The verdict on the ratio"). CUDA tensors are moved every round (placement.py)."""
+    host clock in a shared one too. There each side runs its own test body's inputs and allocations, and a
+    short call moved steadily for the case's life: in unchanged 100-case A/A runs of scripts/ab_host_cost.py
+    (a 2 us sort) a case's three stages agreed on an offset of -11..+6%, its sign changing from case to case,
+    and the shared rule (the offset's variance from a twin or three draws, t at the rounds' dof) called one
+    regressed in both pairs (docs/ab.md "The verdict on the ratio"). CUDA tensors are moved every round
+    (placement.py), and one shared process showed no such offset on the GPU."""
     if not shared:
         return True
     timers = {s.prepared.case.timing.timer for s in case.sides.values()}

@@ -66,9 +66,9 @@ class RoundPlan:
         """One side's samples in one round: its share of the round's time, at most max_samples, at least
         min_samples. On the host clock a side's turn lasts about HOST_TURN_MS of samples (each at least
         HOST_SAMPLE_MS long): there what moves a round's ratio is how far apart in time the two sides' turns
-        lie, not how many samples a turn takes (lab/ab_host_samples.py on the loaded development machine: turns
-        of 25 to 800 samples gave 20-round means of the same spread, sd 0.67-0.83%, with a hand-over between
-        them), while every sample of a turn costs time; what a steady offset does is the rule's to bound
+        lie more than how many samples a turn takes (lab/ab_host_samples.py on the loaded development machine:
+        turns of 25 to 200 samples ~4 ms apart gave 20-round means of the same spread, sd 0.76-0.82%), while
+        every sample of a turn costs time; a steady offset between the sides is the rule's to bound
         (compare.offsets_unknown). CUDA events keep the round's share up to max_samples."""
         if timer is Timer.CUDA_EVENT:
             fits = self.round_ms // max(per_call_ms, 1e-9)
