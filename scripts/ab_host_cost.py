@@ -3,7 +3,7 @@
     python scripts/ab_host_cost.py [--cases 10,100] [--process auto|shared|separate] [--out DIR]
     python scripts/ab_host_cost.py --aa-runs 30 [--cases 100] [--out DIR]
 
-A throwaway git project holds N perf cases (one parametrized test; each case sorts its own list, ~20-50 us a
+A throwaway git project holds N perf cases (one parametrized test; each case sorts its own list, ~10-20 us a
 call, on the host clock) with perfgate's default measurement settings. Per N, each timed as a whole
 process on this machine:
   1. baseline mode: `pytest --perfgate` once to write the initial baseline (not timed), then again (the
@@ -94,7 +94,7 @@ def _git(repo: Path, *args: str) -> str:
     return out.stdout.strip()
 
 
-# each case's list: 400 random floats (a ~20-50 us sort), or, with --equal-floats, the list this script built
+# each case's list: 400 random floats (a ~10-20 us sort), or, with --equal-floats, the list this script built
 # before issue 30's last session found it out: 400 copies of one float (a new generator per element), whose
 # sort is one pass, ~2 us, and whose sides differ steadily by up to +-10% in a shared host (docs/ab.md)
 RANDOM_DATA = "(lambda rng: [rng.random() for _ in range(400)])(random.Random(i))"
