@@ -11,7 +11,7 @@ import os
 import sys
 
 from perfgate.cli.parsers import Handler, examples_text
-from perfgate.cli.parsers.ab import add_ab
+from perfgate.cli.parsers.ab import add_ab, add_bisect
 from perfgate.cli.parsers.ci import add_ci
 from perfgate.cli.parsers.data import add_analyze, add_db, add_history, add_import, add_report
 from perfgate.cli.parsers.gate import add_baseline, add_calibrate, add_compare
@@ -95,6 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     add_compare(sub)
     add_calibrate(sub)
     add_ab(sub)
+    add_bisect(sub)
     add_baseline(sub)
     add_analyze(sub)
     add_history(sub)

@@ -43,6 +43,9 @@ def add_ab(sub: Any) -> None:
         help="the rounds' order and which worker starts first (default: a fresh one, shown in the settings line)",
     )
     a.set_defaults(func=lazy("perfgate.cli.ab", "ab"))
+
+
+def add_bisect(sub: Any) -> None:
     b = command(
         sub,
         "bisect",
