@@ -10,7 +10,7 @@ import pytest
 
 from perfgate.errors import StoreError
 from perfgate.model import CaseThresholds, GpuState, Metric, Speedup, TestOutcome, UnmeasuredTest
-from perfgate.store import open_store, rows
+from perfgate.store import open_store, prepared, rows
 from perfgate.store.merge import merge_histories
 from perfgate.store.schema import SCHEMA_VERSION
 from tests.helpers import make_run
@@ -76,7 +76,7 @@ def test_an_interrupt_mid_write_leaves_no_half_run(tmp_path, monkeypatch):
             yield (run_id, results[0].case_id, "ncu", "k", "m", 1.0, "")
             raise KeyboardInterrupt  # Ctrl-C in the middle of storing
 
-        monkeypatch.setattr(rows, "metric_rows", interrupted_metrics)
+        monkeypatch.setattr(prepared, "metric_rows", interrupted_metrics)  # records -> rows: store/prepared.py
         with pytest.raises(KeyboardInterrupt):
             store.save_run(make_run({"b": [1.0, 2.0], "c": [3.0, 4.0]}))
     con = sqlite3.connect(tmp_path / "h.db")

@@ -43,11 +43,9 @@ from perfgate.parse.invariants import (
     OutOfRange,
     exact_total,
 )
-from perfgate.parse.nsys_sqlite import (
-    BAD_SIZE,
-    BAD_SPAN,
+from perfgate.parse.nsys_checks import BAD_SIZE, BAD_SPAN, MAX_NS, kernel_stream_notes
+from perfgate.parse.nsys_export import (
     KERNEL_TABLE,
-    MAX_NS,
     MEMCPY_TABLE,
     MEMSET_TABLE,
     NVTX_TABLE,
@@ -56,7 +54,6 @@ from perfgate.parse.nsys_sqlite import (
     START_END,
     NsysExport,
     api_name,
-    kernel_stream_notes,
     text,
 )
 

@@ -1,7 +1,7 @@
 """The pytest plugin (entry point `pytest11: perfgate`): hooks and the `perfgate` fixture, in the order pytest
-calls them. Thin: runtime.py does what the hooks ask, session.py holds the run's state, fixture.py and
-benchmark.py serve the fixtures, xdist.py spreads workers over GPUs; the verdict is the library's
-(perfgate.gate.run, shared with the command line)."""
+calls them. Thin: configure.py and runtime.py do what the hooks ask, session.py holds the run's state,
+fixture.py and benchmark.py serve the fixtures, xdist.py spreads workers over GPUs; the verdict is the
+library's (perfgate.gate.run, shared with the command line)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     The plugins loaded by entry point or -p are registered by now: pytest-benchmark's flags are declared
     here unless it declared them (benchmark_cli.py)."""
     from perfgate.pytest_plugin.benchmark_cli import declare_when_absent
-    from perfgate.pytest_plugin.runtime import take_child_order
+    from perfgate.pytest_plugin.configure import take_child_order
 
     take_child_order(early_config)
     declare_when_absent(early_config, parser)
@@ -41,7 +41,7 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     from perfgate.measure.processes import PROFILE_CHILD_ENV
 
     if config.getoption("--perfgate") or os.environ.get(PROFILE_CHILD_ENV):
-        from perfgate.pytest_plugin.runtime import step_aside_pytest_benchmark
+        from perfgate.pytest_plugin.configure import step_aside_pytest_benchmark
 
         step_aside_pytest_benchmark(config)
 
@@ -55,7 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     # pytest-benchmark, stepped aside, registers no marker: a --strict-markers suite must still collect
     config.addinivalue_line("markers", "benchmark: mark a test with custom benchmark settings.")
-    from perfgate.pytest_plugin.runtime import make_session, register_benchmark_fixture
+    from perfgate.pytest_plugin.configure import make_session, register_benchmark_fixture
 
     try:
         state = make_session(config)

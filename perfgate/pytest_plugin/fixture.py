@@ -105,7 +105,7 @@ class PerfgateFixture:
             from perfgate.measure.in_profiler import run_under_profiler
 
             args, kwargs = plan.arguments()  # profiled like any case: the profiling child is not call-exact
-            assert session.profile_child is not None  # set with the mode (runtime.make_session)
+            assert session.profile_child is not None  # set with the mode (configure.make_session)
             run_under_profiler(session.profile_child, self._nodeid, plan.target, args, dict(kwargs))
             return None, _once(plan, args, kwargs)
         if session is None or not session.measuring or not session.owns_process:
@@ -153,7 +153,7 @@ class PerfgateFixture:
         if session is not None and session.mode is Mode.PROFILE_CHILD:
             from perfgate.measure.in_profiler import run_under_profiler
 
-            assert session.profile_child is not None  # set with the mode (runtime.make_session)
+            assert session.profile_child is not None  # set with the mode (configure.make_session)
             ms = run_under_profiler(session.profile_child, case_id, q.fn, q.args, dict(q.kwargs))
             return summarize([ms], Timer.HOST)  # no extra call: it would add launches to the capture
         if session is None or not session.measuring:

@@ -23,6 +23,7 @@ VERDICT_COLOURS = {
     "inconclusive": "#e3b505",
     "below target": "#d62728",
 }
+TOP_N = 25  # cases (or case/kernel pairs) a gate chart names; the rest are folded into one row or counted
 F = TypeVar("F", bound=Callable[..., Any])
 
 

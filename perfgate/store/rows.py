@@ -1,11 +1,12 @@
-"""Records <-> rows. Columns are listed here explicitly (never derived from the dataclasses), so adding a
-field to a record is a visible schema change with its own migration, not a silent break."""
+"""The history's columns, and rows back into records with every value re-validated (store/checks.py); a
+run into rows is store/prepared.py. Columns are listed here explicitly (never derived from the
+dataclasses), so adding a field to a record is a visible schema change with its own migration, not a
+silent break."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Sequence
-from dataclasses import asdict, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from perfgate.model import (
@@ -25,7 +26,7 @@ from perfgate.model import (
 )
 from perfgate.store import checks
 from perfgate.store.checks import StoredValueError
-from perfgate.store.packed import pack_f64, unpack_f64
+from perfgate.store.packed import unpack_f64
 from perfgate.store.verdicts import MetricVerdict
 
 ENV_COLUMNS = (
@@ -126,104 +127,6 @@ GPU_COLUMNS = (
 def insert_sql(table: str, columns: Sequence[str]) -> str:
     """An INSERT with a named parameter per column (the names are the columns')."""
     return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})"
-
-
-def run_row(run: Run) -> tuple[Any, ...]:
-    i, e = run.info, run.environment
-    values: dict[str, Any] = {
-        "run_uid": i.run_uid,
-        "started_at": i.started_at,
-        "finished_at": i.finished_at,
-        "git_commit": i.git_commit,
-        "git_branch": i.git_branch,
-        "git_dirty": int(i.git_dirty),
-        "argv": i.argv,
-        "profile_settings": i.profile_settings,
-    }
-    values.update({c: getattr(e, c) for c in ENV_COLUMNS})
-    values["kind"] = i.kind.value if i.kind is not None else None
-    values["ab_pair"] = i.ab_pair or None
-    values["ab_anchor"] = 1 if i.ab_anchor else None
-    return tuple(values[c] for c in RUN_COLUMNS)
-
-
-def case_row(run_id: int, r: CaseResult, verdict: str | None = None) -> tuple[Any, ...]:
-    t = r.timing
-    return (
-        run_id,
-        r.case_id,
-        t.timer.value,
-        t.n_samples,
-        t.median_ms,
-        t.mean_ms,
-        t.stdev_ms,
-        t.min_ms,
-        t.max_ms,
-        t.q1_ms,
-        t.q3_ms,
-        t.gbps,
-        t.tflops,
-        r.bytes_moved,
-        r.flops,
-        json.dumps(list(r.profile_errors)),
-        r.nodeid,
-        r.location[0] if r.location else None,
-        r.location[1] if r.location else None,
-        r.device_uuid,
-        json.dumps(asdict(r.thresholds)),
-        json.dumps(list(r.confirmation_medians_ms)),
-        json.dumps(list(r.confirmation_speedups)),
-        json.dumps(list(r.profile_notes)),
-        pack_f64(r.samples_ms),
-        verdict,
-        json.dumps(asdict(r.host_state)) if r.host_state else None,
-        json.dumps(list(r.confirmation_memory)),
-        json.dumps([{**asdict(c), "role": c.role.value} for c in r.code]) if r.code else None,
-        *_cycle_values(r),
-    )
-
-
-def _cycle_values(r: CaseResult) -> tuple[Any, ...]:
-    c = r.cycles
-    if c is None:
-        return (None, None, None, None, None, None)
-    mcycles = json.dumps(list(r.confirmation_mcycles))
-    return (c.median_mcycles, c.clock_median_mhz, c.clock_min_mhz, c.clock_max_mhz, c.probed_samples, mcycles)
-
-
-def metric_rows(run_id: int, results: Sequence[CaseResult]) -> Iterator[tuple[Any, ...]]:
-    for r in results:
-        for m in r.metrics:
-            yield (run_id, r.case_id, m.source, m.kernel, m.name, m.value, m.unit)
-
-
-def gpu_rows(run_id: int, results: Sequence[CaseResult]) -> Iterator[tuple[Any, ...]]:
-    for r in results:
-        if r.gpu_state is not None:
-            g = asdict(r.gpu_state)
-            g["clocks_locked"] = int(g["clocks_locked"])
-            yield (run_id, r.case_id, *(g[c] for c in GPU_COLUMNS))
-
-
-def autotune_rows(run_id: int, results: Sequence[CaseResult]) -> Iterator[tuple[Any, ...]]:
-    for r in results:
-        for kernel, config in r.autotune:
-            yield (run_id, r.case_id, kernel, config)
-
-
-def speedup_rows(run_id: int, results: Sequence[CaseResult]) -> Iterator[tuple[Any, ...]]:
-    for r in results:
-        if r.speedup is not None:
-            s = r.speedup
-            yield (run_id, r.case_id, s.reference, s.median, s.ci_low, s.ci_high, pack_f64(s.reference_samples_ms))
-
-
-def unmeasured_rows(run_id: int, info: RunInfo) -> Iterator[tuple[Any, ...]]:
-    for u in info.unmeasured:
-        yield (run_id, u.nodeid, u.outcome.value, u.reason)
-
-
-# --- reading back: every value re-validated (store/checks.py) -------------------------------------------
 
 
 def run_from_row(row: dict[str, Any], results: tuple[CaseResult, ...], unmeasured: tuple[UnmeasuredTest, ...]) -> Run:
