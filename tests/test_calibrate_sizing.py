@@ -91,3 +91,33 @@ def test_the_cases_the_baseline_keeps_count_in_the_size_the_calibration_is_sized
 def test_the_processes_for_a_suite_are_the_default_or_what_the_rank_bound_needs():
     assert [processes_for(m, 1.0) for m in (1, 100, 437, 438, 1000, 10000)] == [10, 10, 10, 11, 12, 17]
     assert processes_for(100, 0.1) == 12  # a tighter budget asks for more
+
+
+def _first_run_rate_per_case(processes: int, cases: int, calibrations: int = 3000) -> float:
+    """A case whose processes land 3% slower 40% of the time (0.2% within a mode): its chance of failing the
+    first gate run after a calibration of `processes`, averaged over seeded calibrations. Given one
+    calibration it is exact: the k processes a failure needs are fresh, independent draws, each beyond the
+    threshold with the mixture's survival probability q, so the case fails with q^k."""
+    from statistics import NormalDist
+
+    from perfgate.gate.decision import Rule, decide, per_test_alpha
+    from perfgate.gate.noise import estimate_noise
+
+    fast, slow = NormalDist(0.0, 0.2), NormalDist(3.0, 0.2)
+    rng = np.random.default_rng(31)
+    rule = Rule(alpha=per_test_alpha(1.0, cases), stages=3)
+    total = 0.0
+    for _ in range(calibrations):
+        dev = 3.0 * (rng.random(processes) < 0.4) + 0.2 * rng.standard_normal(processes)
+        cal = list(1.0 + dev / 100.0)
+        d = decide(cal, [1.0], estimate_noise(cal, (), 0.1), rule)
+        raw = 100.0 * ((1.0 + d.threshold_pct / 100.0) * sum(cal) / processes - 1.0)  # the threshold on dev
+        q = 0.6 * (1.0 - fast.cdf(raw)) + 0.4 * (1.0 - slow.cdf(raw))
+        total += q**d.stages
+    return total / calibrations
+
+
+def test_a_two_mode_case_keeps_its_share_of_the_budget_on_the_first_run_after_a_sized_calibration():
+    alpha = 0.01 / 1000
+    assert _first_run_rate_per_case(processes_for(1000, 1.0), 1000) <= alpha
+    assert _first_run_rate_per_case(6, 1000) > 2 * alpha  # six processes: what the sizing is for

@@ -28,7 +28,7 @@ from perfgate.measure.processes import ChildRun, ChildRunner
 from perfgate.model import CaseResult, Run, RunKind
 from perfgate.report.progress import Progress, QuietProgress
 
-DEFAULT_PROCESSES = 10  # the fewest a calibration takes unless told: the noise known to -27%/+64% (90%, 9 df)
+DEFAULT_PROCESSES = 10  # the fewest a calibration takes unless told: the noise known to -27%/+65% (90%, 9 df)
 
 
 @dataclass(frozen=True)
