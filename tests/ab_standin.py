@@ -138,7 +138,10 @@ def skeleton(case_id: str, nodeid: str, ms: float, reference: float | None, sass
     metrics = (Metric("memory.peak_allocated_bytes", 1024.0, "byte", "memory"),)
     if speedup is not None:
         metrics += (Metric("speedup", speedup.median, "x", "speedup", speedup.reference),)
-    timing = TimingStats(Timer.HOST, 1, ms, ms, 0.0, ms, ms, ms, ms)  # (no numpy: a stand-in starts fast)
+    # CUDA events: the stand-in plays a GPU's worker (its rounds take the round's share of samples, and one shared
+    # process has no offset of its own; the host clock's turn and rule are tests/test_ab_round_samples.py's and
+    # tests/test_ab_host_offsets.py's); no numpy: a stand-in starts fast
+    timing = TimingStats(Timer.CUDA_EVENT, 1, ms, ms, 0.0, ms, ms, ms, ms)
     return CaseResult(case_id, timing, (ms,), metrics, speedup=speedup, nodeid=nodeid, compiled=compiled(case_id, sass))
 
 

@@ -36,6 +36,7 @@ from perfgate.model import (
     Comparison,
     Direction,
     GateResult,
+    Timer,
     Verdict,
 )
 from perfgate.stats import ratio_ci, summarize
@@ -123,6 +124,21 @@ def has_metric(case: CaseRounds, metric: str) -> bool:
     )
 
 
+def offsets_unknown(case: CaseRounds, shared: bool) -> bool:
+    """Whether base and head may differ by a steady offset the rounds cannot cancel, so the verdict bounds it
+    from its draws (gate/ratio.py's test for separate processes): always in processes of their own, and on the
+    host clock in a shared one too. There each side runs its own test body's inputs and allocations, and a
+    short call moved steadily for the case's life: in unchanged 100-case A/A runs of scripts/ab_host_cost.py
+    (a 2 us sort) a case's three stages agreed on an offset of -11..+6%, its sign changing from case to case,
+    and the shared rule (the offset's variance from a twin or three draws, t at the rounds' dof) called one
+    regressed in both pairs (docs/ab.md "The verdict on the ratio"). CUDA tensors are moved every round
+    (placement.py), and one shared process showed no such offset on the GPU."""
+    if not shared:
+        return True
+    timers = {s.prepared.case.timing.timer for s in case.sides.values()}
+    return any(t is not Timer.CUDA_EVENT for t in timers)
+
+
 def gated_count(cases: Sequence[CaseRounds]) -> int:
     """m: the run's ratio comparisons (time for every paired case, speedup where both have a reference)."""
     return sum(has_metric(c, metric) for c in cases for metric in RATIO_METRICS)
@@ -197,7 +213,6 @@ def compare_ab(
     one not-comparable row instead of its verdicts."""
     results = results if results is not None else side_results(m)
     gated = gated_count(m.cases)
-    ratio_rule = rule.for_comparisons(gated, separate=not m.shared)
     rows: list[Comparison] = []
     decisions: dict[tuple[str, str], RatioDecision] = {}
     measured_aa: dict[str, dict[str, AaNoise]] = {}
@@ -214,6 +229,7 @@ def compare_ab(
             if not has_metric(case, metric):
                 continue
             cached_aa = cached.get(case.case_id, {}).get(metric)
+            ratio_rule = rule.for_comparisons(gated, separate=offsets_unknown(case, m.shared))
             decision = judge_case(case, metric, cached_aa, ratio_rule, fresh)
             if decision is not None:
                 decisions[(case.case_id, metric)] = decision

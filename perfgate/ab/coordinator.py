@@ -14,6 +14,7 @@ is, which case and which stage, goes to a progress task (report/progress.py) as 
 from __future__ import annotations
 
 import contextlib
+import math
 import random
 import time
 from collections import defaultdict
@@ -36,9 +37,11 @@ from perfgate.ab.protocol import (
 )
 from perfgate.ab.schedule import Positions, Step, next_step, round_orders
 from perfgate.ab.workers import Worker
-from perfgate.model import Environment, UnmeasuredTest
+from perfgate.model import Environment, Timer, UnmeasuredTest
 from perfgate.report.progress import Progress, QuietProgress, Task
 
+HOST_TURN_MS = 1.0  # a host-clock side's samples in one round last about this long (samples_for)
+HOST_SAMPLE_MS = 0.01  # a host-clock sample lasts at least this (measure/host_clock.py: MIN_SAMPLE_NS)
 ONE_SIDED_ROUNDS = 3  # a case only one tree has: measured for the report, never compared
 SAME_CODE_ROUND_OVERHEAD_MS = 5.0  # a round's warm-up (serve.ROUND_WARMUP_MS), counted in the time saved
 
@@ -59,13 +62,19 @@ class RoundPlan:
     def collect_timeout_s(self) -> float:
         return max(self.timeout_s, self.start_timeout_s)
 
-    def samples_for(self, per_call_ms: float) -> int:
+    def samples_for(self, per_call_ms: float, timer: Timer = Timer.CUDA_EVENT) -> int:
         """One side's samples in one round: its share of the round's time, at most max_samples, at least
-        min_samples. A round must outlast the host's preemptions: split over the rounds instead (10 samples,
-        0.5 ms of a 50 us call), a preempted host made whole rounds slow and unchanged 100-case A/A runs
-        failed 6 of 16 times on the loaded development machine (docs/ab.md "Cost"), so A/B pays for its
-        rounds in host time rather than in false alarms."""
-        return int(max(self.min_samples, min(self.max_samples, self.round_ms // max(per_call_ms, 1e-9))))
+        min_samples. On the host clock a side's turn lasts about HOST_TURN_MS of samples (each at least
+        HOST_SAMPLE_MS long): there what moves a round's ratio is how far apart in time the two sides' turns
+        lie more than how many samples a turn takes (lab/ab_host_samples.py on the loaded development machine:
+        turns of 25 to 200 samples ~4 ms apart gave 20-round means of the same spread, sd 0.76-0.82%), while
+        every sample of a turn costs time; a steady offset between the sides is the rule's to bound
+        (compare.offsets_unknown). CUDA events keep the round's share up to max_samples."""
+        if timer is Timer.CUDA_EVENT:
+            fits = self.round_ms // max(per_call_ms, 1e-9)
+        else:  # (1 ms / 0.05 ms is 19.999...: the turn's samples are counted, not floored below the count)
+            fits = math.floor(min(self.round_ms, HOST_TURN_MS) / max(per_call_ms, HOST_SAMPLE_MS) + 1e-9)
+        return int(max(self.min_samples, min(self.max_samples, fits)))
 
 
 @dataclass
@@ -340,7 +349,7 @@ class Coordinator:
         if not found.same:
             return False
         per_call = max(case.sides[s].prepared.per_call_ms for s in sides if s is not Side.AA)
-        n = self.plan.samples_for(per_call)
+        n = self.plan.samples_for(per_call, _timer(case))
         case.same_code = found.why
         case.saved_ms = self.plan.rounds * len(sides) * (n * per_call + SAME_CODE_ROUND_OVERHEAD_MS)
         return True
@@ -372,7 +381,7 @@ class Coordinator:
 
     def _stages(self, case: CaseRounds, sides: list[Side]) -> None:
         per_call = max(case.sides[s].prepared.per_call_ms for s in sides if s is not Side.AA)
-        n = self.plan.samples_for(per_call)
+        n = self.plan.samples_for(per_call, _timer(case))
         for stage in range(self.plan.stages):
             # the A/A twin, when it measures, stays for every stage: an A/A of as many rounds as the A/B is a
             # draw of the process offset as precise as the mean it bounds (gate/ratio.py)
@@ -424,9 +433,14 @@ class Coordinator:
         self._prepare(side, case, {}, settle=True)
         self._prepared(side, case)
         if side in case.sides:
-            n = self.plan.samples_for(case.sides[side].prepared.per_call_ms)
+            n = self.plan.samples_for(case.sides[side].prepared.per_call_ms, _timer(case))
             for _ in range(ONE_SIDED_ROUNDS):
                 self._round(side, case, n, "rounds")
                 case.orders.append((side,))
             case.stage_ends.append(len(case.orders))
         self._finish(case)
+
+
+def _timer(case: CaseRounds) -> Timer:
+    """What times the case's samples (every side prepared it with the same timer options)."""
+    return next(iter(case.sides.values())).prepared.case.timing.timer

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate.ab import aa as aa_cache
-from perfgate.ab.compare import RATIO_METRICS, AbRule, aa_noise, decide_case, has_metric
+from perfgate.ab.compare import RATIO_METRICS, AbRule, aa_noise, decide_case, has_metric, offsets_unknown
 from perfgate.ab.coordinator import CaseRounds, Coordinator, Measurement, NeedsStage, RoundPlan
 from perfgate.ab.protocol import SharingEnded, Side, WorkerFailed
 from perfgate.ab.workers import Launcher, Worker, WorkerSpec, stop_all
@@ -134,7 +134,7 @@ def screen(rule: AbRule, cached: aa_cache.AaCases, shared: bool = False) -> Need
 
     def needs_stage(case: CaseRounds, m: Measurement) -> bool:
         tests = max(1, len(m.collected.get(Side.HEAD, ())))
-        ratio_rule = rule.for_comparisons(tests, separate=not shared)
+        ratio_rule = rule.for_comparisons(tests, separate=offsets_unknown(case, shared))
         for metric in RATIO_METRICS:
             if has_metric(case, metric):
                 aa = aa_noise(case, metric) or cached.get(case.case_id, {}).get(metric)
