@@ -85,7 +85,7 @@ def _all_exceed_share(exceed: list[bool], k: int) -> float:
 def replay_case(case: CaseData, m: int, args: argparse.Namespace, rng: random.Random) -> dict[str, float]:
     rule = Rule(alpha=per_test_alpha(args.budget, m), stages=args.stages, floor_pct=args.min_effect)
     fa, det = [], {lvl: [] for lvl in case.injected}
-    n_c = args.calibration
+    n_c = getattr(args, "calibration", CALIBRATION)  # callers that build their own Namespace: the default
     if len(case.unchanged) < n_c + args.window + args.stages:
         raise SystemExit(
             f"replay_decision: {case.name} has {len(case.unchanged)} unchanged processes; "
