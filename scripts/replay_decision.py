@@ -85,20 +85,17 @@ def _all_exceed_share(exceed: list[bool], k: int) -> float:
 def replay_case(case: CaseData, m: int, args: argparse.Namespace, rng: random.Random) -> dict[str, float]:
     rule = Rule(alpha=per_test_alpha(args.budget, m), stages=args.stages, floor_pct=args.min_effect)
     fa, det = [], {lvl: [] for lvl in case.injected}
-    if len(case.unchanged) < CALIBRATION + args.window + args.stages:
+    n_c = getattr(args, "calibration", CALIBRATION)  # callers that build their own Namespace: the default
+    if len(case.unchanged) < n_c + args.window + args.stages:
         raise SystemExit(
             f"replay_decision: {case.name} has {len(case.unchanged)} unchanged processes; "
             f"--window {args.window} leaves fewer than {args.stages} held out "
-            f"(at most --window {len(case.unchanged) - CALIBRATION - args.stages})"
+            f"(at most --window {len(case.unchanged) - n_c - args.stages})"
         )
     for _ in range(args.draws):
         pool = list(case.unchanged)
         rng.shuffle(pool)
-        calib, window, held = (
-            pool[:CALIBRATION],
-            pool[CALIBRATION : CALIBRATION + args.window],
-            pool[CALIBRATION + args.window :],
-        )
+        calib, window, held = pool[:n_c], pool[n_c : n_c + args.window], pool[n_c + args.window :]
         noise = estimate_noise(calib, window, NOISE_FLOOR_PCT)
         probe = decide(calib, [held[0]], noise, rule)
         t = probe.threshold_pct
@@ -220,6 +217,12 @@ def main(argv: list[str] | None = None) -> int:
         help="history window (passing runs) beside the calibration; the shipped noise_window is 30, "
         "the recorded sessions allow 10 with 8 processes held out (the rule asks for up to 8 at 1,000 cases "
         "with 16 reference processes)",
+    )
+    p.add_argument(
+        "--calibration",
+        type=int,
+        default=CALIBRATION,
+        help="calibration processes per draw (perfgate calibrate takes 10 up to 437 cases, 12 at 1,000)",
     )
     p.add_argument("--stages", type=int, default=3, help="processes a failure needs (1 + confirm_runs)")
     p.add_argument("--budget", type=float, default=1.0, help="per-run false-alarm budget (%%)")

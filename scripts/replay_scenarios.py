@@ -1,12 +1,15 @@
 """The outside statistics review's scenarios, replayed on the SHIPPED gate with a real SQLite history.
 
-    python scripts/replay_scenarios.py [--calibrations 6] [--scenario NAME ...] [--quick] [--json OUT]
+    python scripts/replay_scenarios.py [--calibrations 6] [--scenario NAME ...] [--calibration-processes N]
+                                       [--json OUT]
 
 Each scenario is a suite of simulated cases whose process values follow a noise model (Gaussian, a second
 mode, heavy tails) and an environment over time (a driver update, a new mode, machine drift) and, for the
 code scenarios, a change to one case (a creep, a step). For every independent calibration:
 
-1. `perfgate calibrate`'s baseline: `calibrated_baseline` over six simulated processes, written to a file;
+1. `perfgate calibrate`'s baseline: `calibrated_baseline` over as many simulated processes as `perfgate
+   calibrate` takes without --runs for the suite's size (baseline/calibrate.py processes_for: 10 up to 437
+   cases, 12 at 1,000), or `--calibration-processes N` (6: the README's command before issue 31's sizing);
 2. then one gate run per commit on `main`, each through `perfgate.gate.run.run_gate`, the function
    `pytest --perfgate` calls: the noise window read from the SQLite history (store/window.py), suspects
    re-measured by a confirmer that draws fresh processes (gate/confirm.py), the verdicts, the findings
@@ -46,7 +49,6 @@ from perfgate.stats import summarize
 
 ENV = Environment("cuda", "Simulated H100", compute_capability="9.0", driver_version="550.54")
 UPDATED = replace(ENV, driver_version="555.42")
-CALIBRATION_PROCESSES = 6
 REANCHOR_AFTER = 3  # the simulated user re-anchors when this many of the last REANCHOR_RUNS runs named a
 REANCHOR_RUNS = 5  # common-mode shift, the first of them included (a shift that persists, not one odd process)
 
@@ -79,6 +81,7 @@ TWO_MODES = Noise("two modes (20% +2%, 0.3%)", 0.3, 0.2, 2.0)
 HEAVY = Noise("heavy tails (t3, 0.5%)", 0.5, tail_df=3.0)
 OUTLIERS = Noise("rare outliers (1% of processes 2x, 0.3%)", 0.3, 0.01, 100.0)
 LOW = Noise("low noise (0.2%)", 0.2)
+MODE40 = Noise("two modes (40% +3%, 0.2%)", 0.2, 0.4, 3.0)
 MIX = (QUIET, SMALL, GEMM, QUIET, SMALL, QUIET, GEMM, QUIET, SMALL, QUIET)
 CASE_0 = frozenset({0})  # the case a code scenario changes
 
@@ -128,6 +131,8 @@ SCENARIOS = {
         Scenario("+3% step on 12 us", (SMALL,) + MIX[1:], 40, code_step_pct=3.0, changed_cases=CASE_0),
         Scenario("first run: two modes, 100 cases", (TWO_MODES,) * 100, 1, first_run_only=True),
         Scenario("first run: two modes, 1000 cases", (TWO_MODES,) * 1000, 1, first_run_only=True),
+        Scenario("first run: two modes 40% +3%, 100 cases", (MODE40,) * 100, 1, first_run_only=True),
+        Scenario("first run: two modes 40% +3%, 1000 cases", (MODE40,) * 1000, 1, first_run_only=True),
         Scenario("first run: Gaussian 0.3%, 100 cases", (QUIET,) * 100, 1, first_run_only=True),
         Scenario("first run: heavy tails, 100 cases", (HEAVY,) * 100, 1, first_run_only=True),
         # noise models the rule was not developed against (the self-check of docs/accuracy.md)
@@ -198,8 +203,8 @@ class Tally:
 class Replica:
     """One calibration of one scenario, in its own directory and history."""
 
-    def __init__(self, scenario: Scenario, seed: int, root: Path) -> None:
-        self.s, self.rng, self.root = scenario, np.random.default_rng(seed), root
+    def __init__(self, scenario: Scenario, seed: int, root: Path, processes: int) -> None:
+        self.s, self.rng, self.root, self.processes = scenario, np.random.default_rng(seed), root, processes
         self.ids = [f"sim/test_case.py::test_{i:04d}" for i in range(len(scenario.noises))]
         self.base_ms = 0.05 * np.exp(self.rng.uniform(0, 4, len(self.ids)))
         self.settings = Settings(
@@ -227,7 +232,7 @@ class Replica:
         return [_result(cid, self.value(i, run, state)) for i, cid in enumerate(self.ids)]
 
     def calibrate(self) -> None:
-        runs = [_run(ENV, self.process(0), -p - 1, RunKind.CALIBRATION) for p in range(CALIBRATION_PROCESSES)]
+        runs = [_run(ENV, self.process(0), -p - 1, RunKind.CALIBRATION) for p in range(self.processes)]
         b = calibrated_baseline(None, runs, self.path, "sim", "simulated calibration", self.settings)
         write_baseline(b)
 
@@ -273,9 +278,20 @@ class Replica:
             raise SystemExit(f"replay_scenarios: perfgate baseline reanchor exited {code}")
 
 
-def replay(scenario: Scenario, seed: int, tally: Tally, quiet_out: Callable[[], object]) -> None:
+def calibration_processes(scenario: Scenario, chosen: int | None) -> int:
+    """What `perfgate calibrate` takes for this suite without --runs, unless `chosen`."""
+    if chosen is not None:
+        return chosen
+    from perfgate.baseline.calibrate import processes_for
+
+    return processes_for(len(scenario.noises), Settings().false_alarm_pct)
+
+
+def replay(
+    scenario: Scenario, seed: int, tally: Tally, quiet_out: Callable[[], object], processes: int | None = None
+) -> None:
     with tempfile.TemporaryDirectory(prefix="perfgate-scenario-") as tmp:
-        rep = Replica(scenario, seed, Path(tmp))
+        rep = Replica(scenario, seed, Path(tmp), calibration_processes(scenario, processes))
         rep.calibrate()
         named: int | None = None
         seen: set[str] = set()
@@ -340,11 +356,12 @@ def wilson(k: int, n: int) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def summary(name: str, t: Tally, calibrations: int) -> dict[str, object]:
+def summary(name: str, t: Tally, calibrations: int, processes: int) -> dict[str, object]:
     lo, hi = wilson(t.failed_unchanged, t.runs)
     out: dict[str, object] = {
         "scenario": name,
         "calibrations": calibrations,
+        "calibration_processes": processes,
         "runs": t.runs,
         "failed_unchanged_runs": t.failed_unchanged,
         "failed_unchanged_pct": 100.0 * t.failed_unchanged / max(1, t.runs),
@@ -373,7 +390,8 @@ def render(rows: Sequence[dict[str, object]]) -> str:
     for r in rows:
         lo, hi = r["failed_unchanged_ci_pct"]  # type: ignore[misc]
         line = (
-            f"{r['scenario']:38s} calibrations {r['calibrations']:4d}  runs {r['runs']:5d}  failed unchanged "
+            f"{r['scenario']:42s} calibrations {r['calibrations']:4d} x {r['calibration_processes']:2d} processes  "
+            f"runs {r['runs']:5d}  failed unchanged "
             f"{r['failed_unchanged_runs']:4d} ({r['failed_unchanged_pct']:.2f}%, 95% {lo:.2f}-{hi:.2f}%)"
         )
         if r.get("reanchors"):
@@ -420,7 +438,9 @@ class _Silence:
         self._null.close()
 
 
-def run(names: Sequence[str], calibrations: int, first_run_calibrations: int, seed: int) -> list[dict[str, object]]:
+def run(
+    names: Sequence[str], calibrations: int, first_run_calibrations: int, seed: int, processes: int | None = None
+) -> list[dict[str, object]]:
     from perfgate.report.progress import open_progress
 
     os.environ.pop("GITHUB_STEP_SUMMARY", None)
@@ -431,8 +451,8 @@ def run(names: Sequence[str], calibrations: int, first_run_calibrations: int, se
             n = first_run_calibrations if s.first_run_only else calibrations
             tally = Tally()
             for c in range(n):
-                replay(s, seed * 100_003 + k * 1009 + c, tally, _Silence)
-            rows.append(summary(name, tally, n))
+                replay(s, seed * 100_003 + k * 1009 + c, tally, _Silence, processes)
+            rows.append(summary(name, tally, n, calibration_processes(s, processes)))
             task.advance(name)
     return rows
 
@@ -443,9 +463,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--first-run-calibrations", type=int, default=400, help="calibrations per first-run scenario")
     p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="only these (repeatable)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument(
+        "--calibration-processes",
+        type=int,
+        help="processes per calibration (default: what perfgate calibrate takes without --runs for the suite)",
+    )
     p.add_argument("--json", type=Path, help="write the rows here")
     args = p.parse_args(argv)
-    rows = run(args.scenario or list(SCENARIOS), args.calibrations, args.first_run_calibrations, args.seed)
+    names = args.scenario or list(SCENARIOS)
+    rows = run(names, args.calibrations, args.first_run_calibrations, args.seed, args.calibration_processes)
     print(render(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

@@ -5,37 +5,73 @@ case, the median of the process medians, every process median, the between-proce
 the case can detect; later `pytest --perfgate` runs gate on that noise (gate/decision.py). With
 `pin_autotune`, the first process's autotune choices are held in the others, so the calibration measures
 noise, not the autotuner changing its mind.
+
+How many processes, unless the caller says: enough for the run's false-alarm budget to hold for noise of
+any shape from the first gate run on (`processes_for`): the rank bound of gate/decision.py needs n reference
+processes with 1 / C(n + 8, 8) within the per-test alpha, so 10 up to 437 gated tests, 12 at 1,000, 17 at
+10,000 (at a 1% budget). Process 1 finds out how many tests the suite has.
 """
 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate.baseline.write import updated_baseline, write_baseline
 from perfgate.config.settings import Settings
 from perfgate.errors import PerfgateError
+from perfgate.gate.decision import per_test_alpha, reference_processes_needed
 from perfgate.measure.environment import utc_now, who
 from perfgate.measure.processes import ChildRun, ChildRunner
-from perfgate.model import Run, RunKind
+from perfgate.model import CaseResult, Run, RunKind
 from perfgate.report.progress import Progress, QuietProgress
+
+DEFAULT_PROCESSES = 10  # the fewest a calibration takes unless told: the noise known to -27%/+65% (90%, 9 df)
 
 
 @dataclass(frozen=True)
 class Calibration:
     runs: tuple[Run, ...]
     autotuned_first: bool  # process 1 ran the autotuners and pinned the others: a warm-up for those cases
+    processes: int  # the processes each case's noise comes from (the warm-up not counted)
+    sized_for: int | None = None  # the gated tests the count was chosen for (None: the caller chose it)
 
 
-def calibrate(settings: Settings, runs: int, pytest_args: list[str], progress: Progress | None = None) -> Calibration:
+def processes_for(gated_tests: int, false_alarm_pct: float) -> int:
+    """Calibration processes for `gated_tests` tests to keep the run's false-alarm budget from the first
+    gate run, whatever the noise's shape (two modes, heavy tails): at least DEFAULT_PROCESSES, and as many
+    reference processes as the rank bound needs to reach the per-test alpha with the most confirmation
+    processes a failure may ask for (gate/decision.py reference_processes_needed)."""
+    return max(DEFAULT_PROCESSES, reference_processes_needed(per_test_alpha(false_alarm_pct, gated_tests)))
+
+
+def gated_count(results: Sequence[CaseResult], known_case_ids: Collection[str], settings: Settings) -> int:
+    """The gated tests of the baseline this calibration writes (gate/compare.py gated_tests): one a case,
+    two for a case with a reference when its time is gated too; cases the baseline keeps count once."""
+    per_ref = 2 if settings.gate_time_with_reference else 1
+    measured = {r.case_id: per_ref if r.speedup is not None else 1 for r in results}
+    return sum(measured.values()) + len(set(known_case_ids) - set(measured))
+
+
+def calibrate(
+    settings: Settings,
+    runs: int | None,
+    pytest_args: list[str],
+    progress: Progress | None = None,
+    keep_cases: bool = True,
+) -> Calibration:
     """N fresh measuring processes (N + 1 when the first autotunes: it pins the others and is a warm-up for
-    its autotuned cases) -> their runs (one environment); PerfgateError if any process failed. `progress`
-    shows each process and its cases as they are measured (none: nothing shown)."""
+    its autotuned cases) -> their runs (one environment); PerfgateError if any process failed. `runs=None`:
+    N from the suite's size by `processes_for`: the cases process 1 measured and, with `keep_cases`, the
+    other cases of the baseline file it will update. `progress` shows each process and its cases as they
+    are measured (none: nothing shown)."""
     shown: Progress = progress if progress is not None else QuietProgress()
     runner = ChildRunner(settings.rootdir, settings, settings.baseline_file)
     out: list[Run] = []
-    total, autotuned = runs, False
+    wanted = runs if runs is not None else DEFAULT_PROCESSES  # until process 1 has counted the cases
+    total, autotuned, sized_for = wanted, False, None
     with tempfile.TemporaryDirectory(prefix="perfgate-calibrate-") as tmp:
         while len(out) < total:
             i = len(out) + 1
@@ -46,10 +82,34 @@ def calibrate(settings: Settings, runs: int, pytest_args: list[str], progress: P
             _check_child(i, child, out)
             run = _as_run(child, settings.rootdir, started_at)
             out.append(run)
-            if i == 1 and settings.pin_autotune and any(r.autotune for r in run.results):
+            if i > 1:
+                continue
+            if runs is None:
+                sized_for = gated_count(run.results, _kept_case_ids(settings, run) if keep_cases else (), settings)
+                wanted = processes_for(sized_for, settings.false_alarm_pct)
+                shown.note(
+                    f"perfgate: {sized_for} gated test(s): {wanted} calibration processes hold the "
+                    f"{settings.false_alarm_pct:g}% false-alarm budget from the first gate run whatever the "
+                    f"noise's shape (--runs N chooses another number)"
+                )
+            total = wanted
+            if settings.pin_autotune and any(r.autotune for r in run.results):
                 runner = _pinned_runner(settings, run, Path(tmp))
-                total, autotuned = runs + 1, True
-    return Calibration(tuple(out), autotuned)
+                total, autotuned = wanted + 1, True
+    return Calibration(tuple(out), autotuned, wanted, sized_for)
+
+
+def _kept_case_ids(settings: Settings, first: Run) -> Collection[str]:
+    """The cases of the baseline file this calibration updates (kept there, so gated with the others); one
+    that does not load counts nothing here (writing the baseline says what is wrong with it)."""
+    from perfgate.baseline import baseline_path, load_baseline
+
+    path = settings.baseline_file or baseline_path(settings.baseline_dir, first.environment)
+    try:
+        old = load_baseline(path)
+    except PerfgateError:
+        return ()
+    return tuple(old.cases) if old is not None else ()
 
 
 def _check_child(i: int, child: ChildRun, earlier: list[Run]) -> None:

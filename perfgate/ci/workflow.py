@@ -238,7 +238,11 @@ def _baseline_workflow(c: jobs.Choices, name: str) -> dict[str, Any]:
                         "required": True,
                         "type": "string",
                     },
-                    "runs": {"description": "Fresh processes to calibrate from", "default": 6, "type": "number"},
+                    "runs": {
+                        "description": "Fresh processes to calibrate from (0: as many as the suite's size needs)",
+                        "default": 0,
+                        "type": "number",
+                    },
                 }
             }
         },

@@ -157,7 +157,9 @@ def calibrate_job(c: Choices) -> dict[str, Any]:
         "mkdir -p new old\n"
         "cp -r baselines/. old/ 2>/dev/null || true\n"
         'read -r -a args <<< "$PYTEST_ARGS"\n'
-        'python -m perfgate calibrate --runs "$RUNS" --reason "$REASON" --replace --no-store -- "${args[@]}"\n'
+        "runs=()\n"
+        '[ "$RUNS" = 0 ] || runs=(--runs "$RUNS")  # 0: as many as the suite\'s size needs\n'
+        'python -m perfgate calibrate "${runs[@]}" --reason "$REASON" --replace --no-store -- "${args[@]}"\n'
         "cp -r baselines/. new/\n"
     )
     return {

@@ -84,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
         description="performance gate for GPU kernels",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=examples_text(
-            "perfgate calibrate --runs 6 --reason 'first baseline'",
+            "perfgate calibrate --reason 'first baseline'",
             "perfgate compare --summary summary.md",
             "perfgate ab main",
         ),

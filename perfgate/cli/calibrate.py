@@ -22,17 +22,17 @@ MIN_RUNS = 3
 
 
 def calibrate_command(args: argparse.Namespace) -> int:
-    if args.runs < MIN_RUNS:
+    if args.runs is not None and args.runs < MIN_RUNS:
         raise ConfigError(
             f"perfgate calibrate: --runs must be at least {MIN_RUNS} (between-process noise needs "
-            f"several processes; 10 is a good default)"
+            f"several processes; without --runs the suite's size decides, at least 10)"
         )
     if not args.reason.strip():
         raise ConfigError("perfgate calibrate: --reason must say why the baseline changes")
     settings = command_settings(args, enabled=True)
     started = time.monotonic()
     with open_progress() as progress:
-        calibration = calibrate(settings, args.runs, list(args.pytest_args), progress)
+        calibration = calibrate(settings, args.runs, list(args.pytest_args), progress, keep_cases=not args.replace)
     runs = calibration.runs
     env = runs[0].environment
     path = settings.baseline_file or baseline_path(settings.baseline_dir, env)
@@ -55,7 +55,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
     print("\n".join(_table(new, measured, settings)))
     for line in calibration_notes(new, runs, calibration.autotuned_first, settings.ceiling_pct):
         print(line)
-    note = budget_note(len(new.cases), len(runs), settings.false_alarm_pct)
+    note = budget_note(len(new.cases), calibration.processes, settings.false_alarm_pct)
     if note:
         print(note)
     print(
