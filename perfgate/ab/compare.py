@@ -20,6 +20,7 @@ from perfgate.ab.findings import ab_findings
 from perfgate.ab.protocol import RoundSamples, Side
 from perfgate.baseline.write import case_from_result
 from perfgate.gate.compare import compare_metrics
+from perfgate.gate.pooled import OffsetPrior, offset_prior
 from perfgate.gate.ratio import (
     MIN_ROUNDS,
     AaNoise,
@@ -54,10 +55,12 @@ class AbRule:
     static: StaticRule = StaticRule()  # the static gate, head against base (gate/static.py)
     fresh_pair: bool = True  # a call is measured again by a fresh pair of processes (`ab_fresh_pair`)
 
-    def for_comparisons(self, m: int, separate: bool = True) -> RatioRule:
+    def for_comparisons(self, m: int, separate: bool = True, prior: OffsetPrior | None = None) -> RatioRule:
         """The ratio rule of one of the run's m comparisons; `separate`: base and head ran in processes of
-        their own (False: threads of one shared process), which decides how process offsets are bounded."""
+        their own (False: threads of one shared process), which decides how process offsets are bounded;
+        `prior`: the run's pooled offset variance that bound borrows (host_prior)."""
         return RatioRule(
+            prior=prior if separate else None,
             alpha=self.false_alarm_pct / 100.0 / max(1, m),
             stages=self.stages,
             min_effect_pct=self.min_effect_pct,
@@ -139,6 +142,20 @@ def offsets_unknown(case: CaseRounds, shared: bool) -> bool:
     return any(t is not Timer.CUDA_EVENT for t in timers)
 
 
+def host_prior(m: Measurement, cached: AaCases, metric: str) -> OffsetPrior | None:
+    """The offset variance pooled over a shared run's host-clock cases (gate/pooled.py), from each one's A/A
+    twin (measured here, else cached): the bound of offsets_unknown borrows it. None in separate processes
+    (CUDA cases and separate processes keep their own draws) and under pooled.MIN_CASES such cases."""
+    if not m.shared:
+        return None
+    twins = [
+        aa_noise(case, metric) or cached.get(case.case_id, {}).get(metric)
+        for case in m.cases
+        if has_metric(case, metric) and offsets_unknown(case, m.shared)
+    ]
+    return offset_prior([aa.mean_log for aa in twins if aa is not None and aa.rounds >= 2])
+
+
 def gated_count(cases: Sequence[CaseRounds]) -> int:
     """m: the run's ratio comparisons (time for every paired case, speedup where both have a reference)."""
     return sum(has_metric(c, metric) for c in cases for metric in RATIO_METRICS)
@@ -217,6 +234,7 @@ def compare_ab(
     decisions: dict[tuple[str, str], RatioDecision] = {}
     measured_aa: dict[str, dict[str, AaNoise]] = {}
     unmeasured = _why_unmeasured(m)  # once: per case it was cases x collect errors each time
+    priors = {metric: host_prior(m, cached, metric) for metric in RATIO_METRICS}
     for case in m.cases:
         why = (incomparable or {}).get(case.case_id)
         if why is not None:
@@ -229,7 +247,8 @@ def compare_ab(
             if not has_metric(case, metric):
                 continue
             cached_aa = cached.get(case.case_id, {}).get(metric)
-            ratio_rule = rule.for_comparisons(gated, separate=offsets_unknown(case, m.shared))
+            separate = offsets_unknown(case, m.shared)
+            ratio_rule = rule.for_comparisons(gated, separate, priors[metric] if m.shared else None)
             decision = judge_case(case, metric, cached_aa, ratio_rule, fresh)
             if decision is not None:
                 decisions[(case.case_id, metric)] = decision

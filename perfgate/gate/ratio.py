@@ -88,6 +88,7 @@ from statistics import NormalDist
 import numpy as np
 
 from perfgate.gate.decision import GROSS_PCT, POWER
+from perfgate.gate.pooled import OffsetPrior, pooled_d2
 from perfgate.model import Verdict
 from perfgate.stats import FloatArray, normal_sf
 from perfgate.stats import t_quantile as _t_quantile
@@ -138,6 +139,7 @@ class RatioRule:
     min_effect_pct: float = 1.0
     separate: bool = True  # base and head in processes of their own (False: threads of one shared process)
     fresh_pair: bool = True  # a call is measured again by a fresh pair of processes (`ab_fresh_pair`)
+    prior: OffsetPrior | None = None  # separate: the run's pooled offset variance (gate/pooled.py)
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,7 @@ class RatioDecision:
     separate: bool = True
     planned_rounds: float = 0.0  # the rounds K stages would have (what "detects" assumes)
     gross: bool = False  # separate: called by the gross rule (beyond threshold_pct in every pair of processes)
+    prior: OffsetPrior | None = None  # separate: the run's pooled offset variance the bound borrows
 
     @property
     def ratio(self) -> float:
@@ -223,14 +226,22 @@ def offset_var(draws: Sequence[OffsetDraw]) -> float:
     return max(0.0, math.fsum(d.mean_log**2 - d.rounds_var for d in draws) / len(draws))
 
 
-def bound_threshold(rounds_var: float, weight: float, draws: Sequence[OffsetDraw], alpha: float, floor: float) -> float:
+def bound_threshold(
+    rounds_var: float,
+    weight: float,
+    draws: Sequence[OffsetDraw],
+    alpha: float,
+    floor: float,
+    prior: OffsetPrior | None = None,
+) -> float:
     """T for a mean whose process offsets are unknown (separate processes): t(1 - alpha) at as many dof as there
     are draws, over sqrt(rounds_var + weight * mean(d^2)); `weight` is the offset's share in that mean (1 for
-    one pair, 1/2 for two). Infinite without a draw: nothing bounds the offset."""
+    one pair, 1/2 for two). With the run's `prior` (gate/pooled.py) mean(d^2) is moderated and the dof are
+    d0 + draws. Infinite without a draw: nothing bounds the offset."""
     if not draws:
         return math.inf
-    mean_d2 = math.fsum(d.mean_log**2 for d in draws) / len(draws)
-    return max(floor, t_quantile(1.0 - alpha, len(draws)) * math.sqrt(rounds_var + weight * mean_d2))
+    var, dof = pooled_d2([d.mean_log**2 for d in draws], prior)
+    return max(floor, t_quantile(1.0 - alpha, dof) * math.sqrt(rounds_var + weight * var))
 
 
 def decide_ratio(
@@ -260,6 +271,9 @@ def decide_ratio(
     s2 = ss / dof
     draws = (OffsetDraw(aa.mean_log, s2 / aa.rounds),) if aa is not None and aa.rounds >= 2 else ()
     p2 = offset_var(draws)
+    if rule.separate and rule.prior is not None and draws:
+        # the screen and the band too take the run's pooled offset variance, less the twin's own rounds' part
+        p2 = max(0.0, pooled_d2([d.mean_log**2 for d in draws], rule.prior)[0] - draws[0].rounds_var)
     floor = math.log1p(rule.min_effect_pct / 100.0)
     c = t_quantile(1.0 - rule.alpha, dof)
     se = math.sqrt(s2 / n + p2)
@@ -302,6 +316,7 @@ def decide_ratio(
         floor_log=floor,
         separate=rule.separate,
         planned_rounds=planned,
+        prior=rule.prior,
     )
     if not with_detects:
         return decision
@@ -322,9 +337,10 @@ def with_fresh_pair(first: RatioDecision, fresh: RatioDecision) -> RatioDecision
     mean = (first.mean_log + fresh.mean_log) / 2.0
     p2 = offset_var(draws)
     if separate:
-        threshold = bound_threshold(rounds_var, 0.5, draws, first.alpha, first.floor_log)
-        se = math.sqrt(rounds_var + 0.5 * math.fsum(d.mean_log**2 for d in draws) / len(draws))
-        half = t_quantile(0.5 + CI_CONFIDENCE / 2, len(draws)) * se
+        threshold = bound_threshold(rounds_var, 0.5, draws, first.alpha, first.floor_log, first.prior)
+        var, bound_dof = pooled_d2([d.mean_log**2 for d in draws], first.prior)
+        se = math.sqrt(rounds_var + 0.5 * var)
+        half = t_quantile(0.5 + CI_CONFIDENCE / 2, bound_dof) * se
     else:
         dof = first.dof + fresh.dof
         se = math.sqrt(rounds_var + p2 / 2.0)
@@ -379,7 +395,7 @@ def on_one_pair(first: RatioDecision) -> RatioDecision:
         return first
     if not first.separate:
         return replace(first, unrepeated=True)
-    threshold = bound_threshold(first.rounds_var_log, 1.0, first.draws, first.alpha, first.floor_log)
+    threshold = bound_threshold(first.rounds_var_log, 1.0, first.draws, first.alpha, first.floor_log, first.prior)
     verdict = first.verdict
     if not abs(first.mean_log) > threshold:
         verdict = Verdict.INCONCLUSIVE if first.verdict is Verdict.REGRESSED else Verdict.UNCHANGED
@@ -414,7 +430,7 @@ def detects_log(d: RatioDecision, fresh_pair: bool) -> float:
     first = max(d.floor_log, t_quantile(1.0 - d.alpha, d.dof) * one_pair)
     if not fresh_pair:
         if d.separate:
-            first = bound_threshold(rounds_var, 1.0, d.draws, d.alpha, d.floor_log)
+            first = bound_threshold(rounds_var, 1.0, d.draws, d.alpha, d.floor_log, d.prior)
         return first + Z_POWER * one_pair
     twin_abs, apart = _draw_nodes()
     d2 = (math.sqrt(p2 + rounds_var) * twin_abs)[:, None] ** 2  # the fresh twin's draw, squared
@@ -422,8 +438,9 @@ def detects_log(d: RatioDecision, fresh_pair: bool) -> float:
     known = math.fsum(x.mean_log**2 for x in d.draws)
     draws = len(d.draws) + 2
     if d.separate:
-        spread = rounds_var / 2.0 + (known + d2 + d3**2) / (2.0 * draws)
-        second = np.maximum(d.floor_log, t_quantile(1.0 - d.alpha, draws) * np.sqrt(spread))
+        d0, s0 = (d.prior.dof, d.prior.var_log) if d.prior is not None else (0, 0.0)
+        spread = rounds_var / 2.0 + (d0 * s0 + known + d2 + d3**2) / (2.0 * (d0 + draws))
+        second = np.maximum(d.floor_log, t_quantile(1.0 - d.alpha, d0 + draws) * np.sqrt(spread))
     else:
         excess = known - math.fsum(x.rounds_var for x in d.draws) + d2 + d3**2 - 2.0 * rounds_var
         spread = rounds_var / 2.0 + np.maximum(excess / draws, 0.0) / 2.0
