@@ -50,6 +50,8 @@ process mode, because what makes the bound hold is different:
                at K dof (m and the draws are independent normal), otherwise it is more concentrated: so
                P(called | unchanged) <= alpha whatever the offsets' size. A case whose offsets are large
                pays for it in what it detects (the 12 us add: ~10x its offset's sd), not in false alarms.
+               Host-clock cases in one shared process (`RatioRule.prior`) borrow the run's other cases'
+               draws: mean(d^2) moderated by a prior worth d0 draws, t at d0 + K dof (gate/pooled.py).
 
 The gross rule (separate processes): the two-pair test pays for its bound with few draws (K <= 3 dof), so a
 gross slowdown whose pairs disagree in size (a loaded host: 3.0x in one pair, 4.0x in the other) would make
