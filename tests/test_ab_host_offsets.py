@@ -6,39 +6,21 @@ pair +9.0%, its twins' offsets small."""
 
 from __future__ import annotations
 
-import math
-import random
-
-import numpy as np
 import pytest
 
 from perfgate.ab.compare import AbRule, compare_ab
-from perfgate.ab.coordinator import CaseRounds, Measurement, SideRounds
-from perfgate.ab.protocol import Prepared, RoundSamples, Side
-from perfgate.ab.schedule import round_orders
+from perfgate.ab.coordinator import CaseRounds, Measurement
+from perfgate.ab.protocol import Side
 from perfgate.metrics import TIME_METRIC
-from perfgate.model import CaseResult, Timer, Verdict
-from perfgate.stats import summarize
+from perfgate.model import Timer, Verdict
+from tests.steady_rounds import steady_case
 
 CASE = "test_perf.py::test_sort[52]"
 CALL_MS = 0.002
 
 
 def _pair(timer: Timer, head_pct: float, twin_pct: float, seed: int) -> CaseRounds:
-    """Three stages of 20 rounds of base, head and A/A twin, each side steady at its offset, 1% round noise."""
-    rng = np.random.default_rng(seed)
-    case = CaseRounds(CASE, CASE)
-    skeleton = CaseResult(CASE, summarize([CALL_MS], timer), (CALL_MS,), nodeid=CASE)
-    offsets = {Side.BASE: 0.0, Side.HEAD: head_pct, Side.AA: twin_pct}
-    for side in offsets:
-        case.sides[side] = SideRounds(Prepared(skeleton, CALL_MS))
-    for order in round_orders(tuple(offsets), 60, random.Random(seed)):
-        for side in order:
-            value = CALL_MS * (1 + offsets[side] / 100) * math.exp(float(rng.normal(0.0, 0.01)))
-            case.sides[side].rounds.append(RoundSamples((value,)))
-        case.orders.append(order)
-    case.stage_ends = [20, 40, 60]
-    return case
+    return steady_case(CASE, CALL_MS, head_pct, twin_pct, seed, timer)
 
 
 def _verdict(timer: Timer, first: tuple[float, float], fresh: tuple[float, float]) -> Verdict:

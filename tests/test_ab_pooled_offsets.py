@@ -5,41 +5,25 @@ fewer than pooled.MIN_CASES host cases keep each case's own test."""
 
 from __future__ import annotations
 
-import math
-import random
-
 import numpy as np
 import pytest
 from scipy import stats
 
 from perfgate.ab.compare import AbRule, compare_ab
-from perfgate.ab.coordinator import CaseRounds, Measurement, SideRounds
-from perfgate.ab.protocol import Prepared, RoundSamples, Side
-from perfgate.ab.schedule import round_orders
+from perfgate.ab.coordinator import CaseRounds, Measurement
+from perfgate.ab.protocol import Side
 from perfgate.gate.pooled import MIN_CASES, PRIOR_DOFS, offset_prior
 from perfgate.metrics import TIME_METRIC
-from perfgate.model import CaseResult, Timer, Verdict
-from perfgate.stats import summarize, t_quantile
+from perfgate.model import Timer, Verdict
+from perfgate.stats import t_quantile
+from tests.steady_rounds import steady_case
 
 CALL_MS = 0.015
 SLOW = "test_perf.py::test_sort[0]"
 
 
 def _case(case_id: str, head_pct: float, twin_pct: float, seed: int, timer: Timer = Timer.HOST) -> CaseRounds:
-    """Three stages of 20 rounds of base, head and A/A twin, each side steady at its offset, 1% round noise."""
-    rng = np.random.default_rng(seed)
-    case = CaseRounds(case_id, case_id)
-    skeleton = CaseResult(case_id, summarize([CALL_MS], timer), (CALL_MS,), nodeid=case_id)
-    offsets = {Side.BASE: 0.0, Side.HEAD: head_pct, Side.AA: twin_pct}
-    for side in offsets:
-        case.sides[side] = SideRounds(Prepared(skeleton, CALL_MS))
-    for order in round_orders(tuple(offsets), 60, random.Random(seed)):
-        for side in order:
-            value = CALL_MS * (1 + offsets[side] / 100) * math.exp(float(rng.normal(0.0, 0.01)))
-            case.sides[side].rounds.append(RoundSamples((value,)))
-        case.orders.append(order)
-    case.stage_ends = [20, 40, 60]
-    return case
+    return steady_case(case_id, CALL_MS, head_pct, twin_pct, seed, timer)
 
 
 def _run(offset_pct: list[float], slow_pct: float, seed: int) -> tuple[Verdict, list[Verdict]]:
