@@ -248,7 +248,7 @@ def compare_ab(
                 continue
             cached_aa = cached.get(case.case_id, {}).get(metric)
             separate = offsets_unknown(case, m.shared)
-            ratio_rule = rule.for_comparisons(gated, separate, priors[metric] if m.shared else None)
+            ratio_rule = rule.for_comparisons(gated, separate, priors[metric])  # None unless shared (host_prior)
             decision = judge_case(case, metric, cached_aa, ratio_rule, fresh)
             if decision is not None:
                 decisions[(case.case_id, metric)] = decision
