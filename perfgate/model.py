@@ -212,6 +212,10 @@ class NoiseEstimate:
     upper_pct: tuple[float, ...] = ()
     lower_pct: tuple[float, ...] = ()
     processes: int = 0  # reference processes behind the extremes (0: written before it was kept; df + 1)
+    # the window's own processes among them, as they entered the reference (most extreme first): the rank bound
+    # over these alone holds when the calibration did not see the machine as the gate does (a mode it missed)
+    window_upper_pct: tuple[float, ...] = ()
+    window_lower_pct: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -117,16 +117,20 @@ def decide(
     a = math.sqrt(1.0 + 1.0 / n_c + shift_variance)
     unit = noise.noise_pct * a
     n_ref = noise.processes or noise.df + 1
-    k = stages_needed(n_ref, rule.alpha, rule.stages, max(rule.stages, rule.max_stages))
+    most = max(rule.stages, rule.max_stages)
+    k = max(stages_needed(n_ref, rule.alpha, rule.stages, most), window_stages(noise.window_runs, rule.alpha, most))
 
-    def threshold(stages: int, extremes: tuple[float, ...]) -> float:
+    def threshold(stages: int, extremes: tuple[float, ...], own: tuple[float, ...]) -> float:
         normal = critical_value(stages, rule.alpha, n_c, noise.df) * unit
-        return max(rule.floor_pct, normal, rank_bound(extremes, n_ref, stages, rule.alpha))
+        ranks = rank_bound(extremes, n_ref, stages, rule.alpha)
+        return max(rule.floor_pct, normal, ranks, rank_bound(own, noise.window_runs, stages, rule.alpha))
 
-    t_k = threshold(k, noise.upper_pct)
-    t_now = t_k if j >= k else threshold(j, noise.upper_pct)  # confirmation cut short: charge what was measured
-    down_k = threshold(k, tuple(-d for d in noise.lower_pct))
-    down_now = down_k if j >= k else threshold(j, tuple(-d for d in noise.lower_pct))
+    up_ext, up_own = noise.upper_pct, noise.window_upper_pct
+    down_ext, down_own = tuple(-d for d in noise.lower_pct), tuple(-d for d in noise.window_lower_pct)
+    t_k = threshold(k, up_ext, up_own)
+    t_now = t_k if j >= k else threshold(j, up_ext, up_own)  # confirmation cut short: charge what was measured
+    down_k = threshold(k, down_ext, down_own)
+    down_now = down_k if j >= k else threshold(j, down_ext, down_own)
     se = noise.noise_pct * math.sqrt(1.0 / j + 1.0 / n_c + shift_variance)
     verdict = Verdict.UNCHANGED
     if all(d > t_now for d in up):
@@ -200,6 +204,19 @@ def stages_needed(n_ref: int, alpha: float, least: int, most: int) -> int:
     while k < most and math.comb(n_ref + k, k) * alpha < k + 1:  # C(k + 1, k) = k + 1: the second extreme
         k += 1
     return k
+
+
+def window_stages(window: int, alpha: float, most: int) -> int:
+    """The fewest processes (at most `most`) for which the rank bound over the window's own `window` processes
+    reaches alpha at their most extreme: all k fresh processes of unchanged code beyond the largest of n
+    exchangeable ones has probability 1 / C(n + k, k). That bound is the one that holds when the calibration
+    did not see the machine as the gate does (a mode it missed, or one that appeared after it), and only the
+    window's processes are exchangeable with the fresh ones. 0 (no demand) when no `most` reach it: the
+    window is too short to say anything alone (9 processes at alpha = 1e-4 need 8)."""
+    for k in range(1, most + 1):
+        if math.comb(window + k, k) * alpha >= 1.0:
+            return k
+    return 0
 
 
 def noise_band_pct(noise_pct: float, df: int, processes: int, n_centre: int) -> float:

@@ -58,11 +58,10 @@ def estimate_noise(calibration: Sequence[float], window: Sequence[float], floor_
     slope = theil_sen_slope(win) if len(win) >= DETREND_MIN_RUNS else 0.0
     if win_df and cal and not window_moved(ranked, win, centre, residuals, win_df, slope):
         ranked += [100.0 * (v - centre) / centre for v in win]  # where they are: exchangeable, exact
-    elif win_df:  # moved: its shape about its median line, at the calibration's median, spread like fresh
-        cal_median = statistics.median(ranked) if ranked else 0.0
-        widen = math.sqrt(len(win) / win_df)
-        ranked += [cal_median + r * widen for r in window_shape_pct(win, slope)]
+    elif win_df:  # moved: its shape, its lower part at the calibration's, spread like fresh processes
+        ranked += window_placed_pct(ranked, win, slope, math.sqrt(len(win) / win_df))
     odd = _isolated_index(sorted(range(len(ranked)), key=ranked.__getitem__), ranked)
+    own = _window_own(ranked[len(cal) :])
     kept_cal = [d for i, d in enumerate(ranked[: len(cal)]) if i != odd]
     kept_mean = math.fsum(kept_cal) / len(kept_cal) if kept_cal else 0.0
     spread = [d - kept_mean for d in kept_cal] + [r for i, r in enumerate(residuals, len(cal)) if i != odd]
@@ -79,7 +78,43 @@ def estimate_noise(calibration: Sequence[float], window: Sequence[float], floor_
         upper_pct=tuple(round(d, 6) for d in ordered[::-1][:EXTREMES_KEPT]),
         lower_pct=tuple(round(d, 6) for d in ordered[:EXTREMES_KEPT]),
         processes=len(ranked),
+        window_upper_pct=tuple(round(d, 6) for d in own[::-1][:EXTREMES_KEPT]),
+        window_lower_pct=tuple(round(d, 6) for d in own[:EXTREMES_KEPT]),
     )
+
+
+def _window_own(placed: Sequence[float]) -> list[float]:
+    """The window's processes as placed in the reference, sorted, without the one that stands apart from all
+    the others when the window alone holds EXCLUSION_MIN_PROCESSES (a process of a slower mode alone among
+    fewer is what protects that mode; among 20 of a window it is rare, and a wild one would blind the case)."""
+    odd = _isolated_index(sorted(range(len(placed)), key=placed.__getitem__), placed)
+    return sorted(d for i, d in enumerate(placed) if i != odd)
+
+
+ANCHOR_QUANTILE = 0.2  # a moved window's shape is placed by this quantile: below any slower mode of < 80%
+
+
+def window_placed_pct(cal_pct: Sequence[float], win: Sequence[float], slope: float, widen: float) -> list[float]:
+    """A moved window's values as reference processes (%, oldest first): its shape about its median line
+    (`window_shape_pct`), widened to spread like fresh processes, placed so that its lower ANCHOR_QUANTILE
+    sits at the calibration's. Location goes (a window 3% slow throughout, or creeping, lands on the
+    calibration's level) and modes stay: when a slower mode holds most of a window, its median and quartiles
+    sit in that mode, but its faster processes are still at the calibration's level, and the slow ones stay
+    3% above them (issue 31: placed by its median, a window 6 of 7 slow dropped the mode and failed
+    unchanged code). Without calibration values the shape stays about its median."""
+    shape = [r * widen for r in window_shape_pct(win, slope)]
+    if not cal_pct:
+        return shape
+    anchor = _quantile(cal_pct, ANCHOR_QUANTILE) - _quantile(shape, ANCHOR_QUANTILE)
+    return [anchor + r for r in shape]
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    """The q-quantile of `values` by linear interpolation between order statistics (numpy's default)."""
+    v = sorted(values)
+    at = q * (len(v) - 1)
+    low = math.floor(at)
+    return v[low] + (at - low) * (v[min(low + 1, len(v) - 1)] - v[low])
 
 
 def window_residuals_pct(values: Sequence[float]) -> tuple[list[float], int]:
