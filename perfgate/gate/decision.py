@@ -17,7 +17,11 @@ is better for both), and:
   without the normal assumption: a rank bound on the reference processes themselves (`rank_bound`). A
   case whose processes fall in two modes (a third of them 4% slower, say) is protected by R as soon as
   the reference holds one process of the slower mode; c_k alone would let the slow mode fail whenever all k
-  processes draw it. The confirmation is charged to alpha, not an extra look.
+  processes draw it. The confirmation is charged to alpha, not an extra look. T also takes R_w, the same
+  bound over the noise window's own processes, and k is enough for it (`window_stages`): R assumes the
+  calibration saw the machine as the gate does, and where it missed a mode (or the mode came after it) only
+  the window's processes are exchangeable with fresh ones (issue 31: ten fast calibration processes diluted
+  two slow window processes below R's reach, and 0.4^6 of unchanged runs failed the case).
 
     REGRESSED     all k changes > T          (fewer than k processes measured: all > T_j of j stages)
     IMPROVED      all k changes < -T         (likewise)
@@ -119,18 +123,8 @@ def decide(
     n_ref = noise.processes or noise.df + 1
     most = max(rule.stages, rule.max_stages)
     k = max(stages_needed(n_ref, rule.alpha, rule.stages, most), window_stages(noise.window_runs, rule.alpha, most))
-
-    def threshold(stages: int, extremes: tuple[float, ...], own: tuple[float, ...]) -> float:
-        normal = critical_value(stages, rule.alpha, n_c, noise.df) * unit
-        ranks = rank_bound(extremes, n_ref, stages, rule.alpha)
-        return max(rule.floor_pct, normal, ranks, rank_bound(own, noise.window_runs, stages, rule.alpha))
-
-    up_ext, up_own = noise.upper_pct, noise.window_upper_pct
-    down_ext, down_own = tuple(-d for d in noise.lower_pct), tuple(-d for d in noise.window_lower_pct)
-    t_k = threshold(k, up_ext, up_own)
-    t_now = t_k if j >= k else threshold(j, up_ext, up_own)  # confirmation cut short: charge what was measured
-    down_k = threshold(k, down_ext, down_own)
-    down_now = down_k if j >= k else threshold(j, down_ext, down_own)
+    t_k, down_k = _thresholds(noise, rule, n_c, unit, k)
+    t_now, down_now = (t_k, down_k) if j >= k else _thresholds(noise, rule, n_c, unit, j)  # cut short: as measured
     se = noise.noise_pct * math.sqrt(1.0 / j + 1.0 / n_c + shift_variance)
     verdict = Verdict.UNCHANGED
     if all(d > t_now for d in up):
@@ -158,6 +152,20 @@ def decide(
         suspect,
         stages=k,
     )
+
+
+def _thresholds(noise: NoiseEstimate, rule: Rule, n_c: int, unit: float, stages: int) -> tuple[float, float]:
+    """T above and below for `stages` processes: the floor, the normal-theory c_k * s * a, the rank bound R
+    over the whole reference and R_w over the window's own processes."""
+    n_ref = noise.processes or noise.df + 1
+    normal = critical_value(stages, rule.alpha, n_c, noise.df) * unit
+
+    def side(extremes: Sequence[float], own: Sequence[float]) -> float:
+        ranks = rank_bound(extremes, n_ref, stages, rule.alpha)
+        return max(rule.floor_pct, normal, ranks, rank_bound(own, noise.window_runs, stages, rule.alpha))
+
+    up = side(noise.upper_pct, noise.window_upper_pct)
+    return up, side([-d for d in noise.lower_pct], [-d for d in noise.window_lower_pct])
 
 
 def _without_noise(

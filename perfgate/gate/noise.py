@@ -17,6 +17,9 @@ EXCLUSION_MIN_PROCESSES reference processes nothing is left out of s; from there
 stands apart from all the others (a 12 us add measured at 23 us once in 28 processes) is left out of s
 only. No process is ever left out of the extremes: a process of a slower mode that happens to be alone in
 the reference is what keeps that mode from failing the case (the earlier rule dropped it as "isolated").
+The window's own processes, as they joined the reference, are kept apart too (`window_upper_pct`): their
+rank bound holds where the calibration missed a mode the gate's processes land in (gate/decision.py); the
+one that stands apart from all the others is left out of them only when the window alone holds 20.
 """
 
 from __future__ import annotations
@@ -58,8 +61,10 @@ def estimate_noise(calibration: Sequence[float], window: Sequence[float], floor_
     slope = theil_sen_slope(win) if len(win) >= DETREND_MIN_RUNS else 0.0
     if win_df and cal and not window_moved(ranked, win, centre, residuals, win_df, slope):
         ranked += [100.0 * (v - centre) / centre for v in win]  # where they are: exchangeable, exact
-    elif win_df:  # moved: its shape, its lower part at the calibration's, spread like fresh processes
-        ranked += window_placed_pct(ranked, win, slope, math.sqrt(len(win) / win_df))
+    elif win_df:  # moved: its shape about its median line, at the calibration's median, spread like fresh
+        cal_median = statistics.median(ranked) if ranked else 0.0
+        widen = math.sqrt(len(win) / win_df)
+        ranked += [cal_median + r * widen for r in window_shape_pct(win, slope)]
     odd = _isolated_index(sorted(range(len(ranked)), key=ranked.__getitem__), ranked)
     own = _window_own(ranked[len(cal) :])
     kept_cal = [d for i, d in enumerate(ranked[: len(cal)]) if i != odd]
@@ -83,38 +88,18 @@ def estimate_noise(calibration: Sequence[float], window: Sequence[float], floor_
     )
 
 
+WILD_PCT = 25.0  # a window process this far from the centre is not a mode the window's own bound protects
+
+
 def _window_own(placed: Sequence[float]) -> list[float]:
-    """The window's processes as placed in the reference, sorted, without the one that stands apart from all
-    the others when the window alone holds EXCLUSION_MIN_PROCESSES (a process of a slower mode alone among
-    fewer is what protects that mode; among 20 of a window it is rare, and a wild one would blind the case)."""
-    odd = _isolated_index(sorted(range(len(placed)), key=placed.__getitem__), placed)
-    return sorted(d for i, d in enumerate(placed) if i != odd)
-
-
-ANCHOR_QUANTILE = 0.2  # a moved window's shape is placed by this quantile: below any slower mode of < 80%
-
-
-def window_placed_pct(cal_pct: Sequence[float], win: Sequence[float], slope: float, widen: float) -> list[float]:
-    """A moved window's values as reference processes (%, oldest first): its shape about its median line
-    (`window_shape_pct`), widened to spread like fresh processes, placed so that its lower ANCHOR_QUANTILE
-    sits at the calibration's. Location goes (a window 3% slow throughout, or creeping, lands on the
-    calibration's level) and modes stay: when a slower mode holds most of a window, its median and quartiles
-    sit in that mode, but its faster processes are still at the calibration's level, and the slow ones stay
-    3% above them (issue 31: placed by its median, a window 6 of 7 slow dropped the mode and failed
-    unchanged code). Without calibration values the shape stays about its median."""
-    shape = [r * widen for r in window_shape_pct(win, slope)]
-    if not cal_pct:
-        return shape
-    anchor = _quantile(cal_pct, ANCHOR_QUANTILE) - _quantile(shape, ANCHOR_QUANTILE)
-    return [anchor + r for r in shape]
-
-
-def _quantile(values: Sequence[float], q: float) -> float:
-    """The q-quantile of `values` by linear interpolation between order statistics (numpy's default)."""
-    v = sorted(values)
-    at = q * (len(v) - 1)
-    low = math.floor(at)
-    return v[low] + (at - low) * (v[min(low + 1, len(v) - 1)] - v[low])
+    """The window's processes as placed in the reference, sorted, for its own rank bound: without those
+    beyond WILD_PCT (a 12 us add once read at 23 us: as a window of 10's largest it made the case blind to
+    5% for as long as it stayed; the gross rule's 25% is where a change is never noise) and without the one
+    that stands apart from all the others when the window alone holds EXCLUSION_MIN_PROCESSES (alone among
+    fewer, a process of a slower mode is what protects that mode). Both stay in the whole reference."""
+    kept = [d for d in placed if abs(d) <= WILD_PCT]
+    odd = _isolated_index(sorted(range(len(kept)), key=kept.__getitem__), kept)
+    return sorted(d for i, d in enumerate(kept) if i != odd)
 
 
 def window_residuals_pct(values: Sequence[float]) -> tuple[list[float], int]:
