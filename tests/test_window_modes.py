@@ -2,6 +2,7 @@
 some of its processes, unchanged code whose fresh processes land in it passes within the per-test budget,
 while the window still estimates scale, never location (requirement 2)."""
 
+from dataclasses import replace
 from statistics import NormalDist
 
 import numpy as np
@@ -78,3 +79,12 @@ def test_the_window_s_own_extremes_are_stored_with_the_run_and_read_back(tmp_pat
             Run(RunInfo("2026-11-21T00:00:00+00:00", "2026-11-21T00:01:00+00:00"), HOST_ENV, (res,))
         )
         assert store.load_run(run_id).results[0].thresholds.time_noise == noise  # `perfgate compare` re-gates alike
+
+
+def test_a_run_stored_before_the_window_s_own_bound_re_gates_as_it_was_gated():
+    rng = np.random.default_rng(3)
+    now = estimate_noise(CALIBRATION, list(1.0 + 0.002 * rng.standard_normal(9)), 0.1)
+    assert now is not None
+    stored = replace(now, window_upper_pct=(), window_lower_pct=())  # what an earlier version wrote
+    assert decide(CALIBRATION, [1.0], stored, HUNDRED_CASES).stages == 6  # R alone: 19 reference processes
+    assert decide(CALIBRATION, [1.0], now, HUNDRED_CASES).stages == 7

@@ -122,7 +122,9 @@ def decide(
     unit = noise.noise_pct * a
     n_ref = noise.processes or noise.df + 1
     most = max(rule.stages, rule.max_stages)
-    k = max(stages_needed(n_ref, rule.alpha, rule.stages, most), window_stages(noise.window_runs, rule.alpha, most))
+    k = stages_needed(n_ref, rule.alpha, rule.stages, most)
+    if noise.window_upper_pct or noise.window_lower_pct:  # not on a run stored before R_w: it re-gates as it was
+        k = max(k, window_stages(noise.window_runs, rule.alpha, most))
     t_k, down_k = _thresholds(noise, rule, n_c, unit, k)
     t_now, down_now = (t_k, down_k) if j >= k else _thresholds(noise, rule, n_c, unit, j)  # cut short: as measured
     se = noise.noise_pct * math.sqrt(1.0 / j + 1.0 / n_c + shift_variance)
