@@ -69,7 +69,7 @@ class RoundPlan:
         lie more than how many samples a turn takes (lab/ab_host_samples.py on the loaded development machine:
         turns of 25 to 200 samples ~4 ms apart gave 20-round means of the same spread, sd 0.76-0.82%), while
         every sample of a turn costs time; a steady offset between the sides is the rule's to bound
-        (compare.offsets_unknown). CUDA events keep the round's share up to max_samples."""
+        (ratios.offsets_unknown). CUDA events keep the round's share up to max_samples."""
         if timer is Timer.CUDA_EVENT:
             fits = self.round_ms // max(per_call_ms, 1e-9)
         else:  # (1 ms / 0.05 ms is 19.999...: the turn's samples are counted, not floored below the count)
