@@ -74,7 +74,7 @@ def compare_ab(
 ) -> AbComparison:
     """`results`: the sides' cases when something was added to them (profiler metrics); default
     side_results(m). `fresh`: called cases measured again by a fresh pair of processes (case id -> its
-    rounds there): a call stands only where that pair makes it too (verdict.with_fresh_pair).
+    rounds there): a call stands only where that pair makes it too (gate/fresh_pair.py's with_fresh_pair).
     `incomparable`: case id -> why it cannot be compared although both sides measured it (provenance.py):
     one not-comparable row instead of its verdicts."""
     results = results if results is not None else side_results(m)

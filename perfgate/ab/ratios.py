@@ -12,16 +12,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from perfgate.ab.aa import AaCases
 from perfgate.ab.coordinator import CaseRounds, Measurement
 from perfgate.ab.protocol import RoundSamples, Side
+from perfgate.gate.fresh_pair import on_one_pair, with_fresh_pair
 from perfgate.gate.pooled import OffsetPrior, offset_prior
-from perfgate.gate.ratio import (
-    MIN_ROUNDS,
-    AaNoise,
-    RatioDecision,
-    RatioRule,
-    decide_ratio,
-    on_one_pair,
-    with_fresh_pair,
-)
+from perfgate.gate.ratio import MIN_ROUNDS, AaNoise, RatioDecision, RatioRule, decide_ratio
 from perfgate.metrics import SPEEDUP_METRIC, TIME_METRIC
 from perfgate.model import Timer, Verdict
 
