@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perfgate.ab.compare import AbRule
-from perfgate.ab.coordinator import CaseRounds, Measurement, SideRounds
 from perfgate.ab.pairs import screen
 from perfgate.ab.protocol import Prepared, RoundSamples, Side
 from perfgate.ab.ratios import judge_case
+from perfgate.ab.rounds import CaseRounds, Measurement, SideRounds
 from perfgate.ab.schedule import round_orders
 from perfgate.gate.ratio import RatioDecision
 from perfgate.metrics import TIME_METRIC

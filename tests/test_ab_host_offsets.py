@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from perfgate.ab.compare import AbRule, compare_ab
-from perfgate.ab.coordinator import CaseRounds, Measurement
 from perfgate.ab.protocol import Side
+from perfgate.ab.rounds import CaseRounds, Measurement
 from perfgate.metrics import TIME_METRIC
 from perfgate.model import Timer, Verdict
 from tests.steady_rounds import steady_case

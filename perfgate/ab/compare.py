@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from perfgate.ab.aa import AaCases
-from perfgate.ab.coordinator import CaseRounds, Measurement
 from perfgate.ab.findings import ab_findings
 from perfgate.ab.protocol import Side
 from perfgate.ab.ratios import RATIO_METRICS, aa_noise, gated_count, has_metric, host_prior, judge_case, offsets_unknown
+from perfgate.ab.rounds import CaseRounds, Measurement
 from perfgate.ab.rows import Results, compiled_rows, other_rows, ratio_row, static_explanations
 from perfgate.gate.pooled import OffsetPrior
 from perfgate.gate.ratio import AaNoise, RatioDecision, RatioRule

@@ -10,8 +10,8 @@ import statistics
 from collections.abc import Iterator, Mapping, Sequence
 
 from perfgate.ab.aa import AaCases
-from perfgate.ab.coordinator import CaseRounds, Measurement
 from perfgate.ab.protocol import RoundSamples, Side
+from perfgate.ab.rounds import CaseRounds, Measurement
 from perfgate.gate.fresh_pair import on_one_pair, with_fresh_pair
 from perfgate.gate.pooled import OffsetPrior, offset_prior
 from perfgate.gate.ratio import MIN_ROUNDS, AaNoise, RatioDecision, RatioRule, decide_ratio

@@ -11,9 +11,9 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from perfgate.ab.coordinator import CaseRounds
 from perfgate.ab.protocol import Side
 from perfgate.ab.ratios import CALLS, RATIO_METRICS
+from perfgate.ab.rounds import CaseRounds
 from perfgate.baseline.write import case_from_result
 from perfgate.gate.compare import compare_metrics
 from perfgate.gate.ratio import RatioDecision

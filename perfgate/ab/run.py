@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING
 from perfgate.ab import aa as aa_cache
 from perfgate.ab.anchor import bisect_hint
 from perfgate.ab.compare import AbComparison, compare_ab, side_results
-from perfgate.ab.coordinator import Measurement
 from perfgate.ab.findings import pair_changes
 from perfgate.ab.pairs import measure_pair
 from perfgate.ab.parity import base_allow_missing, base_check, baseline_findings, selection_findings
 from perfgate.ab.protocol import Side
 from perfgate.ab.provenance import changed_paths, judge, located
 from perfgate.ab.ratios import CALLS, gated_count
+from perfgate.ab.rounds import Measurement
 from perfgate.ab.runs import SideFacts, side_runs
 from perfgate.ab.setup import AbRequest, Setup, relative_in, setup_run, worker_specs
 from perfgate.ab.trace import round_trace
