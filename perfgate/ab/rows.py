@@ -138,32 +138,9 @@ def _case_rows(case: CaseRounds, results: Results, unmeasured: Mapping[tuple[Sid
         return [
             Comparison(cid, TIME_METRIC, "ms", Direction.LOWER, Verdict.NOT_COMPARABLE, note=f"{side.value}: {error}")
         ]
-    if Side.HEAD in case.sides and Side.BASE not in case.sides:
-        why = unmeasured.get((Side.BASE, case.nodeid))
-        return [
-            Comparison(
-                cid,
-                TIME_METRIC,
-                "ms",
-                Direction.LOWER,
-                Verdict.NOT_COMPARABLE if why else Verdict.NEW,
-                current=results[(Side.HEAD, cid)].timing.median_ms,
-                note=why or "new: not in the base",
-            )
-        ]
-    if Side.BASE in case.sides and Side.HEAD not in case.sides:  # the tail's findings judge it (allow_missing)
-        why = unmeasured.get((Side.HEAD, case.nodeid))
-        return [
-            Comparison(
-                cid,
-                TIME_METRIC,
-                "ms",
-                Direction.LOWER,
-                Verdict.MISSING,
-                baseline=results[(Side.BASE, cid)].timing.median_ms,
-                note=why or "removed: not in the head",
-            )
-        ]
+    for present, absent in ((Side.HEAD, Side.BASE), (Side.BASE, Side.HEAD)):
+        if present in case.sides and absent not in case.sides:
+            return [_one_sided(cid, present, results, unmeasured.get((absent, case.nodeid)))]
     if not case.paired:
         return []
     head, base = results[(Side.HEAD, cid)], results[(Side.BASE, cid)]
@@ -171,6 +148,19 @@ def _case_rows(case: CaseRounds, results: Results, unmeasured: Mapping[tuple[Sid
         r for r in compare_metrics(head, case_from_result(base), skip=(SPEEDUP_METRIC,)) if r.threshold_pct is not None
     ]
     return rows + _speedup_target(head)
+
+
+def _one_sided(cid: str, present: Side, results: Results, why: str | None) -> Comparison:
+    """A case one side has: new (head only), removed (base only: the tail's findings judge it, allow_missing),
+    or not comparable where the other side's test ended without measuring it (`why`)."""
+    value = results[(present, cid)].timing.median_ms
+    if present is Side.HEAD:
+        verdict = Verdict.NOT_COMPARABLE if why else Verdict.NEW
+        return Comparison(
+            cid, TIME_METRIC, "ms", Direction.LOWER, verdict, current=value, note=why or "new: not in the base"
+        )
+    note = why or "removed: not in the head"
+    return Comparison(cid, TIME_METRIC, "ms", Direction.LOWER, Verdict.MISSING, baseline=value, note=note)
 
 
 def compiled_rows(case: CaseRounds, results: Results, static: StaticRule) -> list[Comparison]:
