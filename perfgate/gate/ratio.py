@@ -224,13 +224,7 @@ def decide_ratio(
     screen = max(floor / 2.0, SCREEN_Z * se)
     suspect = not complete and abs(mean) > screen
     band = t_quantile(BAND_CONFIDENCE, dof) * se
-    verdict = Verdict.UNCHANGED
-    if complete and mean > threshold:
-        verdict = Verdict.REGRESSED
-    elif complete and -mean > threshold:
-        verdict = Verdict.IMPROVED
-    elif not suspect and mean > band and mean + band > threshold:
-        verdict = Verdict.INCONCLUSIVE
+    verdict = _verdict(mean, threshold, band, complete, suspect)
     half = t_quantile(0.5 + CI_CONFIDENCE / 2, dof) * se
     decision = RatioDecision(
         verdict=verdict,
@@ -262,6 +256,18 @@ def decide_ratio(
     if not with_detects:
         return decision
     return replace(decision, detects_pct=finite_pct(detects_log(decision, rule.fresh_pair)))
+
+
+def _verdict(mean: float, threshold: float, band: float, complete: bool, suspect: bool) -> Verdict:
+    """Called once every stage is measured and the pooled mean is beyond T; inconclusive when not suspect and the
+    change is above its noise band and within a band of T; else unchanged."""
+    if complete and mean > threshold:
+        return Verdict.REGRESSED
+    if complete and -mean > threshold:
+        return Verdict.IMPROVED
+    if not suspect and mean > band and mean + band > threshold:
+        return Verdict.INCONCLUSIVE
+    return Verdict.UNCHANGED
 
 
 def _kept_stages(stages: Sequence[Sequence[float]]) -> tuple[list[FloatArray], int]:
