@@ -27,12 +27,22 @@ def test_a_slow_mode_the_window_saw_twice_keeps_unchanged_code_in_that_mode_from
     assert beyond_it.verdict is Verdict.REGRESSED  # a slowdown beyond the mode still fails
 
 
-def test_a_short_window_asks_for_as_many_processes_as_its_own_processes_need():
+def test_a_short_window_with_a_mode_asks_for_as_many_processes_as_its_own_processes_need():
     rng = np.random.default_rng(3)
     window = list(1.0 + 0.002 * rng.standard_normal(9))
-    d = decide(CALIBRATION, [1.0], estimate_noise(CALIBRATION, window, 0.1), HUNDRED_CASES)
-    assert d.stages == window_stages(9, 1e-4, 8) == 7  # all 7 beyond the largest of 9: 1 / C(16, 7) = 8.7e-5
+    steady = decide(CALIBRATION, [1.0], estimate_noise(CALIBRATION, window, 0.1), HUNDRED_CASES)
+    assert steady.stages == 6  # nothing the calibration did not see: R's stages (19 reference processes)
+    window[4] = 1.03  # one process of a mode 3% slower, beyond every calibration process
+    moded = decide(CALIBRATION, [1.0], estimate_noise(CALIBRATION, window, 0.1), HUNDRED_CASES)
+    assert moded.stages == window_stages(9, 1e-4, 8) == 7  # all 7 beyond the largest of 9: 1 / C(16, 7)
+    assert moded.threshold_pct > 2.9  # and that process is what protects the mode
     assert window_stages(30, 1e-4, 8) == 4 and window_stages(3, 1e-4, 8) == 0  # too short to demand any
+
+
+def test_a_steady_window_keeps_the_threshold_of_the_whole_reference():
+    rng = np.random.default_rng(4)
+    noise = estimate_noise(CALIBRATION, list(1.0 + 0.002 * rng.standard_normal(30)), 0.1)
+    assert noise.window_upper_pct == noise.window_lower_pct == ()  # no power lost where nothing was missed
 
 
 def _missed_mode_rate(window_runs: int, rng: np.random.Generator, draws: int = 200) -> float:
@@ -62,7 +72,8 @@ def test_the_window_s_own_processes_keep_its_mode_and_lose_its_level():
     window = list(1.03 + 0.03 * (rng.random(30) < 0.3) + 0.002 * rng.standard_normal(30))  # +3% and a mode
     noise = estimate_noise(CALIBRATION, window, 0.1)
     assert 2.5 < max(noise.window_upper_pct) < 4.5  # the mode stands 3% above the faster processes, which ...
-    assert min(noise.window_lower_pct) > -1.0  # ... sit at the calibration's level, not 3% above it
+    assert min(noise.window_upper_pct) > -1.0  # ... sit at the calibration's level, not 3% above it
+    assert noise.window_lower_pct == ()  # and nothing below the calibration's processes
     assert decide(CALIBRATION, [1.045] * 4, noise, Rule(alpha=1e-3, stages=3)).verdict is Verdict.REGRESSED
 
 
@@ -83,7 +94,9 @@ def test_the_window_s_own_extremes_are_stored_with_the_run_and_read_back(tmp_pat
 
 def test_a_run_stored_before_the_window_s_own_bound_re_gates_as_it_was_gated():
     rng = np.random.default_rng(3)
-    now = estimate_noise(CALIBRATION, list(1.0 + 0.002 * rng.standard_normal(9)), 0.1)
+    window = list(1.0 + 0.002 * rng.standard_normal(9))
+    window[4] = 1.03
+    now = estimate_noise(CALIBRATION, window, 0.1)
     assert now is not None
     stored = replace(now, window_upper_pct=(), window_lower_pct=())  # what an earlier version wrote
     assert decide(CALIBRATION, [1.0], stored, HUNDRED_CASES).stages == 6  # R alone: 19 reference processes
