@@ -17,8 +17,9 @@ is better for both), and:
   without the normal assumption: a rank bound on the reference processes themselves (`rank_bound`). A
   case whose processes fall in two modes (a third of them 4% slower, say) is protected by R as soon as
   the reference holds one process of the slower mode; c_k alone would let the slow mode fail whenever all k
-  processes draw it. The confirmation is charged to alpha, not an extra look. T also takes R_w, the same
-  bound over the noise window's own processes, and k is enough for it (`window_stages`): R assumes the
+  processes draw it. The confirmation is charged to alpha, not an extra look. Where the window shows a
+  process the calibration could not have (gate/noise.py), T also takes R_w, the same bound over the noise
+  window's own processes, and k is enough for it (`window_stages`): R assumes the
   calibration saw the machine as the gate does, and where it missed a mode (or the mode came after it) only
   the window's processes are exchangeable with fresh ones (issue 31: ten fast calibration processes diluted
   two slow window processes below R's reach, and 0.4^6 of unchanged runs failed the case).
@@ -222,7 +223,7 @@ def window_stages(window: int, alpha: float, most: int) -> int:
     exchangeable ones has probability 1 / C(n + k, k). That bound is the one that holds when the calibration
     did not see the machine as the gate does (a mode it missed, or one that appeared after it), and only the
     window's processes are exchangeable with the fresh ones. 0 (no demand) when no `most` reach it: the
-    window is too short to say anything alone (9 processes at alpha = 1e-4 need 8)."""
+    window is too short to say anything alone (at alpha = 1e-4, 8 processes need 8, 5 cannot)."""
     for k in range(1, most + 1):
         if math.comb(window + k, k) * alpha >= 1.0:
             return k

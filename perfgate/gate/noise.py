@@ -17,9 +17,9 @@ EXCLUSION_MIN_PROCESSES reference processes nothing is left out of s; from there
 stands apart from all the others (a 12 us add measured at 23 us once in 28 processes) is left out of s
 only. No process is ever left out of the extremes: a process of a slower mode that happens to be alone in
 the reference is what keeps that mode from failing the case (the earlier rule dropped it as "isolated").
-The window's own processes, as they joined the reference, are kept apart too (`window_upper_pct`): their
-rank bound holds where the calibration missed a mode the gate's processes land in (gate/decision.py); the
-one that stands apart from all the others is left out of them only when the window alone holds 20.
+The window's own processes, as they joined the reference, are kept apart too (`window_upper_pct`) on a
+side where one of them lies beyond every calibration process by UNSEEN_SD of their standard deviations:
+their rank bound holds where the calibration missed a mode the gate's processes land in (gate/decision.py).
 """
 
 from __future__ import annotations
@@ -98,7 +98,8 @@ UNSEEN_SD = 3.0
 
 def _window_own(cal_pct: Sequence[float], placed: Sequence[float], floor_pct: float) -> tuple[list[float], list[float]]:
     """The window's processes as placed in the reference, sorted, for its own rank bound on each side; empty
-    on a side where the window shows nothing the calibration could not have (`shows_unseen`). Without those
+    on a side where no window process lies UNSEEN_SD calibration standard deviations beyond every calibration
+    process (nothing the calibration could not have produced: R alone holds there). Without those
     beyond WILD_PCT (a 12 us add once read at 23 us: as a window of 10's largest it made the case blind to
     5% for as long as it stayed; the gross rule's 25% is where a change is never noise) and without the one
     that stands apart from all the others when the window alone holds EXCLUSION_MIN_PROCESSES (alone among
