@@ -66,6 +66,7 @@ STATIC_OCCUPANCY = "kernel.occupancy_pct"
 STATIC_SHARED = "kernel.shared_bytes"
 STATIC_LAUNCHED = "kernel.launched"
 NCU_WHY = "ncu.why"  # ncu's diagnosis of a regressed case's kernel (gate/why.py): words, not a value
+WINDOW_MODE = "window.mode"  # a regressed case's window shows a mode the calibration missed (gate/unseen.py): words
 
 _SPECS = {
     # timing run

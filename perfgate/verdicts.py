@@ -81,6 +81,7 @@ class FindingKind(str, enum.Enum):
     CODE_UNCHANGED = "regressed, its code unchanged"  # no file the case's code came from changed since its reference
     COMMON_SHIFT = "common-mode shift"  # most cases moved together: environment, machine or shared code
     INTERMITTENT_SHIFT = "intermittent shared state"  # a common shift that comes and goes between runs
+    UNSEEN_MODE = "a mode the calibration did not see"  # window runs beyond every calibration process (gate/unseen.py)
     NOT_MEASURED = "baseline case not measured"  # not collected, deselected, renamed, or measured under another name
     ALLOWED_MISSING = "baseline case allowed to be missing"  # [tool.perfgate] allow_missing, with its reason
     BEYOND_CEILING = "beyond the ceiling"  # a process slower than ceiling_pct, whatever the noise says

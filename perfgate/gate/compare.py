@@ -24,6 +24,7 @@ from perfgate.gate.decision import MAX_STAGES, Decision, Rule, decide, per_test_
 from perfgate.gate.noise import estimate_noise, noise_floor
 from perfgate.gate.static import LAUNCHED, compare_compiled, static_rule
 from perfgate.gate.thresholds import metric_threshold_pct
+from perfgate.gate.unseen import mode_rows
 from perfgate.metrics import PEAK_ALLOCATED, PEAK_HOST, SPEEDUP_METRIC, TIME_METRIC, spec_for
 from perfgate.model import (
     CaseResult,
@@ -124,7 +125,7 @@ def compare_run(
             timed = (time_row, cycles_row, speedup_row)
             regressed = any(r.verdict is Verdict.REGRESSED and r.gated for r in timed if r)
             regressed = regressed or time_row.verdict is Verdict.REGRESSED
-            why = explanation(static_rows, metric_rows, res) if regressed else ()
+            why = explanation(static_rows, metric_rows, res) + mode_rows(res, base, timed) if regressed else ()
             if why:  # nothing moved and nothing always-shown: no "why" line at all rather than an empty one
                 explanations[res.case_id] = why
         rows += _speedup_target(res, stages=1 + settings.confirm_runs)

@@ -81,7 +81,10 @@ def findings_for(
 def baseline_findings(run: Run, baseline: Baseline | None, gate: GateResult, facts: GateFacts) -> tuple[Finding, ...]:
     """What only a comparison with a calibrated baseline finds: no baseline, an uncalibrated one, the host
     clock beside CUDA baselines, per-case notes (inconclusive, stale, throttled, autotune) and host drift."""
-    return (*_run_level(run, baseline, facts), *_per_case(run, baseline, gate, facts), *_host_drift(run, baseline))
+    from perfgate.gate.unseen import run_findings  # a mode the calibration did not see: one note
+
+    found = (*_per_case(run, baseline, gate, facts), *run_findings(run, baseline, gate))
+    return (*_run_level(run, baseline, facts), *found, *_host_drift(run, baseline))
 
 
 def common_findings(

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.errors import ReportFileError
+from perfgate.metrics import WINDOW_MODE
 
 FAILING = ("regressed", "below target")
 
@@ -40,6 +41,21 @@ def _describe(c: dict[str, Any]) -> str:
     change = f"{c['change_pct']:+.1f}%" if isinstance(c.get("change_pct"), (int, float)) else "changed"
     threshold = f" (threshold {c['threshold_pct']:.2g}%)" if isinstance(c.get("threshold_pct"), (int, float)) else ""
     return f"{c['case_id']} {metric} {change}{threshold}"
+
+
+def _window_modes(doc: dict[str, Any]) -> dict[str, str]:
+    """Per regressed case whose noise window shows a mode the calibration did not see, its "why" words
+    (gate/unseen.py): a red build's annotation then tells a mode from a code change."""
+    found = doc.get("explanations")
+    if not isinstance(found, dict):
+        return {}
+    return {
+        str(cid): str(row["note"])
+        for cid, rows in found.items()
+        if isinstance(rows, list)
+        for row in rows
+        if isinstance(row, dict) and row.get("metric") == WINDOW_MODE and isinstance(row.get("note"), str)
+    }
 
 
 def check_results(path: Path, doc: Any) -> dict[str, Any]:
@@ -89,10 +105,12 @@ def workflow_commands(doc: dict[str, Any]) -> list[str]:
         if loc:
             where[case["case_id"]] = (loc[0], loc[1])
     lines = []
+    modes = _window_modes(doc)
     for c in doc.get("comparisons", []):
         file, line = where.get(c["case_id"], ("", None))
         if c["verdict"] in FAILING:  # a row the gate does not gate on warns: it did not fail the job
-            lines.append(command("error" if c.get("gated") is not False else "warning", _describe(c), file, line))
+            text = _describe(c) + (f": {modes[c['case_id']]}" if c["case_id"] in modes else "")
+            lines.append(command("error" if c.get("gated") is not False else "warning", text, file, line))
         elif c["verdict"] == "inconclusive":
             lines.append(command("warning", _describe(c) + " inconclusive", file, line))
     strict = bool(doc.get("gate", {}).get("strict"))

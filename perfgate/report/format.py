@@ -6,7 +6,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
-from perfgate.metrics import NCU_WHY, STATIC_PREFIX, label
+from perfgate.metrics import NCU_WHY, STATIC_PREFIX, WINDOW_MODE, label
 from perfgate.model import Comparison
 
 _SCALES = {
@@ -153,7 +153,7 @@ def metric_title(c: Comparison) -> str:
 def movement(c: Comparison) -> str:
     """`registers/thread 64 → 128` or `DRAM bytes read unchanged (33.6 MB)`; the static gate's and ncu's rows
     in their own words (`_matmul_kernel: registers 128 -> 168 per thread: occupancy ...`)."""
-    if c.note and (c.metric.startswith(STATIC_PREFIX) or c.metric == NCU_WHY):
+    if c.note and (c.metric.startswith(STATIC_PREFIX) or c.metric in (NCU_WHY, WINDOW_MODE)):
         return f"{kernel_label(c.kernel, 40)}: {c.note}" if c.kernel else c.note
     if c.baseline == c.current:
         return f"{metric_title(c)} unchanged ({fmt_value(c.current, c.unit)})"

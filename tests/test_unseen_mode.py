@@ -1,0 +1,88 @@
+"""A mode the calibration did not see is said once (issue 31, requirement 1): unchanged code whose noise window
+holds a +3% mode the calibration missed passes strict mode with one note naming the case, the mode's size and
+the remedy; a steady case gets none; a regressed case with such a window says so in its "why"; the note
+survives the JSON file and `perfgate ci annotate`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from perfgate.config.settings import Settings
+from perfgate.gate.findings import GateFacts
+from perfgate.gate.noise import estimate_noise
+from perfgate.gate.run import evaluate
+from perfgate.model import CaseThresholds, FindingKind, Verdict
+from perfgate.report.format import why_line
+from perfgate.report.json_out import render_json
+from perfgate.report.terminal import render_terminal
+from tests.helpers import calibrated_of, make_run, noisy
+
+# ten calibration processes ~0.2% apart, all in the fast mode
+SPREAD = (0.997, 0.9985, 0.999, 0.9995, 1.0, 1.0003, 1.0007, 1.001, 1.0015, 1.003)
+FAST = [1.0 + d for d in (0.001, -0.002, 0.0005, -0.0005, 0.002, -0.001)]
+MODED = FAST[:3] + [1.029, 1.031, 1.030] + FAST[3:]  # newest first: three of nine runs in a mode 3% slower
+
+
+def _gate(tmp_path, window, factors):
+    calibration = make_run({cid: noisy(1.0, seed=i, sd=0.0005) for i, cid in enumerate(factors)})
+    baseline = calibrated_of(calibration, tmp_path, SPREAD)
+    results = []
+    for i, (cid, f) in enumerate(factors.items()):
+        res = make_run({cid: noisy(f, seed=50 + i, sd=0.0005)}).results[0]
+        cal = baseline.cases[cid].time_values()
+        noise = estimate_noise(cal, [v * cal[0] / SPREAD[0] for v in window[cid]], 0.1)
+        res = replace(res, thresholds=CaseThresholds(time_noise=noise), confirmation_medians_ms=(f,) * 8)
+        results.append(res)
+    run = replace(calibration, results=tuple(results))
+    return evaluate(run, baseline, Settings(strict=True), GateFacts())
+
+
+def test_unchanged_code_whose_window_holds_an_unseen_slower_mode_passes_strict_with_one_note(tmp_path):
+    g = _gate(tmp_path, {"k.py::test_a": MODED, "k.py::test_b": MODED}, {"k.py::test_a": 1.0, "k.py::test_b": 1.0})
+    assert not g.failed
+    (note,) = [f for f in g.findings if f.kind is FindingKind.UNSEEN_MODE]  # once for the run, not per case
+    assert not note.fails_strict
+    assert note.message.startswith("2 case(s) have noise-window runs in a slower mode")
+    assert "k.py::test_a +3.0%, 2.7% past the calibration's slowest process, 3 of 9 window runs" in note.message
+    assert "perfgate calibrate" in note.message
+    assert any("a mode the calibration did not see" in line for line in render_terminal(g))
+
+
+def test_a_steady_case_gets_no_note(tmp_path):
+    g = _gate(tmp_path, {"k.py::test_a": FAST + FAST[:3]}, {"k.py::test_a": 1.0})
+    assert not any(f.kind is FindingKind.UNSEEN_MODE for f in g.findings)
+
+
+def test_a_regressed_case_with_such_a_window_says_its_change_may_be_the_mode(tmp_path):
+    g = _gate(tmp_path, {"k.py::test_a": MODED, "k.py::test_b": FAST}, {"k.py::test_a": 1.10, "k.py::test_b": 1.10})
+    verdicts = {c.case_id: c.verdict for c in g.comparisons}
+    assert verdicts == {"k.py::test_a": Verdict.REGRESSED, "k.py::test_b": Verdict.REGRESSED} and g.failed
+    assert "a slower mode the calibration did not see" in why_line(g.explanations["k.py::test_a"])
+    assert "k.py::test_b" not in g.explanations  # its window saw nothing the calibration did not
+    assert any(line.startswith("why k.py::test_a: its noise window shows a slower mode") for line in render_terminal(g))
+
+
+def test_a_faster_mode_is_named_too():
+    from perfgate.gate.unseen import UnseenMode, finding
+
+    found = finding([UnseenMode("k.py::test_c", False, -2.9, 2.6, 4, 10)], calibrated_runs=10)
+    assert found is not None and found.kind is FindingKind.UNSEEN_MODE
+    assert "1 case(s) have window runs in a faster mode (k.py::test_c -2.9%" in found.message
+    assert "(10 fresh processes of the suite" in found.message
+
+
+def test_the_note_and_the_why_survive_the_json_file_the_summary_and_ci_annotate(tmp_path):
+    from perfgate.ci.results import read_checked_results
+    from perfgate.report.annotations import check_results, workflow_commands
+    from perfgate.report.markdown import render_markdown
+
+    g = _gate(tmp_path, {"k.py::test_a": MODED, "k.py::test_b": MODED}, {"k.py::test_a": 1.10, "k.py::test_b": 1.0})
+    path = tmp_path / "perfgate.json"
+    path.write_text(render_json(g, None))
+    read_checked_results(path)  # the CI reader accepts the new kind
+    doc = check_results(path, json.loads(path.read_text()))
+    assert [f["fails_strict"] for f in doc["findings"] if f["kind"] == FindingKind.UNSEEN_MODE.value] == [False]
+    (error,) = [line for line in workflow_commands(doc) if line.startswith("::error")]
+    assert "k.py::test_a" in error and "a slower mode the calibration did not see" in error
+    assert "a mode the calibration did not see" in render_markdown(g)
