@@ -252,7 +252,7 @@ def thresholds_from_dict(raw: object) -> CaseThresholds:
             if not isinstance(noise, dict):
                 raise CodecError(f"thresholds: {key} must be an object")
             fields = {k: v for k, v in noise.items() if k in _NOISE_FIELDS}
-            for side in ("upper_pct", "lower_pct"):
+            for side in ("upper_pct", "lower_pct", "window_upper_pct", "window_lower_pct"):
                 fields[side] = tuple(float(v) for v in fields.get(side, ()))
             values[key] = NoiseEstimate(**fields)
     return CaseThresholds(**values)

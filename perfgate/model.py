@@ -1,24 +1,49 @@
 """The records that flow between layers: measure -> stats -> store -> compare -> report.
 
 Frozen dataclasses with units in field names; enums for closed sets. `None` means "not measured",
-never 0.
+never 0. What the gate says (Direction, Verdict, Comparison, Finding, GateResult, ...) is perfgate/verdicts.py's,
+a run's facts (Environment, RunKind, RunInfo, UnmeasuredTest, ...) perfgate/runs.py's; both are re-exported
+here: every `from perfgate.model import X` works.
 """
 
 from __future__ import annotations
 
 import enum
-import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from perfgate.compiled.records import CompiledCase
+from perfgate.runs import AB_KINDS, Environment, RunInfo, RunKind, TestOutcome, UnmeasuredTest
+from perfgate.verdicts import (
+    STRICT_KINDS,
+    AllowedMissing,
+    CommonShift,
+    Comparison,
+    Direction,
+    Finding,
+    FindingKind,
+    GateResult,
+    Verdict,
+)
 
-
-class Direction(str, enum.Enum):
-    """Which way is better for a metric."""
-
-    LOWER = "lower_is_better"
-    HIGHER = "higher_is_better"
+# the gate's records (verdicts.py) and a run's (runs.py), re-exported: importers keep `from perfgate.model import X`
+__all__ = [
+    "AB_KINDS",
+    "STRICT_KINDS",
+    "AllowedMissing",
+    "CommonShift",
+    "Comparison",
+    "Direction",
+    "Environment",
+    "Finding",
+    "FindingKind",
+    "GateResult",
+    "RunInfo",
+    "RunKind",
+    "TestOutcome",
+    "UnmeasuredTest",
+    "Verdict",
+]
 
 
 class MetricKind(str, enum.Enum):
@@ -34,18 +59,6 @@ class MetricKind(str, enum.Enum):
     MEASURED = "measured"
     COUNTER = "counter"
     DERIVED = "derived"
-
-
-class Verdict(str, enum.Enum):
-    REGRESSED = "regressed"
-    IMPROVED = "improved"
-    UNCHANGED = "unchanged"
-    INCONCLUSIVE = "inconclusive"  # above the noise band, below what the case can call a regression
-    BELOW_TARGET = "below target"  # speedup against the reference below min_speedup
-    NEW = "new"
-    MISSING = "missing"
-    NOT_COMPARABLE = "not comparable"
-    PROFILE_FAILED = "profile failed"
 
 
 class Timer(str, enum.Enum):
@@ -94,16 +107,6 @@ class AbProcess(str, enum.Enum):
     AUTO = "auto"  # shared unless a tree holds native code
     SHARED = "shared"  # one process, each tree's modules imported side by side
     SEPARATE = "separate"  # a process per tree: any code (CUDA extensions, C++)
-
-
-class TestOutcome(str, enum.Enum):
-    """How a collected perf test ended when it measured nothing (strict mode reads these)."""
-
-    __test__ = False  # not a pytest test class, whatever its name says
-
-    SKIPPED = "skipped"
-    FAILED = "failed"
-    ERROR = "error"
 
 
 @dataclass(frozen=True)
@@ -212,6 +215,10 @@ class NoiseEstimate:
     upper_pct: tuple[float, ...] = ()
     lower_pct: tuple[float, ...] = ()
     processes: int = 0  # reference processes behind the extremes (0: written before it was kept; df + 1)
+    # the window's own processes among them, as they entered the reference (most extreme first): the rank bound
+    # over these alone holds when the calibration did not see the machine as the gate does (a mode it missed)
+    window_upper_pct: tuple[float, ...] = ()
+    window_lower_pct: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -323,236 +330,8 @@ class CaseResult:
 
 
 @dataclass(frozen=True)
-class Environment:
-    """What the numbers were measured on. `comparability_key` decides if two runs may be compared."""
-
-    device_kind: str  # "cuda" or "host"
-    device_name: str
-    device_uuid: str = ""
-    compute_capability: str = ""
-    driver_version: str = ""
-    cuda_version: str = ""
-    torch_version: str = ""
-    triton_version: str = ""
-    python_version: str = ""
-    perfgate_version: str = ""
-    hostname: str = ""
-    platform: str = ""
-    # the host CPU (measure/machine.py), for host-timed runs what device_name is made from; "" when not
-    # recorded (perfgate <= 0.2.0)
-    cpu_brand: str = ""
-    cpu_model: str = ""  # "family 6 model 143", "implementer 0x41 part 0xd0c"
-    cpu_cores: str = ""  # logical cores, as text like every environment field
-    cpu_caches: str = ""  # "L2 2 MiB, L3 32 MiB"
-    os_release: str = ""  # "Linux 6.8.0"
-
-    def comparability_key(self) -> tuple[str, str, str]:
-        """Runs on another device model (or another timer) are not comparable."""
-        return (self.device_kind, self.device_name, self.compute_capability)
-
-    def comparable_with(self, other: Environment) -> bool:
-        """Same device model and timer; a host baseline of perfgate <= 0.2.0, keyed by the bare brand string,
-        stays comparable with today's name for that brand (which may add the CPU's model id)."""
-        if self.comparability_key() == other.comparability_key():
-            return True
-        if self.device_kind != "host" or other.device_kind != "host":
-            return False
-        old, new = (self, other) if not self.cpu_model else (other, self)
-        return not old.cpu_model and not old.cpu_brand and bool(new.cpu_brand) and old.device_name == new.cpu_brand
-
-
-@dataclass(frozen=True)
-class UnmeasuredTest:
-    """A collected perf test that ended without measuring (skipped, failed, errored)."""
-
-    nodeid: str
-    outcome: TestOutcome
-    reason: str = ""
-
-
-class RunKind(str, enum.Enum):
-    """Why a run was made (stored with it: the noise of a case is read from gate runs only; an A/B run's
-    two sides stay out of trends, change points and the noise window unless asked for)."""
-
-    GATE = "gate"  # pytest --perfgate
-    CALIBRATION = "calibration"  # one of perfgate calibrate's fresh processes
-    CONFIRMATION = "confirmation"  # a fresh process re-measuring suspects (not stored today)
-    IMPORT = "import"  # perfgate import-benchmark
-    AB_BASE = "ab-base"  # A/B mode: the base commit's side (an older commit, measured beside the head)
-    AB_HEAD = "ab-head"  # A/B mode: the head's side, gated against the base (its verdicts are stored)
-
-
-AB_KINDS = (RunKind.AB_BASE, RunKind.AB_HEAD)
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    started_at: str  # ISO 8601 UTC
-    finished_at: str
-    git_commit: str = ""
-    git_branch: str = ""
-    git_dirty: bool = False
-    hostname: str = ""
-    argv: str = ""
-    profile_settings: str = ""  # e.g. ncu clock/cache control, recorded with results
-    run_uid: str = ""  # stable identity across machines: merging histories twice adds nothing
-    unmeasured: tuple[UnmeasuredTest, ...] = ()
-    kind: RunKind | None = RunKind.GATE  # None: stored before run kinds were recorded
-    ab_pair: str = ""  # A/B mode: the identity both sides of one comparison share ("" for any other run)
-    ab_anchor: bool = False  # A/B mode against the baseline's calibration commit (perfgate ab --anchor)
-
-
-@dataclass(frozen=True)
 class Run:
     info: RunInfo
     environment: Environment
     results: tuple[CaseResult, ...]
     run_id: int | None = None
-
-
-@dataclass(frozen=True)
-class Comparison:
-    case_id: str
-    metric: str
-    unit: str
-    direction: Direction
-    verdict: Verdict
-    kernel: str = ""
-    baseline: float | None = None
-    current: float | None = None
-    change_pct: float | None = None
-    ci_low_pct: float | None = None
-    ci_high_pct: float | None = None
-    p_value: float | None = None
-    threshold_pct: float | None = None  # what each process must exceed (T)
-    noise_pct: float | None = None  # between-process noise (calibrated cases)
-    score: float | None = None  # change in units of the noise's standard error
-    processes: int = 1  # process values behind `current` (1 + confirmation runs)
-    note: str = ""
-    detects_pct: float | None = None  # the change caught with 80% power ("detects >= X%")
-    gated: bool = True  # False: reported only (a case with a reference is gated on its speedup)
-    suspect: bool = False  # beyond the threshold on fewer processes than a verdict needs: measure again
-    stages: int = 0  # processes a failure of this metric needs (0: not a between-process decision)
-    # a smaller absolute change (in `unit`) is noise whatever its percent (peak memory: 64 KiB; a percentage:
-    # 1 point); None: no such floor. Shown beside the threshold, so "+28.6% unchanged" explains itself.
-    min_change: float | None = None
-
-
-class FindingKind(str, enum.Enum):
-    """Why a green gate might not mean "measured, compared, fine"; strict mode fails on STRICT_KINDS."""
-
-    NO_CASES = "no perf case measured"
-    NO_BASELINE = "no baseline"
-    TEST_SKIPPED = "test skipped"
-    TEST_ERRORED = "test errored"
-    NOT_COMPARABLE = "not comparable"
-    PROFILE_FAILED = "profile failed"
-    HOST_CLOCK = "host clock against a CUDA baseline"
-    INCONCLUSIVE = "inconclusive"
-    THROTTLED = "throttled"
-    STALE_BASELINE = "baseline may be stale"
-    AUTOTUNE_CHANGED = "autotune choice changed"
-    UNCALIBRATED = "uncalibrated baseline"
-    HOST_DRIFT = "host state changed since calibration"
-    CHANGE_POINT = "step change in the history"
-    CODE_UNCHANGED = "regressed, its code unchanged"  # no file the case's code came from changed since its reference
-    COMMON_SHIFT = "common-mode shift"  # most cases moved together: environment, machine or shared code
-    INTERMITTENT_SHIFT = "intermittent shared state"  # a common shift that comes and goes between runs
-    NOT_MEASURED = "baseline case not measured"  # not collected, deselected, renamed, or measured under another name
-    ALLOWED_MISSING = "baseline case allowed to be missing"  # [tool.perfgate] allow_missing, with its reason
-    BEYOND_CEILING = "beyond the ceiling"  # a process slower than ceiling_pct, whatever the noise says
-    BASELINE_CHANGED = "baseline changed since the base ref"
-    BASELINE_CHANGE_STATED = "baseline change stated"  # changed, and the pull request says it is intended
-    BASELINE_UNVERIFIED = "baseline not checked against the base ref"
-    SELECTION_CHANGED = "test selection changed since the base ref"  # A/B: the head's pytest selection options
-
-
-STRICT_KINDS = frozenset(
-    {
-        FindingKind.NO_CASES,
-        FindingKind.NO_BASELINE,
-        FindingKind.TEST_SKIPPED,
-        FindingKind.TEST_ERRORED,
-        FindingKind.NOT_COMPARABLE,
-        FindingKind.PROFILE_FAILED,
-        FindingKind.HOST_CLOCK,
-        FindingKind.NOT_MEASURED,
-        FindingKind.BEYOND_CEILING,
-        FindingKind.BASELINE_CHANGED,
-        FindingKind.BASELINE_UNVERIFIED,
-        FindingKind.COMMON_SHIFT,
-        FindingKind.SELECTION_CHANGED,
-    }
-)
-
-
-@dataclass(frozen=True)
-class CommonShift:
-    """Most of a run's cases moved together against their calibration (gate/common.py)."""
-
-    shift_pct: float  # the median case's change (%), the amount every centre is moved by
-    moved: int  # cases whose change has the shift's sign
-    cases: int  # cases that took part
-    spread_pct: float  # the median distance of a case's change from the shift (%)
-    changed: tuple[str, ...] = ()  # "driver 550.54 -> 555.42", per changed environment field
-    # False: declared only at the looser level a changed fingerprint allows (gate/common.py SIGN_P_CHANGED): the
-    # centres move, the finding is a note
-    sure: bool = True
-
-    @property
-    def variance_share(self) -> float:
-        """The error of the shift in units of one case's noise, squared: var(median of m) ~ pi / 2 * s^2 / m."""
-        return math.pi / 2.0 / self.cases
-
-
-@dataclass(frozen=True)
-class AllowedMissing:
-    """Baseline cases a strict gate may miss (`[tool.perfgate] allow_missing`): a shell pattern on case ids
-    and the reason, which every report shows."""
-
-    pattern: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class Finding:
-    kind: FindingKind
-    message: str  # one line, safe to publish
-    case_id: str = ""
-
-    @property
-    def fails_strict(self) -> bool:
-        return self.kind in STRICT_KINDS
-
-
-@dataclass(frozen=True)
-class GateResult:
-    comparisons: tuple[Comparison, ...]
-    current_env: Environment | None = None
-    baseline_env: Environment | None = None
-    # per regressed case: the profiler comparisons of its kernels, moved ones first (the "why")
-    explanations: dict[str, tuple[Comparison, ...]] = field(default_factory=dict)
-    fail_on: frozenset[Verdict] = frozenset({Verdict.REGRESSED, Verdict.BELOW_TARGET})
-    findings: tuple[Finding, ...] = ()
-    strict: bool = False
-    calibrated: bool = False
-    common_shift: CommonShift | None = None  # most cases moved together; each was judged against it
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.failure_reasons)
-
-    @property
-    def failure_reasons(self) -> tuple[str, ...]:
-        """One line per reason the gate fails: verdicts first, then strict-mode findings."""
-        reasons = [
-            f"{c.case_id}: {c.metric} {c.verdict.value}"
-            for c in self.comparisons
-            if c.verdict in self.fail_on and c.gated
-        ]
-        if self.strict:
-            reasons += [f"strict: {f.message}" for f in self.findings if f.fails_strict]
-        return tuple(reasons)
-
-    def by_verdict(self, verdict: Verdict) -> tuple[Comparison, ...]:
-        return tuple(c for c in self.comparisons if c.verdict is verdict)

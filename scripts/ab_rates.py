@@ -3,7 +3,7 @@
     python scripts/ab_rates.py [--runs 600] [--cases-per-kind 1000] [--power-runs 40] [--seed 0]
 
 The runs are tests/ab_simulation.py's: per case the rounds the coordinator measures (base, head and the A/A
-twin, more stages while perfgate.ab.pairs.screen asks), the verdict of perfgate.ab.compare.judge_case (a call
+twin, more stages while perfgate.ab.pairs.screen asks), the verdict of perfgate.ab.ratios.judge_case (a call
 measured again by a fresh pair of processes), the noise as docs/evidence/ab-noise.md measured it on the H100
 (separate processes: offsets of 1-3% on a 12 us add, 0.1-0.4% on long kernels; one shared process: next to
 none), Student's t rounds and wild rounds as stresses. Prints four Markdown tables:

@@ -1,6 +1,6 @@
 """Seeded A/B runs on the shipped decision functions: per case, rounds as the coordinator measures them (base,
 head and the A/A twin in every round of every stage, more stages while `perfgate.ab.pairs.screen` asks for
-them), the verdict of `perfgate.ab.compare.judge_case` (the first pair, then, for a call, a fresh pair of
+them), the verdict of `perfgate.ab.ratios.judge_case` (the first pair, then, for a call, a fresh pair of
 processes with its own twin), whole runs of m cases sharing the false-alarm budget. Used by
 tests/test_ab_rates.py and scripts/ab_rates.py (importable helpers, not a test module).
 
@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perfgate.ab.compare import AbRule, judge_case
-from perfgate.ab.coordinator import CaseRounds, Measurement, SideRounds
+from perfgate.ab.compare import AbRule
 from perfgate.ab.pairs import screen
 from perfgate.ab.protocol import Prepared, RoundSamples, Side
+from perfgate.ab.ratios import judge_case
+from perfgate.ab.rounds import CaseRounds, Measurement, SideRounds
 from perfgate.ab.schedule import round_orders
 from perfgate.gate.ratio import RatioDecision
 from perfgate.metrics import TIME_METRIC

@@ -9,8 +9,8 @@ import random
 
 import numpy as np
 
-from perfgate.ab.coordinator import CaseRounds, SideRounds
 from perfgate.ab.protocol import Prepared, RoundSamples, Side
+from perfgate.ab.rounds import CaseRounds, SideRounds
 from perfgate.ab.schedule import round_orders
 from perfgate.model import CaseResult, Timer
 from perfgate.stats import summarize

@@ -1,6 +1,6 @@
 """On the host clock a shared A/B host's sides may differ by a steady offset the rounds cannot cancel (each side
 runs its own test body's inputs and allocations; a 2 us sort's sides differed by -11..+6% per case for the
-case's life): the verdict bounds it from its draws as it does for separate processes (compare.offsets_unknown).
+case's life): the verdict bounds it from its draws as it does for separate processes (ratios.offsets_unknown).
 An unchanged 100-case A/A run of scripts/ab_host_cost.py called such a case regressed: first pair +4.2%, fresh
 pair +9.0%, its twins' offsets small."""
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from perfgate.ab.compare import AbRule, compare_ab
-from perfgate.ab.coordinator import CaseRounds, Measurement
 from perfgate.ab.protocol import Side
+from perfgate.ab.rounds import CaseRounds, Measurement
 from perfgate.metrics import TIME_METRIC
 from perfgate.model import Timer, Verdict
 from tests.steady_rounds import steady_case

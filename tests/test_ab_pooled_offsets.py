@@ -10,8 +10,8 @@ import pytest
 from scipy import stats
 
 from perfgate.ab.compare import AbRule, compare_ab
-from perfgate.ab.coordinator import CaseRounds, Measurement
 from perfgate.ab.protocol import Side
+from perfgate.ab.rounds import CaseRounds, Measurement
 from perfgate.gate.pooled import MIN_CASES, PRIOR_DOFS, offset_prior
 from perfgate.metrics import TIME_METRIC
 from perfgate.model import Timer, Verdict

@@ -1,4 +1,4 @@
-"""A/B mode's statistics as a guarantee, on the shipped functions (perfgate.ab.compare.judge_case, aa_noise,
+"""A/B mode's statistics as a guarantee, on the shipped functions (perfgate.ab.ratios.judge_case, aa_noise,
 perfgate.ab.pairs.screen) over seeded whole runs (tests/ab_simulation.py): the noise the H100 showed
 (docs/evidence/ab-noise.md: round noise, wild rounds, process offsets of 1-3% on a 12 us add and ~0.1-0.3% on
 long kernels in separate processes, next to none in one shared process), heavy tails, offsets beyond the

@@ -4,7 +4,7 @@ round's ratio comes from the time between the two sides' turns, not from a turn'
 
 from __future__ import annotations
 
-from perfgate.ab.coordinator import RoundPlan
+from perfgate.ab.rounds import RoundPlan
 from perfgate.model import Timer
 
 

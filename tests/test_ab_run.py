@@ -10,8 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-from perfgate.ab.coordinator import Coordinator, RoundPlan
+from perfgate.ab.coordinator import Coordinator
 from perfgate.ab.protocol import AbError, Side
+from perfgate.ab.rounds import RoundPlan
 from perfgate.ab.run import run_ab
 from perfgate.ab.setup import base_selection, check_pytest_args
 from perfgate.ab.workers import Worker, WorkerSpec, stop_all

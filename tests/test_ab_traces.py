@@ -11,9 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from perfgate.ab.compare import AbRule, judge_case
-from perfgate.ab.coordinator import CaseRounds, SideRounds
+from perfgate.ab.compare import AbRule
 from perfgate.ab.protocol import Prepared, RoundSamples, Side
+from perfgate.ab.ratios import judge_case
+from perfgate.ab.rounds import CaseRounds, SideRounds
 from perfgate.gate.ratio import RatioRule, decide_ratio
 from perfgate.metrics import TIME_METRIC
 from perfgate.model import CaseResult, Timer, Verdict

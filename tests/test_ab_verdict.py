@@ -12,18 +12,9 @@ import pytest
 from scipy import stats
 
 from perfgate.ab.findings import inconclusive_text
-from perfgate.gate.ratio import (
-    WILD_SHARE,
-    AaNoise,
-    OffsetDraw,
-    RatioRule,
-    bound_threshold,
-    decide_ratio,
-    on_one_pair,
-    t_quantile,
-    tame,
-    with_fresh_pair,
-)
+from perfgate.gate.fresh_pair import on_one_pair, with_fresh_pair
+from perfgate.gate.offset_bound import OffsetDraw, bound_threshold, t_quantile
+from perfgate.gate.ratio import WILD_SHARE, AaNoise, RatioRule, decide_ratio, tame
 from perfgate.model import Verdict
 
 ROUNDS = 20

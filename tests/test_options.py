@@ -28,6 +28,14 @@ def test_the_readme_tables_are_the_option_table():
     assert _between(text, "keys") == render_keys_markdown(), "regenerate with perfgate.config.docs"
 
 
+def test_no_option_is_declared_twice_across_its_groups():
+    # the rows live in one module per group (config/*_options.py): a second row for an attribute, key or flag
+    # would silently win in by_attr, or leave a key read twice
+    for spelling in ("attr", "key", "flag", "cli"):
+        names = [getattr(o, spelling) for o in opts.OPTIONS if getattr(o, spelling)]
+        assert len(names) == len(set(names)), [n for n in set(names) if names.count(n) > 1]
+
+
 def test_every_option_names_a_real_settings_field():
     settings_fields = {f.name for f in fields(Settings)}
     measure_fields = {f.name for f in fields(MeasureOptions)}

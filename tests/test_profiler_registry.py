@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from perfgate.config.options import parse_profile_list
+from perfgate.config.profile_options import parse_profile_list
 from perfgate.config.settings import settings_from_config
 from perfgate.errors import ConfigError
 from perfgate.gate.compare import compare_run

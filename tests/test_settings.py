@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.config.options import parse_profile_list
+from perfgate.config.profile_options import parse_profile_list
 from perfgate.config.project import find_root, project_settings, read_pyproject
 from perfgate.config.settings import marker_options, settings_from_config
 from perfgate.errors import ConfigError

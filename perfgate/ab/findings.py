@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from perfgate.ab.aa import AaCases
-from perfgate.ab.coordinator import Measurement
 from perfgate.ab.protocol import Side
+from perfgate.ab.rounds import Measurement
 from perfgate.gate.ceiling import ProcessChanges
 from perfgate.gate.ratio import AaNoise, RatioDecision
 from perfgate.metrics import TIME_METRIC

@@ -9,9 +9,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate.ab import aa as aa_cache
-from perfgate.ab.compare import RATIO_METRICS, AbRule, aa_noise, decide_case, has_metric, offsets_unknown
-from perfgate.ab.coordinator import CaseRounds, Coordinator, Measurement, NeedsStage, RoundPlan
+from perfgate.ab.compare import AbRule
+from perfgate.ab.coordinator import Coordinator
 from perfgate.ab.protocol import SharingEnded, Side, WorkerFailed
+from perfgate.ab.ratios import RATIO_METRICS, aa_noise, decide_case, has_metric, offsets_unknown
+from perfgate.ab.rounds import CaseRounds, Measurement, NeedsStage, RoundPlan
 from perfgate.ab.workers import Launcher, Worker, WorkerSpec, stop_all
 from perfgate.report.progress import Progress
 

@@ -12,9 +12,9 @@ from pathlib import Path
 from perfgate.ab import aa as aa_cache
 from perfgate.ab.anchor import Anchor, anchor_lines, resolve_anchor
 from perfgate.ab.compare import AbRule
-from perfgate.ab.coordinator import RoundPlan
 from perfgate.ab.host.sharing import decide as decide_sharing
 from perfgate.ab.protocol import AbError, Side
+from perfgate.ab.rounds import RoundPlan
 from perfgate.ab.workers import Launcher, WorkerSpec
 from perfgate.ab.worktree import Tree, checkout, git, is_dirty, repository_root
 from perfgate.baseline.base_ref import BaseCheck

@@ -7,8 +7,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 
-from perfgate.ab.coordinator import CaseRounds
 from perfgate.ab.protocol import RoundSamples
+from perfgate.ab.rounds import CaseRounds
 from perfgate.report.ab import RoundTrace
 
 

@@ -82,6 +82,27 @@ def read_checked_results(path: Path) -> CheckedResults:
     if not isinstance(gate, dict) or type(gate.get("failed")) is not bool or type(gate.get("strict")) is not bool:
         raise ReportFileError(path, 'no "gate" object with booleans "failed" and "strict": the gate never decided')
     fail_on = _fail_on(path, gate)
+    rows, findings, cases = _checked_lists(path, doc)
+    if gate["strict"] and not gate["failed"] and not rows and not any(c.get("timing") is not None for c in cases):
+        raise ReportFileError(path, "a strict gate that measured no case says it passed: strict mode fails that run")
+    check_verdicts(path, doc, gate["strict"])  # exit 4: a verdict its own numbers rule out
+    failing = any(r["verdict"] in fail_on and r.get("gated") is not False for r in rows) or (
+        gate["strict"] and any(f.get("fails_strict") is True for f in findings)
+    )
+    return CheckedResults(
+        path=path,
+        version=version,
+        failed=gate["failed"] or failing,
+        strict=gate["strict"],
+        started_at=_started_at(path, doc.get("run")),
+        doc=doc,
+    )
+
+
+def _checked_lists(
+    path: Path, doc: dict[str, Any]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The comparisons, findings and cases, each row checked, in that order; every measured case has a verdict."""
     rows = _list(path, doc, "comparisons")
     for i, row in enumerate(rows):
         _check_row(path, i, row)
@@ -99,20 +120,7 @@ def read_checked_results(path: Path) -> CheckedResults:
             f"{len(unjudged)} measured case(s) have no verdict, first {unjudged[0][:120]!r}: "
             "a gate that compared nothing has not passed",
         )
-    if gate["strict"] and not gate["failed"] and not rows and not any(c.get("timing") is not None for c in cases):
-        raise ReportFileError(path, "a strict gate that measured no case says it passed: strict mode fails that run")
-    check_verdicts(path, doc, gate["strict"])  # exit 4: a verdict its own numbers rule out
-    failing = any(r["verdict"] in fail_on and r.get("gated") is not False for r in rows) or (
-        gate["strict"] and any(f.get("fails_strict") is True for f in findings)
-    )
-    return CheckedResults(
-        path=path,
-        version=version,
-        failed=gate["failed"] or failing,
-        strict=gate["strict"],
-        started_at=_started_at(path, doc.get("run")),
-        doc=doc,
-    )
+    return rows, findings, cases
 
 
 def _fail_on(path: Path, gate: dict[str, Any]) -> frozenset[str]:

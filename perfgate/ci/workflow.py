@@ -138,82 +138,90 @@ def detect_default_branch(where: Path) -> str:
 
 def workflows(c: jobs.Choices, name: str) -> dict[str, dict[str, Any]]:
     """file stem -> workflow, for the kind of runner chosen."""
-    branches = {"branches": [c.default_branch]}
-    if c.hosted:
-        gate = {
-            "name": name,
-            "on": {
-                "push": branches,
-                "pull_request": {"types": ["opened", "synchronize", "reopened", "labeled"]},
-                "workflow_dispatch": {},
-                "schedule": WEEKLY,
-            },
-            "permissions": {},
-            "concurrency": {
-                "group": f"{name}-${{{{ github.event.pull_request.number || github.ref }}}}",
-                "cancel-in-progress": True,  # a newer push supersedes the run of the commit before it
-            },
-            "jobs": {
-                "gate": jobs.gate_job(
-                    c,
-                    accept=f"${{{{ github.event.label.name == '{jobs.BASELINE_LABEL}' }}}}",
-                    condition=f"github.event.action != 'labeled' || github.event.label.name == '{jobs.BASELINE_LABEL}'",
-                )
-            },
-        }
-        report = {
-            "name": f"{name}-report",
-            "on": {"workflow_run": {"workflows": [name], "types": ["completed"]}},
-            "permissions": {},
-            # one report at a time per commit, in the order its runs ended: the last run's verdict stands
-            "concurrency": {
-                "group": f"{name}-report-${{{{ github.event.workflow_run.head_sha }}}}",
-                "cancel-in-progress": False,
-            },
-            "jobs": {
-                "report": jobs.report_job(
-                    c,
-                    "github.event.workflow_run.event == 'pull_request' && "
-                    "github.event.workflow_run.conclusion != 'skipped'",
-                    run_id="${{ github.event.workflow_run.id }}",
-                )
-            },
-        }
-        out = {name: gate, f"{name}-report": report}
-    else:
-        approved = (
-            f"github.event_name != 'pull_request_target' || (github.event.action == 'labeled' && "
-            f"(github.event.label.name == '{jobs.LABEL}' || github.event.label.name == '{jobs.BASELINE_LABEL}'))"
-        )
-        gate = {
-            "name": name,
-            "on": {
-                "push": branches,
-                "workflow_dispatch": {},
-                "pull_request_target": {"types": ["labeled", "synchronize"]},
-                "schedule": WEEKLY,
-            },
-            "permissions": {},
-            # the label in the group: another label's event, or a push, never cancels a gate
-            "concurrency": {
-                "group": f"{name}-${{{{ github.event.pull_request.number || github.ref }}}}-"
-                "${{ github.event.label.name || github.event.action || 'push' }}",
-                "cancel-in-progress": True,
-            },
-            "jobs": {
-                "unlabel": jobs.unlabel_job(c),
-                "gate": jobs.gate_job(
-                    c, accept=f"${{{{ github.event.label.name == '{jobs.BASELINE_LABEL}' }}}}", condition=approved
-                ),
-                "report": jobs.report_job(
-                    c, f"always() && needs.gate.result != 'skipped' && {jobs.IS_PR_TARGET}", needs="gate"
-                ),
-            },
-        }
-        out = {name: gate}
+    out = _hosted_workflows(c, name) if c.hosted else {name: _labelled_gate(c, name)}
     out[f"{name}-baseline"] = _baseline_workflow(c, name)
     out[f"{name}-anchor"] = _anchor_workflow(c, name)
     return out
+
+
+def _hosted_workflows(c: jobs.Choices, name: str) -> dict[str, dict[str, Any]]:
+    """A GitHub-hosted runner: the gate on plain pull_request, and its workflow_run report."""
+    branches = {"branches": [c.default_branch]}
+    gate = {
+        "name": name,
+        "on": {
+            "push": branches,
+            "pull_request": {"types": ["opened", "synchronize", "reopened", "labeled"]},
+            "workflow_dispatch": {},
+            "schedule": WEEKLY,
+        },
+        "permissions": {},
+        "concurrency": {
+            "group": f"{name}-${{{{ github.event.pull_request.number || github.ref }}}}",
+            "cancel-in-progress": True,  # a newer push supersedes the run of the commit before it
+        },
+        "jobs": {
+            "gate": jobs.gate_job(
+                c,
+                accept=f"${{{{ github.event.label.name == '{jobs.BASELINE_LABEL}' }}}}",
+                condition=f"github.event.action != 'labeled' || github.event.label.name == '{jobs.BASELINE_LABEL}'",
+            )
+        },
+    }
+    report = {
+        "name": f"{name}-report",
+        "on": {"workflow_run": {"workflows": [name], "types": ["completed"]}},
+        "permissions": {},
+        # one report at a time per commit, in the order its runs ended: the last run's verdict stands
+        "concurrency": {
+            "group": f"{name}-report-${{{{ github.event.workflow_run.head_sha }}}}",
+            "cancel-in-progress": False,
+        },
+        "jobs": {
+            "report": jobs.report_job(
+                c,
+                "github.event.workflow_run.event == 'pull_request' && "
+                "github.event.workflow_run.conclusion != 'skipped'",
+                run_id="${{ github.event.workflow_run.id }}",
+            )
+        },
+    }
+    return {name: gate, f"{name}-report": report}
+
+
+def _labelled_gate(c: jobs.Choices, name: str) -> dict[str, Any]:
+    """A self-hosted GPU runner: pull_request_target on a maintainer's label, unlabel, gate and report jobs."""
+    branches = {"branches": [c.default_branch]}
+    approved = (
+        f"github.event_name != 'pull_request_target' || (github.event.action == 'labeled' && "
+        f"(github.event.label.name == '{jobs.LABEL}' || github.event.label.name == '{jobs.BASELINE_LABEL}'))"
+    )
+    gate = {
+        "name": name,
+        "on": {
+            "push": branches,
+            "workflow_dispatch": {},
+            "pull_request_target": {"types": ["labeled", "synchronize"]},
+            "schedule": WEEKLY,
+        },
+        "permissions": {},
+        # the label in the group: another label's event, or a push, never cancels a gate
+        "concurrency": {
+            "group": f"{name}-${{{{ github.event.pull_request.number || github.ref }}}}-"
+            "${{ github.event.label.name || github.event.action || 'push' }}",
+            "cancel-in-progress": True,
+        },
+        "jobs": {
+            "unlabel": jobs.unlabel_job(c),
+            "gate": jobs.gate_job(
+                c, accept=f"${{{{ github.event.label.name == '{jobs.BASELINE_LABEL}' }}}}", condition=approved
+            ),
+            "report": jobs.report_job(
+                c, f"always() && needs.gate.result != 'skipped' && {jobs.IS_PR_TARGET}", needs="gate"
+            ),
+        },
+    }
+    return gate
 
 
 def _anchor_workflow(c: jobs.Choices, name: str) -> dict[str, Any]:

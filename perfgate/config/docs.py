@@ -7,7 +7,7 @@ import enum
 from dataclasses import fields
 from typing import Any
 
-from perfgate.config.options import OPTIONS, Arg, Option
+from perfgate.config.options import OPTIONS, Arg, Option, help_as
 from perfgate.config.settings import MeasureOptions, Settings
 
 
@@ -18,7 +18,7 @@ def render_flags_markdown() -> str:
         if opt.flag:
             value = f" {opt.metavar}" if opt.metavar and opt.arg not in (Arg.FLAG, Arg.NO_FLAG) else ""
             also = f" (`{opt.key}` in pyproject)" if opt.key else ""
-            rows.append(f"| `{opt.flag}{value}` | {opt.help_as('flag')}{also} |")
+            rows.append(f"| `{opt.flag}{value}` | {help_as(opt, 'flag')}{also} |")
     return "\n".join(rows) + "\n"
 
 
@@ -27,7 +27,7 @@ def render_keys_markdown() -> str:
     rows = ["| key | default | meaning |", "|---|---|---|"]
     for opt in OPTIONS:
         if opt.key:
-            rows.append(f"| `{opt.key}` | {_default(opt)} | {opt.help_as('key')} |")
+            rows.append(f"| `{opt.key}` | {_default(opt)} | {help_as(opt, 'key')} |")
     rows.append("| `[tool.perfgate.metrics]` | catalogue | per-metric thresholds, % in the worse direction |")
     rows.append(
         "| `[[tool.perfgate.overrides]]` | - | `pattern` (shell pattern on case ids) with `threshold_pct`, "

@@ -17,7 +17,12 @@ is better for both), and:
   without the normal assumption: a rank bound on the reference processes themselves (`rank_bound`). A
   case whose processes fall in two modes (a third of them 4% slower, say) is protected by R as soon as
   the reference holds one process of the slower mode; c_k alone would let the slow mode fail whenever all k
-  processes draw it. The confirmation is charged to alpha, not an extra look.
+  processes draw it. The confirmation is charged to alpha, not an extra look. Where the window shows a
+  process the calibration could not have (gate/noise.py), T also takes R_w, the same bound over the noise
+  window's own processes, and k is enough for it (`window_stages`): R assumes the
+  calibration saw the machine as the gate does, and where it missed a mode (or the mode came after it) only
+  the window's processes are exchangeable with fresh ones (issue 31: ten fast calibration processes diluted
+  two slow window processes below R's reach, and 0.4^6 of unchanged runs failed the case).
 
     REGRESSED     all k changes > T          (fewer than k processes measured: all > T_j of j stages)
     IMPROVED      all k changes < -T         (likewise)
@@ -117,16 +122,12 @@ def decide(
     a = math.sqrt(1.0 + 1.0 / n_c + shift_variance)
     unit = noise.noise_pct * a
     n_ref = noise.processes or noise.df + 1
-    k = stages_needed(n_ref, rule.alpha, rule.stages, max(rule.stages, rule.max_stages))
-
-    def threshold(stages: int, extremes: tuple[float, ...]) -> float:
-        normal = critical_value(stages, rule.alpha, n_c, noise.df) * unit
-        return max(rule.floor_pct, normal, rank_bound(extremes, n_ref, stages, rule.alpha))
-
-    t_k = threshold(k, noise.upper_pct)
-    t_now = t_k if j >= k else threshold(j, noise.upper_pct)  # confirmation cut short: charge what was measured
-    down_k = threshold(k, tuple(-d for d in noise.lower_pct))
-    down_now = down_k if j >= k else threshold(j, tuple(-d for d in noise.lower_pct))
+    most = max(rule.stages, rule.max_stages)
+    k = stages_needed(n_ref, rule.alpha, rule.stages, most)
+    if noise.window_upper_pct or noise.window_lower_pct:  # not on a run stored before R_w: it re-gates as it was
+        k = max(k, window_stages(noise.window_runs, rule.alpha, most))
+    t_k, down_k = _thresholds(noise, rule, n_c, unit, k)
+    t_now, down_now = (t_k, down_k) if j >= k else _thresholds(noise, rule, n_c, unit, j)  # cut short: as measured
     se = noise.noise_pct * math.sqrt(1.0 / j + 1.0 / n_c + shift_variance)
     verdict = Verdict.UNCHANGED
     if all(d > t_now for d in up):
@@ -154,6 +155,20 @@ def decide(
         suspect,
         stages=k,
     )
+
+
+def _thresholds(noise: NoiseEstimate, rule: Rule, n_c: int, unit: float, stages: int) -> tuple[float, float]:
+    """T above and below for `stages` processes: the floor, the normal-theory c_k * s * a, the rank bound R
+    over the whole reference and R_w over the window's own processes."""
+    n_ref = noise.processes or noise.df + 1
+    normal = critical_value(stages, rule.alpha, n_c, noise.df) * unit
+
+    def side(extremes: Sequence[float], own: Sequence[float]) -> float:
+        ranks = rank_bound(extremes, n_ref, stages, rule.alpha)
+        return max(rule.floor_pct, normal, ranks, rank_bound(own, noise.window_runs, stages, rule.alpha))
+
+    up = side(noise.upper_pct, noise.window_upper_pct)
+    return up, side([-d for d in noise.lower_pct], [-d for d in noise.window_lower_pct])
 
 
 def _without_noise(
@@ -200,6 +215,19 @@ def stages_needed(n_ref: int, alpha: float, least: int, most: int) -> int:
     while k < most and math.comb(n_ref + k, k) * alpha < k + 1:  # C(k + 1, k) = k + 1: the second extreme
         k += 1
     return k
+
+
+def window_stages(window: int, alpha: float, most: int) -> int:
+    """The fewest processes (at most `most`) for which the rank bound over the window's own `window` processes
+    reaches alpha at their most extreme: all k fresh processes of unchanged code beyond the largest of n
+    exchangeable ones has probability 1 / C(n + k, k). That bound is the one that holds when the calibration
+    did not see the machine as the gate does (a mode it missed, or one that appeared after it), and only the
+    window's processes are exchangeable with the fresh ones. 0 (no demand) when no `most` reach it: the
+    window is too short to say anything alone (at alpha = 1e-4, 8 processes need 8, 5 cannot)."""
+    for k in range(1, most + 1):
+        if math.comb(window + k, k) * alpha >= 1.0:
+            return k
+    return 0
 
 
 def noise_band_pct(noise_pct: float, df: int, processes: int, n_centre: int) -> float:

@@ -17,6 +17,9 @@ EXCLUSION_MIN_PROCESSES reference processes nothing is left out of s; from there
 stands apart from all the others (a 12 us add measured at 23 us once in 28 processes) is left out of s
 only. No process is ever left out of the extremes: a process of a slower mode that happens to be alone in
 the reference is what keeps that mode from failing the case (the earlier rule dropped it as "isolated").
+The window's own processes, as they joined the reference, are kept apart too (`window_upper_pct`) on a
+side where one of them lies beyond every calibration process by UNSEEN_SD of their standard deviations:
+their rank bound holds where the calibration missed a mode the gate's processes land in (gate/decision.py).
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ def estimate_noise(calibration: Sequence[float], window: Sequence[float], floor_
         widen = math.sqrt(len(win) / win_df)
         ranked += [cal_median + r * widen for r in window_shape_pct(win, slope)]
     odd = _isolated_index(sorted(range(len(ranked)), key=ranked.__getitem__), ranked)
+    upper_own, lower_own = _window_own(ranked[: len(cal)], ranked[len(cal) :], floor_pct)
     kept_cal = [d for i, d in enumerate(ranked[: len(cal)]) if i != odd]
     kept_mean = math.fsum(kept_cal) / len(kept_cal) if kept_cal else 0.0
     spread = [d - kept_mean for d in kept_cal] + [r for i, r in enumerate(residuals, len(cal)) if i != odd]
@@ -79,7 +83,34 @@ def estimate_noise(calibration: Sequence[float], window: Sequence[float], floor_
         upper_pct=tuple(round(d, 6) for d in ordered[::-1][:EXTREMES_KEPT]),
         lower_pct=tuple(round(d, 6) for d in ordered[:EXTREMES_KEPT]),
         processes=len(ranked),
+        window_upper_pct=tuple(round(d, 6) for d in upper_own[::-1][:EXTREMES_KEPT]),
+        window_lower_pct=tuple(round(d, 6) for d in lower_own[:EXTREMES_KEPT]),
     )
+
+
+WILD_PCT = 25.0  # a window process this far from the centre is not a mode the window's own bound protects
+# the window's own bound applies on a side where a window process lies this many calibration standard
+# deviations beyond every calibration process: a mode the calibration did not see (3% on a 0.2% case is 15);
+# stationary noise rarely reaches it (W = 30 against n_c = 10: the largest differ by ~0.5 sd), so a case
+# without one keeps R's threshold and stages (a 12 us add's 2% was caught 96% -> 66% with R_w throughout)
+UNSEEN_SD = 3.0
+
+
+def _window_own(cal_pct: Sequence[float], placed: Sequence[float], floor_pct: float) -> tuple[list[float], list[float]]:
+    """The window's processes as placed in the reference, sorted, for its own rank bound on each side; empty
+    on a side where no window process lies UNSEEN_SD calibration standard deviations beyond every calibration
+    process (nothing the calibration could not have produced: R alone holds there). Without those
+    beyond WILD_PCT (a 12 us add once read at 23 us: as a window of 10's largest it made the case blind to
+    5% for as long as it stayed; the gross rule's 25% is where a change is never noise) and without the one
+    that stands apart from all the others when the window alone holds EXCLUSION_MIN_PROCESSES (alone among
+    fewer, a process of a slower mode is what protects that mode). Both stay in the whole reference."""
+    kept = [d for d in placed if abs(d) <= WILD_PCT]
+    odd = _isolated_index(sorted(range(len(kept)), key=kept.__getitem__), kept)
+    own = sorted(d for i, d in enumerate(kept) if i != odd)
+    if len(cal_pct) < 2 or not own:
+        return [], []
+    reach = UNSEEN_SD * max(statistics.stdev(cal_pct), floor_pct)
+    return (own if own[-1] > max(cal_pct) + reach else []), (own if own[0] < min(cal_pct) - reach else [])
 
 
 def window_residuals_pct(values: Sequence[float]) -> tuple[list[float], int]:

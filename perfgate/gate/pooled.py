@@ -1,9 +1,9 @@
 """The process offsets' variance pooled over one run's cases (empirical Bayes; pure).
 
-A case on the host clock in a shared A/B process bounds its sides' offset from its own draws (gate/ratio.py,
-`bound_threshold`): t(1 - alpha) at as many dof as draws, <= 3, which holds the budget but detects little
-(docs/ab.md). limma's moderated t (Smyth 2004) lends it the run's other cases: with a prior offset variance
-s0^2 worth d0 draws, a case's K draws give
+A case on the host clock in a shared A/B process bounds its sides' offset from its own draws
+(gate/offset_bound.py, `bound_threshold`): t(1 - alpha) at as many dof as draws, <= 3, which holds the budget
+but detects little (docs/ab.md). limma's moderated t (Smyth 2004) lends it the run's other cases: with a prior
+offset variance s0^2 worth d0 draws, a case's K draws give
 
     s_mod^2 = (d0 * s0^2 + sum(d^2)) / (d0 + K),   t at d0 + K dof.
 

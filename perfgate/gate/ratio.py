@@ -8,10 +8,10 @@ the reference timed inside each worker) it is ln(base_r / head_r), so positive i
 What rounds cannot cancel is an offset between processes: two processes of the same code may differ by a
 steady amount for their whole life (on the H100, in separate processes, a 12 us add's by 1-3%, long
 kernels' by ~0.1-0.5%; docs/evidence/ab-noise.md). Each pair of processes is one draw of it. Its draws
-(`OffsetDraw`) are the A/A (the base against a second base process, ln(base'_r / base_r): the same code,
-so its mean is an offset and nothing else) and, once a call is measured again by a fresh pair, the
-difference between the two pairs' means (the code's change cancels in it). Every draw enters the noise,
-significant or not.
+(`OffsetDraw`, gate/offset_bound.py) are the A/A (the base against a second base process,
+ln(base'_r / base_r): the same code, so its mean is an offset and nothing else) and, once a call is measured
+again by a fresh pair, the difference between the two pairs' means (the code's change cancels in it). Every
+draw enters the noise, significant or not.
 
 One pair (the rounds grouped in stages: stage 1, then confirmation stages while the case is suspect, at
 most K = 1 + confirm_runs):
@@ -31,11 +31,11 @@ most K = 1 + confirm_runs):
     INCONCLUSIVE  not called, but the pooled change above its 95% noise band and within a band of T
     UNCHANGED     otherwise
 
-Two pairs (`with_fresh_pair`: a call measured again by a fresh base, head and A/A twin): m = (m1 + m2) / 2
-and the draws d = (the first pair's A/A, the fresh pair's A/A, (m1 - m2) / sqrt(2)). The call stands when
-the fresh pair points the same way and m is beyond T2 = max(floor, c2 * se2); a regression that does not is
-INCONCLUSIVE (not a pass, not a failure), an improvement UNCHANGED. How c2 and se2 are formed depends on the
-process mode, because what makes the bound hold is different:
+Two pairs (`with_fresh_pair`, gate/fresh_pair.py: a call measured again by a fresh base, head and A/A
+twin): m = (m1 + m2) / 2 and the draws d = (the first pair's A/A, the fresh pair's A/A, (m1 - m2) / sqrt(2)).
+The call stands when the fresh pair points the same way and m is beyond T2 = max(floor, c2 * se2); a
+regression that does not is INCONCLUSIVE (not a pass, not a failure), an improvement UNCHANGED. How c2 and
+se2 are formed depends on the process mode, because what makes the bound hold is different:
 
     shared     base and head are threads of one process: what makes processes differ is the same for both
                (measured on the H100: the A/A twin and the head within their rounds' noise of the base,
@@ -62,8 +62,9 @@ max(ln(1 + GROSS_PCT / 100), GROSS_TWINS * the largest A/A twin's offset). Proce
 measured at most 6% apart (docs/evidence/ab-noise.md), so an unchanged case needs two independent offsets
 of 4x that to be called; the rates with it are in docs/ab.md (scripts/ab_rates.py).
 
-Without a fresh pair (`ab_fresh_pair = false`, or it could not measure the case: `on_one_pair`), a separate
-call is judged on the first pair's draws alone (K = 1: c = t(1 - alpha) at one dof).
+Without a fresh pair (`ab_fresh_pair = false`, or it could not measure the case: `on_one_pair`,
+gate/fresh_pair.py), a separate call is judged on the first pair's draws alone (K = 1: c = t(1 - alpha) at
+one dof).
 
 alpha is the case's share of the run's false-alarm budget: false_alarm_pct / m over the run's m gated
 comparisons (Bonferroni), so an unchanged A/B gate fails with probability under false_alarm_pct however
@@ -89,11 +90,11 @@ from statistics import NormalDist
 
 import numpy as np
 
-from perfgate.gate.decision import GROSS_PCT, POWER
+from perfgate.gate.decision import POWER
+from perfgate.gate.offset_bound import OffsetDraw, bound_threshold, offset_var, t_quantile
 from perfgate.gate.pooled import OffsetPrior, pooled_d2
 from perfgate.model import Verdict
 from perfgate.stats import FloatArray, normal_sf
-from perfgate.stats import t_quantile as _t_quantile
 
 WILD_SDS = 5.0  # a round this many robust standard deviations from the median is wild
 WILD_SHARE = 0.25  # at most this share of a case's rounds is ever set aside
@@ -104,7 +105,6 @@ BAND_CONFIDENCE = 0.95
 CI_CONFIDENCE = 0.95
 MIN_ROUNDS = 3
 Z_POWER = 0.8416212335729143  # the normal quantile at POWER (0.8)
-GROSS_TWINS = 2.0  # the gross rule's limit is at least this many times the largest A/A twin's offset
 
 
 @dataclass(frozen=True)
@@ -123,15 +123,6 @@ class AaNoise:
         x = x[tame(x)] if x.size else x
         mean = float(x.mean()) if x.size else 0.0
         return cls(int(x.size), mean, float(((x - mean) ** 2).sum()))
-
-
-@dataclass(frozen=True)
-class OffsetDraw:
-    """One draw of the offset between two processes of the same code: a mean log ratio, and the variance its
-    own rounds' noise gives it."""
-
-    mean_log: float
-    rounds_var: float
 
 
 @dataclass(frozen=True)
@@ -188,17 +179,11 @@ class RatioDecision:
         return self.verdict in (Verdict.REGRESSED, Verdict.IMPROVED)
 
 
-@functools.lru_cache(maxsize=4096)
-def t_quantile(p: float, dof: int) -> float:
-    """Student's t quantile (perfgate.stats), remembered: a run asks the same few thousands of times."""
-    return _t_quantile(p, dof)
-
-
 def pct(log_ratio: float) -> float:
     return 100.0 * math.expm1(log_ratio) if math.isfinite(log_ratio) else math.inf
 
 
-def _finite_pct(log_ratio: float) -> float | None:
+def finite_pct(log_ratio: float) -> float | None:
     return pct(log_ratio) if math.isfinite(log_ratio) else None
 
 
@@ -221,77 +206,25 @@ def tame(x: FloatArray) -> np.ndarray[tuple[int], np.dtype[np.bool_]]:
     return keep
 
 
-def offset_var(draws: Sequence[OffsetDraw]) -> float:
-    """p^2: the offset's variance the draws show beyond their own rounds' noise (0 when they show none)."""
-    if not draws:
-        return 0.0
-    return max(0.0, math.fsum(d.mean_log**2 - d.rounds_var for d in draws) / len(draws))
-
-
-def bound_threshold(
-    rounds_var: float,
-    weight: float,
-    draws: Sequence[OffsetDraw],
-    alpha: float,
-    floor: float,
-    prior: OffsetPrior | None = None,
-) -> float:
-    """T for a mean whose process offsets are unknown (separate processes): t(1 - alpha) at as many dof as there
-    are draws, over sqrt(rounds_var + weight * mean(d^2)); `weight` is the offset's share in that mean (1 for
-    one pair, 1/2 for two). With the run's `prior` (gate/pooled.py) mean(d^2) is moderated and the dof are
-    d0 + draws. Infinite without a draw: nothing bounds the offset."""
-    if not draws:
-        return math.inf
-    var, dof = pooled_d2([d.mean_log**2 for d in draws], prior)
-    return max(floor, t_quantile(1.0 - alpha, dof) * math.sqrt(rounds_var + weight * var))
-
-
 def decide_ratio(
     stages: Sequence[Sequence[float]], aa: AaNoise | None, rule: RatioRule, with_detects: bool = True
 ) -> RatioDecision:
     """One pair's decision for one case and metric from its stages of per-round log ratios (+ = worse);
     `with_detects=False` leaves `detects_pct` out (the screen between stages asks only whether it is suspect)."""
-    if not stages or any(len(s) < MIN_ROUNDS for s in stages):
-        raise ValueError(f"every stage needs at least {MIN_ROUNDS} rounds")
-    arrays = [np.asarray(s, dtype=np.float64) for s in stages]
-    finite = [a[np.isfinite(a)] for a in arrays]  # a round with no usable median (0 or inf) is wild
-    unusable = sum(a.size - f.size for a, f in zip(arrays, finite))
-    arrays = [f for f in finite if f.size]
-    if not arrays:
-        raise ValueError("no round has a finite ratio")
-    keep = tame(np.concatenate(arrays))
-    bounds = np.cumsum([0] + [a.size for a in arrays])
-    kept = [a[keep[lo:hi]] for a, lo, hi in zip(arrays, bounds[:-1], bounds[1:])]
+    kept, wild = _kept_stages(stages)
     everything = np.concatenate(kept)
     n, mean = everything.size, float(everything.mean())
-    # about the pooled mean, not each stage's: a stage that differs from the others (a neighbour busy for
-    # a whole stage) is noise the pooled mean carries, so it widens s instead of hiding in a stage mean
-    ss, dof = float(((everything - mean) ** 2).sum()), n - 1
-    if aa is not None and aa.rounds >= 2:
-        ss, dof = ss + aa.ss_log, dof + aa.rounds - 1
-    dof = max(dof, 1)
-    s2 = ss / dof
-    draws = (OffsetDraw(aa.mean_log, s2 / aa.rounds),) if aa is not None and aa.rounds >= 2 else ()
-    p2 = offset_var(draws)
-    if rule.separate and rule.prior is not None and draws:
-        # the screen and the band too take the run's pooled offset variance, less the twin's own rounds' part
-        p2 = max(0.0, pooled_d2([d.mean_log**2 for d in draws], rule.prior)[0] - draws[0].rounds_var)
+    s2, dof, draws, p2 = _noise(everything, mean, aa, rule)
     floor = math.log1p(rule.min_effect_pct / 100.0)
     c = t_quantile(1.0 - rule.alpha, dof)
     se = math.sqrt(s2 / n + p2)
-    complete = len(arrays) >= rule.stages
-    planned = n if complete else n * rule.stages / len(arrays)  # what K stages of rounds like these would have
+    complete = len(kept) >= rule.stages
+    planned = n if complete else n * rule.stages / len(kept)  # what K stages of rounds like these would have
     threshold = max(floor, c * math.sqrt(s2 / planned + p2))
     screen = max(floor / 2.0, SCREEN_Z * se)
     suspect = not complete and abs(mean) > screen
     band = t_quantile(BAND_CONFIDENCE, dof) * se
-    verdict = Verdict.UNCHANGED
-    if complete and mean > threshold:
-        verdict = Verdict.REGRESSED
-    elif complete and -mean > threshold:
-        verdict = Verdict.IMPROVED
-    elif not suspect and mean > band and mean + band > threshold:
-        verdict = Verdict.INCONCLUSIVE
+    verdict = _verdict(mean, threshold, band, complete, suspect)
     half = t_quantile(0.5 + CI_CONFIDENCE / 2, dof) * se
     decision = RatioDecision(
         verdict=verdict,
@@ -301,12 +234,12 @@ def decide_ratio(
         threshold_pct=pct(threshold),
         noise_pct=pct(math.sqrt(s2)),
         rounds=n,
-        stages=len(arrays),
+        stages=len(kept),
         process_pct=pct(math.sqrt(p2)) if p2 > 0 else None,
         suspect=suspect,
         stage_change_pct=tuple(pct(float(k.mean())) for k in kept if k.size),
         band_pct=pct(band),
-        wild_rounds=int(keep.size - keep.sum()) + unusable,
+        wild_rounds=wild,
         screen_pct=pct(screen),
         mean_log=mean,
         rounds_var_log=s2 / n,
@@ -322,99 +255,55 @@ def decide_ratio(
     )
     if not with_detects:
         return decision
-    return replace(decision, detects_pct=_finite_pct(detects_log(decision, rule.fresh_pair)))
+    return replace(decision, detects_pct=finite_pct(detects_log(decision, rule.fresh_pair)))
 
 
-def with_fresh_pair(first: RatioDecision, fresh: RatioDecision) -> RatioDecision:
-    """A call (regressed / improved) judged again on both pairs of processes: m = (m1 + m2) / 2 against the
-    two-pair threshold of the process mode (module docstring). The fresh pair brings two more draws of the
-    offset (its own A/A twin, and the pairs' difference, in which the code's change cancels). The call
-    stands when the fresh pair points the same way and m is beyond that threshold; otherwise a regression is
-    inconclusive (something moved, but not in both pairs) and an improvement unchanged. On the H100 the
-    12 us add's separate processes differ by 1-3%: in an A/A one pair said +2.65%, the fresh one +1.20%,
-    and that is not a regression."""
-    separate = first.separate or fresh.separate
-    draws = (*first.draws, *fresh.draws, _pairs_apart(first, fresh))
-    rounds_var = (first.rounds_var_log + fresh.rounds_var_log) / 4.0
-    mean = (first.mean_log + fresh.mean_log) / 2.0
+def _verdict(mean: float, threshold: float, band: float, complete: bool, suspect: bool) -> Verdict:
+    """Called once every stage is measured and the pooled mean is beyond T; inconclusive when not suspect and the
+    change is above its noise band and within a band of T; else unchanged."""
+    if complete and mean > threshold:
+        return Verdict.REGRESSED
+    if complete and -mean > threshold:
+        return Verdict.IMPROVED
+    if not suspect and mean > band and mean + band > threshold:
+        return Verdict.INCONCLUSIVE
+    return Verdict.UNCHANGED
+
+
+def _kept_stages(stages: Sequence[Sequence[float]]) -> tuple[list[FloatArray], int]:
+    """Each stage's rounds less the wild ones (tame, over all the stages' rounds; a stage with no finite round
+    dropped), and how many rounds were set aside (a round with no usable median, 0 or inf, is wild)."""
+    if not stages or any(len(s) < MIN_ROUNDS for s in stages):
+        raise ValueError(f"every stage needs at least {MIN_ROUNDS} rounds")
+    arrays = [np.asarray(s, dtype=np.float64) for s in stages]
+    finite = [a[np.isfinite(a)] for a in arrays]
+    unusable = sum(a.size - f.size for a, f in zip(arrays, finite))
+    arrays = [f for f in finite if f.size]
+    if not arrays:
+        raise ValueError("no round has a finite ratio")
+    keep = tame(np.concatenate(arrays))
+    bounds = np.cumsum([0] + [a.size for a in arrays])
+    kept = [a[keep[lo:hi]] for a, lo, hi in zip(arrays, bounds[:-1], bounds[1:])]
+    return kept, int(keep.size - keep.sum()) + unusable
+
+
+def _noise(
+    everything: FloatArray, mean: float, aa: AaNoise | None, rule: RatioRule
+) -> tuple[float, int, tuple[OffsetDraw, ...], float]:
+    """s^2 and its dof (the kept rounds and the A/A's), the A/A's draw of the process offset, and p^2."""
+    # about the pooled mean, not each stage's: a stage that differs from the others (a neighbour busy for
+    # a whole stage) is noise the pooled mean carries, so it widens s instead of hiding in a stage mean
+    ss, dof = float(((everything - mean) ** 2).sum()), everything.size - 1
+    if aa is not None and aa.rounds >= 2:
+        ss, dof = ss + aa.ss_log, dof + aa.rounds - 1
+    dof = max(dof, 1)
+    s2 = ss / dof
+    draws = (OffsetDraw(aa.mean_log, s2 / aa.rounds),) if aa is not None and aa.rounds >= 2 else ()
     p2 = offset_var(draws)
-    if separate:
-        threshold = bound_threshold(rounds_var, 0.5, draws, first.alpha, first.floor_log, first.prior)
-        var, bound_dof = pooled_d2([d.mean_log**2 for d in draws], first.prior)
-        se = math.sqrt(rounds_var + 0.5 * var)
-        half = t_quantile(0.5 + CI_CONFIDENCE / 2, bound_dof) * se
-    else:
-        dof = first.dof + fresh.dof
-        se = math.sqrt(rounds_var + p2 / 2.0)
-        threshold = max(first.floor_log, t_quantile(1.0 - first.alpha, dof) * se)
-        half = t_quantile(0.5 + CI_CONFIDENCE / 2, dof) * se
-    verdict = first.verdict
-    gross = separate and first.verdict is Verdict.REGRESSED and _gross(first, fresh)
-    if gross:
-        threshold = _gross_log(first, fresh)
-    elif not ((fresh.mean_log > 0) == (first.mean_log > 0) and abs(mean) > threshold):
-        verdict = Verdict.INCONCLUSIVE if first.verdict is Verdict.REGRESSED else Verdict.UNCHANGED
-    return replace(
-        first,
-        verdict=verdict,
-        fresh=fresh,
-        change_pct=pct(mean),
-        ci_low_pct=pct(mean - half),
-        ci_high_pct=pct(mean + half),
-        threshold_pct=pct(threshold),
-        process_pct=pct(math.sqrt(p2)) if p2 > 0 else None,
-        rounds=first.rounds + fresh.rounds,
-        first_pct=first.change_pct,
-        mean_log=mean,
-        offset_var_log=p2,
-        draws=draws,
-        separate=separate,
-        gross=gross,
-        detects_pct=_finite_pct(detects_log(replace(first, offset_var_log=p2, separate=separate), fresh_pair=True)),
-    )
-
-
-def _gross_log(first: RatioDecision, fresh: RatioDecision) -> float:
-    """The gross rule's limit: GROSS_PCT, or GROSS_TWINS times the largest offset an A/A twin showed."""
-    twins = [abs(d.mean_log) for d in (*first.draws, *fresh.draws)]
-    return max(math.log1p(GROSS_PCT / 100.0), GROSS_TWINS * max(twins, default=0.0))
-
-
-def _gross(first: RatioDecision, fresh: RatioDecision) -> bool:
-    """Beyond the gross limit in both pairs of processes, each pair's own round noise taken off its mean."""
-    limit = _gross_log(first, fresh)
-    return all(
-        p.mean_log - t_quantile(1.0 - first.alpha, max(p.dof, 1)) * math.sqrt(p.rounds_var_log) > limit
-        for p in (first, fresh)
-    )
-
-
-def on_one_pair(first: RatioDecision) -> RatioDecision:
-    """A call no fresh pair measured (`ab_fresh_pair` off, or the fresh pair failed): in one shared process
-    it stands; in separate processes it is judged on the first pair's own draws, K = 1 (module docstring),
-    and a regression beyond what they bound is inconclusive, an improvement unchanged."""
-    if not first.called:
-        return first
-    if not first.separate:
-        return replace(first, unrepeated=True)
-    threshold = bound_threshold(first.rounds_var_log, 1.0, first.draws, first.alpha, first.floor_log, first.prior)
-    verdict = first.verdict
-    if not abs(first.mean_log) > threshold:
-        verdict = Verdict.INCONCLUSIVE if first.verdict is Verdict.REGRESSED else Verdict.UNCHANGED
-    return replace(
-        first,
-        verdict=verdict,
-        unrepeated=True,
-        threshold_pct=pct(threshold),
-        detects_pct=_finite_pct(detects_log(first, fresh_pair=False)),
-    )
-
-
-def _pairs_apart(first: RatioDecision, fresh: RatioDecision) -> OffsetDraw:
-    """(m1 - m2) / sqrt(2): a draw of the offset in which the code's change cancels."""
-    return OffsetDraw(
-        (first.mean_log - fresh.mean_log) / math.sqrt(2.0), (first.rounds_var_log + fresh.rounds_var_log) / 2.0
-    )
+    if rule.separate and rule.prior is not None and draws:
+        # the screen and the band too take the run's pooled offset variance, less the twin's own rounds' part
+        p2 = max(0.0, pooled_d2([d.mean_log**2 for d in draws], rule.prior)[0] - draws[0].rounds_var)
+    return s2, dof, draws, p2
 
 
 # --- what a case detects ---------------------------------------------------------------------------------

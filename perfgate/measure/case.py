@@ -91,11 +91,9 @@ def measure_case(spec: CaseSpec, device: NvmlDevice | None = None) -> CaseResult
                 metrics += peak_memory(call, timer)
         speedup = None
         if spec.reference is not None:
-            ref_samples = m.samples_ms[0]
-            median, lo, hi = ratio_ci(ref_samples, samples)
-            name = spec.reference_name or reference_name(spec.reference)
-            speedup = Speedup(name, ref_samples, median, lo, hi)
-            metrics.append(Metric(SPEEDUP_METRIC, median, "x", "speedup", name))
+            speedup = _speedup(spec.reference_name or reference_name(spec.reference), m.samples_ms[0], samples)
+        if speedup is not None:
+            metrics.append(Metric(SPEEDUP_METRIC, speedup.median, "x", "speedup", speedup.reference))
     finally:
         watch.release()
     with phase(KERNELS):
@@ -120,6 +118,12 @@ def measure_case(spec: CaseSpec, device: NvmlDevice | None = None) -> CaseResult
         calls_per_sample=m.calls_per_sample[-1] if m.calls_per_sample else 1,
         cycles=cycles,
     )
+
+
+def _speedup(name: str, ref_samples: tuple[float, ...], samples: tuple[float, ...]) -> Speedup:
+    """The case against its reference `name`: the ratio of their medians, with its confidence interval."""
+    median, lo, hi = ratio_ci(ref_samples, samples)
+    return Speedup(name, ref_samples, median, lo, hi)
 
 
 def _cycles_note(timer: Timer, probe: object, cycles: object) -> tuple[str, ...]:

@@ -230,7 +230,8 @@ def noise(raw: object, where: str) -> NoiseEstimate:
         counts[key] = value
     if counts["df"] < 1:
         raise StoredValueError(f"{where}.df: must be >= 1")
-    upper, lower = (_percentages(raw.get(side, []), f"{where}.{side}") for side in ("upper_pct", "lower_pct"))
+    sides = ("upper_pct", "lower_pct", "window_upper_pct", "window_lower_pct")
+    upper, lower, win_upper, win_lower = (_percentages(raw.get(side, []), f"{where}.{side}") for side in sides)
     return NoiseEstimate(
         number(raw["noise_pct"], f"{where}.noise_pct", high=MAX_NOISE_PCT),
         counts["df"],
@@ -239,6 +240,8 @@ def noise(raw: object, where: str) -> NoiseEstimate:
         upper,
         lower,
         counts["processes"],
+        win_upper,
+        win_lower,
     )
 
 
