@@ -143,7 +143,7 @@ def replay(name: str, first: int, calibrations: int, seed: int, check: int) -> d
         raise SystemExit(f"replay_first_run: {name!r} is not a first-run scenario")
     processes = calibration_processes(scenario, None)
     settings = Settings()
-    failed, agreed, failing = 0, 0, []
+    failed, agreed, shifted, failing = 0, 0, 0, []
     started = time.monotonic()
     for c in range(first, first + calibrations):
         with tempfile.TemporaryDirectory(prefix="perfgate-first-run-") as tmp:
@@ -154,6 +154,7 @@ def replay(name: str, first: int, calibrations: int, seed: int, check: int) -> d
                 if full != fast:
                     print(f"calibration {c}: run_gate and the decision path disagree: {full} / {fast}", flush=True)
         failed += fast.failed
+        shifted += fast.shift_pct is not None
         if fast.failed:
             failing.append(c)
     lo, hi = wilson(failed, calibrations)
@@ -166,6 +167,7 @@ def replay(name: str, first: int, calibrations: int, seed: int, check: int) -> d
         "failed_unchanged_pct": 100.0 * failed / calibrations,
         "failed_unchanged_ci_pct": (100.0 * lo, 100.0 * hi),
         "failing_calibrations": failing,
+        "common_shift_runs": shifted,  # a common-mode finding: strict mode fails the run on it
         "checked_against_run_gate": min(check, calibrations),
         "agreed_with_run_gate": agreed,
         "seconds": round(time.monotonic() - started),
@@ -179,6 +181,7 @@ def render(r: Mapping[str, object]) -> str:
         f"(from {r['first_calibration']}): failed unchanged {r['failed_unchanged_runs']} "
         f"({r['failed_unchanged_pct']:.2f}%, 95% {lo:.2f}-{hi:.2f}%) at calibrations {r['failing_calibrations']}"
     )
+    line += f"\n    a common-mode shift named in {r['common_shift_runs']} of them (strict mode fails on it)"
     if r["checked_against_run_gate"]:
         line += (
             f"\n    run_gate gave every case the same time verdict, the same confirmation rounds and shift in "
