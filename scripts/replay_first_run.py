@@ -137,6 +137,31 @@ def gate_path(rep: Replica) -> FirstRun:
     return FirstRun(tuple(by_case[c] for c in rep.ids), rounds, None if shift is None else shift.shift_pct)
 
 
+def exact_rate(name: str, calibrations: int, seed: int) -> tuple[float, float]:
+    """The scenario's first-run rate per case computed, not sampled, and its standard error (normal or two-mode
+    noise, every case alike): given a calibration, a case fails when all k fresh processes lie beyond T, each
+    with the mixture's survival probability q at T, so with q^k (tests/test_calibrate_sizing.py, more draws)."""
+    from statistics import NormalDist
+
+    import numpy as np
+
+    scenario = SCENARIOS[name]
+    noise, cases = scenario.noises[0], len(scenario.noises)
+    if noise.tail_df or any(n != noise for n in scenario.noises) or scenario.process_state_share:
+        raise SystemExit(f"replay_first_run: no exact rate for {name!r} (one normal or two-mode noise only)")
+    fast, slow = NormalDist(0.0, noise.sd_pct), NormalDist(noise.mode_gap_pct, noise.sd_pct)
+    n, rng, settings = calibration_processes(scenario, None), np.random.default_rng(seed), Settings()
+    rule = Rule(per_test_alpha(settings.false_alarm_pct, cases), 1 + settings.confirm_runs, settings.min_effect_pct)
+    rates = np.empty(calibrations)
+    for c in range(calibrations):
+        cal = list(noise.draw(rng, n))
+        d = decide(cal, [1.0], estimate_noise(cal, (), FLOOR_PCT), rule)
+        raw = 100.0 * ((1.0 + d.threshold_pct / 100.0) * sum(cal) / n - 1.0)  # T as a deviation from 1
+        q = (1 - noise.mode_share) * (1 - fast.cdf(raw)) + noise.mode_share * (1 - slow.cdf(raw))
+        rates[c] = q**d.stages
+    return float(rates.mean()), float(rates.std(ddof=1) / math.sqrt(calibrations))
+
+
 def replay(name: str, first: int, calibrations: int, seed: int, check: int) -> dict[str, object]:
     scenario = SCENARIOS[name]
     if not scenario.first_run_only:
@@ -199,7 +224,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--check", type=int, default=0, help="also gate the first N calibrations through run_gate")
     p.add_argument("--json", type=Path, help="write the row here")
+    p.add_argument("--exact", type=int, default=0, help="instead: the exact rate over this many calibrations")
     args = p.parse_args(argv)
+    if args.exact:
+        rate, se = exact_rate(args.scenario, args.exact, args.seed)
+        cases = len(SCENARIOS[args.scenario].noises)
+        print(
+            f"{args.scenario}: exact first-run rate {rate:.3g} per case (standard error {se:.2g}) over "
+            f"{args.exact} calibrations: {100 * -math.expm1(cases * math.log1p(-rate)):.3f}% per run"
+        )
+        return 0
     row = replay(args.scenario, args.first, args.calibrations, args.seed, args.check)
     print(render(row))
     if args.json:
