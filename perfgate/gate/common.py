@@ -6,13 +6,14 @@ Without this, such a shift deadlocks the gate: every case beyond its threshold f
 enter the noise window, and nothing adapts (an outside review: a driver update making every case 3% slower
 failed 45 of 45 later runs). So the run's cases are first judged together:
 
-- the shift c is the median of the cases' first-process changes weighted by their precision (1 / noise^2:
-  the quiet cases say most about a shift; a few regressed cases do not move a median), over the
-  time-gated, calibrated cases of the run;
-- it is declared when at least MIN_CASES cases take part, their changes in units of their noise lean one
-  way beyond chance (Wilcoxon's signed-rank test, one-sided p <= SIGN_P: ranks, so two cases far out
-  cannot make a shift alone) and |c| reaches half the rule's floor (`min_effect_pct`): a machine drift is
-  named before its quietest cases cross their thresholds;
+- the shift c is the median of the cases' first-process changes from their calibration's median, weighted
+  by their precision (1 / noise^2: the quiet cases say most about a shift; a few regressed cases do not move
+  a median), over the time-gated, calibrated cases of the run;
+- it is declared when at least MIN_CASES cases take part, their first processes' ranks among their
+  calibration processes lean one way beyond chance (Wilcoxon's signed-rank test, one-sided p <= SIGN_P:
+  ranks, so two cases far out cannot make a shift alone; ranks among the calibration's, because only they
+  are symmetric for unchanged code whatever the noise's shape) and |c| reaches half the rule's floor
+  (`min_effect_pct`): a machine drift is named before its quietest cases cross their thresholds;
 - then each case is judged against its centre moved by c (gate/decision.py, `shift_pct`), its noise widened
   by the error of c (a median of m cases: variance pi / 2 * s^2 / m). A case that regressed beyond the
   shift still fails; the shift itself fails no case;
