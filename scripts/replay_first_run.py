@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 import tempfile
 import time
@@ -34,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from replay_scenarios import SCENARIOS, Replica, _Silence, calibration_processes, wilson  # noqa: E402
 
 from perfgate.config.settings import Settings  # noqa: E402
-from perfgate.gate.common import common_shift  # noqa: E402
+from perfgate.gate.common import centred_rank, common_shift  # noqa: E402
 from perfgate.gate.decision import MAX_STAGES, Decision, Rule, decide, per_test_alpha  # noqa: E402
 from perfgate.gate.noise import DEFAULT_NOISE_FLOOR_PCT, estimate_noise  # noqa: E402
 from perfgate.metrics import TIME_METRIC  # noqa: E402
@@ -117,11 +118,14 @@ def _shift(
 ) -> CommonShift | None:
     """gate/compare.py `run_shift`: over the cases' first processes, each change in units of its noise."""
     changes: dict[str, tuple[float, float]] = {}
+    ranks: dict[str, float] = {}
     for cid, cal, now, noise in zip(rep.ids, calibration, current, noises, strict=True):
         if noise is not None:
             centre = sum(cal) / len(cal)  # as run_shift sums them, to the last bit
-            changes[cid] = (100.0 * (now[0] - centre) / centre, noise.noise_pct * math.sqrt(1.0 + 1.0 / len(cal)))
-    return common_shift(changes, settings.min_effect_pct, rep.s.env(0), rep.s.env(1))
+            unit = noise.noise_pct * math.sqrt(1.0 + 1.0 / len(cal))
+            changes[cid] = (100.0 * (now[0] - statistics.median(cal)) / centre, unit)
+            ranks[cid] = centred_rank(now[0], cal)
+    return common_shift(changes, settings.min_effect_pct, rep.s.env(0), rep.s.env(1), ranks)
 
 
 def gate_path(rep: Replica) -> FirstRun:

@@ -3,6 +3,7 @@ it): quantiles, the confirmed rule's joint tail probability, the rank tests, the
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 from scipy import integrate, stats
 from scipy.special import comb
 
-from perfgate.gate.common import signed_rank_p, weighted_median
+from perfgate.gate.common import EXACT_MAX_CASES, signed_rank_p, weighted_median
 from perfgate.gate.decision import rank_bound, stages_needed
 from perfgate.gate.noise import window_residuals_pct, window_shape_pct
 from perfgate.stats import all_exceed_probability, chi2_quantile, critical_value, mann_whitney_p, t_quantile
@@ -56,12 +57,28 @@ def test_mann_whitney_matches_scipys_asymptotic_test():
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_signed_rank_matches_scipys_one_sided_normal_approximation(seed):
-    z = np.random.default_rng(seed).normal(0.6, 1.0, 14)
+def test_signed_rank_matches_scipys_one_sided_normal_approximation_past_the_exact_count(seed):
+    z = np.random.default_rng(seed).normal(0.3, 1.0, EXACT_MAX_CASES + 20)
     z[3] = -z[5]  # a tie in |z|
     side = "greater" if np.sum(np.sign(z)) >= 0 else "less"
     expected = stats.wilcoxon(z, alternative=side, correction=True, method="approx").pvalue
     assert signed_rank_p(list(z)) == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_signed_rank_is_exact_in_small_runs_as_scipy_counts_it(seed):
+    z = np.random.default_rng(seed).normal(0.6, 1.0, 14)
+    side = "greater" if np.sum(np.sign(z)) >= 0 else "less"
+    assert signed_rank_p(list(z)) == pytest.approx(stats.wilcoxon(z, alternative=side, method="exact").pvalue)
+
+
+def test_signed_rank_with_tied_ranks_is_the_share_of_sign_patterns_at_least_as_far():
+    z = np.array([0.46] * 5 + [-0.1, 0.2, 0.2])  # ranks of processes beyond all their calibration's: ties
+    ranks = stats.rankdata(np.abs(z))
+    w = max(ranks[z > 0].sum(), ranks.sum() - ranks[z > 0].sum())
+    signs = itertools.product((0, 1), repeat=len(z))
+    expected = sum(1 for s in signs if np.dot(s, ranks) >= w - 1e-9) / 2 ** len(z)
+    assert signed_rank_p(list(z)) == pytest.approx(expected)
 
 
 def test_weighted_median_is_numpys_on_repeated_values():

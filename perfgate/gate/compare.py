@@ -13,12 +13,13 @@ same confirmation as a time regression: every process must show it.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 
 from perfgate.baseline import Baseline, BaselineCase
 from perfgate.config.settings import Settings
 from perfgate.gate.bottleneck import MeasureChoice, choose_measure
-from perfgate.gate.common import common_shift
+from perfgate.gate.common import centred_rank, common_shift
 from perfgate.gate.cycles import compare_cycles
 from perfgate.gate.decision import MAX_STAGES, Decision, Rule, decide, per_test_alpha
 from perfgate.gate.noise import estimate_noise, noise_floor
@@ -159,7 +160,7 @@ def run_shift(
     moves its cycles)."""
     if baseline is None:
         return None
-    changes = {}
+    changes, ranks = {}, {}
     for res in results:
         base = baseline.cases.get(res.case_id)
         if base is None or not base.calibrated or base.timer is not res.timing.timer:
@@ -174,8 +175,12 @@ def run_shift(
         noise = _noise(resolved, values, res, settings)
         if noise is not None:
             unit = noise.noise_pct * math.sqrt(1.0 + 1.0 / len(values))
-            changes[res.case_id] = (100.0 * (now - centre) / centre, unit)
-    return common_shift(changes, settings.min_effect_pct, baseline.environment, env)
+            # against the calibration's median, not its mean (the centre): with two modes (40% of processes 3%
+            # slow) the mean sits between them, every process lands off it, and the median of the cases'
+            # changes is the fast mode's distance from the mean, a "shift" of unchanged code; a step moves both
+            changes[res.case_id] = (100.0 * (now - statistics.median(values)) / centre, unit)
+            ranks[res.case_id] = centred_rank(now, values)
+    return common_shift(changes, settings.min_effect_pct, baseline.environment, env, ranks)
 
 
 def _unpaired(
