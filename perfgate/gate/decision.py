@@ -37,7 +37,10 @@ between-process noise included.
 
 With fewer than three reference processes there is no noise to judge by (an uncalibrated baseline and no
 history yet): the case never fails; a change beyond `threshold_pct` that the within-run rank test also
-sees is INCONCLUSIVE, with a finding that asks for calibration.
+sees is INCONCLUSIVE, with a finding that asks for calibration. An uncalibrated baseline (fewer than three
+calibration processes) keeps the gross rule when its noise window gives it noise: a slowdown beyond GROSS_PCT
+in every process fails it whatever the window says, and T never exceeds GROSS_PCT (issue 31: two runs of a
+step, inconclusive, entered the window and lifted T to 279%; the step then read "unchanged").
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
+from perfgate.gate.noise import MIN_REFERENCE_PROCESSES
 from perfgate.model import NoiseEstimate, Verdict
 from perfgate.stats import critical_value, mann_whitney_p, t_quantile
 
@@ -107,9 +111,12 @@ def decide(
     if not current or not centre_values:
         raise ValueError("need current and baseline process values")
     centre = math.fsum(centre_values) / len(centre_values)
-    if noise is None:
-        changes = [100.0 * (x - centre) / centre for x in current]
-        return _without_noise(changes, threshold_pct, rule, baseline_samples, current_samples)
+    raw = [100.0 * (x - centre) / centre for x in current]
+    # an uncalibrated baseline (fewer than three calibration processes): its window cannot lift the threshold
+    # above the gross one, and a slowdown beyond it in every process fails as it does without noise
+    gross = len(centre_values) < MIN_REFERENCE_PROCESSES and all(d > max(rule.gross_pct, threshold_pct) for d in raw)
+    if noise is None or gross:
+        return _without_noise(raw, threshold_pct, rule, baseline_samples, current_samples)
     # a common-mode shift excuses a case only in its own direction: a regression must lie beyond T against
     # the centre moved up by a positive shift AND against the calibration's; an improvement likewise. A
     # case that did not move with a shift is then neither "improved" nor "regressed" by it.
@@ -128,6 +135,8 @@ def decide(
         k = max(k, window_stages(noise.window_runs, rule.alpha, most))
     t_k, down_k = _thresholds(noise, rule, n_c, unit, k)
     t_now, down_now = (t_k, down_k) if j >= k else _thresholds(noise, rule, n_c, unit, j)  # cut short: as measured
+    if n_c < MIN_REFERENCE_PROCESSES:  # uncalibrated: a change the gross rule would fail cannot read unchanged
+        t_k, t_now = min(t_k, max(rule.gross_pct, threshold_pct)), min(t_now, max(rule.gross_pct, threshold_pct))
     se = noise.noise_pct * math.sqrt(1.0 / j + 1.0 / n_c + shift_variance)
     verdict = Verdict.UNCHANGED
     if all(d > t_now for d in up):

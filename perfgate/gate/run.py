@@ -31,7 +31,7 @@ from perfgate.gate.common import past_shifts
 from perfgate.gate.compare import compare_run
 from perfgate.gate.confirm import Confirmer, confirm_suspects
 from perfgate.gate.findings import BASELINE, Against, GateFacts, baseline_findings, common_findings
-from perfgate.gate.window import WindowValues, with_noise
+from perfgate.gate.window import WindowValues, judged_with_noise, with_noise
 from perfgate.model import (
     AllowedMissing,
     CaseResult,
@@ -272,6 +272,9 @@ def noise_windows(
         found = recent_passing_gate_medians(
             store, run.environment.comparability_key(), branch, settings.noise_window, ids, starts
         )
+    for cid, points in found.items():  # an uncalibrated case's window (gate/window.py)
+        if not baseline.cases[cid].calibrated:
+            found[cid] = judged_with_noise(points, len(baseline.cases[cid].time_values()))
     windows = {
         cid: WindowValues(
             tuple(p.median_ms for p in points),

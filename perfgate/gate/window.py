@@ -12,13 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from perfgate.baseline import Baseline, BaselineCase
 from perfgate.config.settings import Settings
 from perfgate.gate.cycles import cycles_noise
-from perfgate.gate.noise import estimate_noise, noise_floor
+from perfgate.gate.noise import MIN_REFERENCE_PROCESSES, estimate_noise, noise_floor
 from perfgate.metrics import SPEEDUP_METRIC
-from perfgate.model import CaseResult, NoiseEstimate
+from perfgate.model import CaseResult, NoiseEstimate, Verdict
+
+if TYPE_CHECKING:
+    from perfgate.store.window import PassingGateMedian
 
 
 @dataclass(frozen=True)
@@ -64,3 +68,20 @@ def _speedup_noise(res: CaseResult, base: BaselineCase, window: WindowValues, fl
         or tuple(1.0 / m.value for m in base.metrics if m.name == SPEEDUP_METRIC and m.value > 0)[:1]
     )
     return estimate_noise(calibration, tuple(1.0 / s for s in window.speedups if s > 0), floor)
+
+
+def judged_with_noise(points: Sequence[PassingGateMedian], calibration: int) -> tuple[PassingGateMedian, ...]:
+    """An uncalibrated case's window (`calibration` processes, fewer than three): its runs, newest first,
+    without those judged INCONCLUSIVE while the case had no between-process noise (the calibration's
+    processes and the window's runs before them fewer than three). Such a run was called inconclusive by the
+    within-run test against `threshold_pct`, not as a draw of the noise's slow side; in the window it made a
+    step its own noise (issue 31: a 1.2x slowdown, inconclusive once, then +30% ">= 279% unchanged"). The
+    inconclusive runs judged with noise stay, as for a calibrated case (store/verdicts.py): leaving all of
+    them out cut the window at its noise band and raised the false alarms of unchanged uncalibrated cases
+    several-fold (scripts/replay_uncalibrated.py)."""
+    kept: list[PassingGateMedian] = []
+    for p in reversed(points):  # oldest first: as the runs were judged
+        if p.verdict is Verdict.INCONCLUSIVE and calibration + len(kept) < MIN_REFERENCE_PROCESSES:
+            continue
+        kept.append(p)
+    return tuple(reversed(kept))

@@ -43,6 +43,17 @@ def _describe(c: dict[str, Any]) -> str:
     return f"{c['case_id']} {metric} {change}{threshold}"
 
 
+def _gross(c: dict[str, Any]) -> str:
+    """A regression failed by the gross rule (no between-process noise: gate/decision.py) asks for calibration,
+    as the terminal and the summary do."""
+    if c["verdict"] != "regressed" or c.get("noise_pct") is not None or not c.get("stages"):
+        return ""
+    return (
+        ": slower beyond the gross threshold in every process, with no between-process noise: run perfgate "
+        "calibrate for thresholds from the noise (smaller changes cannot fail until then)"
+    )
+
+
 def _window_modes(doc: dict[str, Any]) -> dict[str, str]:
     """Per regressed case whose noise window shows a mode the calibration did not see, its "why" words
     (gate/unseen.py): a red build's annotation then tells a mode from a code change."""
@@ -109,7 +120,7 @@ def workflow_commands(doc: dict[str, Any]) -> list[str]:
     for c in doc.get("comparisons", []):
         file, line = where.get(c["case_id"], ("", None))
         if c["verdict"] in FAILING:  # a row the gate does not gate on warns: it did not fail the job
-            text = _describe(c) + (f": {modes[c['case_id']]}" if c["case_id"] in modes else "")
+            text = _describe(c) + (f": {modes[c['case_id']]}" if c["case_id"] in modes else "") + _gross(c)
             lines.append(command("error" if c.get("gated") is not False else "warning", text, file, line))
         elif c["verdict"] == "inconclusive":
             lines.append(command("warning", _describe(c) + " inconclusive", file, line))

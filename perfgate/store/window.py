@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from perfgate.model import RunKind
+from perfgate.model import RunKind, Verdict
 from perfgate.store import Store, checks
 from perfgate.store.verdicts import OUT_OF_WINDOW
 
@@ -39,13 +39,15 @@ class PassingGateMedian:
     median_ms: float
     speedup: float | None
     median_mcycles: float | None = None
+    verdict: Verdict | None = None  # the case's verdict in that run (gate/window.py: an uncalibrated case's window)
 
 
 LOOK_BACK_FACTOR = 10  # the window looks at most this many times its size of gate runs back
 
 
 _SELECT = (
-    "SELECT c.case_id, r.id AS run_id, r.git_commit, r.started_at, c.median_ms, s.median AS speedup, c.median_mcycles "
+    "SELECT c.case_id, r.id AS run_id, r.git_commit, r.started_at, c.median_ms, s.median AS speedup, c.median_mcycles, "
+    "c.verdict "
     "FROM cases c JOIN runs r ON r.id = c.run_id "
     "LEFT JOIN speedups s ON s.run_id = c.run_id AND s.case_id = c.case_id "
     "WHERE r.kind = :kind AND r.gate_failed IS NOT NULL {branch} AND r.device_kind = :device_kind "
@@ -127,7 +129,7 @@ def recent_passing_gate_medians(
         "capability": capability,
     }
     with store.errors("read the noise window"):
-        for case_id, run_id, commit, started_at, median_ms, speedup, mcycles in newest_per_case(
+        for case_id, run_id, commit, started_at, median_ms, speedup, mcycles, verdict in newest_per_case(
             store, select, first, window, params
         ):
             where = f"run {run_id} case {case_id!r}"
@@ -143,6 +145,17 @@ def recent_passing_gate_medians(
                     median_mcycles=None
                     if mcycles is None
                     else checks.number(mcycles, f"{where} median_mcycles", high=checks.MAX_MCYCLES, low_open=True),
+                    verdict=_verdict(verdict, where),
                 )
             )
     return {cid: tuple(v) for cid, v in out.items()}
+
+
+def _verdict(value: object, where: str) -> Verdict | None:
+    """A stored case verdict, or None (a run stored before verdicts were); anything else is a damaged row."""
+    if value is None:
+        return None
+    try:
+        return Verdict(value)
+    except ValueError:
+        raise checks.StoredValueError(f"{where}: verdict {value!r} is not a verdict") from None
