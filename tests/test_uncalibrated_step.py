@@ -95,3 +95,18 @@ def test_a_calibrated_case_keeps_its_window_s_threshold(values):
     cal = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98]
     d = decide(cal, values, estimate_noise(cal, window, 0.5), Rule(alpha=0.01, stages=3))
     assert d.threshold_pct > GROSS_PCT and d.verdict is not Verdict.REGRESSED and not d.gross
+
+
+def test_an_uncalibrated_window_leaves_out_only_the_runs_judged_inconclusive_without_noise():
+    from perfgate.gate.window import judged_with_noise
+    from perfgate.store.window import PassingGateMedian
+
+    def run(i, verdict):
+        return PassingGateMedian(i, "", "", 1.0, None, verdict=verdict)
+
+    u, i = Verdict.UNCHANGED, Verdict.INCONCLUSIVE
+    newest_first = [run(6, i), run(5, u), run(4, i), run(3, u), run(2, i), run(1, Verdict.NEW)]
+    # run 2: one calibration process and one window run: no noise, out; run 4: three reference processes
+    # (the calibration's, runs 1 and 3): judged with noise, in
+    assert [p.run_id for p in judged_with_noise(newest_first, 1)] == [6, 5, 4, 3, 1]
+    assert [p.run_id for p in judged_with_noise([run(3, i), run(2, i), run(1, Verdict.NEW)], 1)] == [1]

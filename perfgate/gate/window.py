@@ -78,7 +78,9 @@ def judged_with_noise(points: Sequence[PassingGateMedian], calibration: int) -> 
     step its own noise (issue 31: a 1.2x slowdown, inconclusive once, then +30% ">= 279% unchanged"). The
     inconclusive runs judged with noise stay, as for a calibrated case (store/verdicts.py): leaving all of
     them out cut the window at its noise band and raised the false alarms of unchanged uncalibrated cases
-    several-fold (scripts/replay_uncalibrated.py)."""
+    several-fold (scripts/replay_uncalibrated.py). `points` are the newest runs read (store/window.py); when
+    they do not reach back to the case's first, the oldest read stand in for it: a case whose every run was
+    inconclusive without noise stays without noise however many it has."""
     kept: list[PassingGateMedian] = []
     for p in reversed(points):  # oldest first: as the runs were judged
         if p.verdict is Verdict.INCONCLUSIVE and calibration + len(kept) < MIN_REFERENCE_PROCESSES:
