@@ -1,7 +1,7 @@
 """The outside statistics review's scenarios, replayed on the SHIPPED gate with a real SQLite history.
 
     python scripts/replay_scenarios.py [--calibrations 6] [--scenario NAME ...] [--calibration-processes N]
-                                       [--json OUT]
+                                       [--follow-note] [--trace] [--json OUT]
 
 Each scenario is a suite of simulated cases whose process values follow a noise model (Gaussian, a second
 mode, heavy tails) and an environment over time (a driver update, a new mode, machine drift) and, for the
@@ -16,7 +16,13 @@ code scenarios, a change to one case (a creep, a step). For every independent ca
    (common-mode shift, change points from trends/), the run stored with its verdicts;
 3. the user's policy: when three of the last five runs named a common-mode shift, the first of them
    included (a shift that persists), `perfgate baseline reanchor --runs 5` (the command line itself, on
-   the same files) re-anchors the baseline on those five runs.
+   the same files) re-anchors the baseline on those five runs; with --follow-note, after each run that says
+   "a mode the calibration did not see", `perfgate calibrate --replace --reason 'a new mode'` (the command
+   line itself, its processes this replica's) recalibrates, as the note tells the user to.
+
+--trace prints every failing unchanged case: the run after onset, how many of its window runs drew the new mode
+and how many lie beyond every calibration process, k, T, whether the note had been said before, its verdict
+line, and which class of docs/decision-rule.md's trace it falls in.
 
 Printed per scenario: unchanged runs that failed (a case without a code change REGRESSED), of how many; for
 a code change, after how many runs it was named and by which finding (regressed, a change point, the
