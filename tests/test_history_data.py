@@ -345,7 +345,9 @@ def test_the_noise_window_reads_recent_passing_gate_runs_of_one_branch_and_devic
         assert [p.median_ms for p in window["a"]] == pytest.approx([7.0, 6.0, 5.0], rel=0.02)
         assert [p.run_id for p in window["b"]][0] == 9 and window["zzz"] == ()
         first = window["a"][0]
-        assert first == PassingGateMedian(ids[7], "c7", "2026-11-21T00:00:00+00:00", first.median_ms, None)
+        assert first == PassingGateMedian(
+            ids[7], "c7", "2026-11-21T00:00:00+00:00", first.median_ms, None, verdict=first.verdict
+        )
         since = recent_passing_gate_medians(store, key, "main", 30, ["a"], from_run_id=ids[6])
         assert [p.run_id for p in since["a"]] == [ids[7], ids[6]]  # a change point resets the window
 
