@@ -33,9 +33,10 @@ def _replay(bench, policy, runs: int = 18, seed: int = 5):
 def test_a_new_mode_is_noted_once_and_the_calibration_the_note_names_learns_it(bench):
     t = _replay(bench, bench.Policy(follow_note=True))
     assert t.unseen_named == [1]  # the first run whose window holds a process of the mode
-    # said once: the recalibrated cases see the mode (each case's ten processes miss it with 0.6^10 = 0.6%: then
-    # that case is noted again, seed 3's case 5)
-    assert t.recalibrations == 1 and t.unseen_runs == 1
+    # followed once: the recalibrated cases see the mode (each case's ten processes miss it with 0.6^10 = 0.6%:
+    # then that case is noted again, seed 3's case 5); said at most once more before it, on a run naming a
+    # possible change in another case, where the note holds its remedy back
+    assert t.recalibrations == 1 and t.unseen_runs <= 2
     assert t.failed_after_note == 0
 
 
