@@ -50,6 +50,7 @@ from perfgate.baseline.write import calibrated_baseline, write_baseline
 from perfgate.config.settings import Settings
 from perfgate.gate.findings import GateFacts
 from perfgate.gate.run import GateOutcome, GateRequest, run_gate
+from perfgate.gate.unseen import changes_named, run_modes
 from perfgate.model import CaseResult, Environment, FindingKind, GateResult, Run, RunInfo, RunKind, Timer, Verdict
 from perfgate.stats import summarize
 from perfgate.store.verdicts import OUT_OF_WINDOW
@@ -388,7 +389,8 @@ def replay(
                 if noted is None and run >= scenario.onset:
                     tally.unseen_named.append(run - scenario.onset)
                 noted = run if noted is None else noted
-                if policy.follow_note:
+                moded = {m.case_id for m in run_modes(out.run.results, load_baseline(rep.path), g)}
+                if policy.follow_note and not changes_named(g, moded):  # as the note says: not on a run naming a change
                     with quiet_out():
                         rep.recalibrate(run)
                     tally.recalibrations += 1

@@ -263,9 +263,10 @@ def noise_windows(
     ids = [r.case_id for r in run.results if r.case_id in baseline.cases]
     branch = None if settings.noise_branch == "*" else settings.noise_branch or "main"
     # a recalibration measured other code than the runs before it (an uncalibrated baseline is one of its
-    # own runs: nothing before it to leave out)
-    last = baseline.updates[-1] if baseline.updates else None
-    updated = last.at if last is not None and last.calibrated_runs else ""
+    # own runs: nothing before it to leave out); a re-anchor after it moves the centres, not the code, so the
+    # window still starts at the last calibration, not at the newest update
+    calibrations = [u for u in baseline.updates if u.calibrated_runs]
+    updated = calibrations[-1].at if calibrations else ""
     with open_store(settings.db_path, readonly=True) as store:
         # processes measured before the baseline's last update or an accepted change point ran other code
         starts = store.window_starts(run.environment.device_name, ids, after=updated)

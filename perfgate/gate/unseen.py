@@ -15,13 +15,13 @@ Derived from the stored run and the baseline only, so `perfgate compare` says th
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from perfgate.baseline import Baseline, BaselineCase
 from perfgate.gate.noise import EXTREMES_KEPT
 from perfgate.metrics import CYCLES_METRIC, SPEEDUP_METRIC, TIME_METRIC, WINDOW_MODE
-from perfgate.model import CaseResult, Comparison, Finding, FindingKind, GateResult, Run
+from perfgate.model import CaseResult, Comparison, Finding, FindingKind, GateResult, Run, Verdict
 
 SHOWN_CASES = 3  # cases named in the one finding; the rest are counted
 TIMED = (SPEEDUP_METRIC, CYCLES_METRIC, TIME_METRIC)  # the gated measure, in the order one is chosen
@@ -109,12 +109,34 @@ def why_row(mode: UnseenMode) -> Comparison:
 def run_findings(run: Run, baseline: Baseline | None, gate: GateResult) -> tuple[Finding, ...]:
     """The run's one note, if any case's window shows a mode (gate/findings.py, baseline mode)."""
     runs = next((u.calibrated_runs for u in reversed(baseline.updates) if u.calibrated_runs), 0) if baseline else 0
-    found = finding(run_modes(run.results, baseline, gate), runs)
+    modes = run_modes(run.results, baseline, gate)
+    found = finding(modes, runs, changes_named(gate, {m.case_id for m in modes}))
     return () if found is None else (found,)
 
 
-def finding(modes: Sequence[UnseenMode], calibrated_runs: int = 0) -> Finding | None:
-    """The one note of a gate run: the slower modes' cases, then the faster ones', and the remedy's cost."""
+def changes_named(gate: GateResult, moded: Collection[str] = ()) -> tuple[str, ...]:
+    """What this run names as a possible change, which a recalibration now would learn as noise: the cases
+    whose gated timed measure is regressed or inconclusive (a step's first runs are inconclusive while its
+    window holds none of them) unless their own window shows an unseen mode (`moded`: the mode may be all
+    they show, and at 100 cases some such case is inconclusive in most runs), and a common-mode shift
+    (re-anchored, not recalibrated)."""
+    cases = sorted(
+        {
+            c.case_id
+            for c in gate.comparisons
+            if c.gated
+            and c.metric in TIMED
+            and c.verdict in (Verdict.REGRESSED, Verdict.INCONCLUSIVE)
+            and c.case_id not in moded
+        }
+    )
+    return tuple(cases) + (("a common-mode shift",) if gate.common_shift is not None else ())
+
+
+def finding(modes: Sequence[UnseenMode], calibrated_runs: int = 0, pending: Sequence[str] = ()) -> Finding | None:
+    """The one note of a gate run: the slower modes' cases, then the faster ones', and the remedy's cost. With
+    `pending` (changes_named) the remedy waits: recalibrating on a run that names a code change takes it for
+    noise (an outside replay: a +3% step recalibrated away at its onset, never named)."""
     slower = [m for m in modes if m.slower]
     faster = [m for m in modes if not m.slower]
     if not modes:
@@ -134,6 +156,14 @@ def finding(modes: Sequence[UnseenMode], calibrated_runs: int = 0) -> Finding | 
         + (f" ({cost})" if cost else "")
         + " and gives the thresholds back their power"
     )
+    if pending:
+        shown = ", ".join(pending[:SHOWN_CASES]) + (
+            f" and {len(pending) - SHOWN_CASES} more" if len(pending) > SHOWN_CASES else ""
+        )
+        remedy = (
+            f"; do not recalibrate on this run: it names a possible change ({shown}), which a calibration now would "
+            "learn as noise; `perfgate calibrate --replace --reason 'a new mode'` on a run that names none"
+        )
     return Finding(FindingKind.UNSEEN_MODE, "; ".join(parts) + remedy, modes[0].case_id)
 
 
