@@ -477,9 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, help="write the rows here")
     args = p.parse_args(argv)
     names = args.scenario or list(SCENARIOS)
-    rows = run(
-        names, args.calibrations, args.first_run_calibrations, args.seed, args.calibration_processes, args.first
-    )
+    rows = run(names, args.calibrations, args.first_run_calibrations, args.seed, args.calibration_processes, args.first)
     print(render(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
