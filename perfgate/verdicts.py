@@ -60,6 +60,13 @@ class Comparison:
     # 1 point); None: no such floor. Shown beside the threshold, so "+28.6% unchanged" explains itself.
     min_change: float | None = None
 
+    @classmethod
+    def words(
+        cls, case_id: str, metric: str, note: str, kernel: str = "", verdict: Verdict = Verdict.UNCHANGED
+    ) -> Comparison:
+        """A reported row of words and no number (an explanation beside a case's verdict): never gated."""
+        return cls(case_id, metric, "", Direction.LOWER, verdict, kernel=kernel, note=note, gated=False)
+
 
 class FindingKind(str, enum.Enum):
     """Why a green gate might not mean "measured, compared, fine"; strict mode fails on STRICT_KINDS."""

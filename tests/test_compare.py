@@ -5,7 +5,7 @@ import pytest
 from perfgate.config.settings import settings_from_config
 from perfgate.gate.compare import compare_run
 from perfgate.model import CaseThresholds, Metric, Speedup, Timer, Verdict
-from tests.helpers import ENV, baseline_of, calibrated_of, make_run, noisy
+from tests.helpers import ENV, baseline_of, calibrated, calibrated_of, make_run, noisy
 
 SETTINGS = settings_from_config({"threshold_pct": 3.0})
 
@@ -228,3 +228,17 @@ def test_the_terminal_never_cuts_a_case_id_inside_its_file_name(case_id, expecte
 
     label = shorten(case_id, 70)
     assert label == expected and len(label) <= 70
+
+
+def test_a_not_comparable_or_missing_case_shows_the_baseline_time_every_other_output_shows(tmp_path):
+    # the baseline's time is the mean of its calibration processes' medians (BaselineCase.time_ms), the
+    # number `baseline show` and a compared row print; the file's median_ms (their median) is another number
+    base = calibrated(
+        baseline_of(make_run({"a": noisy(1.0), "b": noisy(1.0)}), tmp_path),
+        {"a": [1.0, 1.0, 1.3], "b": [1.0, 1.0, 1.3]},
+    )
+    res = make_run({"a": noisy(1.0)}).results[0]
+    host = replace(res, timing=replace(res.timing, timer=Timer.HOST))
+    gate = compare_run([host], base, ENV, SETTINGS)
+    assert verdict(gate).verdict is Verdict.NOT_COMPARABLE and verdict(gate, "b").verdict is Verdict.MISSING
+    assert verdict(gate).baseline == pytest.approx(1.1) and verdict(gate, "b").baseline == pytest.approx(1.1)

@@ -85,3 +85,47 @@ def test_a_refused_store_says_so_in_one_line_and_stores_nothing(tmp_path, monkey
     holder.execute("ROLLBACK")
     with open_store(path, readonly=True) as store:
         assert store.query("SELECT count(*) AS n FROM runs")[0]["n"] == 0
+
+
+def _writer_on_a_new_file(path):
+    """Another process's write lock on a history file still in SQLite's default (rollback) journal mode:
+    what a fleet's first writer holds while the others open the same new history."""
+    con = sqlite3.connect(path, isolation_level=None, timeout=0)
+    con.execute("BEGIN IMMEDIATE")
+    return con
+
+
+def test_opening_a_new_history_waits_for_a_writer_that_holds_it(tmp_path, monkeypatch):
+    path = tmp_path / "history.db"
+    holder = _writer_on_a_new_file(path)
+    pauses = []
+
+    def pause(_: float) -> None:  # the other writer finishes while this one pauses
+        pauses.append(1)
+        if holder.in_transaction:
+            holder.execute("COMMIT")
+
+    monkeypatch.setattr(store_sqlite.time, "sleep", pause)
+    with open_store(path) as store:
+        store.save_run(make_run({"a": [1.0, 1.0]}))
+    assert pauses, "SQLite refused the journal-mode switch at once; the open must retry it"
+    with open_store(path, readonly=True) as store:
+        assert store.query("select count(*) AS n from runs")[0]["n"] == 1
+
+
+def test_opening_a_new_history_behind_a_lock_that_never_moves_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "history.db"
+    holder = _writer_on_a_new_file(path)
+    con = sqlite3.connect(path, isolation_level=None, timeout=0)
+    clock = _Clock()
+
+    def sleep(_: float) -> None:
+        clock.now += 7.0
+
+    with pytest.raises(sqlite3.OperationalError) as err:
+        store_sqlite.enable_wal(con, clock=clock, sleep=sleep)
+    assert err.value.sqlite_errorname.startswith("SQLITE_BUSY")
+    assert store_sqlite.BUSY_TIMEOUT_S <= clock.now <= store_sqlite.BUSY_TIMEOUT_S + 7.0
+    holder.execute("ROLLBACK")
+    store_sqlite.enable_wal(con, clock=clock, sleep=sleep)
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

@@ -102,7 +102,7 @@ def compare_run(
                 _unpaired(
                     res.case_id,
                     Verdict.NOT_COMPARABLE,
-                    baseline=base.median_ms,
+                    baseline=base.time_ms,
                     current=res.timing.median_ms,
                     note=_env_note(baseline.environment, current_env, base, res),
                 )
@@ -134,7 +134,7 @@ def compare_run(
     if baseline is not None:
         seen = {r.case_id for r in results}
         rows += [
-            _unpaired(cid, Verdict.MISSING, baseline=b.median_ms, note="in the baseline, not run this time")
+            _unpaired(cid, Verdict.MISSING, baseline=b.time_ms, note="in the baseline, not run this time")
             for cid, b in sorted(baseline.cases.items())
             if cid not in seen
         ]

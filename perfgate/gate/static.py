@@ -188,17 +188,12 @@ def _launched_row(case_id: str, added: list[str], gone: list[str]) -> Comparison
         parts.append(f"now launches {', '.join(added)}")
     if gone:
         parts.append(f"no longer {', '.join(gone)}")
-    return Comparison(
-        case_id=case_id,
-        metric=LAUNCHED,
-        unit="",
-        direction=Direction.LOWER,
-        verdict=Verdict.INCONCLUSIVE,
+    return Comparison.words(
+        case_id,
+        LAUNCHED,
+        "kernels changed: " + "; ".join(parts) + " (other kernels: their registers and occupancy are not compared)",
         kernel=", ".join(added or gone),
-        note="kernels changed: "
-        + "; ".join(parts)
-        + " (other kernels: their registers and occupancy are not compared)",
-        gated=False,
+        verdict=Verdict.INCONCLUSIVE,
     )
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from perfgate.baseline import Baseline, BaselineCase
 from perfgate.gate.noise import EXTREMES_KEPT
 from perfgate.metrics import CYCLES_METRIC, SPEEDUP_METRIC, TIME_METRIC, WINDOW_MODE
-from perfgate.model import CaseResult, Comparison, Direction, Finding, FindingKind, GateResult, Run, Verdict
+from perfgate.model import CaseResult, Comparison, Finding, FindingKind, GateResult, Run
 
 SHOWN_CASES = 3  # cases named in the one finding; the rest are counted
 TIMED = (SPEEDUP_METRIC, CYCLES_METRIC, TIME_METRIC)  # the gated measure, in the order one is chosen
@@ -96,17 +96,13 @@ def mode_rows(res: CaseResult, base: BaselineCase, timed: Iterable[Comparison | 
 
 def why_row(mode: UnseenMode) -> Comparison:
     """A regressed case's explanation: its window shows a mode, so the change may be that mode's."""
-    return Comparison(
-        case_id=mode.case_id,
-        metric=WINDOW_MODE,
-        unit="",
-        direction=Direction.LOWER,
-        verdict=Verdict.UNCHANGED,
-        note=f"its noise window shows a {'slower' if mode.slower else 'faster'} mode the calibration did not see "
+    return Comparison.words(
+        mode.case_id,
+        WINDOW_MODE,
+        f"its noise window shows a {'slower' if mode.slower else 'faster'} mode the calibration did not see "
         f"({mode.at_pct:+.1f}%, {mode.past_pct:.1f}% past its {'slowest' if mode.slower else 'fastest'} process, "
         f"in {mode.held} window runs): a change of about that size may be the mode, not the code; `perfgate calibrate` "
         "learns it",
-        gated=False,
     )
 
 

@@ -4,7 +4,7 @@ the bound, the occupancy limiter, the first recommendation), from the ncu metric
 from __future__ import annotations
 
 from perfgate.metrics import NCU_WHY
-from perfgate.model import CaseResult, Comparison, Direction, Verdict
+from perfgate.model import CaseResult, Comparison
 
 MAX_KERNELS = 3  # the case's kernels with the longest duration
 
@@ -37,13 +37,4 @@ def ncu_reasons(res: CaseResult) -> tuple[Comparison, ...]:
 
 
 def _row(case_id: str, kernel: str, words: str) -> Comparison:
-    return Comparison(
-        case_id=case_id,
-        metric=NCU_WHY,
-        unit="",
-        direction=Direction.LOWER,
-        verdict=Verdict.UNCHANGED,
-        kernel=kernel,
-        note=words,
-        gated=False,
-    )
+    return Comparison.words(case_id, NCU_WHY, words, kernel=kernel)

@@ -114,7 +114,7 @@ def open_sqlite(path: Path, readonly: bool) -> SqliteDatabase:
             # a new file gets large pages: a case row (~2 KB with 200 samples) then never wastes most of a
             # 4 KB page when it grows past half of one (set before anything is written, or it is ignored)
             con.execute(f"PRAGMA page_size = {PAGE_SIZE}")
-            con.execute("PRAGMA journal_mode=WAL")
+            enable_wal(con)
             con.execute("PRAGMA synchronous=NORMAL")
             migrate(con, path)
             verify_schema(con, path)
@@ -122,6 +122,31 @@ def open_sqlite(path: Path, readonly: bool) -> SqliteDatabase:
         con.close()
         raise
     return SqliteDatabase(con, path, readonly=False)
+
+
+def enable_wal(
+    con: sqlite3.Connection,
+    clock: Callable[[], float] | None = None,
+    sleep: Callable[[float], None] | None = None,
+) -> None:
+    """`PRAGMA journal_mode=WAL`, retried while another process holds the lock. Switching a new file to WAL
+    needs its exclusive lock, and SQLite refuses it at once, without its busy wait, while another connection
+    holds the write lock (waiting could deadlock): writers opening one new history together (a fleet's first
+    run) would fail in the same millisecond. Refused once BUSY_TIMEOUT_S have passed; a no-op on a history
+    already in WAL mode."""
+    clock, sleep = clock or time.monotonic, sleep or time.sleep  # looked up per call: a test's stand-ins
+    jitter = random.Random()  # noqa: S311 (a pause, not a secret)
+    started = clock()
+    while True:
+        try:
+            con.execute("PRAGMA journal_mode=WAL").fetchall()
+            return
+        except sqlite3.OperationalError as err:
+            if not str(getattr(err, "sqlite_errorname", "")).startswith("SQLITE_BUSY"):
+                raise
+            if clock() - started >= BUSY_TIMEOUT_S:
+                raise
+        sleep(jitter.uniform(0.01, 0.05))
 
 
 def begin_immediate(
