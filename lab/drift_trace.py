@@ -61,7 +61,12 @@ class Seen:
             self.cases = len(pairs)
             if pairs:
                 self.shift_pct = common.weighted_median([d for d, _ in pairs], [1 / (u * u) for _, u in pairs])
-                self.p = common.signed_rank_p([ranks[k] for k in keys] if ranks else [d / u for d, u in pairs])
+                # the gate's own test (weighted ranks since issue 31's drift work; the signed rank before)
+                weighted = getattr(common, "weighted_sign_p", None)
+                if ranks and weighted is not None:
+                    self.p = weighted([ranks[k] / u for k, (_, u) in zip(keys, pairs, strict=True)])
+                else:
+                    self.p = common.signed_rank_p([ranks[k] for k in keys] if ranks else [d / u for d, u in pairs])
             return original(changes, floor, *args, **kw)
 
         compare.common_shift = spy  # type: ignore[assignment]
