@@ -1,7 +1,7 @@
 """The outside statistics review's scenarios, replayed on the SHIPPED gate with a real SQLite history.
 
     python scripts/replay_scenarios.py [--calibrations 6] [--scenario NAME ...] [--calibration-processes N]
-                                       [--first C] [--json OUT]
+                                       [--first C] [--follow-note] [--trace] [--json OUT]
 
 Each scenario is a suite of simulated cases whose process values follow a noise model (Gaussian, a second
 mode, heavy tails) and an environment over time (a driver update, a new mode, machine drift) and, for the
@@ -16,7 +16,13 @@ code scenarios, a change to one case (a creep, a step). For every independent ca
    (common-mode shift, change points from trends/), the run stored with its verdicts;
 3. the user's policy: when three of the last five runs named a common-mode shift, the first of them
    included (a shift that persists), `perfgate baseline reanchor --runs 5` (the command line itself, on
-   the same files) re-anchors the baseline on those five runs.
+   the same files) re-anchors the baseline on those five runs; with --follow-note, after each run that says
+   "a mode the calibration did not see", `perfgate calibrate --replace --reason 'a new mode'` (the command
+   line itself, its processes this replica's) recalibrates, as the note tells the user to.
+
+--trace prints every failing unchanged case: the run after onset, how many of its window runs drew the new mode
+and how many lie beyond every calibration process, k, T, whether the note had been said before, its verdict
+line, and which class of docs/decision-rule.md's trace it falls in.
 
 Printed per scenario: unchanged runs that failed (a case without a code change REGRESSED), of how many; for
 a code change, after how many runs it was named and by which finding (regressed, a change point, the
@@ -46,6 +52,7 @@ from perfgate.gate.findings import GateFacts
 from perfgate.gate.run import GateOutcome, GateRequest, run_gate
 from perfgate.model import CaseResult, Environment, FindingKind, GateResult, Run, RunInfo, RunKind, Timer, Verdict
 from perfgate.stats import summarize
+from perfgate.store.verdicts import OUT_OF_WINDOW
 
 ENV = Environment("cuda", "Simulated H100", compute_capability="9.0", driver_version="550.54")
 UPDATED = replace(ENV, driver_version="555.42")
@@ -198,6 +205,11 @@ class Tally:
     late_runs: int = 0  # runs after the first re-anchor, or from onset + 2 REANCHOR_RUNS without one
     late_strict_common: int = 0  # of them, runs with a strict common-mode finding (strict mode fails them)
     intermittent_named: int = 0  # runs naming an intermittent shared state (a note)
+    unseen_named: list[int] = field(default_factory=list)  # runs from onset to the first unseen-mode note
+    unseen_runs: int = 0  # runs with the unseen-mode note
+    recalibrations: int = 0  # `perfgate calibrate --replace` runs of the user who follows that note
+    failed_after_note: int = 0  # failed unchanged runs after the note was first said
+    trace: list[dict[str, object]] = field(default_factory=list)  # --trace: one row per failing case
 
 
 class Replica:
@@ -217,10 +229,16 @@ class Replica:
         (root / "pyproject.toml").write_text('[tool.perfgate]\nnoise_branch = "main"\n')  # read by the re-anchor CLI
         self.path = root / "baselines" / "simulated-h100.json"
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.in_mode: dict[tuple[int, int], bool] = {}  # (case, run): the run's own process drew the new mode
 
     def value(self, case: int, run: int, state: float = 1.0) -> float:
         noise = self.s.noises[case]
-        return float(self.base_ms[case] * noise.draw(self.rng, 1)[0] * self.s.factor(case, run, self.rng) * state)
+        draw = noise.draw(self.rng, 1)[0]
+        f = self.s.factor(case, run, self.rng)
+        if self.s.new_mode_share and run >= self.s.onset and (case, run) not in self.in_mode:
+            # the run's own process (the first drawn): the one its noise window keeps (--trace)
+            self.in_mode[case, run] = f > self.s.factor(case, run, _NO_DRAW) * (1 + self.s.new_mode_gap_pct / 200)
+        return float(self.base_ms[case] * draw * f * state)
 
     def process_state(self, run: int) -> float:
         """One process's state shared by every case it measures (a clock or power state, say)."""
@@ -277,6 +295,44 @@ class Replica:
         if code != 0:
             raise SystemExit(f"replay_scenarios: perfgate baseline reanchor exited {code}")
 
+    def recalibrate(self, run: int) -> None:
+        """The user who follows the unseen-mode note after gate run `run`: `perfgate calibrate --replace --reason
+        'a new mode'`, the command line itself on the same files, its processes this replica's (drawn as the
+        gate's at this run: what the pytest processes it starts would measure), as many as it takes without
+        --runs for the suite."""
+        import perfgate.cli.calibrate as cli_calibrate
+        from perfgate.baseline.calibrate import Calibration, processes_for
+        from perfgate.cli import main
+
+        def measured(settings: Settings, runs: int | None, *_: object, **__: object) -> Calibration:
+            n = runs or processes_for(len(self.ids), settings.false_alarm_pct)
+            env = self.s.env(run)
+            done = [_run(env, self.process(run), run, RunKind.CALIBRATION) for _ in range(n)]
+            # one second with gate run `run`: the window restarts at the next gate run (run_gate noise_windows)
+            done = [replace(r, info=replace(r.info, run_uid=f"u{run}-recalibration-{p}")) for p, r in enumerate(done)]
+            return Calibration(tuple(done), False, n, len(self.ids))
+
+        argv = ["calibrate", "--replace", "--reason", "a new mode", "--rootdir", str(self.root)]
+        argv += ["--db", str(self.settings.db_path), "--baseline-file", str(self.path)]
+        real = cli_calibrate.calibrate
+        cli_calibrate.calibrate = measured  # type: ignore[assignment]
+        try:
+            code = main(argv)
+        finally:
+            cli_calibrate.calibrate = real
+        if code != 0:
+            raise SystemExit(f"replay_scenarios: perfgate calibrate --replace exited {code}")
+
+
+class _NoDraw:
+    """An rng for `Scenario.factor` without the new mode's draw (share forced past 1: never drawn)."""
+
+    def random(self) -> float:
+        return 2.0
+
+
+_NO_DRAW: np.random.Generator = _NoDraw()  # type: ignore[assignment]
+
 
 def calibration_processes(scenario: Scenario, chosen: int | None) -> int:
     """What `perfgate calibrate` takes for this suite without --runs, unless `chosen`."""
@@ -287,8 +343,22 @@ def calibration_processes(scenario: Scenario, chosen: int | None) -> int:
     return processes_for(len(scenario.noises), Settings().false_alarm_pct)
 
 
+@dataclass(frozen=True)
+class Policy:
+    """What the simulated user does besides the re-anchor: follow the unseen-mode note (`perfgate calibrate
+    --replace --reason 'a new mode'` after the run that says it), and whether failing cases are traced."""
+
+    follow_note: bool = False
+    trace: bool = False
+
+
 def replay(
-    scenario: Scenario, seed: int, tally: Tally, quiet_out: Callable[[], object], processes: int | None = None
+    scenario: Scenario,
+    seed: int,
+    tally: Tally,
+    quiet_out: Callable[[], object],
+    processes: int | None = None,
+    policy: Policy = Policy(),
 ) -> None:
     with tempfile.TemporaryDirectory(prefix="perfgate-scenario-") as tmp:
         rep = Replica(scenario, seed, Path(tmp), calibration_processes(scenario, processes))
@@ -297,6 +367,8 @@ def replay(
         seen: set[str] = set()
         recent: list[bool] = []  # whether each of the last runs named a common-mode shift
         common_seen = reanchored = False
+        noted: int | None = None  # the first run that said the unseen-mode note
+        window: dict[str, list[int]] = {cid: [] for cid in rep.ids}  # --trace: each case's window runs
         for run in range(1, scenario.runs + 1):
             with quiet_out():
                 out = rep.gate(run)
@@ -307,7 +379,20 @@ def replay(
             failed_unchanged = bool(regressed - changed)
             tally.failed_unchanged += failed_unchanged
             tally.fail_runs.append(int(failed_unchanged))
+            tally.failed_after_note += failed_unchanged and noted is not None
             kinds = {f.kind for f in g.findings}
+            if policy.trace:
+                tally.trace += _traced(rep, out, run, sorted(regressed - changed), window, noted, seed)
+            if FindingKind.UNSEEN_MODE in kinds:
+                tally.unseen_runs += 1
+                if noted is None and run >= scenario.onset:
+                    tally.unseen_named.append(run - scenario.onset)
+                noted = run if noted is None else noted
+                if policy.follow_note:
+                    with quiet_out():
+                        rep.recalibrate(run)
+                    tally.recalibrations += 1
+                    window = {cid: [] for cid in rep.ids}
             named_now = FindingKind.COMMON_SHIFT in kinds
             tally.intermittent_named += FindingKind.INTERMITTENT_SHIFT in kinds
             if reanchored or run >= scenario.onset + 2 * REANCHOR_RUNS:
@@ -333,6 +418,73 @@ def replay(
                         tally.named_by[by] = tally.named_by.get(by, 0) + 1
         if scenario.changed_cases and named is None:
             tally.missed += 1
+
+
+def _traced(
+    rep: Replica,
+    out: GateOutcome,
+    run: int,
+    failing: Sequence[str],
+    window: dict[str, list[int]],
+    noted: int | None,
+    seed: int,
+) -> list[dict[str, object]]:
+    """One row per unchanged case this run failed: the run after onset, how many of the case's window runs
+    drew the new mode (the simulation's truth) and how many lie beyond every calibration process (what the
+    gate sees), its k, whether the unseen-mode note was said in an earlier run, and its terminal line.
+    Then this run joins each passing case's window (store/window.py: a case's failing runs stay out)."""
+    from perfgate.baseline import load_baseline
+    from perfgate.gate.unseen import case_modes
+    from perfgate.metrics import TIME_METRIC
+
+    base = load_baseline(rep.path)
+    rows = []
+    index = {cid: i for i, cid in enumerate(rep.ids)}
+    for cid in failing:
+        i = index[cid]
+        held = window[cid][-30:]
+        c = next(c for c in out.gate.comparisons if c.case_id == cid and c.gated)
+        res = next(r for r in out.run.results if r.case_id == cid)
+        modes = [m for m in case_modes(cid, res, base.cases[cid], TIME_METRIC) if m.slower]
+        line = next((ln for ln in out.terminal if cid.split("::")[-1] in ln), "")
+        rows.append(
+            {
+                "seed": seed,
+                "run_after_onset": run - rep.s.onset,
+                "case": cid,
+                "window_runs": len(held),
+                "window_in_mode": sum(rep.in_mode.get((i, r), False) for r in held),
+                "window_beyond_calibration": modes[0].runs if modes else 0,
+                "k": c.processes,
+                "stages": c.stages,
+                "change_pct": c.change_pct,
+                "threshold_pct": c.threshold_pct,
+                "noted_before": noted is not None,
+                "class": _failure_class(sum(rep.in_mode.get((i, r), False) for r in held), modes, noted is not None),
+                "line": " ".join(line.split()),
+            }
+        )
+    failed = {c.case_id for c in out.gate.comparisons if c.verdict in OUT_OF_WINDOW}
+    for cid in rep.ids:
+        if cid not in failed:
+            window[cid].append(run)
+    return rows
+
+
+FAILURE_CLASSES = {
+    "unseen": "no run had shown the mode: the case's window holds none and no note was said (share^k)",
+    "noted, clean window": "the note was said in an earlier run; this case's window holds no process of the mode",
+    "noted, mode in window": "the note was said in an earlier run; the case's window holds the mode",
+    "mode in window, no note": "the case's window holds the mode; no note yet",
+}
+
+
+def _failure_class(in_window: int, modes: Sequence[object], noted: bool) -> str:
+    """Step 1 of issue 31's trace: what could have prevented this failure (FAILURE_CLASSES). `modes`: the
+    slower modes the gate saw in the case's window (gate/unseen.py)."""
+    if noted:
+        return "noted, mode in window" if in_window or modes else "noted, clean window"
+    return "mode in window, no note" if in_window or modes else "unseen"
 
 
 def _named_by(g: GateResult, changed: set[str]) -> list[str]:
@@ -379,6 +531,13 @@ def summary(name: str, t: Tally, calibrations: int, processes: int) -> dict[str,
         out["failed_unchanged_at_runs"] = sorted(
             {i % max(1, t.runs // calibrations) + 1 for i, f in enumerate(t.fail_runs) if f}
         )
+    if t.unseen_runs or t.recalibrations:
+        out["unseen_note"] = {
+            "first_after_runs": sorted(t.unseen_named),
+            "runs": t.unseen_runs,
+            "failed_after_note": t.failed_after_note,
+            "recalibrations": t.recalibrations,
+        }
     if t.intermittent_named or t.late_strict_common:
         out["late_strict_common"] = (t.late_strict_common, t.late_runs)
         out["intermittent_named_runs"] = t.intermittent_named
@@ -408,6 +567,14 @@ def render(rows: Sequence[dict[str, object]]) -> str:
                 f"\n    strict common-mode finding in {late} of {of} runs after a re-anchor (or onset + 10); "
                 f"intermittent shared state named in {r['intermittent_named_runs']} runs"
             )
+        if "unseen_note" in r:
+            u = r["unseen_note"]
+            assert isinstance(u, dict)
+            line += (
+                f"\n    unseen-mode note first said after {_range(u['first_after_runs'])} run(s), in "
+                f"{u['runs']} runs; unchanged runs failed after it {u['failed_after_note']}; "
+                f"recalibrations {u['recalibrations']}"
+            )
         if "named_after_runs" in r:
             named = r["named_after_runs"]
             assert isinstance(named, list)
@@ -416,6 +583,20 @@ def render(rows: Sequence[dict[str, object]]) -> str:
             assert isinstance(first, dict)
             line += "".join(f"; {k} after {_range(v)} ({len(v)} calibrations)" for k, v in first.items())
         lines.append(line)
+    return "\n".join(lines)
+
+
+def render_trace(rows: Sequence[dict[str, object]]) -> str:
+    """--trace: one line per failing unchanged case."""
+    lines = []
+    for r in rows:
+        for t in r.get("trace", []):  # type: ignore[attr-defined]
+            lines.append(
+                f"{r['scenario']} seed {t['seed']} run +{t['run_after_onset']} [{t['class']}]: window "
+                f"{t['window_in_mode']} of {t['window_runs']} in the mode ({t['window_beyond_calibration']} beyond "
+                f"calibration), k {t['k']}, T {t['threshold_pct']:.2f}%, note said before: "
+                f"{'yes' if t['noted_before'] else 'no'}: {t['line']}"
+            )
     return "\n".join(lines)
 
 
@@ -444,6 +625,7 @@ def run(
     first_run_calibrations: int,
     seed: int,
     processes: int | None = None,
+    policy: Policy = Policy(),
     first: int = 0,
 ) -> list[dict[str, object]]:
     from perfgate.report.progress import open_progress
@@ -456,8 +638,10 @@ def run(
             n = first_run_calibrations if s.first_run_only else calibrations
             tally = Tally()
             for c in range(first, first + n):  # calibration c's seed does not depend on `first`: a subset replays
-                replay(s, seed * 100_003 + k * 1009 + c, tally, _Silence, processes)
+                replay(s, seed * 100_003 + k * 1009 + c, tally, _Silence, processes, policy)
             rows.append(summary(name, tally, n, calibration_processes(s, processes)))
+            if policy.trace:
+                rows[-1]["trace"] = tally.trace
             task.advance(name)
     return rows
 
@@ -474,11 +658,23 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         help="processes per calibration (default: what perfgate calibrate takes without --runs for the suite)",
     )
+    p.add_argument(
+        "--follow-note",
+        action="store_true",
+        help="the user follows the unseen-mode note: `perfgate calibrate --replace --reason 'a new mode'` after "
+        "each run that says it",
+    )
+    p.add_argument("--trace", action="store_true", help="print every failing unchanged case (and keep it in --json)")
     p.add_argument("--json", type=Path, help="write the rows here")
     args = p.parse_args(argv)
     names = args.scenario or list(SCENARIOS)
-    rows = run(names, args.calibrations, args.first_run_calibrations, args.seed, args.calibration_processes, args.first)
+    policy = Policy(args.follow_note, args.trace)
+    rows = run(
+        names, args.calibrations, args.first_run_calibrations, args.seed, args.calibration_processes, policy, args.first
+    )
     print(render(rows))
+    if args.trace:
+        print(render_trace(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0

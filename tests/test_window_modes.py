@@ -101,3 +101,20 @@ def test_a_run_stored_before_the_window_s_own_bound_re_gates_as_it_was_gated():
     stored = replace(now, window_upper_pct=(), window_lower_pct=())  # what an earlier version wrote
     assert decide(CALIBRATION, [1.0], stored, HUNDRED_CASES).stages == 6  # R alone: 19 reference processes
     assert decide(CALIBRATION, [1.0], now, HUNDRED_CASES).stages == 7
+
+
+# ten calibration processes of a 0.2% case, one of them in a mode 3% slower (the recalibration a user ran on
+# the unseen-mode note: each case's ten processes hold the 40% mode once with probability 4%)
+ONE_SLOW = [1.0 + d / 100 for d in (-0.45, -0.45, -0.41, -0.31, -0.28, -0.27, -0.21, -0.2, -0.07, 2.66)]
+
+
+def test_a_three_run_window_holding_the_mode_twice_is_not_taken_for_a_shift():
+    noise = estimate_noise(ONE_SLOW, [1.0285, 1.0298, 0.9991], 0.1)  # newest first: two of three in the mode
+    assert noise is not None
+    assert noise.window_lower_pct == ()  # its fast process is not made into a faster mode
+    assert max(noise.upper_pct) > 2.8  # the mode's processes stay in the reference where they are
+
+
+def test_a_three_run_window_that_moved_as_a_whole_joins_as_shape():
+    noise = estimate_noise(ONE_SLOW, [1.030, 1.031, 1.029], 0.1)  # every process 3% slower: a shift
+    assert noise is not None and max(noise.upper_pct) < 2.7  # its location left out, the calibration's top stays
