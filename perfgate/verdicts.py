@@ -129,6 +129,8 @@ class CommonShift:
     # False: declared only at the looser level a changed fingerprint allows (gate/common.py SIGN_P_CHANGED): the
     # centres move, the finding is a note
     sure: bool = True
+    # False: smaller than half the rule's floor (gate/common.py): the centres move, no finding names it
+    named: bool = True
 
     @property
     def variance_share(self) -> float:

@@ -48,7 +48,8 @@ FLOOR_PCT = DEFAULT_NOISE_FLOOR_PCT[Timer.CUDA_EVENT]  # replay_scenarios.py tim
 class FirstRun:
     verdicts: tuple[Verdict, ...]  # per case, its time verdict
     rounds: int  # confirmation rounds measured
-    shift_pct: float | None  # the run's common-mode shift, when one was declared
+    shift_pct: float | None  # the run's common-mode shift, when one was declared (the centres moved)
+    named: bool = False  # and a finding names it (half the floor or more: gate/common.py)
 
     @property
     def failed(self) -> bool:
@@ -93,7 +94,8 @@ def decision_path(rep: Replica, settings: Settings) -> FirstRun:
         for i in [i for i in cases if decided[i].suspect]:  # only their inputs change: only they are decided again
             current[i].append(rep.value(i, 1, state))
             decided[i] = _decide(calibration[i], current[i], noises[i], rule, shift)
-    return FirstRun(tuple(d.verdict for d in decided), rounds, None if shift is None else shift.shift_pct)
+    named = shift is not None and shift.named
+    return FirstRun(tuple(d.verdict for d in decided), rounds, None if shift is None else shift.shift_pct, named)
 
 
 def _decide(
@@ -138,7 +140,8 @@ def gate_path(rep: Replica) -> FirstRun:
     }
     rounds = max((len(r.confirmation_medians_ms) for r in out.run.results), default=0)
     shift = out.gate.common_shift
-    return FirstRun(tuple(by_case[c] for c in rep.ids), rounds, None if shift is None else shift.shift_pct)
+    pct, named = (None, False) if shift is None else (shift.shift_pct, shift.named)
+    return FirstRun(tuple(by_case[c] for c in rep.ids), rounds, pct, named)
 
 
 def exact_rate(name: str, calibrations: int, seed: int) -> tuple[float, float]:
@@ -183,7 +186,7 @@ def replay(name: str, first: int, calibrations: int, seed: int, check: int) -> d
                 if full != fast:
                     print(f"calibration {c}: run_gate and the decision path disagree: {full} / {fast}", flush=True)
         failed += fast.failed
-        shifted += fast.shift_pct is not None
+        shifted += fast.named
         if fast.failed:
             failing.append(c)
     lo, hi = wilson(failed, calibrations)

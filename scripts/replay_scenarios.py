@@ -1,7 +1,7 @@
 """The outside statistics review's scenarios, replayed on the SHIPPED gate with a real SQLite history.
 
     python scripts/replay_scenarios.py [--calibrations 6] [--scenario NAME ...] [--calibration-processes N]
-                                       [--follow-note] [--trace] [--json OUT]
+                                       [--first C] [--follow-note] [--trace] [--json OUT]
 
 Each scenario is a suite of simulated cases whose process values follow a noise model (Gaussian, a second
 mode, heavy tails) and an environment over time (a driver update, a new mode, machine drift) and, for the
@@ -628,6 +628,7 @@ def run(
     seed: int,
     processes: int | None = None,
     policy: Policy = Policy(),
+    first: int = 0,
 ) -> list[dict[str, object]]:
     from perfgate.report.progress import open_progress
 
@@ -638,7 +639,7 @@ def run(
             s = SCENARIOS[name]
             n = first_run_calibrations if s.first_run_only else calibrations
             tally = Tally()
-            for c in range(n):
+            for c in range(first, first + n):  # calibration c's seed does not depend on `first`: a subset replays
                 replay(s, seed * 100_003 + k * 1009 + c, tally, _Silence, processes, policy)
             rows.append(summary(name, tally, n, calibration_processes(s, processes)))
             if policy.trace:
@@ -653,6 +654,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--first-run-calibrations", type=int, default=400, help="calibrations per first-run scenario")
     p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="only these (repeatable)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--first", type=int, default=0, help="start at this calibration (the same seeds as a full run)")
     p.add_argument(
         "--calibration-processes",
         type=int,
@@ -669,7 +671,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     names = args.scenario or list(SCENARIOS)
     policy = Policy(args.follow_note, args.trace)
-    rows = run(names, args.calibrations, args.first_run_calibrations, args.seed, args.calibration_processes, policy)
+    rows = run(
+        names, args.calibrations, args.first_run_calibrations, args.seed, args.calibration_processes, policy, args.first
+    )
     print(render(rows))
     if args.trace:
         print(render_trace(rows))

@@ -4,13 +4,16 @@ the shift still fails; the baseline can be re-anchored on the new level without 
 
 from __future__ import annotations
 
+import itertools
+import math
+import random
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from perfgate.config.settings import Settings
-from perfgate.gate.common import common_shift
+from perfgate.gate.common import SIGN_P, common_shift, signed_rank_p, weighted_sign_p
 from perfgate.gate.findings import GateFacts
 from perfgate.gate.run import evaluate
 from perfgate.model import FindingKind, Verdict
@@ -73,8 +76,11 @@ def test_quiet_cases_name_a_drift_that_noisy_cases_hide():
     assert shift is not None and shift.shift_pct == pytest.approx(0.85, abs=0.1)
 
 
-def test_a_shift_below_the_floor_or_of_mixed_signs_is_none():
-    assert common_shift({c: (0.4, 0.3) for c in "abcdefgh"}, 1.0, None, None) is None  # under half the floor
+def test_a_shift_below_half_the_floor_is_unnamed_and_one_of_mixed_signs_is_none():
+    small = common_shift({c: (0.4, 0.3) for c in "abcdefgh"}, 1.0, None, None)  # under half the floor
+    assert small is not None and not small.named and small.shift_pct == pytest.approx(0.4)
+    named = common_shift({c: (0.5, 0.3) for c in "abcdefgh"}, 1.0, None, None)
+    assert named is not None and named.named
     mixed = {c: ((3.0 if i % 2 else -3.0), 0.3) for i, c in enumerate("abcdefgh")}
     assert common_shift(mixed, 1.0, None, None) is None
     assert common_shift({c: (3.0, 0.3) for c in "abcde"}, 1.0, None, None) is None  # five cases cannot tell
@@ -90,3 +96,51 @@ def test_cases_that_did_not_move_with_a_shift_are_neither_improved_nor_regressed
     assert down.common_shift is not None and down.common_shift.shift_pct < 0
     assert not down.failed
     assert next(c for c in down.comparisons if c.case_id == CASES[0]).verdict is not Verdict.REGRESSED
+
+
+def test_a_drift_smaller_than_half_the_floor_moves_the_centres_and_is_no_finding(tmp_path):
+    """Every case +0.4% (a machine drifting since calibration, under half the 1% floor): the ranks show it,
+    so a case at +1.2% is judged at +0.8% against its moved centre and passes; no finding names so small a
+    shift, and strict mode passes (issue 31: a drift the test saw but did not name failed noisy cases)."""
+    factors = dict.fromkeys(CASES, 1.004) | {CASES[3]: 1.012}
+    g = gate(tmp_path, factors, env=replace(ENV, driver_version="550.54"), strict=True)
+    assert g.common_shift is not None and not g.common_shift.named
+    assert 0.2 < g.common_shift.shift_pct < 0.5
+    assert not g.failed and all(c.verdict is not Verdict.REGRESSED for c in g.comparisons)
+    assert not [f for f in g.findings if f.kind in (FindingKind.COMMON_SHIFT, FindingKind.STALE_BASELINE)]
+    moved = next(c for c in g.comparisons if c.case_id == CASES[3])
+    assert "change against the run's common-mode shift" in moved.note
+
+
+def test_a_re_anchor_on_unchanged_runs_keeps_the_level_when_some_calibration_processes_were_slow(tmp_path):
+    """Two of ten calibration processes in a shared slower state (+2%) and five later runs at the usual level:
+    the re-anchor's factor is 1, not 0.996 (its mean against their median put every centre 0.4% low, and the
+    next slow run read +2.4%: a strict common-mode finding, issue 31)."""
+    from perfgate.baseline.reanchor import case_factor
+
+    run = make_run({CASES[0]: noisy(1.0, seed=1)})
+    case = calibrated_of(run, tmp_path, (1.0,) * 8 + (1.02,) * 2).cases[CASES[0]]
+    usual = min(case.time_values())
+    assert case_factor(case, [usual] * 5) == pytest.approx(1.0)
+
+
+def test_a_drift_every_quiet_case_shows_is_named_though_the_noisy_cases_ranks_flip_coins():
+    """Ten cases after a 1% drift (issue 31's replay): the five quiet ones (0.3%) beyond every calibration
+    process, the five noisy ones (1.5%) anywhere. Unweighted, the noisy ranks' signs hid it (p 0.037, no
+    shift: the quiet cases then failed the 1% floor); each rank weighted by its case's precision names it."""
+    ranks = [10 / 22] * 5 + [-8 / 22, 6 / 22, -4 / 22, 2 / 22, -2 / 22]  # ten calibration processes each
+    changes = [(1.0, 0.3)] * 5 + [(-1.4, 1.5), (1.0, 1.5), (-0.5, 1.5), (0.2, 1.5), (-0.2, 1.5)]
+    assert signed_rank_p(ranks) > SIGN_P  # the unweighted test
+    shift = common_shift(dict(zip(CASES, changes)), 1.0, None, None, dict(zip(CASES, ranks)))
+    assert shift is not None and shift.named and shift.sure and shift.shift_pct == pytest.approx(1.0)
+
+
+def test_the_weighted_sign_flip_p_is_the_share_of_sign_patterns_leaning_as_far():
+    rng = random.Random(3)
+    for _ in range(5):
+        scores = [rng.gauss(0.0, 1.0) * rng.choice((0.3, 1.0, 3.0)) for _ in range(11)]
+        lean = abs(math.fsum(scores))
+        patterns = itertools.product((1, -1), repeat=len(scores))
+        count = sum(math.fsum(s * abs(v) for s, v in zip(p, scores)) >= lean - 1e-12 for p in patterns)
+        assert weighted_sign_p(scores) == pytest.approx(count / 2 ** len(scores), abs=1e-3)  # on its grid
+    assert weighted_sign_p([1.0] * 10) == 1 / 1024 and weighted_sign_p([]) == 1.0

@@ -38,7 +38,8 @@ def test_unchanged_cases_with_two_modes_name_no_common_shift():
     named = 0
     for _ in range(20):
         changes, ranks = _first_run(rng, 1000, 0.0, against_median=True)
-        named += common_shift(changes, 1.0, None, None, ranks) is not None
+        shift = common_shift(changes, 1.0, None, None, ranks)
+        named += shift is not None and shift.named  # an unnamed one moves the centres by noise, fails nothing
     assert named == 0
 
 

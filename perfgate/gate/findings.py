@@ -322,7 +322,7 @@ def _cases_by_test(case_ids: Iterable[str]) -> dict[str, list[str]]:
 def _shift(gate: GateResult, facts: GateFacts) -> Iterator[Finding]:
     """The run's common shift, when it has one: a strict finding, or a note when it comes and goes across the
     window's runs (no re-anchor can remove it) or was declared only at the level a changed environment allows."""
-    if gate.common_shift is None:
+    if gate.common_shift is None or not gate.common_shift.named:
         return
     seen = comes_and_goes(gate.common_shift.shift_pct, facts.past_shifts_pct)
     beyond = [c.case_id for c in gate.comparisons if c.metric == TIME_METRIC and c.verdict is Verdict.REGRESSED]

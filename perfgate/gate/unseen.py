@@ -130,7 +130,9 @@ def changes_named(gate: GateResult, moded: Collection[str] = ()) -> tuple[str, .
             and c.case_id not in moded
         }
     )
-    return tuple(cases) + (("a common-mode shift",) if gate.common_shift is not None else ())
+    return tuple(cases) + (
+        ("a common-mode shift",) if gate.common_shift is not None and gate.common_shift.named else ()
+    )
 
 
 def finding(modes: Sequence[UnseenMode], calibrated_runs: int = 0, pending: Sequence[str] = ()) -> Finding | None:
