@@ -130,7 +130,7 @@ POISONS = textwrap.dedent("""
 
 
 def test_a_head_that_writes_into_the_base_worktree_fails_strict_and_poisons_no_later_run(tmp_path):
-    from tests.ab_layouts import ab, project, verdicts
+    from tests.ab_layouts import ab, project
 
     repo = project(tmp_path, "pythonpath", head_files={"tests/conftest.py": POISONS})
     first, _ = ab(Path(sys.executable), repo, tmp_path, "--perfgate-ab-process", "separate", "--perfgate-strict")
@@ -140,4 +140,8 @@ def test_a_head_that_writes_into_the_base_worktree_fails_strict_and_poisons_no_l
     git(repo, "commit", "-q", "-am", "head: no conftest")
     second, doc = ab(Path(sys.executable), repo, tmp_path, "--perfgate-base", "HEAD~2", "--perfgate-strict")
     out = second.stdout + second.stderr
-    assert "worktree created" in out and verdicts(doc) == {"tests/test_perf.py::test_sort": "regressed"}, out
+    # the base measured its own, fast mylib: the head's 3x shows (regressed; on a loaded host whose noise
+    # widens what the pair can call, at least inconclusive and far beyond 1, never hidden as unchanged)
+    (row,) = [c for c in doc["comparisons"] if c["metric"] == "median_ms"]
+    assert "worktree created" in out and row["case_id"] == "tests/test_perf.py::test_sort", out
+    assert row["verdict"] in ("regressed", "inconclusive") and row["change_pct"] > 50.0, out

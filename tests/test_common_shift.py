@@ -144,3 +144,14 @@ def test_the_weighted_sign_flip_p_is_the_share_of_sign_patterns_leaning_as_far()
         count = sum(math.fsum(s * abs(v) for s, v in zip(p, scores)) >= lean - 1e-12 for p in patterns)
         assert weighted_sign_p(scores) == pytest.approx(count / 2 ** len(scores), abs=1e-3)  # on its grid
     assert weighted_sign_p([1.0] * 10) == 1 / 1024 and weighted_sign_p([]) == 1.0
+
+
+def test_a_shift_finding_does_not_repeat_its_own_label():
+    # the terminal, JUnit and A/B lines print "<kind>: <message>"; a message that began with its kind read
+    # "common-mode shift: common-mode shift: ..." (an outside review)
+    from perfgate.gate.common import intermittent_message, shift_message
+    from perfgate.model import CommonShift
+
+    shift = CommonShift(3.0, 8, 8, 0.5, ())
+    assert not shift_message(shift, []).startswith(FindingKind.COMMON_SHIFT.value)
+    assert not intermittent_message(shift, 2).startswith(FindingKind.INTERMITTENT_SHIFT.value)

@@ -203,7 +203,7 @@ def shift_message(shift: CommonShift, names: Sequence[str], command: str = "perf
     )
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     return (
-        f"common-mode shift: {shift.moved} of {shift.cases} cases moved together by {shift.shift_pct:+.1f}% "
+        f"{shift.moved} of {shift.cases} cases moved together by {shift.shift_pct:+.1f}% "
         f"(median; cases spread +-{shift.spread_pct:.1f}% around it): {cause}. Each case was judged against "
         f"its centre moved by the shift; the shift itself fails no case. Cases that moved beyond it: "
         f"{shown or 'none'}. Re-anchor the baseline on the new level with `{command}` once 5 runs from the "
@@ -248,7 +248,7 @@ def comes_and_goes(shift_pct: float, past_newest_first: Sequence[float]) -> int:
 def intermittent_message(shift: CommonShift, seen: int) -> str:
     """The one line for a shift that comes and goes (a note: strict mode does not fail on it)."""
     return (
-        f"intermittent shared state: {shift.moved} of {shift.cases} cases moved together by {shift.shift_pct:+.1f}% "
+        f"{shift.moved} of {shift.cases} cases moved together by {shift.shift_pct:+.1f}% "
         f"in this run, as in {seen} of the last {RECENT_RUNS} runs, with unshifted runs between them: a process "
         f"state that comes and goes (a library heuristic, a power state), not a lasting change. Each case was "
         f"judged against its centre moved by it; a re-anchor cannot remove it, a calibration over more "

@@ -329,7 +329,9 @@ def _shift(gate: GateResult, facts: GateFacts) -> Iterator[Finding]:
     if seen:
         yield Finding(FindingKind.INTERMITTENT_SHIFT, intermittent_message(gate.common_shift, seen))
     elif not gate.common_shift.sure:
-        yield Finding(FindingKind.STALE_BASELINE, "possible " + shift_message(gate.common_shift, beyond))
+        yield Finding(
+            FindingKind.STALE_BASELINE, "possible common-mode shift: " + shift_message(gate.common_shift, beyond)
+        )
     else:
         yield Finding(FindingKind.COMMON_SHIFT, shift_message(gate.common_shift, beyond))
 
