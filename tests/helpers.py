@@ -145,3 +145,20 @@ def results_json(pytester: Any) -> dict[str, Any]:
 def comparisons_by_case(pytester: Any, metric: str = "median_ms") -> dict[str, dict[str, Any]]:
     """out.json's comparisons of one metric, by the last part of the case id."""
     return {c["case_id"].split("::")[-1]: c for c in results_json(pytester)["comparisons"] if c["metric"] == metric}
+
+
+SCRIPTS_DIR = Path(__file__).parents[1] / "scripts"
+
+
+def load_script(name: str) -> Any:
+    """scripts/<name>.py as a module registered under `name` (its dataclasses look their module up while it
+    loads, and a script that imports another by name finds it)."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS_DIR / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -4,13 +4,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
 from perfgate.store import open_store
+from tests.helpers import load_script
 from tests.test_bounded_reads import _counted
 
 SCRIPT = Path(__file__).parents[1] / "scripts" / "fleet_bench.py"
@@ -21,11 +21,7 @@ def fleet():
     # the writers are spawned processes: they import the script by its name, from sys.path (which they inherit)
     if str(SCRIPT.parent) not in sys.path:
         sys.path.insert(0, str(SCRIPT.parent))
-    spec = importlib.util.spec_from_file_location("fleet_bench", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up while it loads
-    spec.loader.exec_module(module)
-    return module
+    return load_script("fleet_bench")
 
 
 def test_eight_runners_at_once_store_every_run_once(fleet, history_target):

@@ -2,20 +2,14 @@
 number of independent calibrations: the shipped rule meets the issue's targets on real noise."""
 
 import argparse
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).parents[1] / "scripts" / "replay_decision.py"
+from tests.helpers import load_script
 
 
 def _replay(**overrides):
-    spec = importlib.util.spec_from_file_location("replay_decision", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up while it loads
-    spec.loader.exec_module(module)
+    module = load_script("replay_decision")
     args = argparse.Namespace(draws=200, window=10, stages=3, budget=1.0, min_effect=1.0, seed=11, json=None)
     vars(args).update(overrides)
     return module.run(args)

@@ -4,8 +4,6 @@ case the same verdict, after the same confirmation rounds."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,18 +11,13 @@ import pytest
 
 from perfgate.config.settings import Settings
 from perfgate.model import Verdict
-
-SCRIPTS = Path(__file__).parents[1] / "scripts"
+from tests.helpers import load_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    for name in ("replay_scenarios", "replay_first_run"):  # the second imports the first by name
-        spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # their dataclasses look their module up while it loads
-        spec.loader.exec_module(module)
-    return module
+    load_script("replay_scenarios")  # replay_first_run imports it by name
+    return load_script("replay_first_run")
 
 
 def both_paths(bench, scenario, seed: int, tmp_path: Path):

@@ -4,23 +4,16 @@ runs, an unchanged first run after calibration with two-mode noise passes."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).parents[1] / "scripts" / "replay_scenarios.py"
+from tests.helpers import load_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("replay_scenarios", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up while it loads
-    spec.loader.exec_module(module)
-    return module
+    return load_script("replay_scenarios")
 
 
 def replay(bench, name: str, seeds: int = 1, **changes):
