@@ -40,16 +40,21 @@ def test_without_the_user_the_note_is_said_on_every_later_run(bench):
     assert t.unseen_runs >= 6  # the window keeps showing what the calibration did not see
 
 
+def _recalibrated_at_run_12(bench, tmp_path):
+    """A replica of the new-mode scenario gated 12 runs, then recalibrated as the note says."""
+    rep = bench.Replica(bench.SCENARIOS[NEW_MODE], 5, tmp_path, 10)
+    rep.calibrate()
+    with bench._Silence():
+        for run in range(1, 13):
+            rep.gate(run)
+        rep.recalibrate(12)
+    return rep
+
+
 def test_the_recalibration_goes_through_the_command_line_and_restarts_the_window(bench, tmp_path):
     from perfgate.baseline import load_baseline
 
-    rep = bench.Replica(bench.SCENARIOS[NEW_MODE], 5, tmp_path, 10)
-    rep.calibrate()
-    for run in range(1, 13):
-        with bench._Silence():
-            rep.gate(run)
-    with bench._Silence():
-        rep.recalibrate(12)
+    rep = _recalibrated_at_run_12(bench, tmp_path)
     last = load_baseline(rep.path).updates[-1]
     assert (last.reason, last.calibrated_runs) == ("a new mode", 10)
     with bench._Silence():
@@ -68,13 +73,8 @@ def test_a_traced_failure_is_classed_by_what_could_have_prevented_it(bench):
 def test_a_re_anchor_after_a_recalibration_keeps_the_window_from_reading_the_runs_before_it(bench, tmp_path):
     from perfgate.baseline import load_baseline
 
-    rep = bench.Replica(bench.SCENARIOS[NEW_MODE], 5, tmp_path, 10)
-    rep.calibrate()
-    for run in range(1, 13):
-        with bench._Silence():
-            rep.gate(run)
+    rep = _recalibrated_at_run_12(bench, tmp_path)
     with bench._Silence():
-        rep.recalibrate(12)
         for run in range(13, 18):
             rep.gate(run)
         rep.reanchor()
