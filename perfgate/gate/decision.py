@@ -114,7 +114,8 @@ def decide(
     raw = [100.0 * (x - centre) / centre for x in current]
     # an uncalibrated baseline (fewer than three calibration processes): its window cannot lift the threshold
     # above the gross one, and a slowdown beyond it in every process fails as it does without noise
-    gross = len(centre_values) < MIN_REFERENCE_PROCESSES and all(d > max(rule.gross_pct, threshold_pct) for d in raw)
+    gross_limit = max(rule.gross_pct, threshold_pct)  # an explicit threshold_pct above it is the user's word
+    gross = len(centre_values) < MIN_REFERENCE_PROCESSES and all(d > gross_limit for d in raw)
     if noise is None or gross:
         return _without_noise(raw, threshold_pct, rule, baseline_samples, current_samples)
     # a common-mode shift excuses a case only in its own direction: a regression must lie beyond T against
@@ -136,7 +137,7 @@ def decide(
     t_k, down_k = _thresholds(noise, rule, n_c, unit, k)
     t_now, down_now = (t_k, down_k) if j >= k else _thresholds(noise, rule, n_c, unit, j)  # cut short: as measured
     if n_c < MIN_REFERENCE_PROCESSES:  # uncalibrated: a change the gross rule would fail cannot read unchanged
-        t_k, t_now = min(t_k, max(rule.gross_pct, threshold_pct)), min(t_now, max(rule.gross_pct, threshold_pct))
+        t_k, t_now = min(t_k, gross_limit), min(t_now, gross_limit)
     se = noise.noise_pct * math.sqrt(1.0 / j + 1.0 / n_c + shift_variance)
     verdict = Verdict.UNCHANGED
     if all(d > t_now for d in up):
