@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from perfgate.ab.aa import AaCases
-from perfgate.ab.protocol import Side
+from perfgate.ab.protocol import NO_TESTS_COLLECTED, Side
 from perfgate.ab.rounds import Measurement
 from perfgate.gate.ceiling import ProcessChanges
 from perfgate.gate.ratio import AaNoise, RatioDecision
@@ -69,6 +69,11 @@ def _workers(m: Measurement, gate: GateResult, results: Results) -> Iterator[Fin
     if m.failure is not None:
         compared = sum(1 for c in gate.comparisons if c.metric == TIME_METRIC)
         yield Finding(FindingKind.NOT_COMPARABLE, f"{m.failure} ({compared} case(s) compared before it)")
+    elif m.exitstatus.get(Side.HEAD) == NO_TESTS_COLLECTED:
+        yield Finding(
+            FindingKind.NO_CASES,
+            "pytest collected no perf test in the head (exit status 5): the paths, -k and -m given select none",
+        )
     elif not any(side is Side.HEAD for side, _ in results):
         yield Finding(FindingKind.NO_CASES, "no perf case was measured in the head")
     for side in (Side.HEAD, Side.BASE):

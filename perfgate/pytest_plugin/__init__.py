@@ -126,9 +126,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     from perfgate.pytest_plugin.runtime import finish
 
-    code = finish(
-        session.config, state, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED, tests_failed=exitstatus != 0
-    )
+    code = finish(session.config, state, int(exitstatus))
     state.pytest_session = session
     if code:
         state.exit_code = state.exit_code or code

@@ -37,10 +37,11 @@ def note_outcome(state: PerfgateSession, item: pytest.Item, report: pytest.TestR
         state.unmeasured[nodeid] = UnmeasuredTest(nodeid, outcome, one_line(reason, 200))
 
 
-def finish(config: pytest.Config, state: PerfgateSession, interrupted: bool, tests_failed: bool) -> int:
-    """Hand the measurements on: to the parent (child), the controller (worker) or the gate. Returns the
-    exit status the gate asks for (0 = nothing to add). A test's forked child hands nothing on (the hook
-    does not call this there; the store and the child's output check again)."""
+def finish(config: pytest.Config, state: PerfgateSession, exitstatus: int) -> int:
+    """Hand the measurements on: to the parent (child), the controller (worker) or the gate; `exitstatus` is
+    pytest's. Returns the exit status the gate asks for (0 = nothing to add). A test's forked child hands
+    nothing on (the hook does not call this there; the store and the child's output check again)."""
+    interrupted, tests_failed = exitstatus == pytest.ExitCode.INTERRUPTED, exitstatus != 0
     if state.mode is Mode.MEASURE_CHILD:
         _write_child_output(state)
         return 0
@@ -50,7 +51,7 @@ def finish(config: pytest.Config, state: PerfgateSession, interrupted: bool, tes
         send_worker_results(config, state)
         return 0
     if state.mode is Mode.AB_WORKER:
-        state.ab_server.finish(2 if interrupted else 1 if tests_failed else 0)  # pytest's codes
+        state.ab_server.finish(exitstatus)  # pytest's own: a usage error (4) or no perf test (5) told as such
         return 0
     if interrupted:
         state.messages.append("perfgate: run interrupted before anything was stored; no baseline touched")
