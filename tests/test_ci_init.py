@@ -39,12 +39,23 @@ def written(repo: Path) -> dict[str, dict]:
     return {p.stem: yaml.safe_load(p.read_text()) for p in sorted((repo / ".github" / "workflows").glob("*.yml"))}
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    """A project whose default branch is `master` (not assumed `main`)."""
+PERF_TEST = "def test_sum(perfgate):\n    perfgate(sum, [1, 2, 3])\n"
+
+
+def bare_repo(tmp_path: Path) -> Path:
+    """A project whose default branch is `master` (not assumed `main`), with no file yet."""
     path = tmp_path / "project"
     path.mkdir()
     git(path, "-c", "init.defaultBranch=master", "init", "-q")
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A project whose default branch is `master` (not assumed `main`), its perf tests in tests/perf."""
+    path = bare_repo(tmp_path)
+    (path / "tests" / "perf").mkdir(parents=True)
+    (path / "tests" / "perf" / "test_kernels.py").write_text(PERF_TEST)
     return path
 
 
@@ -217,3 +228,72 @@ def test_the_workflows_pass_zizmor_and_actionlint(repo, variant):
         assert done.returncode == 0, done.stdout + done.stderr
     done = subprocess.run([actionlint], cwd=repo, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def selections(repo: Path) -> set[str]:
+    """PYTEST_ARGS of every workflow written: the gate's input, the baseline update's and the anchor run's."""
+    docs = written(repo)
+    gate = next(s for s in docs["perfgate"]["jobs"]["gate"]["steps"] if "pytest-args" in s.get("with", {}))
+    calibrate = next(s for s in docs["perfgate-baseline"]["jobs"]["calibrate"]["steps"] if "env" in s)
+    anchor = next(s for s in docs["perfgate-anchor"]["jobs"]["anchor"]["steps"] if "env" in s)
+    return {gate["with"]["pytest-args"], calibrate["env"]["PYTEST_ARGS"], anchor["env"]["PYTEST_ARGS"]}
+
+
+@pytest.fixture
+def kernels_repo(tmp_path: Path) -> Path:
+    """Perf tests in kernels/tests (no tests/perf), unit tests in tests/."""
+    path = bare_repo(tmp_path)
+    (path / "kernels" / "tests").mkdir(parents=True)
+    (path / "kernels" / "tests" / "test_perf.py").write_text(PERF_TEST)
+    (path / "kernels" / "tests" / "test_shapes.py").write_text("def test_shape():\n    assert True\n")
+    (path / "tests").mkdir()
+    (path / "tests" / "test_unit.py").write_text("def test_unit():\n    assert True\n")
+    return path
+
+
+def test_the_workflows_run_the_perf_tests_where_they_are_when_no_path_is_given(kernels_repo):
+    code, out = init(kernels_repo, "--action-ref", REF, "--pytest-args", "-k sum -m gpu")
+    assert code == 0, out
+    assert selections(kernels_repo) == {"kernels/tests -k sum -m gpu"}  # -k's and -m's values are no paths
+    assert "pytest kernels/tests -k sum -m gpu, the perf tests found in kernels/tests" in out
+
+
+@pytest.mark.parametrize("given", [("--tests", "tests/perf"), ("--pytest-args", "tests/perf -k sum")])
+def test_a_test_path_not_in_the_repository_is_one_line_and_nothing_is_written(kernels_repo, given):
+    code, out = init(kernels_repo, "--action-ref", REF, *given)
+    assert code == 2 and len(out.strip().splitlines()) == 1, out
+    assert f"perfgate: {given[0]} names tests/perf, which is not in {kernels_repo}" in out, out
+    assert "the workflows would measure nothing; perf tests are in kernels/tests" in out, out
+    assert not (kernels_repo / ".github").exists()
+
+
+def test_a_repository_without_perf_tests_gets_no_workflow(tmp_path):
+    empty = bare_repo(tmp_path)
+    (empty / "tests").mkdir()
+    (empty / "tests" / "test_unit.py").write_text("def test_unit():\n    assert True\n")
+    code, out = init(empty, "--action-ref", REF)
+    assert code == 2 and len(out.strip().splitlines()) == 1, out
+    assert f"perfgate: no perf test in {empty}" in out and "--tests PATH" in out, out
+    assert not (empty / ".github").exists()
+
+
+def test_the_tests_given_are_run_as_given_each_checked(kernels_repo):
+    code, out = init(
+        kernels_repo, "--action-ref", REF, "--tests", "kernels/tests/test_perf.py::test_sum", "--tests", "tests"
+    )
+    assert code == 0, out
+    assert selections(kernels_repo) == {"kernels/tests/test_perf.py::test_sum tests"}
+
+
+def test_quoted_pytest_arguments_are_refused_since_the_workflows_split_on_whitespace(repo):
+    code, out = init(repo, "--action-ref", REF, "--pytest-args", 'tests/perf -k "not slow"')
+    assert code == 2 and "write it without quotes" in out, out
+    assert not (repo / ".github").exists()
+
+
+def test_only_arguments_that_are_neither_options_nor_their_values_are_taken_for_test_paths():
+    from perfgate.ci.selection import test_paths
+
+    args = ["-k", "sum", "--perfgate-db", "h.db", "-mgpu", "--tb=short", "-x", "tests/perf", "a.py::test_b"]
+    assert test_paths(args) == ["tests/perf", "a.py::test_b"]
+    assert test_paths(["--pyargs", "mypkg.perf"]) == []  # module names

@@ -108,7 +108,7 @@ def choices(
         pip_requirement=action.pip_requirement(),
         runner_label=label,
         hosted=runner == "hosted" or (runner == "auto" and bool(HOSTED_LABEL.fullmatch(label))),
-        pytest_args=_checked("--pytest-args", pytest_args.strip() or ".", None, "pytest's arguments, no ${{ }}"),
+        pytest_args=_checked("--pytest-args", pytest_args.strip(), None, "pytest's arguments, no ${{ }}"),
         python_version=_checked("--python-version", python_version, _PYTHON, "a Python 3 version such as 3.11"),
         default_branch=_checked("--default-branch", default_branch, _BRANCH, "a branch name"),
         db_secret=_checked("--db-secret", db_secret, _SECRET, "a repository secret's name (letters, digits, _)")
