@@ -162,8 +162,64 @@ def test_a_nightly_anchor_run_on_the_default_branch_publishes_the_cumulative_cha
     assert run["env"] == {"PYTEST_ARGS": "tests/perf"}  # ci init's default selection, as the gate's
     hosted = variant == "GitHub-hosted"
     assert job["runs-on"] == ("ubuntu-latest" if hosted else ["self-hosted", "linux", "gpu-h100"])
-    assert ("--no-store" in run["run"]) is hosted
-    assert ('--db "$RUNNER_TOOL_CACHE/perfgate/$GITHUB_REPOSITORY/history.db"' in run["run"]) is not hosted
+    upload = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["if"] == "always()" and upload["with"]["name"] == "perfgate-anchor"
+    assert upload["with"]["path"] == "perfgate-anchor/"
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("ab_status", [0, 1])
+def test_the_anchor_run_is_stored_and_its_summary_says_where_history_kind_anchor_finds_it(
+    repo, tmp_path, variant, ab_status
+):
+    """Issue 31 review: the hosted variant passed --no-store while the docs sent users to `perfgate history
+    --kind anchor`. Every anchor run is stored (the runner's history on a self-hosted runner, one in the job's
+    temporary directory on a hosted one), its rows exported to the artifact, and the job summary says where;
+    the job's status is the anchor run's."""
+    assert init(repo, "--action-ref", REF, *VARIANTS[variant])[0] == 0
+    job = written(repo)["perfgate-anchor"]["jobs"]["anchor"]
+    step = next(s for s in job["steps"] if "perfgate ab" in s.get("run", ""))
+    # the step's script, run by bash with a stand-in `python` that logs its arguments and plays `perfgate ab`
+    bin_dir, log, summary = tmp_path / "bin", tmp_path / "calls.log", tmp_path / "summary.md"
+    bin_dir.mkdir()
+    stand_in = bin_dir / "python"
+    stand_in.write_text(
+        "#!/bin/sh\n"
+        f'echo "$*" >> "{log}"\n'
+        'case "$*" in *" ab "*) mkdir -p perfgate-anchor && echo {} > perfgate-anchor/anchor.json;'
+        f" exit {ab_status};; esac\n"
+    )
+    stand_in.chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "RUNNER_TEMP": str(tmp_path / "runner-temp"),
+        "RUNNER_TOOL_CACHE": str(tmp_path / "tool-cache"),
+        "GITHUB_REPOSITORY": "me/project",
+        **step["env"],
+    }
+    (tmp_path / "runner-temp").mkdir()
+    done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=work, env=env, capture_output=True, text=True)
+    assert done.returncode == ab_status, done.stdout + done.stderr
+    calls = log.read_text().splitlines()
+    hosted = variant == "GitHub-hosted"
+    history = str(
+        tmp_path / ("runner-temp/perfgate-anchor-history.db" if hosted else "tool-cache/perfgate/me/project/history.db")
+    )
+    assert (
+        calls[0].startswith("-m perfgate ab --anchor ")
+        and f"--db {history}" in calls[0]
+        and "--no-store" not in calls[0]
+    )
+    assert (
+        calls[1]
+        == f"-m perfgate db export perfgate-anchor/history.db --db {history} --results perfgate-anchor/anchor.json"
+    )
+    said = summary.read_text()
+    assert "perfgate history --db history.db --kind anchor" in said and "artifact `perfgate-anchor`" in said
+    assert ("the runner's history" in said) is not hosted
 
 
 def test_the_default_branch_is_origins_head_when_there_is_one(repo):
