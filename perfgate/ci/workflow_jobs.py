@@ -252,7 +252,8 @@ python -m perfgate ab --anchor --summary "$GITHUB_STEP_SUMMARY" --json perfgate-
 if [ -f perfgate-anchor/anchor.json ]; then
   # this run's rows, scrubbed like every output, for the artifact (merge the nights with db merge)
   python -m perfgate db export perfgate-anchor/history.db --db "$history" --results perfgate-anchor/anchor.json
-  echo "{where}" | tee -a "$GITHUB_STEP_SUMMARY"
+  where="{where}"
+  echo "$where" && printf '\\n%s\\n' "$where" >> "$GITHUB_STEP_SUMMARY"  # after the summary's last block
 fi
 exit "$status"
 """
