@@ -63,7 +63,6 @@ class WorkerFailed(AbError):
 # pytest's exit statuses of a session that did not run its tests to the end: the comparison would be incomplete,
 # and the cases never reached would read as new or removed
 PYTEST_ENDED = {2: "interrupted", 3: "an internal error", 4: "a usage error"}
-NO_TESTS_COLLECTED = 5  # pytest's status when nothing was selected (a worker deselects every test but perf tests)
 
 
 class PytestEnded(AbError):

@@ -23,9 +23,10 @@ from perfgate.ab.anchor import bisect_hint
 from perfgate.ab.compared import as_compared, sides_as_runs, update_aa
 from perfgate.ab.costs import Costs
 from perfgate.ab.measured import measure
-from perfgate.ab.protocol import NO_TESTS_COLLECTED, Side
+from perfgate.ab.protocol import Side
 from perfgate.ab.rounds import Measurement
 from perfgate.ab.setup import AbRequest, setup_run
+from perfgate.errors import PYTEST_NO_TESTS_COLLECTED
 from perfgate.gate.ratio import RatioDecision
 from perfgate.model import GateResult, Run, Verdict
 from perfgate.report.ab import cost_line
@@ -79,7 +80,7 @@ def run_ab(req: AbRequest) -> AbOutcome:
     total = costs.total()
     messages.append(cost_line(total))
     head_status = m.exitstatus.get(Side.HEAD, 0) if m.failure is None else 0
-    head_failed = head_status not in (0, NO_TESTS_COLLECTED)
+    head_failed = head_status not in (0, PYTEST_NO_TESTS_COLLECTED)
     return AbOutcome(
         done.gate,
         done.run,

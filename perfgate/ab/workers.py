@@ -24,12 +24,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from perfgate.ab.protocol import WORKER_ENV, AbError, Pipe, PytestEnded, SharingEnded, Side, WorkerFailed
-from perfgate.errors import one_line
+from perfgate.errors import PYTEST_USAGE_ERROR, one_line, pytest_usage_line
 from perfgate.measure.handshake import MEASURE_CHILD_ENV
 from perfgate.measure.processes import PROFILE_CHILD_ENV
 
 STOP_GRACE_S = 5.0
-USAGE_ERROR = 4  # pytest's exit status for arguments it refuses
 WORKER_PYTEST_ARGS = (
     "-q",
     "--no-header",
@@ -216,10 +215,10 @@ class Worker:
     def _refused(self, code: int | None) -> PytestEnded | None:
         """pytest refused this side's arguments, in its own words (`code` None: a shared host's side, whose
         status the process does not tell); None otherwise. The A/A twin's arguments are the base's."""
-        if self.side is Side.AA or code not in (None, USAGE_ERROR):
+        if self.side is Side.AA or code not in (None, PYTEST_USAGE_ERROR):
             return None
         usage = pytest_usage_error(self.log_path)
-        return PytestEnded(self.side, USAGE_ERROR, usage) if usage else None
+        return PytestEnded(self.side, PYTEST_USAGE_ERROR, usage) if usage else None
 
     def log_tail(self, lines: int = 3) -> str:
         return _log_tail(self.log_path, lines)
@@ -334,20 +333,11 @@ def _spawn(
 
 
 def pytest_usage_error(path: Path) -> str:
-    """pytest's own line when it refused its arguments before any test ("" when its log has none): it prints
-    each part of a UsageError as `ERROR: ...`; argparse's part is a usage line and then `prog: error: ...`."""
+    """pytest's own line in a worker's log when it refused its arguments before any test ("" when none)."""
     try:
-        lines = path.read_bytes()[:64000].decode(errors="replace").splitlines()
+        return pytest_usage_line(path.read_bytes()[:64000].decode(errors="replace"))
     except OSError:
         return ""
-    start = next((i for i, line in enumerate(lines) if line.startswith("ERROR: ")), None)
-    if start is None:
-        return ""
-    block = [lines[start].removeprefix("ERROR: "), *lines[start + 1 : start + 4]]
-    if block[0].startswith("usage:"):  # argparse: the line that says what is wrong
-        said = next((line.partition(": error: ")[2] for line in block if ": error: " in line), "")
-        return one_line(said or block[0], 300)
-    return one_line(block[0], 300)
 
 
 def _fatal_error(path: Path) -> str:
