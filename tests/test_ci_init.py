@@ -353,3 +353,26 @@ def test_only_arguments_that_are_neither_options_nor_their_values_are_taken_for_
     args = ["-k", "sum", "--perfgate-db", "h.db", "-mgpu", "--tb=short", "-x", "tests/perf", "a.py::test_b"]
     assert test_paths(args) == ["tests/perf", "a.py::test_b"]
     assert test_paths(["--pyargs", "mypkg.perf"]) == []  # module names
+
+
+def test_perf_tests_embedded_in_a_string_are_not_taken_and_a_marked_test_is(kernels_repo):
+    # a plugin's own tests write test files from strings: not perf tests of this project
+    (kernels_repo / "tests" / "test_plugin.py").write_text(
+        'FILE = """\ndef test_x(perfgate):\n    perfgate(sum, [1])\n"""\n\ndef test_plugin():\n    assert FILE\n'
+    )
+    (kernels_repo / "bench").mkdir()  # a pytest-codspeed style test: marked, no fixture
+    (kernels_repo / "bench" / "test_walltime.py").write_text(
+        "import pytest\n\n@pytest.mark.benchmark\ndef test_walltime():\n    sum(range(100))\n"
+    )
+    assert init(kernels_repo, "--action-ref", REF)[0] == 0
+    assert selections(kernels_repo) == {"bench kernels/tests"}
+
+
+def test_perf_tests_in_many_directories_run_from_their_common_parent_and_are_named(tmp_path):
+    repo = bare_repo(tmp_path)
+    for where in ("perf/a", "perf/b", "perf/c", "perf/d"):
+        (repo / where).mkdir(parents=True)
+        (repo / where / "test_p.py").write_text(PERF_TEST)
+    code, out = init(repo, "--action-ref", REF)
+    assert code == 0 and selections(repo) == {"perf"}, out
+    assert "the common parent of the 4 directories holding perf tests (perf/a, perf/b, perf/c, ...;" in out

@@ -25,6 +25,8 @@ TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test)\.py$")  # pytest's def
 PERF_USE = re.compile(
     r"\bdef\s+test\w*\s*\([^)]*\b(?:perfgate|benchmark|codspeed_benchmark)\b|\bmark\.(?:perfgate|benchmark)\b"
 )
+PERF_FIXTURES = ("perfgate", "benchmark", "codspeed_benchmark")
+PERF_MARKERS = ("perfgate", "benchmark")
 # pytest's own options that take a value as the next argument (`-k EXPR`): that value is not a test path
 # fmt: off
 PYTEST_VALUE_OPTIONS = frozenset((
@@ -73,7 +75,12 @@ def workflow_selection(repo: Path, tests: Sequence[str], pytest_args: str) -> Se
             f"perfgate: no perf test in {repo} (no test file there uses the perfgate or benchmark fixture or "
             "marker), so the workflows would measure nothing: write them first, or pass their paths with --tests PATH"
         )
-    return Selection(" ".join([*found, *args]), f"the perf tests found in {', '.join(found)}")
+    if len(found) <= MAX_DIRS:
+        return Selection(" ".join([*found, *args]), f"the perf tests found in {', '.join(found)}")
+    parent = os.path.commonpath(found) or "."
+    shown = ", ".join(found[:MAX_DIRS]) + ", ..."
+    where = f"the common parent of the {len(found)} directories holding perf tests ({shown}; --tests PATH chooses)"
+    return Selection(" ".join([parent, *args]), where)
 
 
 def repository_root(where: Path) -> Path:
@@ -105,12 +112,9 @@ def test_paths(args: Sequence[str]) -> list[str]:
 
 def perf_test_dirs(repo: Path) -> list[str]:
     """The directories of the repository's test files (tracked, or new and not ignored) that use a perf fixture or
-    marker, relative to `repo`: each outermost one, or their common parent when there are more than MAX_DIRS."""
+    marker, relative to `repo`: each outermost one."""
     dirs = sorted({os.path.dirname(name) or "." for name in _test_files(repo) if _uses_perf(repo / name)})
-    outer = [d for d in dirs if not any(d != o and (o == "." or d.startswith(o + "/")) for o in dirs)]
-    if len(outer) > MAX_DIRS:
-        return [os.path.commonpath(outer) or "."]
-    return outer
+    return [d for d in dirs if not any(d != o and (o == "." or d.startswith(o + "/")) for o in dirs)]
 
 
 def _test_files(repo: Path) -> list[str]:
@@ -125,12 +129,38 @@ def _test_files(repo: Path) -> list[str]:
 
 
 def _uses_perf(path: Path) -> bool:
+    """A test file whose own code (not a string in it: a plugin's tests embed test files) has a test that takes a
+    perf fixture, or a perf marker."""
+    import ast
+
     try:
         with path.open("rb") as f:
             text = f.read(MAX_TEST_FILE_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return False
-    return bool(PERF_USE.search(text))
+    if not PERF_USE.search(text):  # most files: no parse
+        return False
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return any(_perf_node(node) for node in ast.walk(tree))
+
+
+def _perf_node(node: object) -> bool:
+    import ast
+
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test"):
+        return any(a.arg in PERF_FIXTURES for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs))
+    return isinstance(node, ast.Attribute) and node.attr in PERF_MARKERS and _is_mark(node.value)
+
+
+def _is_mark(node: object) -> bool:
+    import ast
+
+    if isinstance(node, ast.Attribute):
+        return node.attr == "mark"
+    return isinstance(node, ast.Name) and node.id == "mark"
 
 
 def _where_perf_tests_are(repo: Path) -> str:
@@ -139,5 +169,6 @@ def _where_perf_tests_are(repo: Path) -> str:
     except PerfgateError:
         found = []
     if found:
-        return f"perf tests are in {', '.join(found)} (pass them with --tests PATH, or leave --tests out to use them)"
+        listed = ", ".join(found[:MAX_DIRS]) + (", ..." if len(found) > MAX_DIRS else "")
+        return f"perf tests are in {listed} (pass them with --tests PATH, or leave --tests out to use them)"
     return "no test file here uses the perfgate or benchmark fixture or marker: pass the perf tests with --tests PATH"
