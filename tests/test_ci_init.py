@@ -167,19 +167,11 @@ def test_a_nightly_anchor_run_on_the_default_branch_publishes_the_cumulative_cha
     assert upload["with"]["path"] == "perfgate-anchor/"
 
 
-@pytest.mark.parametrize("variant", sorted(VARIANTS))
-@pytest.mark.parametrize("ab_status", [0, 1])
-def test_the_anchor_run_is_stored_and_its_summary_says_where_history_kind_anchor_finds_it(
-    repo, tmp_path, variant, ab_status
-):
-    """Issue 31 review: the hosted variant passed --no-store while the docs sent users to `perfgate history
-    --kind anchor`. Every anchor run is stored (the runner's history on a self-hosted runner, one in the job's
-    temporary directory on a hosted one), its rows exported to the artifact, and the job summary says where;
-    the job's status is the anchor run's."""
-    assert init(repo, "--action-ref", REF, *VARIANTS[variant])[0] == 0
+def run_anchor_step(repo: Path, tmp_path: Path, ab_status: int, **env: str) -> tuple[int, list[str], str, dict]:
+    """The anchor step's script, run by bash with a stand-in `python` that logs its arguments and plays
+    `perfgate ab` (exit `ab_status`, a results file): (its status, python's calls, the job summary, the job)."""
     job = written(repo)["perfgate-anchor"]["jobs"]["anchor"]
     step = next(s for s in job["steps"] if "perfgate ab" in s.get("run", ""))
-    # the step's script, run by bash with a stand-in `python` that logs its arguments and plays `perfgate ab`
     bin_dir, log, summary = tmp_path / "bin", tmp_path / "calls.log", tmp_path / "summary.md"
     bin_dir.mkdir()
     stand_in = bin_dir / "python"
@@ -190,8 +182,8 @@ def test_the_anchor_run_is_stored_and_its_summary_says_where_history_kind_anchor
         f" exit {ab_status};; esac\n"
     )
     stand_in.chmod(0o755)
-    work = tmp_path / "work"
-    work.mkdir()
+    (tmp_path / "work").mkdir()
+    (tmp_path / "runner-temp").mkdir()
     env = {
         "PATH": f"{bin_dir}:/usr/bin:/bin",
         "GITHUB_STEP_SUMMARY": str(summary),
@@ -199,27 +191,54 @@ def test_the_anchor_run_is_stored_and_its_summary_says_where_history_kind_anchor
         "RUNNER_TOOL_CACHE": str(tmp_path / "tool-cache"),
         "GITHUB_REPOSITORY": "me/project",
         **step["env"],
+        **env,
     }
-    (tmp_path / "runner-temp").mkdir()
-    done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=work, env=env, capture_output=True, text=True)
-    assert done.returncode == ab_status, done.stdout + done.stderr
-    calls = log.read_text().splitlines()
+    done = subprocess.run(
+        ["bash", "-e", "-c", step["run"]], cwd=tmp_path / "work", env=env, capture_output=True, text=True
+    )
+    calls = log.read_text().splitlines() if log.exists() else []
+    return done.returncode, calls, summary.read_text() + done.stdout, job
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("ab_status", [0, 1])
+def test_the_anchor_run_is_stored_and_its_summary_says_where_history_kind_anchor_finds_it(
+    repo, tmp_path, variant, ab_status
+):
+    """Issue 31 review: the hosted variant passed --no-store while the docs sent users to `perfgate history
+    --kind anchor`. Every anchor run is stored (the runner's history on a self-hosted runner, one in the job's
+    temporary directory on a hosted one), its rows exported to the artifact, and the job summary says where;
+    the job's status is the anchor run's."""
+    assert init(repo, "--action-ref", REF, *VARIANTS[variant])[0] == 0
+    status, calls, said, _ = run_anchor_step(repo, tmp_path, ab_status)
+    assert status == ab_status, said
     hosted = variant == "GitHub-hosted"
     history = str(
         tmp_path / ("runner-temp/perfgate-anchor-history.db" if hosted else "tool-cache/perfgate/me/project/history.db")
     )
-    assert (
-        calls[0].startswith("-m perfgate ab --anchor ")
-        and f"--db {history}" in calls[0]
-        and "--no-store" not in calls[0]
-    )
-    assert (
-        calls[1]
-        == f"-m perfgate db export perfgate-anchor/history.db --db {history} --results perfgate-anchor/anchor.json"
-    )
-    said = summary.read_text()
+    assert calls[0].startswith("-m perfgate ab --anchor ") and f"--db {history} --" in calls[0], calls
+    assert "--no-store" not in calls[0]
+    export = "-m perfgate db export perfgate-anchor/history.db"
+    assert calls[1] == f"{export} --db {history} --results perfgate-anchor/anchor.json"
     assert "perfgate history --db history.db --kind anchor" in said and "artifact `perfgate-anchor`" in said
     assert ("the runner's history" in said) is not hosted
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_with_a_fleet_server_the_anchor_run_is_stored_there_as_the_gates_trusted_runs_are(repo, tmp_path, variant):
+    assert init(repo, "--action-ref", REF, *VARIANTS[variant], *FLEET)[0] == 0
+    url = "postgresql://ci:s3cret-pw@db.example/perfgate"  # what GitHub hands the step for the secret
+    status, calls, said, job = run_anchor_step(repo, tmp_path, 1, PERFGATE_DB=url)
+    assert status == 1, said
+    step = next(s for s in job["steps"] if "perfgate ab" in s.get("run", ""))
+    assert step["env"]["PERFGATE_DB"] == "${{ secrets.PERFGATE_DB_URL }}"  # a schedule's run: trusted code only
+    installs = [s["run"] for s in job["steps"] if "pip install" in s.get("run", "")]
+    assert installs == [
+        f'python -m pip install --quiet -e . "perfgate[server] @ git+https://github.com/me/perfgate@{SHA}"\n'
+    ]
+    assert calls[0].startswith("-m perfgate ab --anchor ") and "--db" not in calls[0], calls  # the URL never in argv
+    assert calls[1] == "-m perfgate db export perfgate-anchor/history.db --results perfgate-anchor/anchor.json"
+    assert "the fleet's history" in said and "s3cret" not in said and "perfgate history --kind anchor" in said
 
 
 def test_the_default_branch_is_origins_head_when_there_is_one(repo):
@@ -266,13 +285,17 @@ def test_this_repositorys_workflows_hold_no_token_where_pull_request_code_runs_a
     assert not any(s.get("uses") == "./" for s in gpu), "the gate must not use the pull request's copy of the action"
 
 
+FLEET = ("--db-secret", "PERFGATE_DB_URL")  # the fleet's server: the gate's trusted runs and the anchor run hold it
+
+
 @pytest.mark.slow  # zizmor three times and actionlint per variant: .ci/run runs them as a stage of its own too
+@pytest.mark.parametrize("fleet", [(), FLEET], ids=["runner history", "fleet server"])
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
-def test_the_workflows_pass_zizmor_and_actionlint(repo, variant):
+def test_the_workflows_pass_zizmor_and_actionlint(repo, variant, fleet):
     zizmor, actionlint = shutil.which("zizmor"), shutil.which("actionlint")
     if not zizmor or not actionlint:
         pytest.skip("zizmor and actionlint come with the dev extra")
-    assert init(repo, "--action-ref", REF, *VARIANTS[variant])[0] == 0
+    assert init(repo, "--action-ref", REF, *VARIANTS[variant], *fleet)[0] == 0
     shutil.copy(ROOT / ".github" / "actionlint.yaml", repo / ".github" / "actionlint.yaml")
     for persona in ("regular", "pedantic", "auditor"):
         done = subprocess.run(
