@@ -12,6 +12,24 @@ def one_line(text: str, limit: int = 400) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+PYTEST_USAGE_ERROR = 4  # pytest's exit status for arguments it refuses (a test path it does not find, an option)
+PYTEST_NO_TESTS_COLLECTED = 5  # ... and when nothing was selected (under --perfgate a worker or child: no perf test)
+
+
+def pytest_usage_line(output: str) -> str:
+    """pytest's own line when it refused its arguments ("" when its output has none): it prints each part of a
+    UsageError as `ERROR: ...`; argparse's is a usage line, then `prog: error: what is wrong`."""
+    lines = output.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("ERROR: ")), None)
+    if start is None:
+        return ""
+    block = [lines[start].removeprefix("ERROR: "), *lines[start + 1 : start + 4]]
+    if block[0].startswith("usage:"):  # argparse: the line that says what is wrong
+        said = next((line.partition(": error: ")[2] for line in block if ": error: " in line), "")
+        return one_line(said or block[0], 300)
+    return one_line(block[0], 300)
+
+
 class PerfgateError(Exception):
     """Base class; `str(err)` is the one line shown to the user, `exit_status` the command's status."""
 

@@ -235,3 +235,21 @@ def test_the_calibration_an_anchor_needs_outlives_the_update_log_trim():
     assert len(kept) == MAX_UPDATES_KEPT and kept[0] == calibration and kept[-1] == later[-1]
     recalibrated = Update("2026-03-01", "ci", "c" * 40, "calibrate", 2, calibrated_runs=6)
     assert kept_updates((calibration, *later, recalibrated))[0] == later[-(MAX_UPDATES_KEPT - 1)]  # plain trim
+
+
+def test_the_anchor_runs_head_records_the_branch_it_measured_and_the_base_none(project, tmp_path, capsys):
+    repo, anchor = project  # on `main`: the nightly workflow checks the default branch out by name
+    run_ab(anchor_request(repo, tmp_path))
+    with sqlite3.connect(tmp_path / "history.db") as con:
+        rows = con.execute("SELECT kind, git_branch FROM runs ORDER BY id").fetchall()
+    assert rows == [("ab-base", ""), ("ab-head", "main")]  # the base is a commit (the calibration's), no branch
+    capsys.readouterr()
+    assert main(["history", "--db", str(tmp_path / "history.db"), "--kind", "anchor", "--format", "json"]) == 0
+    assert [r["git_branch"] for r in json.loads(capsys.readouterr().out)] == ["", "main"]
+
+
+def test_a_detached_head_records_no_branch(project, tmp_path):
+    repo, _ = project
+    git(repo, "checkout", "-q", "--detach", "HEAD")  # a pull request's checkout of one commit
+    outcome = run_ab(anchor_request(repo, tmp_path))
+    assert outcome.head_run.info.git_branch == ""

@@ -138,3 +138,68 @@ def test_a_slow_test_deselected_by_the_prs_own_addopts_fails_strict_ab(project, 
     assert re.search(r"perfgate strict: baseline case not measured: 2 base case\(s\) not measured .*test_sort", out)
     assert "perfgate strict: test selection changed since the base ref: pytest's test selection differs" in out
     assert "addopts: none in HEAD~2" in out and "'-k not test_sort' in the head" in out
+
+
+def _ab(project, monkeypatch, capsys, *pytest_args: str) -> tuple[int, str, str]:
+    monkeypatch.chdir(project)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    code = main(["ab", "HEAD~1", "--no-store", "--worktree-dir", str(project.parent / "wt"), "--", *pytest_args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_a_test_path_neither_tree_has_is_pytests_own_line_and_a_usage_error(project, capsys, monkeypatch):
+    code, out, err = _ab(project, monkeypatch, capsys, "tests/perf")
+    assert code == 4, out + err
+    lines = [line for line in err.splitlines() if "tests/perf" in line]  # (stderr has the progress lines too)
+    assert len(lines) == 1 and "file or directory not found: tests/perf" in lines[0], err
+    assert re.match(r"perfgate: A/B: (head|base): pytest: ", lines[0]) and "usage error" in lines[0], err
+    assert err.strip().splitlines()[-1] == lines[0], err
+    assert "no perf case was measured" not in out + err
+
+
+def test_a_selection_that_collects_no_perf_test_is_pytests_exit_5_told_plainly(project, capsys, monkeypatch):
+    code, out, err = _ab(project, monkeypatch, capsys, "-k", "no_such_case")
+    assert code == 5, out + err
+    assert "pytest collected no perf test in the head (exit status 5)" in out, out
+
+
+def test_a_head_session_pytest_exit_ends_the_run_with_pytests_status_and_its_reason(project, capsys, monkeypatch):
+    (project / "conftest.py").write_text(
+        "import pytest\n\ndef pytest_runtest_setup(item):\n    pytest.exit('the GPU is gone')\n"
+    )
+    code, out, err = _ab(project, monkeypatch, capsys)
+    assert code == 2, out + err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("perfgate: A/B: head: pytest: ") and "the GPU is gone" in line, err
+    assert "interrupted" in line and "nothing stored" in line, err
+
+
+def test_an_internal_error_in_a_side_is_pytests_status_3_and_its_exception(project, capsys, monkeypatch):
+    (project / "conftest.py").write_text(
+        "def pytest_collection_modifyitems(items):\n    raise RuntimeError('a broken plugin')\n"
+    )
+    code, out, err = _ab(project, monkeypatch, capsys)
+    assert code == 3, out + err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("perfgate: A/B: head: pytest: ") and "RuntimeError: a broken plugin" in line, err
+    assert "internal error" in line, err
+
+
+@pytest.mark.parametrize("process", ["shared", "separate"])
+def test_an_argument_pytest_refuses_is_its_own_line_and_a_usage_error(project, capsys, monkeypatch, process):
+    monkeypatch.chdir(project)
+    code = main(["ab", "HEAD~1", "--no-store", "--process", process, "--worktree-dir", str(project.parent / "wt"),
+                 "--", "--no-such-option"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 4, err
+    assert re.search(r"perfgate: A/B: (head|base): pytest: unrecognized arguments: --no-such-option \(", err), err
+
+
+def test_pytest_perfgate_base_with_a_missing_test_path_exits_4_with_pytests_line(project, tmp_path):
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--perfgate", "--perfgate-base", "HEAD~1",
+            f"--perfgate-worktree-dir={tmp_path / 'wt'}", "--perfgate-no-store", "tests/perf"]  # fmt: skip
+    proc = subprocess.run(argv, cwd=project, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 4, out
+    assert "pytest: file or directory not found: tests/perf (pytest exit status 4, a usage error" in out, out

@@ -97,6 +97,22 @@ def test_a_failing_calibration_process_writes_no_baseline(project, capsys):
     assert not (project.path / "baselines").exists()
 
 
+@pytest.mark.parametrize(
+    ("pytest_args", "said"),
+    [
+        (["tests/perf"], "process 1: pytest: file or directory not found: tests/perf (exit status 4, a usage error)"),
+        (["--no-such-option"], "process 1: pytest: unrecognized arguments: --no-such-option (exit status 4"),
+        (["-k", "no_such_case"], "process 1: pytest collected no perf test (exit status 5): the paths, -k and -m"),
+    ],
+)
+def test_a_calibration_pytest_refuses_is_pytests_own_line(project, capsys, pytest_args, said):
+    assert main(["calibrate", "--runs", "3", "--reason", "x", "--no-store", "--", *pytest_args]) == 2
+    err = capsys.readouterr().err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("perfgate calibrate: ") and said in line and "no baseline written" in line, err
+    assert not (project.path / "baselines").exists()
+
+
 def test_the_baseline_and_the_run_have_one_time_each_in_every_output(project, capsys, monkeypatch):
     """The gate's "baseline" and "current", `baseline show`, `baseline diff` and `perfgate history` show the
     same number for the same quantity: the mean of the process medians (docs/decision-rule.md)."""

@@ -39,12 +39,23 @@ def written(repo: Path) -> dict[str, dict]:
     return {p.stem: yaml.safe_load(p.read_text()) for p in sorted((repo / ".github" / "workflows").glob("*.yml"))}
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    """A project whose default branch is `master` (not assumed `main`)."""
+PERF_TEST = "def test_sum(perfgate):\n    perfgate(sum, [1, 2, 3])\n"
+
+
+def bare_repo(tmp_path: Path) -> Path:
+    """A project whose default branch is `master` (not assumed `main`), with no file yet."""
     path = tmp_path / "project"
     path.mkdir()
     git(path, "-c", "init.defaultBranch=master", "init", "-q")
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A project whose default branch is `master` (not assumed `main`), its perf tests in tests/perf."""
+    path = bare_repo(tmp_path)
+    (path / "tests" / "perf").mkdir(parents=True)
+    (path / "tests" / "perf" / "test_kernels.py").write_text(PERF_TEST)
     return path
 
 
@@ -151,8 +162,83 @@ def test_a_nightly_anchor_run_on_the_default_branch_publishes_the_cumulative_cha
     assert run["env"] == {"PYTEST_ARGS": "tests/perf"}  # ci init's default selection, as the gate's
     hosted = variant == "GitHub-hosted"
     assert job["runs-on"] == ("ubuntu-latest" if hosted else ["self-hosted", "linux", "gpu-h100"])
-    assert ("--no-store" in run["run"]) is hosted
-    assert ('--db "$RUNNER_TOOL_CACHE/perfgate/$GITHUB_REPOSITORY/history.db"' in run["run"]) is not hosted
+    upload = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["if"] == "always()" and upload["with"]["name"] == "perfgate-anchor"
+    assert upload["with"]["path"] == "perfgate-anchor/"
+
+
+def run_anchor_step(repo: Path, tmp_path: Path, ab_status: int, **env: str) -> tuple[int, list[str], str, dict]:
+    """The anchor step's script, run by bash with a stand-in `python` that logs its arguments and plays
+    `perfgate ab` (exit `ab_status`, a results file): (its status, python's calls, the job summary, the job)."""
+    job = written(repo)["perfgate-anchor"]["jobs"]["anchor"]
+    step = next(s for s in job["steps"] if "perfgate ab" in s.get("run", ""))
+    bin_dir, log, summary = tmp_path / "bin", tmp_path / "calls.log", tmp_path / "summary.md"
+    bin_dir.mkdir()
+    stand_in = bin_dir / "python"
+    stand_in.write_text(
+        "#!/bin/sh\n"
+        f'echo "$*" >> "{log}"\n'
+        'case "$*" in *" ab "*) mkdir -p perfgate-anchor && echo {} > perfgate-anchor/anchor.json;'
+        f" exit {ab_status};; esac\n"
+    )
+    stand_in.chmod(0o755)
+    (tmp_path / "work").mkdir()
+    (tmp_path / "runner-temp").mkdir()
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "RUNNER_TEMP": str(tmp_path / "runner-temp"),
+        "RUNNER_TOOL_CACHE": str(tmp_path / "tool-cache"),
+        "GITHUB_REPOSITORY": "me/project",
+        **step["env"],
+        **env,
+    }
+    done = subprocess.run(
+        ["bash", "-e", "-c", step["run"]], cwd=tmp_path / "work", env=env, capture_output=True, text=True
+    )
+    calls = log.read_text().splitlines() if log.exists() else []
+    return done.returncode, calls, summary.read_text() + done.stdout, job
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("ab_status", [0, 1])
+def test_the_anchor_run_is_stored_and_its_summary_says_where_history_kind_anchor_finds_it(
+    repo, tmp_path, variant, ab_status
+):
+    """Issue 31 review: the hosted variant passed --no-store while the docs sent users to `perfgate history
+    --kind anchor`. Every anchor run is stored (the runner's history on a self-hosted runner, one in the job's
+    temporary directory on a hosted one), its rows exported to the artifact, and the job summary says where;
+    the job's status is the anchor run's."""
+    assert init(repo, "--action-ref", REF, *VARIANTS[variant])[0] == 0
+    status, calls, said, _ = run_anchor_step(repo, tmp_path, ab_status)
+    assert status == ab_status, said
+    hosted = variant == "GitHub-hosted"
+    history = str(
+        tmp_path / ("runner-temp/perfgate-anchor-history.db" if hosted else "tool-cache/perfgate/me/project/history.db")
+    )
+    assert calls[0].startswith("-m perfgate ab --anchor ") and f"--db {history} --" in calls[0], calls
+    assert "--no-store" not in calls[0]
+    export = "-m perfgate db export perfgate-anchor/history.db"
+    assert calls[1] == f"{export} --db {history} --results perfgate-anchor/anchor.json"
+    assert "perfgate history --db history.db --kind anchor" in said and "artifact `perfgate-anchor`" in said
+    assert ("the runner's history" in said) is not hosted
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_with_a_fleet_server_the_anchor_run_is_stored_there_as_the_gates_trusted_runs_are(repo, tmp_path, variant):
+    assert init(repo, "--action-ref", REF, *VARIANTS[variant], *FLEET)[0] == 0
+    url = "postgresql://ci:s3cret-pw@db.example/perfgate"  # what GitHub hands the step for the secret
+    status, calls, said, job = run_anchor_step(repo, tmp_path, 1, PERFGATE_DB=url)
+    assert status == 1, said
+    step = next(s for s in job["steps"] if "perfgate ab" in s.get("run", ""))
+    assert step["env"]["PERFGATE_DB"] == "${{ secrets.PERFGATE_DB_URL }}"  # a schedule's run: trusted code only
+    installs = [s["run"] for s in job["steps"] if "pip install" in s.get("run", "")]
+    assert installs == [
+        f'python -m pip install --quiet -e . "perfgate[server] @ git+https://github.com/me/perfgate@{SHA}"\n'
+    ]
+    assert calls[0].startswith("-m perfgate ab --anchor ") and "--db" not in calls[0], calls  # the URL never in argv
+    assert calls[1] == "-m perfgate db export perfgate-anchor/history.db --results perfgate-anchor/anchor.json"
+    assert "the fleet's history" in said and "s3cret" not in said and "perfgate history --kind anchor" in said
 
 
 def test_the_default_branch_is_origins_head_when_there_is_one(repo):
@@ -199,13 +285,17 @@ def test_this_repositorys_workflows_hold_no_token_where_pull_request_code_runs_a
     assert not any(s.get("uses") == "./" for s in gpu), "the gate must not use the pull request's copy of the action"
 
 
+FLEET = ("--db-secret", "PERFGATE_DB_URL")  # the fleet's server: the gate's trusted runs and the anchor run hold it
+
+
 @pytest.mark.slow  # zizmor three times and actionlint per variant: .ci/run runs them as a stage of its own too
+@pytest.mark.parametrize("fleet", [(), FLEET], ids=["runner history", "fleet server"])
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
-def test_the_workflows_pass_zizmor_and_actionlint(repo, variant):
+def test_the_workflows_pass_zizmor_and_actionlint(repo, variant, fleet):
     zizmor, actionlint = shutil.which("zizmor"), shutil.which("actionlint")
     if not zizmor or not actionlint:
         pytest.skip("zizmor and actionlint come with the dev extra")
-    assert init(repo, "--action-ref", REF, *VARIANTS[variant])[0] == 0
+    assert init(repo, "--action-ref", REF, *VARIANTS[variant], *fleet)[0] == 0
     shutil.copy(ROOT / ".github" / "actionlint.yaml", repo / ".github" / "actionlint.yaml")
     for persona in ("regular", "pedantic", "auditor"):
         done = subprocess.run(
@@ -217,3 +307,95 @@ def test_the_workflows_pass_zizmor_and_actionlint(repo, variant):
         assert done.returncode == 0, done.stdout + done.stderr
     done = subprocess.run([actionlint], cwd=repo, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def selections(repo: Path) -> set[str]:
+    """PYTEST_ARGS of every workflow written: the gate's input, the baseline update's and the anchor run's."""
+    docs = written(repo)
+    gate = next(s for s in docs["perfgate"]["jobs"]["gate"]["steps"] if "pytest-args" in s.get("with", {}))
+    calibrate = next(s for s in docs["perfgate-baseline"]["jobs"]["calibrate"]["steps"] if "env" in s)
+    anchor = next(s for s in docs["perfgate-anchor"]["jobs"]["anchor"]["steps"] if "env" in s)
+    return {gate["with"]["pytest-args"], calibrate["env"]["PYTEST_ARGS"], anchor["env"]["PYTEST_ARGS"]}
+
+
+@pytest.fixture
+def kernels_repo(tmp_path: Path) -> Path:
+    """Perf tests in kernels/tests (no tests/perf), unit tests in tests/."""
+    path = bare_repo(tmp_path)
+    (path / "kernels" / "tests").mkdir(parents=True)
+    (path / "kernels" / "tests" / "test_perf.py").write_text(PERF_TEST)
+    (path / "kernels" / "tests" / "test_shapes.py").write_text("def test_shape():\n    assert True\n")
+    (path / "tests").mkdir()
+    (path / "tests" / "test_unit.py").write_text("def test_unit():\n    assert True\n")
+    return path
+
+
+def test_the_workflows_run_the_perf_tests_where_they_are_when_no_path_is_given(kernels_repo):
+    code, out = init(kernels_repo, "--action-ref", REF, "--pytest-args", "-k sum -m gpu")
+    assert code == 0, out
+    assert selections(kernels_repo) == {"kernels/tests -k sum -m gpu"}  # -k's and -m's values are no paths
+    assert "pytest kernels/tests -k sum -m gpu, the perf tests found in kernels/tests" in out
+
+
+@pytest.mark.parametrize("given", [("--tests", "tests/perf"), ("--pytest-args", "tests/perf -k sum")])
+def test_a_test_path_not_in_the_repository_is_one_line_and_nothing_is_written(kernels_repo, given):
+    code, out = init(kernels_repo, "--action-ref", REF, *given)
+    assert code == 2 and len(out.strip().splitlines()) == 1, out
+    assert f"perfgate: {given[0]} names tests/perf, which is not in {kernels_repo}" in out, out
+    assert "the workflows would measure nothing; perf tests are in kernels/tests" in out, out
+    assert not (kernels_repo / ".github").exists()
+
+
+def test_a_repository_without_perf_tests_gets_no_workflow(tmp_path):
+    empty = bare_repo(tmp_path)
+    (empty / "tests").mkdir()
+    (empty / "tests" / "test_unit.py").write_text("def test_unit():\n    assert True\n")
+    code, out = init(empty, "--action-ref", REF)
+    assert code == 2 and len(out.strip().splitlines()) == 1, out
+    assert f"perfgate: no perf test in {empty}" in out and "--tests PATH" in out, out
+    assert not (empty / ".github").exists()
+
+
+def test_the_tests_given_are_run_as_given_each_checked(kernels_repo):
+    code, out = init(
+        kernels_repo, "--action-ref", REF, "--tests", "kernels/tests/test_perf.py::test_sum", "--tests", "tests"
+    )
+    assert code == 0, out
+    assert selections(kernels_repo) == {"kernels/tests/test_perf.py::test_sum tests"}
+
+
+def test_quoted_pytest_arguments_are_refused_since_the_workflows_split_on_whitespace(repo):
+    code, out = init(repo, "--action-ref", REF, "--pytest-args", 'tests/perf -k "not slow"')
+    assert code == 2 and "write it without quotes" in out, out
+    assert not (repo / ".github").exists()
+
+
+def test_only_arguments_that_are_neither_options_nor_their_values_are_taken_for_test_paths():
+    from perfgate.ci.selection import test_paths
+
+    args = ["-k", "sum", "--perfgate-db", "h.db", "-mgpu", "--tb=short", "-x", "tests/perf", "a.py::test_b"]
+    assert test_paths(args) == ["tests/perf", "a.py::test_b"]
+    assert test_paths(["--pyargs", "mypkg.perf"]) == []  # module names
+
+
+def test_perf_tests_embedded_in_a_string_are_not_taken_and_a_marked_test_is(kernels_repo):
+    # a plugin's own tests write test files from strings: not perf tests of this project
+    (kernels_repo / "tests" / "test_plugin.py").write_text(
+        'FILE = """\ndef test_x(perfgate):\n    perfgate(sum, [1])\n"""\n\ndef test_plugin():\n    assert FILE\n'
+    )
+    (kernels_repo / "bench").mkdir()  # a pytest-codspeed style test: marked, no fixture
+    (kernels_repo / "bench" / "test_walltime.py").write_text(
+        "import pytest\n\n@pytest.mark.benchmark\ndef test_walltime():\n    sum(range(100))\n"
+    )
+    assert init(kernels_repo, "--action-ref", REF)[0] == 0
+    assert selections(kernels_repo) == {"bench kernels/tests"}
+
+
+def test_perf_tests_in_many_directories_run_from_their_common_parent_and_are_named(tmp_path):
+    repo = bare_repo(tmp_path)
+    for where in ("perf/a", "perf/b", "perf/c", "perf/d"):
+        (repo / where).mkdir(parents=True)
+        (repo / where / "test_p.py").write_text(PERF_TEST)
+    code, out = init(repo, "--action-ref", REF)
+    assert code == 0 and selections(repo) == {"perf"}, out
+    assert "the common parent of the 4 directories holding perf tests (perf/a, perf/b, perf/c, ...;" in out

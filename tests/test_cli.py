@@ -194,6 +194,7 @@ def test_ci_init_writes_a_workflow_that_loads_back(tmp_path, capsys):
 
     path = tmp_path / ".github" / "workflows" / "perfgate.yml"
     argv = ("ci", "init", "--output", str(path), "--action-ref", f"me/perfgate@{SHA}", "--default-branch", "main")
+    argv += ("--tests", ".")  # not a git repository: no perf tests to find, the path given
     assert run_cli(capsys, *argv)[0] == 0
     doc = yaml.safe_load(path.read_text())
     jobs = doc["jobs"]
@@ -211,7 +212,7 @@ def test_ci_init_takes_the_fleets_history_url_from_a_secret_for_trusted_runs_and
     import yaml
 
     path = tmp_path / "perfgate.yml"
-    ref = ("--action-ref", f"me/perfgate@{SHA}", "--default-branch", "main")
+    ref = ("--action-ref", f"me/perfgate@{SHA}", "--default-branch", "main", "--tests", ".")
     for label in ("gpu-h100", "ubuntu-latest"):  # a self-hosted runner's workflow and a GitHub-hosted one's
         args = ("ci", "init", "--output", str(path), *ref, "--runner-label", label, "--force")
         assert run_cli(capsys, *args, "--db-secret", "PERFGATE_DB_URL")[0] == 0

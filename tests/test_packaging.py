@@ -171,7 +171,7 @@ def test_the_ci_init_workflow_installs_perfgate_from_the_actions_commit(source, 
     sha = run(["git", "rev-parse", "HEAD"], cwd=repo).strip()
     workflow = tmp_path / "perfgate.yml"
     argv = ["ci", "init", "--output", str(workflow), "--action-ref", f"me/perfgate@{sha}", "--default-branch", "main"]
-    assert main(argv) == 0
+    assert main([*argv, "--tests", "."]) == 0
     baseline = yaml.safe_load(workflow.with_name("perfgate-baseline.yml").read_text())
     installs = [s["run"].strip() for s in baseline["jobs"]["open-pr"]["steps"] if "pip install" in s.get("run", "")]
     assert installs == [f'python -m pip install --quiet "perfgate @ git+https://github.com/me/perfgate@{sha}"']

@@ -106,6 +106,7 @@ def sides_as_runs(measured: Measured, setup: Setup, req: AbRequest, started: str
         head_env,
         tuple(m.unmeasured.get(Side.HEAD, ())),
         cmp.head_results,
+        setup.head.branch,
     )
     base = SideFacts(setup.base.commit, False, base_env, tuple(m.unmeasured.get(Side.BASE, ())), cmp.base_results)
     anchor = setup.anchor

@@ -20,12 +20,14 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from perfgate.ab.protocol import (
+    PYTEST_ENDED,
     CaseReady,
     Collected,
     End,
     Event,
     Failed,
     Prepared,
+    PytestEnded,
     RoundSamples,
     Side,
     TestDone,
@@ -79,7 +81,8 @@ class Coordinator:
 
     def run(self) -> Measurement:
         """Walk both trees to their end. A base or head worker that fails ends the walk (recorded in
-        `failure`); an A/A worker that fails is dropped and the walk goes on."""
+        `failure`); an A/A worker that fails is dropped and the walk goes on; a base or head pytest session
+        that ends early (a usage error, an interruption, an internal error) raises PytestEnded."""
         try:
             with self._cost("start"), self.progress.task(f"{self.label}: starting the workers"):
                 self._collect()
@@ -152,6 +155,8 @@ class Coordinator:
             self.m.unmeasured[side].append(UnmeasuredTest(event.nodeid, event.outcome, event.reason))
         if isinstance(event, End):
             self.m.exitstatus[side] = event.exitstatus
+            if event.exitstatus in PYTEST_ENDED and side is not Side.AA:  # no comparison: pytest's own words
+                raise PytestEnded(side, event.exitstatus, event.reason)
 
     def _where(self, side: Side) -> str:
         event = self.waiting.get(side)

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from perfgate.ab.aa import AaCases
 from perfgate.ab.protocol import Side
 from perfgate.ab.rounds import Measurement
+from perfgate.errors import PYTEST_NO_TESTS_COLLECTED
 from perfgate.gate.ceiling import ProcessChanges
 from perfgate.gate.ratio import AaNoise, RatioDecision
 from perfgate.metrics import TIME_METRIC
@@ -69,6 +70,11 @@ def _workers(m: Measurement, gate: GateResult, results: Results) -> Iterator[Fin
     if m.failure is not None:
         compared = sum(1 for c in gate.comparisons if c.metric == TIME_METRIC)
         yield Finding(FindingKind.NOT_COMPARABLE, f"{m.failure} ({compared} case(s) compared before it)")
+    elif m.exitstatus.get(Side.HEAD) == PYTEST_NO_TESTS_COLLECTED:
+        yield Finding(
+            FindingKind.NO_CASES,
+            "pytest collected no perf test in the head (exit status 5): the paths, -k and -m given select none",
+        )
     elif not any(side is Side.HEAD for side, _ in results):
         yield Finding(FindingKind.NO_CASES, "no perf case was measured in the head")
     for side in (Side.HEAD, Side.BASE):

@@ -14,7 +14,7 @@ from pathlib import Path
 from perfgate.ab.compare import AbComparison, compare_ab, side_results
 from perfgate.ab.costs import Costs
 from perfgate.ab.pairs import measure_pair
-from perfgate.ab.protocol import Side
+from perfgate.ab.protocol import PytestEnded, Side
 from perfgate.ab.provenance import changed_paths, judge, located
 from perfgate.ab.ratios import CALLS
 from perfgate.ab.rounds import Measurement
@@ -38,18 +38,22 @@ def measure(req: AbRequest, setup: Setup, costs: Costs, messages: list[str], pro
     """The first pair's rounds, the profilers, the verdicts, and the fresh pair for the called cases."""
     s = req.settings
     log_dir = Path(tempfile.mkdtemp(prefix="perfgate-ab-"))
-    m = measure_pair(
-        worker_specs(req, setup, messages),
-        req.launcher or PytestLauncher(),
-        log_dir,
-        setup.plan,
-        setup.rule,
-        setup.covered,
-        base_first=setup.base_first,
-        shared=setup.shared,
-        progress=progress,
-        label="A/B",
-    )
+    try:
+        m = measure_pair(
+            worker_specs(req, setup, messages),
+            req.launcher or PytestLauncher(),
+            log_dir,
+            setup.plan,
+            setup.rule,
+            setup.covered,
+            base_first=setup.base_first,
+            shared=setup.shared,
+            progress=progress,
+            label="A/B",
+        )
+    except PytestEnded:  # pytest's own line says why: no log to keep
+        shutil.rmtree(log_dir, ignore_errors=True)
+        raise
     for name, seconds in m.costs_s.items():
         costs.add(name, seconds)
     if m.sharing_ended:  # a side broke the shared host's contract: the fresh pair is separate too

@@ -11,7 +11,7 @@ from pathlib import Path
 from perfgate.ab import aa as aa_cache
 from perfgate.ab.compare import AbRule
 from perfgate.ab.coordinator import Coordinator
-from perfgate.ab.protocol import SharingEnded, Side, WorkerFailed
+from perfgate.ab.protocol import SharingEnded, Side
 from perfgate.ab.ratios import RATIO_METRICS, aa_noise, decide_case, has_metric, offsets_unknown
 from perfgate.ab.rounds import CaseRounds, Measurement, NeedsStage, RoundPlan
 from perfgate.ab.workers import Launcher, Worker, WorkerSpec, stop_all
@@ -106,7 +106,6 @@ def _measure(
         )
         measured = coordinator.run()
         measured.shared = shared
-        measured = _cut_short(measured)
         measured.costs_s["start"] += spawned  # starting the processes, before they import and collect
         return measured
     finally:
@@ -114,20 +113,6 @@ def _measure(
         stop_all(list(workers.values()))
         if measured is not None:
             measured.costs_s["stop"] += time.monotonic() - stopping  # the workers finishing and exiting
-
-
-# pytest's exit statuses of a session that did not run its tests to the end (interrupted, internal error,
-# usage error): the cases it never reached would otherwise read as new or removed
-CUT_SHORT = {2: "interrupted (pytest.exit or KeyboardInterrupt)", 3: "an internal error", 4: "a usage error"}
-
-
-def _cut_short(m: Measurement) -> Measurement:
-    """A base session that ended early makes the comparison incomplete, as a failed worker does (a head that
-    did fails the run already: its tests failed)."""
-    code = m.exitstatus.get(Side.BASE)
-    if m.failure is None and code in CUT_SHORT:
-        m.failure = WorkerFailed(Side.BASE, f"ended its tests early: pytest exit status {code}, {CUT_SHORT[code]}")
-    return m
 
 
 def screen(rule: AbRule, cached: aa_cache.AaCases, shared: bool = False) -> NeedsStage:

@@ -12,7 +12,8 @@ command; a command asked of a case (prepare, round) gets one *reply*:
                                     round {samples} -> round {samples_ms, reference_samples_ms}
                                     skip (measure nothing) | done (the case's rounds are over)
     test {nodeid, outcome}          continue
-    end {exitstatus}                (nothing: the worker exits)
+    end {exitstatus, reason}        (nothing: the worker exits; reason: pytest's own line when its session
+                                     ended early, a usage error, an interruption or an internal error)
 
 Every read on the coordinator's side has a deadline: a worker that hangs is a WorkerFailed naming its
 side, never a gate that waits forever.
@@ -59,6 +60,23 @@ class WorkerFailed(AbError):
         self.cause = cause
 
 
+# pytest's exit statuses of a session that did not run its tests to the end: the comparison would be incomplete,
+# and the cases never reached would read as new or removed
+PYTEST_ENDED = {2: "interrupted", 3: "an internal error", 4: "a usage error"}
+
+
+class PytestEnded(AbError):
+    """A side's pytest session ended early (PYTEST_ENDED): pytest's own line, its exit status for the run's."""
+
+    def __init__(self, side: Side, exitstatus: int, reason: str) -> None:
+        super().__init__(
+            f"perfgate: A/B: {side.value}: pytest: {reason or '(it said nothing)'} (pytest exit status {exitstatus}, "
+            f"{PYTEST_ENDED.get(exitstatus, 'an error')}: nothing compared, nothing stored)"
+        )
+        self.side = side
+        self.exit_status = exitstatus
+
+
 class SharingEnded(WorkerFailed):
     """The shared host stopped itself: a side changed process-wide state the baton does not hand over
     (perfgate/ab/host/). Not a failure of the code: the run is measured again in a process per tree."""
@@ -95,7 +113,8 @@ class TestDone:
 
 @dataclass(frozen=True)
 class End:
-    exitstatus: int
+    exitstatus: int  # pytest's
+    reason: str = ""  # pytest's own line when the session ended early (PYTEST_ENDED)
 
 
 Event = Collected | CaseReady | TestDone | End
@@ -148,7 +167,7 @@ def event_message(event: Event) -> dict[str, Any]:
             "outcome": event.outcome.value if event.outcome else None,
             "reason": event.reason,
         }
-    return {"type": "end", "exitstatus": event.exitstatus}
+    return {"type": "end", "exitstatus": event.exitstatus, "reason": event.reason}
 
 
 def reply_message(reply: Reply) -> dict[str, Any]:
@@ -194,7 +213,7 @@ _DECODERS: dict[str, Callable[[dict[str, Any]], Event | Reply]] = {
     "collected": _collected,
     "case": lambda m: CaseReady(str(m["case_id"]), str(m["nodeid"])),
     "test": _test,
-    "end": lambda m: End(int(m["exitstatus"])),
+    "end": lambda m: End(int(m["exitstatus"]), one_line(str(m.get("reason", "")), 300)),
     "prepared": lambda m: Prepared(
         case_from_dict(m["case"]), _positive(m["per_call_ms"]), tuple(_texts(m.get("problems", [])))
     ),

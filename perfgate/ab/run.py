@@ -26,6 +26,7 @@ from perfgate.ab.measured import measure
 from perfgate.ab.protocol import Side
 from perfgate.ab.rounds import Measurement
 from perfgate.ab.setup import AbRequest, setup_run
+from perfgate.errors import PYTEST_NO_TESTS_COLLECTED
 from perfgate.gate.ratio import RatioDecision
 from perfgate.model import GateResult, Run, Verdict
 from perfgate.report.ab import cost_line
@@ -38,7 +39,7 @@ class AbOutcome:
     head_run: Run
     base_run: Run
     messages: tuple[str, ...]
-    exit_code: int  # 0 passed, 1 the gate failed or the head's tests failed
+    exit_code: int  # 0 passed, 1 the gate failed or the head's tests failed, 5 the head collected no perf test
     decisions: Mapping[tuple[str, str], RatioDecision] = field(default_factory=dict)
     costs_s: tuple[tuple[str, float], ...] = ()
     failed: bool = False  # a worker failed: the comparison is incomplete
@@ -78,13 +79,14 @@ def run_ab(req: AbRequest) -> AbOutcome:
         messages += bisect_hint(setup.anchor, regressed)
     total = costs.total()
     messages.append(cost_line(total))
-    head_failed = m.exitstatus.get(Side.HEAD, 0) not in (0, 5) and m.failure is None
+    head_status = m.exitstatus.get(Side.HEAD, 0) if m.failure is None else 0
+    head_failed = head_status not in (0, PYTEST_NO_TESTS_COLLECTED)
     return AbOutcome(
         done.gate,
         done.run,
         done.pair or base_run,
         tuple(messages),
-        1 if (done.exit_code or head_failed) else 0,
+        1 if (done.exit_code or head_failed) else head_status,  # pytest's 5: the head collected no perf test
         measured.cmp.decisions,
         total,
         m.failure is not None,

@@ -25,6 +25,7 @@ class SideFacts:
     environment: Environment
     unmeasured: tuple[UnmeasuredTest, ...]
     results: tuple[CaseResult, ...]
+    branch: str = ""  # the branch its tree had checked out ("": a commit)
 
 
 def side_runs(
@@ -40,7 +41,7 @@ def side_runs(
         started_at,
         utc_now(),
         git_commit=head.commit,
-        git_branch="",
+        git_branch=head.branch,  # an anchor run's head: the default branch the nightly job checked out
         git_dirty=head.dirty,
         hostname=head.environment.hostname,
         argv=command_line(),
@@ -54,6 +55,7 @@ def side_runs(
     base_info = replace(
         head_info,
         git_commit=base.commit,
+        git_branch=base.branch,
         git_dirty=base.dirty,
         hostname=base.environment.hostname,
         run_uid=f"{pair}-base",

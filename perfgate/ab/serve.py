@@ -54,6 +54,7 @@ class CaseServer:
     def __init__(self, end: WorkerEnd) -> None:
         self.end = end
         self.seen_modules: set[str] = set()  # sys.modules names already looked at for provenance
+        self.ended_because = ""  # pytest's own line, when its session ends early (the plugin's hooks set it)
 
     def announce(self, event: Collected | TestDone) -> dict[str, Any]:
         """Say where the worker is and wait until the coordinator lets it go on; its command (after the
@@ -65,7 +66,7 @@ class CaseServer:
         return command
 
     def finish(self, exitstatus: int) -> None:
-        self.end.send(event_message(End(exitstatus)))
+        self.end.send(event_message(End(exitstatus, self.ended_because)))
 
     def serve_case(self, spec: CaseSpec, device: NvmlDevice | None) -> CaseResult | None:
         """Wait for commands at this case. None when the coordinator skips it (nothing measured)."""

@@ -20,6 +20,7 @@ from perfgate.ab.worktree import Tree, checkout, git, is_dirty, repository_root
 from perfgate.baseline.base_ref import BaseCheck
 from perfgate.config.settings import Settings
 from perfgate.gate.static import static_rule
+from perfgate.measure.git import git_info
 from perfgate.report.progress import Progress
 
 XDIST_FLAGS = ("-n", "--numprocesses", "--dist", "--tx", "-d")
@@ -159,6 +160,7 @@ def _head_tree(repo: Path, req: AbRequest, messages: list[str]) -> Tree:
         return checkout(repo, req.head_commit, s.worktree_dir)
     commit = git(repo, "rev-parse", "--verify", "--quiet", "HEAD") if _has_commits(repo) else ""
     label = f"working tree @ {commit[:12]}" if commit else "working tree"
+    branch = git_info(repo)[1] if commit else ""
     if is_dirty(repo):
         if s.strict:
             raise AbError(
@@ -167,7 +169,7 @@ def _head_tree(repo: Path, req: AbRequest, messages: list[str]) -> Tree:
             )
         messages.append(f"perfgate: A/B: the head tree {repo} has uncommitted changes: they are measured as they are")
         label += " + uncommitted changes"
-    return Tree(repo, commit, label)
+    return Tree(repo, commit, label, branch="" if branch == "HEAD" else branch)  # HEAD: detached, no branch
 
 
 def _has_commits(repo: Path) -> bool:

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from perfgate.ab.protocol import WORKER_ENV, AbError, Pipe, SharingEnded, Side, WorkerFailed
-from perfgate.errors import one_line
+from perfgate.ab.protocol import WORKER_ENV, AbError, Pipe, PytestEnded, SharingEnded, Side, WorkerFailed
+from perfgate.errors import PYTEST_USAGE_ERROR, one_line, pytest_usage_line
 from perfgate.measure.handshake import MEASURE_CHILD_ENV
 from perfgate.measure.processes import PROFILE_CHILD_ENV
 
@@ -189,8 +189,9 @@ class Worker:
         self.send(command, doing)
         return self.receive(timeout_s, doing)
 
-    def _explained(self, doing: str, err: WorkerFailed) -> WorkerFailed:
-        """The cause with what the process said last: its exit status and the tail of its log."""
+    def _explained(self, doing: str, err: WorkerFailed) -> AbError:
+        """The cause with what the process said last: its exit status and the tail of its log; pytest's own
+        line when it refused its arguments (PytestEnded: a usage error, not a crash)."""
         if err.cause.startswith("hung"):
             if self.host is not None:  # a hung side holds the shared host's baton: nothing else can run
                 self.host.stopped_for = f"the {self.side.value} side hung while {doing}"
@@ -200,14 +201,24 @@ class Worker:
             ended = self.host.sharing_ended()
             if ended:
                 return SharingEnded(self.side, ended)
-            return WorkerFailed(self.side, self.host.explained(self.log_path, doing))
+            # a side's session that refused its arguments ends its pipe, not always the process
+            return self._refused(None) or WorkerFailed(self.side, self.host.explained(self.log_path, doing))
         try:
             code = self.process.wait(timeout=STOP_GRACE_S)
         except subprocess.TimeoutExpired:
             self.stop()
             return err
         why = f"crashed (exit status {code})" if code else "exited"
-        return WorkerFailed(self.side, f"{why} while {doing}: {self.log_tail() or '(no output)'}")
+        tail = self.log_tail() or "(no output)"
+        return self._refused(code) or WorkerFailed(self.side, f"{why} while {doing}: {tail}")
+
+    def _refused(self, code: int | None) -> PytestEnded | None:
+        """pytest refused this side's arguments, in its own words (`code` None: a shared host's side, whose
+        status the process does not tell); None otherwise. The A/A twin's arguments are the base's."""
+        if self.side is Side.AA or code not in (None, PYTEST_USAGE_ERROR):
+            return None
+        usage = pytest_usage_error(self.log_path)
+        return PytestEnded(self.side, PYTEST_USAGE_ERROR, usage) if usage else None
 
     def log_tail(self, lines: int = 3) -> str:
         return _log_tail(self.log_path, lines)
@@ -319,6 +330,14 @@ def _spawn(
     for fd in worker_fds:
         os.close(fd)
     return process
+
+
+def pytest_usage_error(path: Path) -> str:
+    """pytest's own line in a worker's log when it refused its arguments before any test ("" when none)."""
+    try:
+        return pytest_usage_line(path.read_bytes()[:64000].decode(errors="replace"))
+    except OSError:
+        return ""
 
 
 def _fatal_error(path: Path) -> str:

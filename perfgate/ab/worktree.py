@@ -52,6 +52,7 @@ class Tree:
     cache_dir: Path | None = None  # its build caches (None: the environment's own)
     seconds: float = 0.0  # what creating (or finding) it cost
     contents: Contents | None = None  # what it held when the run took it (a cached worktree: checked)
+    branch: str = ""  # the branch checked out ("": a commit, or a detached HEAD)
 
     def env(self) -> dict[str, str]:
         """The build-cache variables for a worker in this tree."""

@@ -15,13 +15,13 @@ processes with 1 / C(n + 8, 8) within the per-test alpha, so 10 up to 437 gated 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate.baseline.write import updated_baseline, write_baseline
 from perfgate.config.settings import Settings
-from perfgate.errors import PerfgateError
+from perfgate.errors import PYTEST_NO_TESTS_COLLECTED, PYTEST_USAGE_ERROR, PerfgateError, ToolFailed
 from perfgate.gate.decision import per_test_alpha, reference_processes_needed
 from perfgate.measure.environment import utc_now, who
 from perfgate.measure.processes import ChildRun, ChildRunner
@@ -78,7 +78,7 @@ def calibrate(
             started_at = utc_now()
             cases = len(out[0].results) if out else None  # process 1 finds out how many there are
             with shown.task(f"calibration process {i}/{total}", total=cases) as task:
-                child = runner.run(pytest_args, on_case=task.advance)
+                child = _run_child(runner, pytest_args, i, task.advance)
             _check_child(i, child, out)
             run = _as_run(child, settings.rootdir, started_at)
             out.append(run)
@@ -112,7 +112,26 @@ def _kept_case_ids(settings: Settings, first: Run) -> Collection[str]:
     return tuple(old.cases) if old is not None else ()
 
 
+def _run_child(runner: ChildRunner, pytest_args: list[str], i: int, on_case: Callable[[str], None]) -> ChildRun:
+    try:
+        return runner.run(pytest_args, on_case=on_case)
+    except ToolFailed as err:  # pytest refused its arguments before perfgate's plugin ran: pytest's own line
+        if err.returncode != PYTEST_USAGE_ERROR:
+            raise
+        return ChildRun((), (), None, PYTEST_USAGE_ERROR, err.stderr_tail)
+
+
 def _check_child(i: int, child: ChildRun, earlier: list[Run]) -> None:
+    if child.returncode == PYTEST_USAGE_ERROR:
+        raise PerfgateError(
+            f"perfgate calibrate: process {i}: pytest: {child.said or 'it refused its arguments'} (exit status 4, "
+            "a usage error); no baseline written"
+        )
+    if child.returncode == PYTEST_NO_TESTS_COLLECTED:
+        raise PerfgateError(
+            f"perfgate calibrate: process {i}: pytest collected no perf test (exit status 5): the paths, -k and -m "
+            "given select none; no baseline written"
+        )
     if child.returncode != 0:
         raise PerfgateError(
             f"perfgate calibrate: process {i}: pytest exited with status {child.returncode} "

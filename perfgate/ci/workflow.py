@@ -108,7 +108,7 @@ def choices(
         pip_requirement=action.pip_requirement(),
         runner_label=label,
         hosted=runner == "hosted" or (runner == "auto" and bool(HOSTED_LABEL.fullmatch(label))),
-        pytest_args=_checked("--pytest-args", pytest_args.strip() or ".", None, "pytest's arguments, no ${{ }}"),
+        pytest_args=_checked("--pytest-args", pytest_args.strip(), None, "pytest's arguments, no ${{ }}"),
         python_version=_checked("--python-version", python_version, _PYTHON, "a Python 3 version such as 3.11"),
         default_branch=_checked("--default-branch", default_branch, _BRANCH, "a branch name"),
         db_secret=_checked("--db-secret", db_secret, _SECRET, "a repository secret's name (letters, digits, _)")
@@ -278,6 +278,12 @@ DB_URL_COMMENT = (
     "zizmor: ignore[secrets-outside-env] trusted runs only: a pull request's job is handed ''; "
     "a deployment environment would gate every push on a reviewer"
 )
+ANCHOR_DB_LINE = "        PERFGATE_DB: ${{ secrets."
+ANCHOR_DB_COMMENT = (
+    "zizmor: ignore[secrets-outside-env] the nightly anchor run: the default branch's code only (schedule or "
+    "dispatch, no pull request)"
+)
+SECRET_LINES = ((DB_URL_LINE, DB_URL_COMMENT), (ANCHOR_DB_LINE, ANCHOR_DB_COMMENT))
 HEADER = """\
 # Written by `perfgate ci init`; docs/github-actions.md explains it, the settings that make it safe and what it
 # does not protect. Make the `perfgate` commit status required in branch protection.
@@ -298,9 +304,10 @@ def render(doc: dict[str, Any]) -> str:
     text = HEADER + yaml.dump(doc, Dumper=Dumper, sort_keys=False, width=120)
     for line, comment in COMMENTS:
         text = text.replace(line, f"{line.rstrip(chr(10))}  # {comment}\n")
-    if DB_URL_LINE in text:  # the reviewed finding, at the end of the line that starts with it
-        at = text.index("\n", text.index(DB_URL_LINE))
-        text = f"{text[:at]}  # {DB_URL_COMMENT}{text[at:]}"
+    for start, comment in SECRET_LINES:  # the reviewed finding, at the end of the line that starts with it
+        if start in text:
+            at = text.index("\n", text.index(start))
+            text = f"{text[:at]}  # {comment}{text[at:]}"
     back = yaml.safe_load(text)
     # YAML 1.1 reads a bare `on` as true; PyYAML quotes it, and GitHub reads the quoted key as "on"
     if back.get("on", back.get(True)) != doc["on"] or back["jobs"] != doc["jobs"]:

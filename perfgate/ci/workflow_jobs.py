@@ -244,40 +244,73 @@ def open_pr_job(c: Choices) -> dict[str, Any]:
 ANCHOR_CRON = "17 3 * * *"  # nightly, off the hour (GitHub delays runs scheduled on the hour)
 ANCHOR = """\
 read -r -a args <<< "$PYTEST_ARGS"
-python -m perfgate ab --anchor --summary "$GITHUB_STEP_SUMMARY" --json perfgate-anchor.json {store} -- "${{args[@]}}"
+db=()
+if [ -n "${{PERFGATE_DB:-}}" ]; then  # the fleet's server (a repository secret): perfgate reads it from there
+  where="{server_where}"
+else
+  history="{history}"
+  mkdir -p "$(dirname "$history")"
+  db=(--db "$history")
+  where="{where}"
+fi
+mkdir -p perfgate-anchor
+status=0
+python -m perfgate ab --anchor --summary "$GITHUB_STEP_SUMMARY" --json perfgate-anchor/anchor.json \\
+  "${{db[@]}}" -- "${{args[@]}}" || status=$?
+if [ -f perfgate-anchor/anchor.json ]; then
+  # this run's rows, scrubbed like every output, for the artifact (merge the nights with db merge)
+  python -m perfgate db export perfgate-anchor/history.db "${{db[@]}}" --results perfgate-anchor/anchor.json
+  echo "$where" && printf '\\n%s\\n' "$where" >> "$GITHUB_STEP_SUMMARY"  # after the summary's last block
+fi
+exit "$status"
 """
 # a persistent GPU runner keeps the history the gate's action keeps (the dashboard lists anchor runs over time); a
-# hosted runner keeps nothing between jobs: the results artifact is the record
-ANCHOR_HISTORY = '--db "$RUNNER_TOOL_CACHE/perfgate/$GITHUB_REPOSITORY/history.db"'
+# hosted runner keeps nothing between jobs: the run is stored in the job's temporary directory and the artifact
+# (perfgate-anchor: anchor.json, history.db) is the record; with --db-secret, the fleet's server, as the gate's
+# trusted runs
+ANCHOR_HISTORY = "$RUNNER_TOOL_CACHE/perfgate/$GITHUB_REPOSITORY/history.db"
+HOSTED_ANCHOR_HISTORY = "$RUNNER_TEMP/perfgate-anchor-history.db"
+LISTED = "\\`perfgate history --db history.db --kind anchor\\`"
+ANCHOR_WHERE = {
+    True: "perfgate: this anchor run's history is the artifact \\`perfgate-anchor\\` (history.db; a GitHub-hosted "
+    f"runner keeps nothing between jobs): {LISTED} lists it, \\`perfgate db merge anchors.db history.db\\` "
+    "gathers the nights",
+    False: "perfgate: this anchor run is stored in the runner's history (\\`$history\\`: the dashboard and "
+    "\\`perfgate history --kind anchor\\` list it); its rows are also the artifact \\`perfgate-anchor\\` "
+    f"(history.db: {LISTED})",
+}
+SERVER_WHERE = (
+    "perfgate: this anchor run is stored in the fleet's history (the server in the repository secret {secret}: "
+    "\\`perfgate history --kind anchor\\` with PERFGATE_DB set to it lists it, as the dashboard does); its rows "
+    f"are also the artifact \\`perfgate-anchor\\` (history.db: {LISTED})"
+)
 
 
 def anchor_job(c: Choices) -> dict[str, Any]:
     """The scheduled anchor run: the default branch measured beside the commit its baseline was calibrated at
-    (perfgate ab --anchor), the cumulative change per case in the job summary. The default branch's code only,
-    a read-only token; the whole history checked out, since the anchor is an old commit."""
-    store = "--no-store" if c.hosted else ANCHOR_HISTORY
+    (perfgate ab --anchor), the cumulative change per case in the job summary, the run stored (the fleet's server
+    with --db-secret, else the runner's history or the job's) and its rows in the artifact, the summary saying
+    where. The default branch's code only (a schedule: trusted, so it may hold the server's secret), a read-only
+    token; the whole history checked out, since the anchor is an old commit."""
+    env = {"PYTEST_ARGS": c.pytest_args}
+    requirement = c.pip_requirement
+    if c.db_secret:
+        env["PERFGATE_DB"] = f"${{{{ secrets.{c.db_secret} }}}}"
+        requirement = requirement.replace("perfgate @", "perfgate[server] @", 1)  # SQLAlchemy, psycopg
+    script = ANCHOR.format(
+        history=HOSTED_ANCHOR_HISTORY if c.hosted else ANCHOR_HISTORY,
+        where=ANCHOR_WHERE[c.hosted],
+        server_where=SERVER_WHERE.format(secret=c.db_secret or "PERFGATE_DB"),
+    )
     steps: list[dict[str, Any]] = [
         _checkout(c.default_branch),
         _python(c),
-        {
-            "name": "install the project and perfgate",
-            "run": f'python -m pip install --quiet -e . "{c.pip_requirement}"\n',
-        },
-    ]
-    if not c.hosted:
-        steps.append(
-            {"name": "the history's directory", "run": 'mkdir -p "$RUNNER_TOOL_CACHE/perfgate/$GITHUB_REPOSITORY"\n'}
-        )
-    steps += [
-        {
-            "name": "cumulative change since the baseline's calibration",
-            "env": {"PYTEST_ARGS": c.pytest_args},
-            "run": ANCHOR.format(store=store),
-        },
+        {"name": "install the project and perfgate", "run": f'python -m pip install --quiet -e . "{requirement}"\n'},
+        {"name": "cumulative change since the baseline's calibration", "env": env, "run": script},
         {
             "if": "always()",
             "uses": UPLOAD_ARTIFACT,
-            "with": {"name": "perfgate-anchor", "path": "perfgate-anchor.json", "if-no-files-found": "ignore"},
+            "with": {"name": "perfgate-anchor", "path": "perfgate-anchor/", "if-no-files-found": "ignore"},
         },
     ]
     return {

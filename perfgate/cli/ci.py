@@ -115,6 +115,9 @@ def _not_this_run(started_at: datetime | None, strict: bool, not_before: datetim
 
 
 def init(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from perfgate.ci.selection import repository_root, workflow_selection
     from perfgate.ci.workflow import choices, detect_default_branch, parse_action_ref, write_workflows
     from perfgate.errors import require
 
@@ -131,12 +134,17 @@ def init(args: argparse.Namespace) -> int:
         args.python_version,
         args.db_secret,
     )
+    repo = repository_root(where)  # where the workflows run pytest
+    selection = workflow_selection(repo, args.tests, chosen.pytest_args)  # never a workflow that measures nothing
+    chosen = replace(chosen, pytest_args=selection.pytest_args)
     written = write_workflows(args.output, chosen, args.force)
     kind = "GitHub-hosted" if chosen.hosted else "self-hosted"
+    found = f", {selection.found}" if selection.found else ""
     print(
         f"perfgate: wrote {', '.join(map(str, written))} ({kind} runner {chosen.runner_label}, default branch "
-        f"{branch}); review them, make the `perfgate` commit status required, and read docs/github-actions.md "
-        f"for the repository settings{'' if chosen.hosted else ' that keep fork code off the GPU runner'}"
+        f"{branch}, pytest {chosen.pytest_args}{found}); review them, make the `perfgate` commit status required, "
+        f"and read docs/github-actions.md for the repository settings"
+        f"{'' if chosen.hosted else ' that keep fork code off the GPU runner'}"
     )
     return 0
 

@@ -9,7 +9,7 @@ directory (as the user typed them).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 from perfgate.compiled.records import StaticPolicy
 from perfgate.config import options as opts
 from perfgate.config import validate as cs
-from perfgate.errors import ConfigError
+from perfgate.errors import ConfigError, one_line
 from perfgate.metrics import CATALOGUE
 from perfgate.model import AbProcess, AllowedMissing, GatedMeasure, HostTimer
 from perfgate.store.target import HistoryTarget
@@ -249,6 +249,19 @@ def marker_options(kwargs: dict[str, Any], where: str, ncu_metrics: tuple[str, .
         gated_measure=parsed.get("gated_measure"),
         measure=tuple(sorted(measure.items())),
     )
+
+
+def bad_markers_line(bad: Sequence[tuple[str, Sequence[str]]]) -> str:
+    """One line for a run's bad perfgate markers, each (its problem naming its first test, the tests that carry
+    it): the first one's problem, the other tests with it, and how many other bad markers there are."""
+    (problem, nodeids), others = bad[0], len(bad) - 1
+    more = ""
+    if len(nodeids) > 1:
+        rest = list(nodeids[1:])
+        shown = ", ".join(rest[:3]) + (", ..." if len(rest) > 3 else "")
+        more = f" (and {len(rest)} more test{'s' if len(rest) > 1 else ''} with the same problem: {shown})"
+    also = f"; {others} other perfgate marker(s) are bad too" if others else ""
+    return one_line(problem + more + also, 600)
 
 
 def measure_for(settings: Settings, marker: MarkerOptions | None) -> MeasureOptions:

@@ -15,12 +15,12 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from perfgate.codec import CodecError, case_from_dict, environment_from_dict, unmeasured_from_dict
 from perfgate.config.settings import Settings
-from perfgate.errors import PerfgateError, ReportFileError, ToolFailed
+from perfgate.errors import PYTEST_USAGE_ERROR, PerfgateError, ReportFileError, ToolFailed, pytest_usage_line
 from perfgate.inputs import parse_json, read_bytes
 from perfgate.measure.handshake import MEASURE_CHILD_ENV, ChildOrder, offer
 from perfgate.measure.tools import ToolOutput, run_tool
@@ -43,6 +43,7 @@ class ChildRun:
     unmeasured: tuple[UnmeasuredTest, ...]
     environment: Environment | None
     returncode: int
+    said: str = ""  # pytest's own line when it refused its arguments (exit status 4)
 
 
 class ChildRunner:
@@ -80,9 +81,10 @@ class ChildRunner:
                 proc = child() if on_case is None else _watched(child, progress_path(order.output), on_case)
             finally:
                 os.close(read_fd)
-            if not order.output.is_file():
-                raise ToolFailed(argv, proc.returncode, proc.stdout[-2000:] + proc.stderr[-2000:])
-            return parse_child_output(order.output, proc.returncode, nonce=order.nonce)
+            said = pytest_usage_line(proc.stdout + proc.stderr) if proc.returncode == PYTEST_USAGE_ERROR else ""
+            if not order.output.is_file():  # refused before the plugin ran (an option it does not know): its line
+                raise ToolFailed(argv, proc.returncode, said or proc.stdout[-2000:] + proc.stderr[-2000:])
+            return replace(parse_child_output(order.output, proc.returncode, nonce=order.nonce), said=said)
 
     def confirmer(self, results: Mapping[str, CaseResult]) -> _Confirm:
         return _Confirm(self, results)

@@ -50,8 +50,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "perfgate(**options): perfgate options for this test's cases "
-        "(threshold_pct, metrics={name: pct}, min_speedup, warmup_ms, min_samples, "
-        "max_samples, budget_ms, cooldown_max_ms, exclude_throttled, memory)",
+        "(threshold_pct, metrics={name: pct}, min_speedup, gated_measure, host_timer, warmup_ms, min_samples, "
+        "max_samples, budget_ms, cooldown_max_ms, exclude_throttled, flush_l2, move_inputs, memory)",
     )
     # pytest-benchmark, stepped aside, registers no marker: a --strict-markers suite must still collect
     config.addinivalue_line("markers", "benchmark: mark a test with custom benchmark settings.")
@@ -87,6 +87,16 @@ def pytest_configure_node(node: Any) -> None:
     state = node.config.stash.get(SESSION_KEY, None)
     if state is not None and state.measuring:
         assign_gpu(node)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A bad marker argument is bad configuration: one line and exit 4 before any test runs."""
+    state = config.stash.get(SESSION_KEY, None)
+    if state is not None and state.measuring:
+        from perfgate.pytest_plugin.fixture import check_markers
+
+        check_markers(items, state.settings)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -126,9 +136,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     from perfgate.pytest_plugin.runtime import finish
 
-    code = finish(
-        session.config, state, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED, tests_failed=exitstatus != 0
-    )
+    code = finish(session.config, state, int(exitstatus))
     state.pytest_session = session
     if code:
         state.exit_code = state.exit_code or code

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,6 +39,7 @@ def without_perfgate_flags(args: Sequence[str]) -> tuple[str, ...]:
 
 def run_parent(config: pytest.Config, state: PerfgateSession) -> None:
     """The A/B comparison, in place of this process's own test loop."""
+    from perfgate.ab.protocol import PytestEnded
     from perfgate.ab.run import run_ab
     from perfgate.ab.setup import AbRequest
 
@@ -52,6 +54,10 @@ def run_parent(config: pytest.Config, state: PerfgateSession) -> None:
     try:  # the progress display talks to the terminal while the comparison runs, past pytest's capture
         with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
             outcome = run_ab(request)
+    except PytestEnded as err:  # a worker's pytest ended early: its status (usage error 4, interrupted 2, ...)
+        state.error = str(err)
+        state.exit_code = err.exit_status
+        return
     except PerfgateError as err:
         state.error = str(err)
         state.exit_code = int(pytest.ExitCode.USAGE_ERROR)
@@ -100,6 +106,20 @@ class AbWorker:
         self.perf_nodeids: set[str] = set()
         state.ab_server = CaseServer(this_worker_end(os.environ[WORKER_ENV]))
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_collection(self, session: pytest.Session) -> Generator[None, Any, None]:
+        outcome = yield
+        error = outcome.excinfo[1] if outcome.excinfo else None
+        if isinstance(error, pytest.UsageError):  # "file or directory not found: tests/perf", as pytest says it
+            lines = [line for arg in error.args for line in str(arg).splitlines() if line.strip()]
+            self.state.ab_server.ended_because = one_line(lines[0] if lines else "a usage error", 300)
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self.state.ab_server.ended_because = crash_line(excinfo)
+
+    def pytest_internalerror(self, excrepr: Any, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self.state.ab_server.ended_because = crash_line(excinfo)
+
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:  # the last line of pytest's report, without its "E   " margin
             lines = [line for line in str(report.longreprtext).strip().splitlines() if line.strip()]
@@ -141,3 +161,18 @@ class AbWorker:
 
 def is_perf_item(item: pytest.Item) -> bool:
     return any(f in getattr(item, "fixturenames", ()) for f in PERF_FIXTURES)
+
+
+def crash_line(excinfo: pytest.ExceptionInfo[BaseException]) -> str:
+    """Why a session ended early, in one line: `pytest.exit`'s reason, or the exception and the innermost frame
+    outside pytest's and pluggy's own code (the conftest or plugin that raised it)."""
+    import _pytest
+    import pluggy
+
+    error = excinfo.value
+    if isinstance(error, pytest.exit.Exception):
+        return one_line(f"pytest.exit: {error.msg}", 300)
+    own = (Path(_pytest.__file__).parent, Path(pluggy.__file__).parent)
+    frames = [e for e in excinfo.traceback if not any(Path(e.path).is_relative_to(d) for d in own)]
+    where = f"{frames[-1].path}:{frames[-1].lineno + 1}: " if frames else ""
+    return one_line(f"{where}{excinfo.exconly()}", 300)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from perfgate.config.settings import MarkerOptions, Settings, marker_options, measure_for
+from perfgate.config.settings import MarkerOptions, Settings, bad_markers_line, marker_options, measure_for
 from perfgate.errors import ConfigError, PerfgateError
 from perfgate.model import CaseResult, Timer, TimingStats
 from perfgate.pytest_plugin import arguments
@@ -270,6 +270,23 @@ def marker_for(node: pytest.Item, settings: Settings) -> MarkerOptions | None:
     if mark.args:
         raise ConfigError(f"perfgate: {node.nodeid}: the perfgate marker takes keyword arguments only")
     return marker_options(dict(mark.kwargs), node.nodeid, settings.ncu_metrics)
+
+
+def check_markers(items: Sequence[pytest.Item], settings: Settings) -> None:
+    """Every perfgate marker of the run checked, alone and with the configured options, before any test runs: a
+    bad one is bad configuration, one line and exit 4 (pytest.UsageError), not an error in each test that has
+    it. Tests with the same marker share its problem (a module's `pytestmark`: named once)."""
+    bad: dict[str, tuple[str, list[str]]] = {}
+    for item in items:
+        mark = item.get_closest_marker("perfgate")
+        if mark is None:
+            continue
+        try:
+            measure_for(settings, marker_for(item, settings))
+        except PerfgateError as err:
+            bad.setdefault(repr((mark.args, mark.kwargs)), (str(err), []))[1].append(item.nodeid)
+    if bad:
+        raise pytest.UsageError(bad_markers_line(list(bad.values())))
 
 
 def fixture_for(request: pytest.FixtureRequest, state: PerfgateSession | None) -> Any:

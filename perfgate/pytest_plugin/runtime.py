@@ -37,33 +37,41 @@ def note_outcome(state: PerfgateSession, item: pytest.Item, report: pytest.TestR
         state.unmeasured[nodeid] = UnmeasuredTest(nodeid, outcome, one_line(reason, 200))
 
 
-def finish(config: pytest.Config, state: PerfgateSession, interrupted: bool, tests_failed: bool) -> int:
-    """Hand the measurements on: to the parent (child), the controller (worker) or the gate. Returns the
-    exit status the gate asks for (0 = nothing to add). A test's forked child hands nothing on (the hook
-    does not call this there; the store and the child's output check again)."""
-    if state.mode is Mode.MEASURE_CHILD:
-        _write_child_output(state)
+def finish(config: pytest.Config, state: PerfgateSession, exitstatus: int) -> int:
+    """Hand the measurements on: to the parent (child), the controller (worker) or the gate; `exitstatus` is
+    pytest's. Returns the exit status the gate asks for (0 = nothing to add). A test's forked child hands
+    nothing on (the hook does not call this there; the store and the child's output check again)."""
+    if _handed_on(config, state, exitstatus):
         return 0
-    if state.mode is Mode.XDIST_WORKER:
-        from perfgate.pytest_plugin.xdist import send_worker_results
-
-        send_worker_results(config, state)
-        return 0
-    if state.mode is Mode.AB_WORKER:
-        state.ab_server.finish(2 if interrupted else 1 if tests_failed else 0)  # pytest's codes
-        return 0
-    if interrupted:
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
         state.messages.append("perfgate: run interrupted before anything was stored; no baseline touched")
+        return 0
+    if exitstatus == pytest.ExitCode.USAGE_ERROR:  # refused before any test ran: pytest's ERROR line says why
         return 0
     from perfgate.measure.phases import phase_line
 
     elapsed = time.monotonic() - state.started_monotonic
     state.messages.append(phase_line(elapsed, state.results.values(), state.before_s))
     try:
-        return _gate(config, state, tests_failed)
+        return _gate(config, state, exitstatus != 0)
     except PerfgateError as err:
         state.error = str(err)
         return int(pytest.ExitCode.USAGE_ERROR)
+
+
+def _handed_on(config: pytest.Config, state: PerfgateSession, exitstatus: int) -> bool:
+    """A measurement child, an xdist worker or an A/B worker hands its measurements on (True); the gate does not."""
+    if state.mode is Mode.MEASURE_CHILD:
+        _write_child_output(state)
+    elif state.mode is Mode.XDIST_WORKER:
+        from perfgate.pytest_plugin.xdist import send_worker_results
+
+        send_worker_results(config, state)
+    elif state.mode is Mode.AB_WORKER:
+        state.ab_server.finish(exitstatus)  # pytest's own: a usage error (4) or no perf test (5) told as such
+    else:
+        return False
+    return True
 
 
 def _gate(config: pytest.Config, state: PerfgateSession, tests_failed: bool) -> int:

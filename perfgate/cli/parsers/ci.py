@@ -183,7 +183,21 @@ def _init(csub: Any) -> None:
         default="auto",
         help="the kind of runner (auto: hosted for ubuntu-*, windows-*, macos-* labels)",
     )
-    init.add_argument("--pytest-args", default="tests/perf", help="what the gate runs (default tests/perf)")
+    init.add_argument(
+        "--tests",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="the perf tests the workflows run (a directory, file or node id; repeat for more), each checked to be "
+        "in the repository (default: the directories of the test files that use the perfgate or benchmark "
+        "fixture or marker)",
+    )
+    init.add_argument(
+        "--pytest-args",
+        default="",
+        help="more pytest arguments for the workflows (-k, -m, ...; split on whitespace, no quotes); a test path "
+        "among them is checked as --tests is",
+    )
     init.add_argument("--python-version", default="3.11", help="the Python actions/setup-python installs")
     init.add_argument("--default-branch", default="", help="default: the repository's (origin/HEAD, else the current)")
     init.add_argument(
