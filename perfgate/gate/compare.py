@@ -22,6 +22,7 @@ from perfgate.gate.bottleneck import MeasureChoice, choose_measure
 from perfgate.gate.common import centred_rank, common_shift
 from perfgate.gate.cycles import compare_cycles
 from perfgate.gate.decision import MAX_STAGES, Decision, Rule, decide, per_test_alpha
+from perfgate.gate.mode_share import ModeShare, guarded, run_mode_share
 from perfgate.gate.noise import estimate_noise, noise_floor
 from perfgate.gate.static import LAUNCHED, compare_compiled, static_rule
 from perfgate.gate.thresholds import metric_threshold_pct
@@ -85,6 +86,7 @@ def compare_run(
     alpha = per_test_alpha(settings.false_alarm_pct, gated_tests(results, baseline, settings))
     rule = static_rule(settings)
     shift = run_shift(results, baseline, current_env, settings) if env_ok else None
+    modes = run_mode_share(results, baseline) if env_ok else None  # other cases' windows: gate/mode_share.py
     for res in sorted(results, key=lambda r: r.case_id):
         base = baseline.cases.get(res.case_id) if baseline else None
         if base is None:
@@ -112,7 +114,9 @@ def compare_run(
             choice = choose_measure(res, base, current_env.device_name, settings)
             on_cycles = speedup_row is None and choice.measure is GatedMeasure.CYCLES
             time_gated = (speedup_row is None and not on_cycles) or settings.gate_time_with_reference
-            time_row = compare_time(res, base, settings, alpha, intervals, gated=time_gated, shift=shift, choice=choice)
+            time_row = compare_time(
+                res, base, settings, alpha, intervals, gated=time_gated, shift=shift, choice=choice, modes=modes
+            )
             explicit = res.thresholds.time_pct if res.thresholds.time_pct_explicit else None
             reason = choice.reason if speedup_row is None else "the speedup is gated"
             rule_now = _rule(res, settings, alpha, explicit)
@@ -229,7 +233,12 @@ def _noise(
 
 
 def time_decision(
-    res: CaseResult, base: BaselineCase, settings: Settings, alpha: float, shift: CommonShift | None = None
+    res: CaseResult,
+    base: BaselineCase,
+    settings: Settings,
+    alpha: float,
+    shift: CommonShift | None = None,
+    rule: Rule | None = None,
 ) -> Decision:
     t = res.thresholds
     calibration = base.time_values()
@@ -239,7 +248,7 @@ def time_decision(
         calibration,
         res.process_medians_ms,
         noise,
-        _rule(res, settings, alpha, t.time_pct if t.time_pct_explicit else None),
+        rule or _rule(res, settings, alpha, t.time_pct if t.time_pct_explicit else None),
         threshold_pct=t.time_pct,
         baseline_samples=base.samples_ms,
         current_samples=res.samples_ms,
@@ -257,11 +266,16 @@ def compare_time(
     gated: bool = True,
     shift: CommonShift | None = None,
     choice: MeasureChoice | None = None,
+    modes: ModeShare | None = None,
 ) -> Comparison:
     """The time verdict with its interval: between-process when calibrated, else the within-run one; against
     the centre moved by the run's common-mode shift when there is one (gate/common.py). `choice`: why time is
     (or is not) the gated measure, said in the note."""
     d = time_decision(res, base, settings, alpha, shift)
+    held = ""
+    if gated:  # a slowdown within the run's unseen modes needs the processes they call for (gate/mode_share.py)
+        rule = _rule(res, settings, alpha, res.thresholds.time_pct if res.thresholds.time_pct_explicit else None)
+        d, held = guarded(d, rule, modes, lambda r: time_decision(res, base, settings, alpha, shift, r))
     lo, hi = d.ci_low_pct, d.ci_high_pct
     if d.noise is None and intervals:
         lo, hi = median_change_ci_pct(base.samples_ms, res.samples_ms) or (None, None)
@@ -287,7 +301,8 @@ def compare_time(
             f"; change against the run's common-mode shift ({shift.shift_pct:+.1f}%)"
             if shift is not None and d.noise is not None
             else ""
-        ),
+        )
+        + (f"; {held}" if held else ""),
         detects_pct=d.detects_pct,
         gated=gated,
         suspect=d.suspect and gated,

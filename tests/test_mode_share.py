@@ -1,0 +1,100 @@
+"""The share of processes in modes the calibration did not see, from the whole run (issue 31, requirements 1
+and 4): where other cases' noise windows show a slower unseen mode, a case whose processes all land within it
+fails only on as many processes as the mode's share (its upper confidence bound) calls for; where that is more
+than a failure may ask for, it is inconclusive with a line saying why. A slowdown beyond every mode seen, and a
+run whose windows show none, are judged as before."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from perfgate.config.settings import Settings
+from perfgate.gate.findings import GateFacts
+from perfgate.gate.mode_share import share_upper_bound, stages_for_share
+from perfgate.gate.noise import estimate_noise
+from perfgate.gate.run import evaluate
+from perfgate.model import CaseThresholds, GateResult, Verdict
+from tests.helpers import calibrated_of, make_run, noisy
+
+SPREAD = (0.997, 0.9985, 0.999, 0.9995, 1.0, 1.0003, 1.0007, 1.001, 1.0015, 1.003)
+FAST = [1.0 + d for d in (0.001, -0.002, 0.0005, -0.0005, 0.002, -0.001)]
+MODED = FAST[:3] + [1.029, 1.031, 1.030] + FAST[3:]  # newest first: three of nine runs in a mode 3% slower
+CLEAN = FAST + FAST[:3]  # nine runs, none in the mode
+LONG_MODED = [1.030, 1.029, 1.031] + FAST * 4 + FAST[:3]  # three of thirty runs in the mode
+LONG_CLEAN = FAST * 5
+
+
+def _gate(tmp_path, window, factors, processes: int) -> GateResult:
+    """A run of unchanged-looking cases: each case's window (relative to its calibration) and its `processes`
+    process values, all at its factor (a fresh process in the mode lands where the run's did)."""
+    calibration = make_run({cid: noisy(1.0, seed=i, sd=0.0005) for i, cid in enumerate(factors)})
+    baseline = calibrated_of(calibration, tmp_path, SPREAD)
+    results = []
+    for i, (cid, f) in enumerate(factors.items()):
+        res = make_run({cid: noisy(f, seed=50 + i, sd=0.0005)}).results[0]
+        cal = baseline.cases[cid].time_values()
+        noise = estimate_noise(cal, [v * cal[0] / SPREAD[0] for v in window[cid]], 0.1)
+        res = replace(res, thresholds=CaseThresholds(time_noise=noise), confirmation_medians_ms=(f,) * (processes - 1))
+        results.append(res)
+    return evaluate(replace(calibration, results=tuple(results)), baseline, Settings(), GateFacts())
+
+
+def _case_a(g: GateResult):
+    return next(c for c in g.comparisons if c.case_id == "k.py::test_a" and c.gated)
+
+
+OTHERS_MODED = {f"k.py::test_{x}": MODED for x in "bcde"}
+STILL = {f"k.py::test_{x}": 1.0 for x in "bcde"}
+
+
+@pytest.mark.parametrize(("successes", "trials"), [(0, 10), (3, 9), (12, 36), (12, 120), (8, 30), (29, 30)])
+def test_the_share_bound_is_the_clopper_pearson_upper_bound(successes, trials):
+    from scipy.stats import beta
+
+    want = beta.ppf(0.95, successes + 1, trials - successes)
+    assert share_upper_bound(successes, trials, 0.95) == pytest.approx(want, abs=1e-9)
+
+
+def test_a_share_seen_in_every_trial_or_none_bounds_nothing():
+    assert share_upper_bound(5, 5) == 1.0 and share_upper_bound(0, 0) == 1.0
+
+
+def test_the_processes_a_mode_calls_for_make_all_of_them_in_it_as_rare_as_alpha():
+    # 0.4^7 = 1.6e-3 > 1e-3 >= 0.4^8 = 6.6e-4: eight processes at a 10-case suite's alpha
+    assert stages_for_share(0.4, 1e-3) == 8
+    assert stages_for_share(0.1, 1e-3) == 3
+    assert stages_for_share(0.0, 1e-3) == 1
+
+
+def test_an_unchanged_case_all_in_a_mode_other_windows_show_is_inconclusive_not_regressed(tmp_path):
+    # four other cases' windows hold 3 of 9 runs in a +3% mode (a share up to 48%): ruling the mode out needs
+    # nine processes, more than a failure may ask for; the clean-window case whose processes all drew it
+    # failed on main (its reference has no process of the mode)
+    g = _gate(tmp_path, {"k.py::test_a": CLEAN, **OTHERS_MODED}, {"k.py::test_a": 1.03, **STILL}, processes=8)
+    a = _case_a(g)
+    assert a.verdict is Verdict.INCONCLUSIVE and not g.failed
+    assert "cannot fail: slower modes the calibration did not see (4 case(s)" in a.note
+    assert "needs 9 processes, more than the 8 a failure may ask for" in a.note
+
+
+def test_a_suspect_within_the_mode_needs_the_processes_its_share_calls_for(tmp_path):
+    # 3 of 30 runs in the mode in four cases: a share up to 15.5%, k = 4 where the reference alone asks for 3
+    window = {"k.py::test_a": LONG_CLEAN, **{f"k.py::test_{x}": LONG_MODED for x in "bcde"}}
+    three = _case_a(_gate(tmp_path / "3", window, {"k.py::test_a": 1.03, **STILL}, processes=3))
+    assert three.suspect and three.stages == 4  # measured again before any verdict (gate/confirm.py)
+    four = _case_a(_gate(tmp_path / "4", window, {"k.py::test_a": 1.03, **STILL}, processes=4))
+    assert four.verdict is Verdict.REGRESSED  # a change that moves every process still fails
+
+
+def test_a_slowdown_beyond_every_mode_seen_is_judged_as_before(tmp_path):
+    g = _gate(tmp_path, {"k.py::test_a": CLEAN, **OTHERS_MODED}, {"k.py::test_a": 1.10, **STILL}, processes=4)
+    assert _case_a(g).verdict is Verdict.REGRESSED and g.failed
+
+
+def test_without_an_unseen_mode_in_any_window_nothing_changes(tmp_path):
+    others = {f"k.py::test_{x}": CLEAN for x in "bcde"}
+    g = _gate(tmp_path, {"k.py::test_a": CLEAN, **others}, {"k.py::test_a": 1.03, **STILL}, processes=4)
+    a = _case_a(g)
+    assert a.verdict is Verdict.REGRESSED and "cannot fail" not in a.note
