@@ -277,7 +277,7 @@ class Replica:
             )
         )
 
-    def reanchor(self) -> None:
+    def reanchor(self, *extra: str) -> None:
         from perfgate.cli import main
 
         code = main(
@@ -291,6 +291,7 @@ class Replica:
                 str(self.root),
                 "--runs",
                 str(REANCHOR_RUNS),
+                *extra,
             ]
         )
         if code != 0:

@@ -6,12 +6,16 @@ import argparse
 import statistics
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from perfgate.baseline import Baseline, BaselineCase, load_baseline, parse_baseline
 from perfgate.cli.settings import command_settings
 from perfgate.errors import BaselineError, PerfgateError
 from perfgate.inputs import is_pipe, parse_json, read_pipe
 from perfgate.model import Environment
+
+if TYPE_CHECKING:
+    from perfgate.baseline.reanchor import Reanchor
 
 
 def compare(args: argparse.Namespace) -> int:
@@ -117,7 +121,7 @@ def baseline_show(args: argparse.Namespace) -> int:
 def baseline_reanchor(args: argparse.Namespace) -> int:
     """Move the baseline's centres onto the level of the last passing runs in the history (baseline/reanchor.py)."""
     from perfgate.baseline import Update
-    from perfgate.baseline.reanchor import reanchored
+    from perfgate.baseline.reanchor import MIN_RUNS, reanchored
     from perfgate.baseline.write import update_baseline_file
     from perfgate.gate.run import with_noise_branch
     from perfgate.measure.environment import utc_now, who
@@ -145,12 +149,24 @@ def baseline_reanchor(args: argparse.Namespace) -> int:
     recent = {cid: [p.median_ms for p in points] for cid, points in found.items()}
     update = Update(at=utc_now(), by=who(), commit=commit, reason=args.reason, cases=0)
     mcycles = {cid: [p.median_mcycles for p in points if p.median_mcycles is not None] for cid, points in found.items()}
-    result = reanchored(baseline, recent, env, update, per_case=args.per_case, recent_mcycles=mcycles)
+    result = reanchored(
+        baseline,
+        recent,
+        env,
+        update,
+        per_case=args.per_case,
+        recent_mcycles=mcycles,
+        force=args.force,
+        floor_pct=settings.min_effect_pct,
+    )
     if result is None:
         raise PerfgateError(
-            f"perfgate baseline reanchor: no case of {args.path} has 3 passing gate runs on "
+            f"perfgate baseline reanchor: no case of {args.path} has {MIN_RUNS} passing gate runs on "
             f"{settings.noise_branch!r} in {settings.db_path}; nothing written"
         )
+    if not result.moved:
+        print(_unmoved_line(args.path, result, args.runs))
+        return 0
     update_baseline_file(args.path, lambda _old: result.baseline)
     print(
         f"perfgate: re-anchored {result.cases} case(s) of {args.path} "
@@ -158,8 +174,26 @@ def baseline_reanchor(args: argparse.Namespace) -> int:
         f"{100 * (result.factor - 1):+.2f}%) on their last {args.runs} passing run(s); noise kept; commit the file"
     )
     if result.skipped:
-        print(f"perfgate: {len(result.skipped)} case(s) kept their centre (fewer than 3 runs): {result.skipped[0]} ...")
+        print(
+            f"perfgate: {len(result.skipped)} case(s) kept their centre (fewer than {MIN_RUNS} runs): "
+            f"{result.skipped[0]} ..."
+        )
     return 0
+
+
+def _unmoved_line(path: Path, result: Reanchor, runs: int) -> str:
+    """Why a re-anchor moved nothing: its runs show no common shift, or too few cases to tell one."""
+    from perfgate.gate.common import MIN_CASES
+
+    level = f"x{result.factor:.4f} ({100 * (result.factor - 1):+.2f}%) on their last {runs} passing run(s)"
+    if result.cases < MIN_CASES:
+        few = f"too few to tell a common shift from noise ({MIN_CASES} needed)"
+        why = f"{result.cases} case(s) with a level ({level}): {few}"
+    else:
+        why = f"no common shift: its {result.cases} case(s) did not move together beyond chance ({level})"
+    return (
+        f"perfgate: baseline reanchor: {path}: {why}; nothing moved, nothing written (--force moves the centres anyway)"
+    )
 
 
 def _machine_line(env: Environment) -> str:

@@ -106,7 +106,17 @@ def add_baseline(sub: Any) -> None:
     )
     settings_options(re, "db_path")
     re.add_argument("path", type=Path, help="the baseline file to re-anchor")
-    re.add_argument("--runs", type=int, default=5, help="passing gate runs per case to take the level from (>= 3)")
+    re.add_argument(
+        "--runs",
+        type=arg_types.integer(3),  # baseline/reanchor.py MIN_RUNS (tests/test_reanchor.py: they agree)
+        default=5,
+        help="passing gate runs per case to take the level from (>= 3: one odd process must not move it)",
+    )
     re.add_argument("--per-case", action="store_true", help="each case by its own factor (accepts single changes)")
+    re.add_argument(
+        "--force",
+        action="store_true",
+        help="move the centres even where the recent runs show no common shift (they then move by noise)",
+    )
     re.add_argument("--reason", default="re-anchored after a common-mode shift", help="recorded in the baseline")
     re.set_defaults(func=lazy("perfgate.cli.gate", "baseline_reanchor"))
