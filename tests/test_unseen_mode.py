@@ -54,11 +54,16 @@ def test_a_steady_case_gets_no_note(tmp_path):
     assert not any(f.kind is FindingKind.UNSEEN_MODE for f in g.findings)
 
 
-def test_a_regressed_case_with_such_a_window_says_its_change_may_be_the_mode(tmp_path):
+def test_a_case_regressed_well_past_the_mode_its_window_shows_is_told_it_is_not_the_mode(tmp_path):
+    # +10% against a +3% mode: the why line names the mode and says the change is not it (an outside review:
+    # it said "may be the mode" on a real regression three times the mode's size)
     g = _gate(tmp_path, {"k.py::test_a": MODED, "k.py::test_b": FAST}, {"k.py::test_a": 1.10, "k.py::test_b": 1.10})
     verdicts = {c.case_id: c.verdict for c in g.comparisons}
     assert verdicts == {"k.py::test_a": Verdict.REGRESSED, "k.py::test_b": Verdict.REGRESSED} and g.failed
-    assert "a slower mode the calibration did not see" in why_line(g.explanations["k.py::test_a"])
+    why = why_line(g.explanations["k.py::test_a"])
+    assert "a slower mode the calibration did not see" in why
+    assert "lies past that mode by more than 2 process noises" in why and why.endswith("not the mode")
+    assert "may be the mode" not in why
     assert "k.py::test_b" not in g.explanations  # its window saw nothing the calibration did not
     assert any(line.startswith("why k.py::test_a: its noise window shows a slower mode") for line in render_terminal(g))
 
@@ -103,3 +108,19 @@ def test_a_moded_case_that_is_inconclusive_does_not_hold_the_remedy_back(tmp_pat
     g = _gate(tmp_path, {"k.py::test_a": MODED, "k.py::test_b": FAST}, {"k.py::test_a": 1.10, "k.py::test_b": 1.0})
     assert changes_named(g) == ("k.py::test_a",)
     assert changes_named(g, {"k.py::test_a"}) == ()  # its mode may be all it shows
+
+
+def test_a_regressed_change_of_about_the_modes_size_may_be_the_mode():
+    from perfgate.gate.unseen import UnseenMode, why_row
+    from perfgate.metrics import TIME_METRIC
+    from perfgate.verdicts import Comparison, Direction
+
+    mode = UnseenMode("k.py::test_a", True, 3.0, 2.7, 3, 9)
+    row = Comparison(
+        "k.py::test_a", TIME_METRIC, "ms", Direction.LOWER, Verdict.REGRESSED, change_pct=3.3, noise_pct=0.3
+    )
+    assert "may be the mode, not the code" in why_row(mode, row).note
+    past = replace(row, change_pct=4.0)  # 3.3 noises past the mode's centre
+    assert why_row(mode, past).note.endswith(
+        "(+4.0%) lies past that mode by more than 2 process noises (0.3% each): not the mode"
+    )

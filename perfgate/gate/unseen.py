@@ -7,7 +7,8 @@ from a code change:
 - one note per gate run listing the cases, with the mode's size (the median of the window's processes
   beyond the calibration's extreme, from the calibration's centre, and how far past that extreme), how many
   of the window's runs hold it, and the remedy with its cost (`perfgate calibrate`, which then sees it);
-- a regressed case with such a window says so in its "why" line: the change may be the mode, not the code.
+- a regressed case with such a window says so in its "why" line: a change of about the mode's size may be the
+  mode, not the code; one well past the mode is said not to be it.
 
 Derived from the stored run and the baseline only, so `perfgate compare` says the same.
 """
@@ -90,20 +91,35 @@ def run_modes(results: Sequence[CaseResult], baseline: Baseline | None, gate: Ga
 def mode_rows(res: CaseResult, base: BaselineCase, timed: Iterable[Comparison | None]) -> tuple[Comparison, ...]:
     """A regressed case's "why" rows for the slower modes its window shows (gate/compare.py: `timed`, its
     timed comparisons)."""
-    metric = gated_metric(r for r in timed if r is not None)
-    return tuple(why_row(m) for m in case_modes(res.case_id, res, base, metric) if m.slower)
+    rows = [r for r in timed if r is not None]
+    metric = gated_metric(rows)
+    gated = next((r for r in rows if r.metric == metric and r.gated), None)
+    return tuple(why_row(m, gated) for m in case_modes(res.case_id, res, base, metric) if m.slower)
 
 
-def why_row(mode: UnseenMode) -> Comparison:
-    """A regressed case's explanation: its window shows a mode, so the change may be that mode's."""
-    return Comparison.words(
-        mode.case_id,
-        WINDOW_MODE,
-        f"its noise window shows a {'slower' if mode.slower else 'faster'} mode the calibration did not see "
-        f"({mode.at_pct:+.1f}%, {mode.past_pct:.1f}% past its {'slowest' if mode.slower else 'fastest'} process, "
-        f"in {mode.held} window runs): a change of about that size may be the mode, not the code; `perfgate calibrate` "
-        "learns it",
+BEYOND_NOISES = 2.0  # a change this many process noises past the mode's centre is not a process of the mode
+
+
+def why_row(mode: UnseenMode, row: Comparison | None = None) -> Comparison:
+    """A regressed case's explanation: its window shows a mode, so a change of about the mode's size may be
+    the mode's; a time or cycles change well past the mode (`row`, the gated comparison: every process beyond
+    the mode's centre by BEYOND_NOISES noises) is not, and the line says so rather than offer the mode as an
+    excuse (an outside review, issue 31). A speedup's change is a ratio of two times: left hedged."""
+    side = "slower" if mode.slower else "faster"
+    seen = (
+        f"its noise window shows a {side} mode the calibration did not see ({mode.at_pct:+.1f}%, "
+        f"{mode.past_pct:.1f}% past its {'slowest' if mode.slower else 'fastest'} process, in {mode.held} window runs)"
     )
+    change = row.change_pct if row is not None and row.metric != SPEEDUP_METRIC else None
+    noise = (row.noise_pct or 0.0) if row is not None else 0.0
+    if change is not None and mode.slower and change > mode.at_pct + BEYOND_NOISES * noise:
+        tail = (
+            f"its change ({change:+.1f}%) lies past that mode by more than {BEYOND_NOISES:g} process noises "
+            f"({noise:.1f}% each): not the mode"
+        )
+    else:
+        tail = "a change of about that size may be the mode, not the code; `perfgate calibrate` learns it"
+    return Comparison.words(mode.case_id, WINDOW_MODE, f"{seen}: {tail}")
 
 
 def run_findings(run: Run, baseline: Baseline | None, gate: GateResult) -> tuple[Finding, ...]:
