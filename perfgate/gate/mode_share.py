@@ -8,9 +8,16 @@ s^k: 0.4^4 = 2.6% per case, far above the per-case alpha of 1e-3 in a 10-case su
 the evidence: other cases' noise windows show processes beyond every calibration process (gate/unseen.py).
 From them:
 
+- the evidence counts only where at least MIN_MODE_CASES cases other than the one judged show a slower
+  unseen mode: one flaky case (a preempted process +10% in its window) is that case's own noise, not a mode
+  of the run; with it alone, a real +3..+8% regression elsewhere was held "cannot fail" run after run (an
+  outside review of this rule);
 - s_upper: a one-sided Clopper-Pearson upper bound (SHARE_CONFIDENCE) on the share of window processes
-  beyond the calibration, pooled over the cases whose window shows a slower unseen mode;
-- the range of the modes: the largest change from the calibration's centre of those processes;
+  beyond the calibration, pooled over those other cases;
+- the range of the modes: the RANGE_CASES-th largest of those cases' largest changes from their
+  calibration's centre (a slowdown at most that large was seen in at least two cases: one case's +50%
+  outlier does not cover every slowdown up to +50%; the third largest lost most of the rule's effect, 6 ->
+  11 of 1,000 in the new-mode replay, since a mode's processes scatter about its centre);
 - a suspect whose change lies within that range needs k = ceil(log(alpha) / log(s_upper)) processes, all
   beyond T; a mode is caught out by one fast process, a code regression moves every process and still fails
   (it only costs confirmation time). Where k passes the most a failure may ask for, the case cannot fail:
@@ -34,22 +41,57 @@ from perfgate.model import CaseResult, Verdict
 SHARE_CONFIDENCE = 0.95  # one-sided: s_upper lies above the true share this often
 
 
+MIN_MODE_CASES = 3  # cases other than the judged one that must show a slower unseen mode
+RANGE_CASES = 2  # the range is the largest slowdown at least this many of those cases showed
+
+
+@dataclass(frozen=True)
+class CaseModes:
+    """One case's window beyond every calibration process, on the slower side."""
+
+    case_id: str
+    beyond: int  # window processes beyond the calibration's slowest (at most the EXTREMES_KEPT stored)
+    window_processes: int  # the window's processes
+    highest_pct: float  # the largest of them, from the calibration's centre (%)
+
+
 @dataclass(frozen=True)
 class ModeShare:
-    """What a run's noise windows say about slower modes the calibration did not see."""
+    """What a run's noise windows say about slower modes the calibration did not see: the cases showing one.
+    A judged case reads the evidence of the others only (`without`)."""
 
-    beyond: int  # window processes beyond every calibration process, over the cases showing such a mode
-    window_processes: int  # those cases' window processes
-    cases: int  # cases whose window shows a slower unseen mode
-    highest_pct: float  # the largest of those processes' changes from their calibration's centre (%)
+    shown: tuple[CaseModes, ...]
+
+    @property
+    def beyond(self) -> int:
+        return sum(c.beyond for c in self.shown)
+
+    @property
+    def window_processes(self) -> int:
+        return sum(c.window_processes for c in self.shown)
+
+    @property
+    def cases(self) -> int:
+        return len(self.shown)
+
+    @property
+    def highest_pct(self) -> float:
+        """The range: the RANGE_CASES-th largest of the cases' largest changes (0 with fewer cases)."""
+        tops = sorted((c.highest_pct for c in self.shown), reverse=True)
+        return tops[RANGE_CASES - 1] if len(tops) >= RANGE_CASES else 0.0
 
     @property
     def share_upper(self) -> float:
         """The share's upper confidence bound (one-sided, SHARE_CONFIDENCE)."""
         return share_upper_bound(self.beyond, self.window_processes, SHARE_CONFIDENCE)
 
+    def without(self, case_id: str) -> ModeShare | None:
+        """The evidence of the other cases, None where fewer than MIN_MODE_CASES of them show a mode."""
+        others = tuple(c for c in self.shown if c.case_id != case_id)
+        return ModeShare(others) if len(others) >= MIN_MODE_CASES else None
+
     def covers(self, change_pct: float | None) -> bool:
-        """Whether a slowdown of `change_pct` could be one of these modes: up to the largest seen."""
+        """Whether a slowdown of `change_pct` could be one of these modes: up to the range."""
         return change_pct is not None and 0.0 < change_pct <= self.highest_pct
 
 
@@ -97,11 +139,10 @@ def stages_for_share(share: float, alpha: float) -> int:
 def run_mode_share(results: Sequence[CaseResult], baseline: Baseline | None) -> ModeShare | None:
     """The run's evidence of slower unseen modes in the cases' time noise (None: no case shows one). A case
     counts the window processes beyond its calibration's slowest (gate/unseen.py's count: at most the
-    EXTREMES_KEPT stored, so a lower bound) over its window's processes."""
+    EXTREMES_KEPT stored, so a lower bound) over its window's processes. A judged case takes `without` itself."""
     if baseline is None:
         return None
-    beyond = window = cases = 0
-    highest = 0.0
+    shown: list[CaseModes] = []
     for res in results:
         base = baseline.cases.get(res.case_id)
         noise = res.thresholds.time_noise
@@ -114,9 +155,8 @@ def run_mode_share(results: Sequence[CaseResult], baseline: Baseline | None) -> 
         edge = 100.0 * (max(calibration) - centre) / centre
         out = [d for d in noise.window_upper_pct if d > edge]
         if out:
-            beyond, window, cases = beyond + len(out), window + noise.window_runs, cases + 1
-            highest = max(highest, *out)
-    return ModeShare(beyond, window, cases, highest) if cases else None
+            shown.append(CaseModes(res.case_id, len(out), noise.window_runs, max(out)))
+    return ModeShare(tuple(shown)) if shown else None
 
 
 def stages_against(modes: ModeShare | None, change_pct: float | None, alpha: float) -> int:
@@ -140,9 +180,10 @@ def why_inconclusive(modes: ModeShare, needed: int, most: int) -> str:
 def guarded(
     d: Decision, rule: Rule, modes: ModeShare | None, again: Callable[[Rule], Decision]
 ) -> tuple[Decision, str]:
-    """`d` held to the run's unseen modes: a suspect or regressed slowdown within their range is decided again
-    (`again`) on the processes they need, or, where that is more than `rule` may ask for, made inconclusive at
-    once (no confirmation could let it fail), with the line saying why. Anything else is `d` as it was."""
+    """`d` held to the run's unseen modes (`modes`: the other cases' evidence, ModeShare.without): a suspect
+    or regressed slowdown within their range is decided again (`again`) on the processes they need, or, where
+    that is more than `rule` may ask for, made inconclusive at once (no confirmation could let it fail), with
+    the line saying why. Anything else is `d` as it was."""
     upward = d.verdict is Verdict.REGRESSED or (d.suspect and (d.change_pct or 0.0) > 0.0)
     if modes is None or d.noise is None or not upward:
         return d, ""
