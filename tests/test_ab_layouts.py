@@ -43,12 +43,13 @@ def test_a_3x_slowdown_is_caught_with_each_side_running_its_own_tree(tmp_path, l
     repo = project(tmp_path, layout)
     python = environment(tmp_path, repo, layout)
     proc, doc = ab(python, repo, tmp_path, "--perfgate-ab-process", mode, "--perfgate-strict")
-    # What this test is about: each side ran its own tree (the bug read "unchanged"). On a loaded host two
-    # separate processes' offsets can leave a 3x change "inconclusive" (detects beyond it): strict mode then
-    # fails it on the ceiling, so the run is red either way.
-    assert proc.returncode == 1 and verdicts(doc)[CASE] in ("regressed", "inconclusive"), proc.stdout + proc.stderr
-    if mode == "shared":
-        assert verdicts(doc) == {CASE: "regressed"}, proc.stdout + proc.stderr
+    # What this test is about: each side ran its own tree (the bug read "unchanged"). On a loaded host the
+    # noise can leave a 3x change "inconclusive" (detects beyond it), in either process mode (CI saw
+    # "ratio 3.368 [3.094, 3.666], detects >= 288%" shared, with the slow stage's other tests beside it):
+    # strict mode then fails it on the ceiling, so the run is red either way, and the change is far beyond 1.
+    (row,) = [c for c in doc["comparisons"] if c["case_id"] == CASE and c["metric"] == "median_ms"]
+    assert proc.returncode == 1 and row["verdict"] in ("regressed", "inconclusive"), proc.stdout + proc.stderr
+    assert row["change_pct"] > 50.0, proc.stdout + proc.stderr
     mine = {"head": "src/mylib/__init__.py", "base": "src/mylib/__init__.py"}
     for side in ("base", "head"):
         assert ("mylib:work", side, mine[side]) in _in_tree(doc, side), _in_tree(doc, side)
