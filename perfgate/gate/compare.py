@@ -275,8 +275,7 @@ def compare_time(
     held = ""
     if gated:  # a slowdown within the run's unseen modes needs the processes they call for (gate/mode_share.py)
         rule = _rule(res, settings, alpha, res.thresholds.time_pct if res.thresholds.time_pct_explicit else None)
-        others = modes.without(res.case_id) if modes is not None else None  # never its own window's
-        d, held = guarded(d, rule, others, lambda r: time_decision(res, base, settings, alpha, shift, r))
+        d, held = guarded(d, rule, modes, res.case_id, lambda r: time_decision(res, base, settings, alpha, shift, r))
     lo, hi = d.ci_low_pct, d.ci_high_pct
     if d.noise is None and intervals:
         lo, hi = median_change_ci_pct(base.samples_ms, res.samples_ms) or (None, None)

@@ -178,14 +178,18 @@ def why_inconclusive(modes: ModeShare, needed: int, most: int) -> str:
 
 
 def guarded(
-    d: Decision, rule: Rule, modes: ModeShare | None, again: Callable[[Rule], Decision]
+    d: Decision, rule: Rule, modes: ModeShare | None, case_id: str, again: Callable[[Rule], Decision]
 ) -> tuple[Decision, str]:
-    """`d` held to the run's unseen modes (`modes`: the other cases' evidence, ModeShare.without): a suspect
+    """`d`, case `case_id`'s decision, held to the run's unseen modes as the other cases show them
+    (`ModeShare.without`, taken only for an upward decision: most cases need none of it): a suspect
     or regressed slowdown within their range is decided again (`again`) on the processes they need, or, where
     that is more than `rule` may ask for, made inconclusive at once (no confirmation could let it fail), with
     the line saying why. Anything else is `d` as it was."""
     upward = d.verdict is Verdict.REGRESSED or (d.suspect and (d.change_pct or 0.0) > 0.0)
     if modes is None or d.noise is None or not upward:
+        return d, ""
+    modes = modes.without(case_id)
+    if modes is None:
         return d, ""
     needed = stages_against(modes, d.change_pct, rule.alpha)
     most = max(rule.stages, rule.max_stages)
