@@ -6,39 +6,21 @@ run whose windows show none, are judged as before."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from perfgate.config.settings import Settings
-from perfgate.gate.findings import GateFacts
 from perfgate.gate.mode_share import share_upper_bound, stages_for_share
-from perfgate.gate.noise import estimate_noise
-from perfgate.gate.run import evaluate
-from perfgate.model import CaseThresholds, GateResult, Verdict
-from tests.helpers import calibrated_of, make_run, noisy
+from perfgate.model import GateResult, Verdict
+from tests.window_runs import FAST, MODED, gate_with_windows
 
-SPREAD = (0.997, 0.9985, 0.999, 0.9995, 1.0, 1.0003, 1.0007, 1.001, 1.0015, 1.003)
-FAST = [1.0 + d for d in (0.001, -0.002, 0.0005, -0.0005, 0.002, -0.001)]
-MODED = FAST[:3] + [1.029, 1.031, 1.030] + FAST[3:]  # newest first: three of nine runs in a mode 3% slower
 CLEAN = FAST + FAST[:3]  # nine runs, none in the mode
 LONG_MODED = [1.030, 1.029, 1.031] + FAST * 4 + FAST[:3]  # three of thirty runs in the mode
 LONG_CLEAN = FAST * 5
 
 
 def _gate(tmp_path, window, factors, processes: int) -> GateResult:
-    """A run of unchanged-looking cases: each case's window (relative to its calibration) and its `processes`
-    process values, all at its factor (a fresh process in the mode lands where the run's did)."""
-    calibration = make_run({cid: noisy(1.0, seed=i, sd=0.0005) for i, cid in enumerate(factors)})
-    baseline = calibrated_of(calibration, tmp_path, SPREAD)
-    results = []
-    for i, (cid, f) in enumerate(factors.items()):
-        res = make_run({cid: noisy(f, seed=50 + i, sd=0.0005)}).results[0]
-        cal = baseline.cases[cid].time_values()
-        noise = estimate_noise(cal, [v * cal[0] / SPREAD[0] for v in window[cid]], 0.1)
-        res = replace(res, thresholds=CaseThresholds(time_noise=noise), confirmation_medians_ms=(f,) * (processes - 1))
-        results.append(res)
-    return evaluate(replace(calibration, results=tuple(results)), baseline, Settings(), GateFacts())
+    """A run of unchanged-looking cases with these windows, `processes` processes each (tests/window_runs.py)."""
+    return gate_with_windows(tmp_path, window, factors, processes, Settings())
 
 
 def _case_a(g: GateResult):

@@ -9,33 +9,15 @@ import json
 from dataclasses import replace
 
 from perfgate.config.settings import Settings
-from perfgate.gate.findings import GateFacts
-from perfgate.gate.noise import estimate_noise
-from perfgate.gate.run import evaluate
-from perfgate.model import CaseThresholds, FindingKind, Verdict
+from perfgate.model import FindingKind, Verdict
 from perfgate.report.format import why_line
 from perfgate.report.json_out import render_json
 from perfgate.report.terminal import render_terminal
-from tests.helpers import calibrated_of, make_run, noisy
-
-# ten calibration processes ~0.2% apart, all in the fast mode
-SPREAD = (0.997, 0.9985, 0.999, 0.9995, 1.0, 1.0003, 1.0007, 1.001, 1.0015, 1.003)
-FAST = [1.0 + d for d in (0.001, -0.002, 0.0005, -0.0005, 0.002, -0.001)]
-MODED = FAST[:3] + [1.029, 1.031, 1.030] + FAST[3:]  # newest first: three of nine runs in a mode 3% slower
+from tests.window_runs import FAST, MODED, gate_with_windows
 
 
 def _gate(tmp_path, window, factors):
-    calibration = make_run({cid: noisy(1.0, seed=i, sd=0.0005) for i, cid in enumerate(factors)})
-    baseline = calibrated_of(calibration, tmp_path, SPREAD)
-    results = []
-    for i, (cid, f) in enumerate(factors.items()):
-        res = make_run({cid: noisy(f, seed=50 + i, sd=0.0005)}).results[0]
-        cal = baseline.cases[cid].time_values()
-        noise = estimate_noise(cal, [v * cal[0] / SPREAD[0] for v in window[cid]], 0.1)
-        res = replace(res, thresholds=CaseThresholds(time_noise=noise), confirmation_medians_ms=(f,) * 8)
-        results.append(res)
-    run = replace(calibration, results=tuple(results))
-    return evaluate(run, baseline, Settings(strict=True), GateFacts())
+    return gate_with_windows(tmp_path, window, factors, 9, Settings(strict=True))
 
 
 def test_unchanged_code_whose_window_holds_an_unseen_slower_mode_passes_strict_with_one_note(tmp_path):
